@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every hbird test and ends with one line "N passed, M failed".
+#
+#   1. C unit tests of the core (no PostgreSQL), incl. the conformance corpus
+#   2. pg_regress suites and shell checks in a throwaway cluster (pg_virtualenv)
+#
+# Each test prints TAP-style "ok ..." / "not ok ..." lines; this script counts
+# them all.  Exit status is non-zero when anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+log_dir=${HB_TEST_LOG_DIR:-$root/tests/log}
+mkdir -p "$log_dir"
+
+bash scripts/install-deps.sh
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+if ! { make -s >"$log_dir/build.log" 2>&1 && $sudo make -s install >>"$log_dir/build.log" 2>&1; }; then
+	cat "$log_dir/build.log"
+	echo "not ok - build"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+: >"$log_dir/tap.log"
+
+# 1. core unit tests
+if make -s core-tests >"$log_dir/core-build.log" 2>&1; then
+	for t in tests/core/bin/test_*; do
+		echo "# $t"
+		"$t" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] || echo "not ok - $t exited with status $rc"
+	done | tee -a "$log_dir/tap.log" | grep -E '^(not ok|#)' || true
+else
+	cat "$log_dir/core-build.log"
+	echo "not ok - core unit tests build" | tee -a "$log_dir/tap.log"
+fi
+
+# 2. SQL tests in a throwaway cluster
+pg_virtualenv -v 15 bash tests/run_sql_tests.sh 2>&1 | tee -a "$log_dir/tap.log" | grep -E '^(not ok|ok|#)' || true
+if ! grep -q '^# sql tests finished' "$log_dir/tap.log"; then
+	echo "not ok - sql tests did not run to the end (see $log_dir)" | tee -a "$log_dir/tap.log"
+fi
+
+passed=$(grep -cE '^ok ' "$log_dir/tap.log" | tr -d ' ')
+skipped=$(grep -cE '^ok .*# SKIP' "$log_dir/tap.log" | tr -d ' ')
+failed=$(grep -cE '^not ok' "$log_dir/tap.log" | tr -d ' ')
+passed=$((passed - skipped))
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,28 @@
+-- hb_predict is PARALLEL SAFE: a large scan scores in parallel workers,
+-- with the same results as a serial scan.
+CREATE TABLE big AS
+SELECT g AS id,
+	   CASE WHEN g % 11 = 0 THEN NULL ELSE sin(g) END AS amount,
+	   cos(g * 0.7) AS age,
+	   CASE WHEN g % 7 = 0 THEN NULL ELSE sin(g * 1.3) * 2 END AS balance,
+	   cos(g * 0.11) AS n_tx,
+	   sin(g * 0.05) AS risk,
+	   (g % 13) / 6.0 - 1 AS tenure
+FROM generate_series(1, 50000) g;
+ANALYZE big;
+
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT sum(hb_predict('binary_logistic', b)) FROM big b;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT sum(hb_predict('binary_logistic', b)) FROM big b;
+CREATE TEMP TABLE par AS SELECT id, hb_predict('binary_logistic', b) AS p FROM big b;
+
+SET max_parallel_workers_per_gather = 0;
+CREATE TEMP TABLE ser AS SELECT id, hb_predict('binary_logistic', b) AS p FROM big b;
+SELECT count(*) AS rows, count(*) FILTER (WHERE par.p <> ser.p) AS differ
+FROM par JOIN ser USING (id);
+RESET ALL;
+DROP TABLE big;

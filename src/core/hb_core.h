@@ -1,0 +1,77 @@
+/*
+ * hb_core.h
+ *	  Shared definitions of the hbird core: allocator hooks and error reports.
+ *
+ * The core has no PostgreSQL include.  It never longjmps: every function that
+ * can fail returns false and fills an HbError, which the caller turns into
+ * whatever its world uses (ereport in a backend, a message in a unit test).
+ * Memory comes from hooks so that a backend can route it into a memory
+ * context and a unit test into malloc.
+ */
+#ifndef HB_CORE_H
+#define HB_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum HbErrCode
+{
+	HB_OK = 0,
+	HB_ERR_PARSE,				/* bytes are not the format they claim to be */
+	HB_ERR_INVALID,				/* well-formed but meaningless model */
+	HB_ERR_UNSUPPORTED,			/* valid model using something hbird lacks */
+	HB_ERR_LIMIT,				/* beyond a size or depth limit */
+	HB_ERR_NOMEM,				/* an allocation failed */
+	HB_ERR_ARGUMENT				/* bad argument from the caller */
+} HbErrCode;
+
+typedef struct HbError
+{
+	HbErrCode	code;
+	char		msg[512];
+	char		detail[512];
+} HbError;
+
+/* Record an error; returns false so that callers can write "return hb_fail(...)". */
+extern bool hb_fail(HbError *err, HbErrCode code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+/* Add a detail line to an error already recorded. */
+extern void hb_fail_detail(HbError *err, const char *fmt,...)
+			__attribute__((format(printf, 2, 3)));
+
+/*
+ * Allocation hooks.  alloc returns NULL on failure (it must not longjmp
+ * while the core holds foreign resources, so the glue uses a NO_OOM flavour);
+ * the core checks every result.
+ */
+typedef struct HbAllocator
+{
+	void	   *(*alloc) (size_t size);
+	void	   *(*realloc) (void *ptr, size_t size);
+	void		(*free) (void *ptr);
+} HbAllocator;
+
+extern void hb_set_allocator(const HbAllocator *a);
+extern void *hb_alloc(size_t size);
+extern void *hb_alloc0(size_t size);
+extern void *hb_realloc(void *ptr, size_t size);
+extern void hb_free(void *ptr);
+extern char *hb_strdup(const char *s);
+extern char *hb_strndup(const char *s, size_t n);
+
+/*
+ * Interrupt hook: long loops in the core call hb_check_interrupts(), which a
+ * backend points at CHECK_FOR_INTERRUPTS.  It may longjmp, so it is called
+ * only where the core holds nothing but hook-allocated memory.
+ */
+extern void (*hb_interrupt_hook) (void);
+
+static inline void
+hb_check_interrupts(void)
+{
+	if (hb_interrupt_hook)
+		hb_interrupt_hook();
+}
+
+#endif							/* HB_CORE_H */

@@ -1,0 +1,107 @@
+/*
+ * json.h
+ *	  A small JSON document parser for model files.
+ *
+ * The whole document is parsed into a read-only tree whose nodes live in a
+ * few large blocks, so a 30 MB model with millions of numbers costs a handful
+ * of allocations and one call to free.  The parser never reads outside
+ * [bytes, bytes + len), limits nesting to HB_JSON_MAX_DEPTH and reports the
+ * byte offset of the first problem.
+ *
+ * Beyond RFC 8259 it accepts the bare tokens NaN, -NaN, Infinity, -Infinity,
+ * inf and -inf as numbers, because XGBoost writes NaN into split_conditions.
+ *
+ * Numbers are kept as their text (pointing into the input) and converted on
+ * request, with strtod or strtof, so a caller can get exactly the float32
+ * that the writer printed.  The input therefore has to outlive the document.
+ *
+ * Every accessor takes NULL and wrong types gracefully (returning NULL,
+ * false or 0), so lookups can be chained:
+ *		hb_json_get(hb_json_get(root, "learner"), "objective")
+ */
+#ifndef HB_JSON_H
+#define HB_JSON_H
+
+#include "hb_core.h"
+
+#define HB_JSON_MAX_DEPTH 512
+#define HB_JSON_MAX_NUMBER_LEN 256	/* longer number tokens are refused */
+
+typedef enum HbJsonType
+{
+	HB_JSON_NULL,
+	HB_JSON_BOOL,
+	HB_JSON_NUMBER,
+	HB_JSON_STRING,
+	HB_JSON_ARRAY,
+	HB_JSON_OBJECT
+} HbJsonType;
+
+typedef struct HbJson HbJson;		/* one value */
+typedef struct HbJsonDoc HbJsonDoc;	/* a parsed document; owns its values */
+
+/*
+ * Parse bytes[0 .. len) (no NUL terminator needed).  On success *out is a
+ * document to release with hb_json_free.  Errors: HB_ERR_PARSE (with
+ * "invalid json at offset N: ..."), HB_ERR_LIMIT (nesting, token or input
+ * size), HB_ERR_NOMEM.
+ */
+extern bool hb_json_parse(const char *bytes, size_t len, HbJsonDoc **out,
+						  HbError *err);
+extern void hb_json_free(HbJsonDoc *doc);
+extern const HbJson *hb_json_root(const HbJsonDoc *doc);
+
+extern HbJsonType hb_json_type(const HbJson *v);	/* HB_JSON_NULL for NULL */
+extern const char *hb_json_type_name(const HbJson *v);	/* "missing" for NULL */
+extern bool hb_json_is_null(const HbJson *v);
+extern bool hb_json_is_bool(const HbJson *v);
+extern bool hb_json_is_number(const HbJson *v);
+extern bool hb_json_is_string(const HbJson *v);
+extern bool hb_json_is_array(const HbJson *v);
+extern bool hb_json_is_object(const HbJson *v);
+
+/*
+ * Elements of an array, members of an object, bytes of a string; 0 for
+ * anything else.
+ */
+extern size_t hb_json_len(const HbJson *v);
+
+/* Array element i, or NULL when v is no array or i is out of range. */
+extern const HbJson *hb_json_at(const HbJson *arr, size_t i);
+
+/*
+ * Object member by key (exact byte comparison).  With duplicate keys the
+ * last one wins, as in XGBoost's own reader.  NULL when absent.
+ */
+extern const HbJson *hb_json_get(const HbJson *obj, const char *key);
+
+/* Object member i in file order: its key and its value. */
+extern const char *hb_json_key_at(const HbJson *obj, size_t i);
+extern const HbJson *hb_json_value_at(const HbJson *obj, size_t i);
+
+/*
+ * A string's bytes, NUL-terminated and valid UTF-8 (strings containing
+ * \u0000 are refused by the parser, so strlen() == hb_json_len()).
+ */
+extern const char *hb_json_string(const HbJson *v);
+
+extern bool hb_json_bool(const HbJson *v, bool *out);
+
+/*
+ * Numbers.  These accept a number, or a string that holds exactly one
+ * number token (XGBoost writes many parameters as "500" or "5E-1").
+ * hb_json_number rounds the text to double, hb_json_float straight to float
+ * (no double rounding).  hb_json_int accepts integral values only, within
+ * int64 range; digits-only text is converted exactly.
+ */
+extern bool hb_json_number(const HbJson *v, double *out);
+extern bool hb_json_float(const HbJson *v, float *out);
+extern bool hb_json_int(const HbJson *v, int64_t *out);
+
+/*
+ * A number's text as written in the input (a string's bytes for a numeric
+ * string); not NUL-terminated.  NULL for anything else.
+ */
+extern const char *hb_json_number_text(const HbJson *v, size_t *len);
+
+#endif							/* HB_JSON_H */

@@ -1,0 +1,388 @@
+/*
+ * model.c
+ *	  Reading, validating and freeing the model IR.
+ */
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct
+{
+	HbFormat	format;
+	const char *name;
+}			format_names[] =
+{
+	{HB_FORMAT_AUTO, "auto"},
+	{HB_FORMAT_XGBOOST_JSON, "xgboost-json"},
+};
+
+const char *
+hb_format_name(HbFormat f)
+{
+	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+		if (format_names[i].format == f)
+			return format_names[i].name;
+	return NULL;
+}
+
+bool
+hb_format_parse(const char *name, HbFormat *out)
+{
+	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+		if (strcmp(format_names[i].name, name) == 0)
+		{
+			*out = format_names[i].format;
+			return true;
+		}
+	/* spellings people use for the same thing */
+	if (strcmp(name, "xgboost") == 0 || strcmp(name, "json") == 0)
+	{
+		*out = HB_FORMAT_XGBOOST_JSON;
+		return true;
+	}
+	return false;
+}
+
+const char *
+hb_task_name(HbTask t)
+{
+	switch (t)
+	{
+		case HB_TASK_REGRESSION:
+			return "regression";
+		case HB_TASK_BINARY:
+			return "binary";
+		case HB_TASK_MULTICLASS:
+			return "multiclass";
+		case HB_TASK_RANKING:
+			return "ranking";
+	}
+	return "unknown";
+}
+
+static HbFormat
+detect_format(const char *bytes, size_t len)
+{
+	size_t		i = 0;
+
+	/* skip a UTF-8 byte order mark and white space */
+	if (len >= 3 && (unsigned char) bytes[0] == 0xEF &&
+		(unsigned char) bytes[1] == 0xBB && (unsigned char) bytes[2] == 0xBF)
+		i = 3;
+	while (i < len && (bytes[i] == ' ' || bytes[i] == '\t' ||
+					   bytes[i] == '\n' || bytes[i] == '\r'))
+		i++;
+	if (i < len && bytes[i] == '{')
+		return HB_FORMAT_XGBOOST_JSON;
+	return HB_FORMAT_AUTO;
+}
+
+bool
+hb_model_read(const char *bytes, size_t len, HbFormat format,
+			  HbModel **out, HbError *err)
+{
+	HbModel    *m = NULL;
+	bool		ok;
+
+	*out = NULL;
+	if (len == 0)
+		return hb_fail(err, HB_ERR_PARSE, "model is empty");
+	if (format == HB_FORMAT_AUTO)
+	{
+		format = detect_format(bytes, len);
+		if (format == HB_FORMAT_AUTO)
+			return hb_fail(err, HB_ERR_PARSE,
+						   "could not detect the model format from its first bytes");
+	}
+
+	switch (format)
+	{
+		case HB_FORMAT_XGBOOST_JSON:
+			ok = hb_read_xgboost_json(bytes, len, &m, err);
+			break;
+		default:
+			return hb_fail(err, HB_ERR_UNSUPPORTED, "unsupported model format");
+	}
+	if (!ok)
+	{
+		hb_model_free(m);
+		return false;
+	}
+	m->format = format;
+	if (!hb_model_validate(m, err))
+	{
+		hb_model_free(m);
+		return false;
+	}
+	*out = m;
+	return true;
+}
+
+void
+hb_model_free(HbModel *m)
+{
+	if (m == NULL)
+		return;
+	if (m->features)
+	{
+		for (int i = 0; i < m->n_features; i++)
+			hb_free(m->features[i].name);
+		hb_free(m->features);
+	}
+	if (m->trees)
+	{
+		for (int i = 0; i < m->n_trees; i++)
+			hb_free(m->trees[i].nodes);
+		hb_free(m->trees);
+	}
+	hb_free(m->objective);
+	hb_free(m->base_margin);
+	hb_free(m->cat_words);
+	hb_free(m->weights);
+	hb_free(m->bias);
+	hb_free(m);
+}
+
+static bool check_names_unique(HbModel *m, HbError *err);
+
+bool
+hb_model_set_feature_names(HbModel *m, char **names, int n, HbError *err)
+{
+	if (n != m->n_features)
+		return hb_fail(err, HB_ERR_ARGUMENT,
+					   "model has %d features but %d feature names were given",
+					   m->n_features, n);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *copy;
+
+		if (names[i] == NULL || names[i][0] == '\0')
+			return hb_fail(err, HB_ERR_ARGUMENT,
+						   "feature name %d is empty", i + 1);
+		copy = hb_strdup(names[i]);
+		if (copy == NULL)
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		hb_free(m->features[i].name);
+		m->features[i].name = copy;
+	}
+	m->has_feature_names = true;
+	/* the caller discards the model when this fails */
+	if (!check_names_unique(m, err))
+	{
+		err->code = HB_ERR_ARGUMENT;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Walk one tree from its root: every reachable node must be visited once
+ * (a node reached twice means a cycle or a shared subtree, which no library
+ * writes), and the depth must stay within HB_MAX_DEPTH so that executors can
+ * use fixed-size stacks and perfect-tree layouts.
+ */
+static bool
+validate_tree(HbModel *m, int t, HbError *err)
+{
+	HbTree	   *tree = &m->trees[t];
+	int32_t    *stack;
+	int32_t    *depth;
+	uint8_t    *seen;
+	int			sp = 0;
+	int			max_depth = 0;
+	int			leaves = 0;
+	bool		ok = true;
+
+	if (tree->n_nodes <= 0)
+		return hb_fail(err, HB_ERR_INVALID, "tree %d has no nodes", t);
+	if (tree->group < 0 || tree->group >= m->n_outputs)
+		return hb_fail(err, HB_ERR_INVALID,
+					   "tree %d adds to output %d, but the model has %d outputs",
+					   t, tree->group, m->n_outputs);
+
+	stack = hb_alloc(sizeof(int32_t) * tree->n_nodes);
+	depth = hb_alloc(sizeof(int32_t) * tree->n_nodes);
+	seen = hb_alloc0(tree->n_nodes);
+	if (!stack || !depth || !seen)
+	{
+		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+
+	stack[sp] = 0;
+	depth[sp++] = 0;
+	while (sp > 0 && ok)
+	{
+		int32_t		id = stack[--sp];
+		int32_t		d = depth[sp];
+		HbNode	   *n = &tree->nodes[id];
+
+		if (seen[id])
+		{
+			ok = hb_fail(err, HB_ERR_INVALID,
+						 "tree %d: node %d is reached twice (cycle or shared subtree)",
+						 t, id);
+			break;
+		}
+		seen[id] = 1;
+		if (d > max_depth)
+			max_depth = d;
+		if (d > HB_MAX_DEPTH)
+		{
+			ok = hb_fail(err, HB_ERR_LIMIT,
+						 "tree %d is deeper than %d levels", t, HB_MAX_DEPTH);
+			break;
+		}
+
+		if (n->left == HB_LEAF && n->right == HB_LEAF)
+		{
+			if (!isfinite(n->value))
+				ok = hb_fail(err, HB_ERR_INVALID,
+							 "tree %d: leaf %d has a non-finite value", t, id);
+			leaves++;
+			continue;
+		}
+		if (n->left < 0 || n->left >= tree->n_nodes ||
+			n->right < 0 || n->right >= tree->n_nodes)
+		{
+			ok = hb_fail(err, HB_ERR_INVALID,
+						 "tree %d: node %d has a child index out of range (%d, %d; %d nodes)",
+						 t, id, n->left, n->right, tree->n_nodes);
+			break;
+		}
+		if (n->feature < 0 || n->feature >= m->n_features)
+		{
+			ok = hb_fail(err, HB_ERR_INVALID,
+						 "tree %d: node %d splits on feature %d, but the model has %d features",
+						 t, id, n->feature, m->n_features);
+			break;
+		}
+		if (n->is_cat)
+		{
+			if (n->cat_off < 0 || n->cat_nwords < 0 ||
+				(int64_t) n->cat_off + n->cat_nwords > m->n_cat_words)
+			{
+				ok = hb_fail(err, HB_ERR_INVALID,
+							 "tree %d: node %d has a category set out of range",
+							 t, id);
+				break;
+			}
+		}
+		else if (isnan(n->threshold))
+		{
+			ok = hb_fail(err, HB_ERR_INVALID,
+						 "tree %d: node %d has a NaN split threshold", t, id);
+			break;
+		}
+		if (n->missing > HB_MISSING_NONE)
+		{
+			ok = hb_fail(err, HB_ERR_INVALID,
+						 "tree %d: node %d has an unknown missing-value rule",
+						 t, id);
+			break;
+		}
+		stack[sp] = n->left;
+		depth[sp++] = d + 1;
+		/* a node has two children, so the stack can't exceed n_nodes + 1 */
+		if (sp >= tree->n_nodes)
+		{
+			ok = hb_fail(err, HB_ERR_INVALID,
+						 "tree %d: node %d is reached twice (cycle or shared subtree)",
+						 t, n->left);
+			break;
+		}
+		stack[sp] = n->right;
+		depth[sp++] = d + 1;
+	}
+	tree->depth = max_depth;
+	tree->n_leaves = leaves;
+
+done:
+	hb_free(stack);
+	hb_free(depth);
+	hb_free(seen);
+	return ok;
+}
+
+static int
+cmp_name_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Names bind features to columns, so each must be present and unique. */
+static bool
+check_names_unique(HbModel *m, HbError *err)
+{
+	char	  **sorted;
+	bool		ok = true;
+
+	for (int i = 0; i < m->n_features; i++)
+		if (m->features[i].name == NULL || m->features[i].name[0] == '\0')
+			return hb_fail(err, HB_ERR_INVALID, "feature %d has no name", i);
+
+	sorted = hb_alloc(sizeof(char *) * m->n_features);
+	if (sorted == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	for (int i = 0; i < m->n_features; i++)
+		sorted[i] = m->features[i].name;
+	qsort(sorted, m->n_features, sizeof(char *), cmp_name_ptr);
+	for (int i = 1; i < m->n_features && ok; i++)
+		if (strcmp(sorted[i - 1], sorted[i]) == 0)
+			ok = hb_fail(err, HB_ERR_INVALID,
+						 "feature name \"%s\" appears twice", sorted[i]);
+	hb_free(sorted);
+	return ok;
+}
+
+bool
+hb_model_validate(HbModel *m, HbError *err)
+{
+	if (m->n_features <= 0 || m->n_features > HB_MAX_FEATURES)
+		return hb_fail(err, HB_ERR_INVALID,
+					   "model has %d features (1 to %d allowed)",
+					   m->n_features, HB_MAX_FEATURES);
+	if (m->n_outputs <= 0 || m->n_outputs > 100000)
+		return hb_fail(err, HB_ERR_INVALID,
+					   "model has %d outputs", m->n_outputs);
+	if (m->task == HB_TASK_MULTICLASS && m->n_classes != m->n_outputs)
+		return hb_fail(err, HB_ERR_INVALID,
+					   "multiclass model has %d classes but %d outputs",
+					   m->n_classes, m->n_outputs);
+	if (m->base_margin == NULL)
+		return hb_fail(err, HB_ERR_INVALID, "model has no base score");
+	for (int g = 0; g < m->n_outputs; g++)
+		if (!isfinite(m->base_margin[g]))
+			return hb_fail(err, HB_ERR_INVALID,
+						   "model has a non-finite base score");
+	if (!check_names_unique(m, err))
+		return false;
+
+	if (m->estimator == HB_EST_LINEAR)
+	{
+		if (m->weights == NULL || m->bias == NULL)
+			return hb_fail(err, HB_ERR_INVALID, "linear model has no weights");
+		for (int64_t i = 0; i < (int64_t) m->n_features * m->n_outputs; i++)
+			if (!isfinite(m->weights[i]))
+				return hb_fail(err, HB_ERR_INVALID,
+							   "linear model has a non-finite weight");
+		for (int g = 0; g < m->n_outputs; g++)
+			if (!isfinite(m->bias[g]))
+				return hb_fail(err, HB_ERR_INVALID,
+							   "linear model has a non-finite bias");
+		m->max_depth = 0;
+		return true;
+	}
+
+	m->max_depth = 0;
+	for (int t = 0; t < m->n_trees; t++)
+	{
+		if (!validate_tree(m, t, err))
+			return false;
+		if (m->trees[t].depth > m->max_depth)
+			m->max_depth = m->trees[t].depth;
+	}
+	return true;
+}

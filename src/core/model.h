@@ -1,0 +1,157 @@
+/*
+ * model.h
+ *	  The model IR: what every format reader produces and every compiler
+ *	  consumes.
+ *
+ * The IR keeps the source library's semantics explicit (comparison operator
+ * and precision, missing-value handling per node, category direction) so that
+ * compiled plans can reproduce the original predictions bit for bit.
+ */
+#ifndef HB_MODEL_H
+#define HB_MODEL_H
+
+#include "hb_core.h"
+
+typedef enum HbFormat
+{
+	HB_FORMAT_AUTO = 0,
+	HB_FORMAT_XGBOOST_JSON
+} HbFormat;
+
+typedef enum HbTask
+{
+	HB_TASK_REGRESSION,
+	HB_TASK_BINARY,
+	HB_TASK_MULTICLASS,
+	HB_TASK_RANKING
+} HbTask;
+
+/* Link from the summed margin to the prediction. */
+typedef enum HbLink
+{
+	HB_LINK_IDENTITY,
+	HB_LINK_SIGMOID,
+	HB_LINK_SOFTMAX,
+	HB_LINK_EXP
+} HbLink;
+
+/* How a numeric split compares the input with the threshold. */
+typedef enum HbCmp
+{
+	HB_CMP_LT_F32,				/* XGBoost: (float) x < (float) t goes left */
+	HB_CMP_LE_F64				/* LightGBM, scikit-learn: x <= t in double */
+} HbCmp;
+
+/* What a node does with a missing input (NaN). */
+typedef enum HbMissing
+{
+	HB_MISSING_NAN,				/* NaN takes the default direction */
+	HB_MISSING_ZERO,			/* NaN is 0, and 0 takes the default direction */
+	HB_MISSING_NONE				/* NaN is 0, compared like any value */
+} HbMissing;
+
+typedef enum HbFeatureType
+{
+	HB_FEATURE_NUMERIC,
+	HB_FEATURE_INTEGER,
+	HB_FEATURE_CATEGORICAL
+} HbFeatureType;
+
+typedef enum HbEstimator
+{
+	HB_EST_TREES,
+	HB_EST_LINEAR
+} HbEstimator;
+
+#define HB_LEAF (-1)
+
+typedef struct HbNode
+{
+	int32_t		left;			/* child index in the tree, HB_LEAF for a leaf */
+	int32_t		right;
+	int32_t		feature;		/* split feature index */
+	uint8_t		default_left;	/* missing goes left */
+	uint8_t		missing;		/* HbMissing */
+	uint8_t		is_cat;			/* categorical split */
+	uint8_t		cat_in_left;	/* categories in the set go left (else right) */
+	int32_t		cat_off;		/* first word of the set in HbModel.cat_words */
+	int32_t		cat_nwords;		/* words in the set */
+	double		threshold;		/* numeric split threshold */
+	double		value;			/* leaf value, tree weight already applied */
+} HbNode;
+
+typedef struct HbTree
+{
+	int32_t		n_nodes;
+	int32_t		group;			/* output (class) this tree adds to */
+	int32_t		depth;			/* edges on the longest root-to-leaf path */
+	int32_t		n_leaves;
+	HbNode	   *nodes;			/* nodes[0] is the root */
+} HbTree;
+
+typedef struct HbFeature
+{
+	char	   *name;
+	HbFeatureType type;
+} HbFeature;
+
+typedef struct HbModel
+{
+	HbFormat	format;
+	HbTask		task;
+	HbEstimator estimator;
+	char	   *objective;		/* the source library's name for it */
+
+	int32_t		n_features;
+	HbFeature  *features;
+	bool		has_feature_names;	/* names came from the model file */
+
+	int32_t		n_outputs;		/* margins per row: classes, or 1 */
+	int32_t		n_classes;		/* 2 for binary, K for multiclass, else 0 */
+	double	   *base_margin;	/* n_outputs: added to every row's margin */
+	HbLink		link;
+	bool		predict_class;	/* hb_predict gives the argmax class */
+	bool		sum_f32;		/* margins accumulate in float32 */
+
+	/* HB_EST_TREES */
+	HbCmp		cmp;
+	int32_t		n_trees;
+	HbTree	   *trees;
+	int32_t		n_cat_words;
+	uint32_t   *cat_words;
+	int32_t		max_depth;
+
+	/* HB_EST_LINEAR: margin[g] = bias[g] + sum_f weight[f * n_outputs + g] * x[f] */
+	double	   *weights;
+	double	   *bias;
+} HbModel;
+
+/* Format names as users write them ("xgboost-json"); NULL if unknown. */
+extern const char *hb_format_name(HbFormat f);
+extern bool hb_format_parse(const char *name, HbFormat *out);
+extern const char *hb_task_name(HbTask t);
+
+/*
+ * Read a model.  format may be HB_FORMAT_AUTO (detected from the bytes).
+ * On success *out is a freshly allocated model the caller frees with
+ * hb_model_free.
+ */
+extern bool hb_model_read(const char *bytes, size_t len, HbFormat format,
+						  HbModel **out, HbError *err);
+extern void hb_model_free(HbModel *m);
+
+/* Replace the feature names (from the upload's features argument). */
+extern bool hb_model_set_feature_names(HbModel *m, char **names, int n,
+									   HbError *err);
+
+/* Structural checks every reader's result must pass (depth, indices, cycles). */
+extern bool hb_model_validate(HbModel *m, HbError *err);
+
+/* Readers. */
+extern bool hb_read_xgboost_json(const char *bytes, size_t len,
+								 HbModel **out, HbError *err);
+
+#define HB_MAX_DEPTH 64			/* deeper trees are refused */
+#define HB_MAX_FEATURES 1000000
+
+#endif							/* HB_MODEL_H */

@@ -1,0 +1,111 @@
+/*
+ * plan_int.h
+ *	  Inside of a compiled plan; only the core's executors include this.
+ */
+#ifndef HB_PLAN_INT_H
+#define HB_PLAN_INT_H
+
+#include "plan.h"
+
+#include <math.h>
+
+#define HB_FN_DEFAULT_LEFT	0x01
+#define HB_FN_CAT			0x02
+#define HB_FN_CAT_IN_LEFT	0x04
+#define HB_FN_MISSING_SHIFT 4
+#define HB_FN_MISSING_MASK	0x30
+
+/* XGBoost refuses categories at or above 2^24: a float can't hold them all */
+#define HB_MAX_CATEGORY 16777216.0
+
+/* 16 bytes: the right child is always left + 1 */
+typedef struct HbFlatNode
+{
+	float		thr;			/* split threshold, or the leaf value */
+	int32_t		feature;		/* -1 for a leaf */
+	int32_t		left;			/* absolute index of the left child */
+	uint8_t		flags;
+	uint8_t		pad[3];
+} HbFlatNode;
+
+struct HbPlan
+{
+	HbTask		task;
+	HbEstimator estimator;
+	HbLink		link;
+	HbCmp		cmp;
+	bool		sum_f32;
+	bool		predict_class;
+	int32_t		n_features;
+	int32_t		n_outputs;
+	int32_t		n_classes;
+	int32_t		max_depth;
+	size_t		bytes;
+	double	   *base_margin;
+
+	/* trees */
+	int32_t		n_trees;
+	int64_t		n_nodes;
+	int32_t    *tree_root;
+	int32_t    *tree_group;
+	HbFlatNode *nodes;
+	double	   *thr_d;			/* double thresholds (HB_CMP_LE_F64) */
+	double	   *leaf_d;			/* double leaf values (!sum_f32) */
+	int32_t		n_cat_words;
+	uint32_t   *cat_words;
+	int32_t    *cat_off;		/* per node, only when the model has sets */
+	int32_t    *cat_nwords;
+
+	/* linear */
+	double	   *weights;
+	double	   *bias;
+};
+
+/* Is category x in the node's set?  Invalid categories are in no set. */
+static inline bool
+hb_cat_in_set(const HbPlan *p, int64_t idx, double x)
+{
+	uint32_t	c;
+
+	if (!(x >= 0.0) || x >= HB_MAX_CATEGORY)
+		return false;
+	c = (uint32_t) x;
+	if (c / 32 >= (uint32_t) p->cat_nwords[idx])
+		return false;
+	return (p->cat_words[p->cat_off[idx] + c / 32] >> (c % 32)) & 1;
+}
+
+/*
+ * The general step from a split node: missing values, categorical sets and
+ * both comparison semantics.  Executors take a fast path for plain numeric
+ * nodes and call this for the rest.
+ */
+static inline int32_t
+hb_step_general(const HbPlan *p, const HbFlatNode *n, int64_t idx, double x)
+{
+	int			missing = (n->flags & HB_FN_MISSING_MASK) >> HB_FN_MISSING_SHIFT;
+	bool		go_left;
+
+	if (isnan(x))
+	{
+		if (missing == HB_MISSING_NAN)
+			return n->left + !(n->flags & HB_FN_DEFAULT_LEFT);
+		x = 0.0;
+	}
+	if (missing == HB_MISSING_ZERO && fabs(x) <= 1e-35)
+		return n->left + !(n->flags & HB_FN_DEFAULT_LEFT);
+	if (n->flags & HB_FN_CAT)
+	{
+		bool		in = hb_cat_in_set(p, idx, p->cmp == HB_CMP_LT_F32 ?
+									   (double) (float) x : x);
+
+		go_left = (n->flags & HB_FN_CAT_IN_LEFT) ? in : !in;
+	}
+	else if (p->cmp == HB_CMP_LT_F32)
+		go_left = (float) x < n->thr;
+	else
+		go_left = x <= p->thr_d[idx];
+	return n->left + !go_left;
+}
+
+#endif							/* HB_PLAN_INT_H */

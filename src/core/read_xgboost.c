@@ -1,0 +1,1127 @@
+/*
+ * read_xgboost.c
+ *	  Reader for XGBoost's JSON model format (Booster.save_model("m.json")),
+ *	  as written by XGBoost 1.0 through 3.x.
+ *
+ * The layout, as far as the reader cares:
+ *
+ *	{"learner": {
+ *		"objective": {"name": "binary:logistic", ...},
+ *		"learner_model_param": {"base_score": "5E-1", "num_class": "0",
+ *								"num_feature": "8", "num_target": "1"},
+ *		"feature_names": [...], "feature_types": [...],		(1.4+; may be empty)
+ *		"gradient_booster": one of
+ *			{"name": "gbtree", "model": MODEL}
+ *			{"name": "dart", "gbtree": {"name": "gbtree", "model": MODEL},
+ *			 "weight_drop": [w0, w1, ...]}
+ *			{"name": "gblinear", "model": {"weights": [...]}}
+ *	 },
+ *	 "version": [major, minor, patch]}
+ *
+ *	MODEL = {"gbtree_model_param": {"num_trees": "N", ...},
+ *			 "tree_info": [group of tree i, ...], "trees": [TREE, ...],
+ *			 "cats": {"enc": [...], ...}}							(3.x)
+ *	TREE = {"id": i, "tree_param": {"num_nodes": "n", "size_leaf_vector": ..},
+ *			"left_children", "right_children", "split_indices",
+ *			"split_conditions", "default_left", "split_type",
+ *			"categories", "categories_nodes", "categories_segments",
+ *			"categories_sizes", ...}
+ *
+ * Many integers are strings ("500"), base_score may be "0.5", "5E-1" or, in
+ * 3.x, a bracketed vector string "[3.3333334E-1,...]" with one value per
+ * output.  default_left is booleans in old files and 0/1 in new ones.
+ *
+ * XGBoost computes in float32: inputs and thresholds are floats, a numeric
+ * split sends x < threshold left, missing values take the node's default
+ * child, and leaves are summed into a float accumulator that starts at the
+ * base margin.  A leaf's value is split_conditions[leaf] (leaf value and
+ * split condition share storage in XGBoost's node).  Every number that XGBoost
+ * keeps as a float is read with strtof, so the IR holds exactly XGBoost's
+ * float32 values (as doubles).
+ *
+ * Node ids are kept as XGBoost numbers them, so a leaf index means the same
+ * thing as XGBoost's pred_leaf.  Nodes that the root cannot reach (pruned
+ * nodes XGBoost marks deleted) become zero leaves.
+ */
+#include "json.h"
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* XGBoost refuses categories a float32 cannot hold exactly. */
+#define XGB_MAX_CATEGORY	(1 << 24)
+/* all categorical sets of a model together: 256 MB of bitsets */
+#define XGB_MAX_CAT_WORDS	(1 << 26)
+#define XGB_MAX_CLASSES		100000
+
+/* How a base_score, given in prediction space, becomes a margin. */
+typedef enum BaseTransform
+{
+	BASE_IDENTITY,
+	BASE_LOGIT,					/* sigmoid link: margin = logit(p) */
+	BASE_LOG					/* exp link: margin = log(p) */
+} BaseTransform;
+
+typedef struct Objective
+{
+	const char *name;
+	HbTask		task;
+	HbLink		link;
+	BaseTransform base;
+	bool		predict_class;
+} Objective;
+
+static const Objective objectives[] = {
+	{"reg:squarederror", HB_TASK_REGRESSION, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"reg:linear", HB_TASK_REGRESSION, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"reg:squaredlogerror", HB_TASK_REGRESSION, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"reg:pseudohubererror", HB_TASK_REGRESSION, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"reg:absoluteerror", HB_TASK_REGRESSION, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"reg:quantileerror", HB_TASK_REGRESSION, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"reg:logistic", HB_TASK_REGRESSION, HB_LINK_SIGMOID, BASE_LOGIT, false},
+	{"binary:logistic", HB_TASK_BINARY, HB_LINK_SIGMOID, BASE_LOGIT, false},
+
+	/*
+	 * The margin is the prediction.  XGBoost 1.7 and later add base_score to
+	 * the margin as it is (LogisticRaw::ProbToMargin is the identity);
+	 * XGBoost 1.0 took its logit.  We follow the current behaviour, which is
+	 * also what a 1.0 file gives when loaded into a current XGBoost.
+	 */
+	{"binary:logitraw", HB_TASK_BINARY, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"multi:softprob", HB_TASK_MULTICLASS, HB_LINK_SOFTMAX, BASE_IDENTITY, false},
+	{"multi:softmax", HB_TASK_MULTICLASS, HB_LINK_SOFTMAX, BASE_IDENTITY, true},
+	{"rank:pairwise", HB_TASK_RANKING, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"rank:ndcg", HB_TASK_RANKING, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"rank:map", HB_TASK_RANKING, HB_LINK_IDENTITY, BASE_IDENTITY, false},
+	{"count:poisson", HB_TASK_REGRESSION, HB_LINK_EXP, BASE_LOG, false},
+	{"reg:gamma", HB_TASK_REGRESSION, HB_LINK_EXP, BASE_LOG, false},
+	{"reg:tweedie", HB_TASK_REGRESSION, HB_LINK_EXP, BASE_LOG, false},
+};
+
+typedef struct Reader
+{
+	HbError    *err;
+	HbModel    *m;
+	const Objective *obj;
+	bool		types_given;	/* learner.feature_types was non-empty */
+	uint32_t   *cat;			/* category bitsets, HbModel.cat_words */
+	size_t		n_cat;
+	size_t		cap_cat;
+} Reader;
+
+
+/* ---------- small helpers ---------- */
+
+static bool
+nomem(Reader *r)
+{
+	return hb_fail(r->err, HB_ERR_NOMEM, "out of memory while reading the xgboost model");
+}
+
+/* obj.key, which must be of the given type; "where" names obj in messages. */
+static const HbJson *
+need(Reader *r, const HbJson *obj, const char *where, const char *key,
+	 HbJsonType type)
+{
+	const HbJson *v = hb_json_get(obj, key);
+	static const char *const names[] = {
+		"null", "boolean", "number", "string", "array", "object"
+	};
+
+	if (v == NULL)
+	{
+		hb_fail(r->err, HB_ERR_INVALID, "xgboost model: %s has no \"%s\"",
+				where, key);
+		return NULL;
+	}
+	if (hb_json_type(v) != type)
+	{
+		hb_fail(r->err, HB_ERR_INVALID,
+				"xgboost model: %s.%s is a %s, expected a%s %s",
+				where, key, hb_json_type_name(v),
+				(type == HB_JSON_ARRAY || type == HB_JSON_OBJECT) ? "n" : "",
+				names[type]);
+		return NULL;
+	}
+	return v;
+}
+
+/*
+ * Integer parameter obj.key (a number or a numeric string); dflt when absent
+ * and dflt_ok.
+ */
+static bool
+int_param(Reader *r, const HbJson *obj, const char *where, const char *key,
+		  bool dflt_ok, int64_t dflt, int64_t *out)
+{
+	const HbJson *v = hb_json_get(obj, key);
+
+	if (v == NULL)
+	{
+		if (dflt_ok)
+		{
+			*out = dflt;
+			return true;
+		}
+		return hb_fail(r->err, HB_ERR_INVALID, "xgboost model: %s has no \"%s\"",
+					   where, key);
+	}
+	if (!hb_json_int(v, out))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: %s.%s is not an integer", where, key);
+	return true;
+}
+
+/* Integer element i of one of a tree's arrays. */
+static bool
+tree_int(Reader *r, const HbJson *arr, const char *name, int t, size_t i,
+		 int64_t *out)
+{
+	if (!hb_json_int(hb_json_at(arr, i), out))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: %s[%zu] is not an integer",
+					   t, name, i);
+	return true;
+}
+
+static bool
+tree_float(Reader *r, const HbJson *arr, const char *name, int t, size_t i,
+		   float *out)
+{
+	if (!hb_json_float(hb_json_at(arr, i), out))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: %s[%zu] is not a number",
+					   t, name, i);
+	return true;
+}
+
+/* A tree's array member, which must have n entries (n < 0: any length). */
+static const HbJson *
+tree_array(Reader *r, const HbJson *jt, int t, const char *key, int64_t n)
+{
+	const HbJson *v = hb_json_get(jt, key);
+
+	if (!hb_json_is_array(v))
+	{
+		hb_fail(r->err, HB_ERR_INVALID, "xgboost model: tree %d: \"%s\" is %s",
+				t, key, v ? "not an array" : "missing");
+		return NULL;
+	}
+	if (n >= 0 && (int64_t) hb_json_len(v) != n)
+	{
+		hb_fail(r->err, HB_ERR_INVALID,
+				"xgboost model: tree %d: %s has %zu entries, expected %lld",
+				t, key, hb_json_len(v), (long long) n);
+		return NULL;
+	}
+	return v;
+}
+
+/* Append nwords zeroed words to the category bitsets; *off gets the first. */
+static bool
+cat_append(Reader *r, size_t nwords, int32_t *off)
+{
+	if (r->n_cat + nwords > XGB_MAX_CAT_WORDS)
+		return hb_fail(r->err, HB_ERR_LIMIT,
+					   "xgboost model: categorical splits need more than %d bitset words",
+					   XGB_MAX_CAT_WORDS);
+	if (r->n_cat + nwords > r->cap_cat)
+	{
+		size_t		ncap = r->cap_cat ? r->cap_cat : 64;
+		uint32_t   *nc;
+
+		while (ncap < r->n_cat + nwords)
+			ncap *= 2;
+		nc = hb_realloc(r->cat, ncap * sizeof(uint32_t));
+		if (nc == NULL)
+			return nomem(r);
+		r->cat = nc;
+		r->cap_cat = ncap;
+	}
+	memset(r->cat + r->n_cat, 0, nwords * sizeof(uint32_t));
+	*off = (int32_t) r->n_cat;
+	r->n_cat += nwords;
+	return true;
+}
+
+
+/* ---------- trees ---------- */
+
+/*
+ * Categorical split data of one tree: categories_nodes lists the categorical
+ * nodes in increasing order, and entry k's categories are
+ * categories[segments[k] .. segments[k] + sizes[k]).  XGBoost walks the
+ * nodes and this list in step, so we insist on the order too.
+ */
+typedef struct TreeCats
+{
+	const HbJson *cats;
+	const HbJson *segments;
+	const HbJson *sizes;
+	int32_t    *index;			/* per node: k, or -1 */
+} TreeCats;
+
+static bool
+read_tree_cats(Reader *r, const HbJson *jt, int t, int64_t n, TreeCats *tc)
+{
+	const HbJson *nodes;
+	size_t		k_count;
+	int64_t		prev = -1;
+
+	if (!(nodes = tree_array(r, jt, t, "categories_nodes", -1)))
+		return false;
+	k_count = hb_json_len(nodes);
+	if (!(tc->cats = tree_array(r, jt, t, "categories", -1)) ||
+		!(tc->segments = tree_array(r, jt, t, "categories_segments", k_count)) ||
+		!(tc->sizes = tree_array(r, jt, t, "categories_sizes", k_count)))
+		return false;
+	tc->index = hb_alloc(sizeof(int32_t) * n);
+	if (tc->index == NULL)
+		return nomem(r);
+	for (int64_t i = 0; i < n; i++)
+		tc->index[i] = -1;
+	for (size_t k = 0; k < k_count; k++)
+	{
+		int64_t		node;
+
+		if (!tree_int(r, nodes, "categories_nodes", t, k, &node))
+			return false;
+		if (node <= prev || node >= n)
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "xgboost model: tree %d: categories_nodes[%zu] = %lld is out of order or out of range (%lld nodes)",
+						   t, k, (long long) node, (long long) n);
+		tc->index[node] = (int32_t) k;
+		prev = node;
+	}
+	return true;
+}
+
+/* Build the category set of categorical node id into the model's bitsets. */
+static bool
+read_node_cats(Reader *r, TreeCats *tc, int t, int32_t id, HbNode *node)
+{
+	int32_t		k = tc->index ? tc->index[id] : -1;
+	int64_t		beg,
+				size,
+				c,
+				max_cat = -1;
+	size_t		ncats = hb_json_len(tc->cats);
+	int32_t		off = 0;
+
+	if (k < 0)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: categorical node %d has no categories",
+					   t, id);
+	if (!tree_int(r, tc->segments, "categories_segments", t, k, &beg) ||
+		!tree_int(r, tc->sizes, "categories_sizes", t, k, &size))
+		return false;
+	if (beg < 0 || size <= 0 || (uint64_t) beg > ncats ||
+		(uint64_t) size > ncats - (uint64_t) beg)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: node %d has categories [%lld, +%lld) outside the %zu categories",
+					   t, id, (long long) beg, (long long) size, ncats);
+	for (int64_t j = beg; j < beg + size; j++)
+	{
+		if (!tree_int(r, tc->cats, "categories", t, (size_t) j, &c))
+			return false;
+		if (c < 0 || c >= XGB_MAX_CATEGORY)
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "xgboost model: tree %d: node %d has category %lld (categories are 0 to %d)",
+						   t, id, (long long) c, XGB_MAX_CATEGORY - 1);
+		if (c > max_cat)
+			max_cat = c;
+	}
+	/* XGBoost sizes the set to hold its largest category, as we do */
+	if (!cat_append(r, (size_t) max_cat / 32 + 1, &off))
+		return false;
+	for (int64_t j = beg; j < beg + size; j++)
+	{
+		(void) hb_json_int(hb_json_at(tc->cats, (size_t) j), &c);
+		r->cat[off + c / 32] |= (uint32_t) 1 << (c % 32);
+	}
+	node->cat_off = off;
+	node->cat_nwords = (int32_t) (max_cat / 32 + 1);
+	return true;
+}
+
+/*
+ * Read tree t into *tree.  The walk from the root checks every index before
+ * using it and reads only the nodes it reaches; a node reached twice is a
+ * cycle or a shared subtree, which XGBoost never writes.
+ */
+static bool
+read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
+		  HbTree *tree)
+{
+	HbModel    *m = r->m;
+	const HbJson *param = hb_json_get(jt, "tree_param");
+	const HbJson *lc,
+			   *rc,
+			   *si,
+			   *sc,
+			   *dl,
+			   *st;
+	TreeCats	tc;
+	int64_t		n,
+				v;
+	int32_t    *stack = NULL;
+	int32_t    *depth = NULL;
+	int			sp = 0;
+	bool		ok = false;
+
+	memset(&tc, 0, sizeof(tc));
+	if (!hb_json_is_object(jt))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d is a %s, expected an object",
+					   t, hb_json_type_name(jt));
+	if (param != NULL && !hb_json_is_object(param))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: tree_param is not an object", t);
+
+	/* vector leaves come from multi_strategy="multi_output_tree" */
+	if (!int_param(r, param, "tree_param", "size_leaf_vector", true, 0, &v))
+		return false;
+	if (v > 1)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "xgboost model: tree %d has vector leaves (size_leaf_vector %lld); multi-target trees are not supported",
+					   t, (long long) v);
+
+	if (!(lc = tree_array(r, jt, t, "left_children", -1)))
+		return false;
+	n = (int64_t) hb_json_len(lc);
+	if (!int_param(r, param, "tree_param", "num_nodes", true, n, &v))
+		return false;
+	if (v != n)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: num_nodes is %lld but left_children has %lld entries",
+					   t, (long long) v, (long long) n);
+	if (n == 0)
+		return hb_fail(r->err, HB_ERR_INVALID, "xgboost model: tree %d has no nodes", t);
+	if (n > INT32_MAX / 2)
+		return hb_fail(r->err, HB_ERR_LIMIT, "xgboost model: tree %d has too many nodes (%lld)",
+					   t, (long long) n);
+	if (!(rc = tree_array(r, jt, t, "right_children", n)) ||
+		!(si = tree_array(r, jt, t, "split_indices", n)) ||
+		!(sc = tree_array(r, jt, t, "split_conditions", n)) ||
+		!(dl = tree_array(r, jt, t, "default_left", n)))
+		return false;
+	st = hb_json_get(jt, "split_type");
+	if (st != NULL && !(st = tree_array(r, jt, t, "split_type", n)))
+		return false;
+
+	tree->nodes = hb_alloc0(sizeof(HbNode) * n);
+	if (tree->nodes == NULL)
+		return nomem(r);
+	tree->n_nodes = (int32_t) n;
+	tree->group = group;
+	tree->depth = 0;
+	tree->n_leaves = 0;
+	/* unreachable nodes stay zero-valued leaves */
+	for (int64_t i = 0; i < n; i++)
+	{
+		tree->nodes[i].left = HB_LEAF;
+		tree->nodes[i].right = HB_LEAF;
+		tree->nodes[i].missing = HB_MISSING_NAN;
+	}
+
+	stack = hb_alloc(sizeof(int32_t) * n);
+	depth = hb_alloc(sizeof(int32_t) * n);
+	if (stack == NULL || depth == NULL)
+	{
+		nomem(r);
+		goto done;
+	}
+	for (int64_t i = 0; i < n; i++)
+		depth[i] = -1;
+	if (st != NULL && hb_json_get(jt, "categories_nodes") != NULL &&
+		!read_tree_cats(r, jt, t, n, &tc))
+		goto done;
+
+	depth[0] = 0;
+	stack[sp++] = 0;
+	while (sp > 0)
+	{
+		int32_t		id = stack[--sp];
+		HbNode	   *node = &tree->nodes[id];
+		int64_t		left,
+					right,
+					feat,
+					kind = 0;
+		float		f;
+		bool		b;
+		const HbJson *jdl;
+
+		if (!tree_int(r, lc, "left_children", t, id, &left) ||
+			!tree_int(r, rc, "right_children", t, id, &right))
+			goto done;
+		if (left == -1 || right == -1)
+		{
+			if (left != right)
+			{
+				hb_fail(r->err, HB_ERR_INVALID,
+						"xgboost model: tree %d: node %d has one child (left %lld, right %lld)",
+						t, id, (long long) left, (long long) right);
+				goto done;
+			}
+			if (!tree_float(r, sc, "split_conditions", t, id, &f))
+				goto done;
+			/* dart scales each tree's output by its weight, in float */
+			node->value = (double) (f * weight);
+			tree->n_leaves++;
+			continue;
+		}
+		if (left < 1 || left >= n || right < 1 || right >= n || left == right)
+		{
+			hb_fail(r->err, HB_ERR_INVALID,
+					"xgboost model: tree %d: node %d has children %lld and %lld (the tree has %lld nodes)",
+					t, id, (long long) left, (long long) right, (long long) n);
+			goto done;
+		}
+		if (depth[left] >= 0 || depth[right] >= 0)
+		{
+			hb_fail(r->err, HB_ERR_INVALID,
+					"xgboost model: tree %d: node %lld is reached twice (cycle or shared subtree)",
+					t, (long long) (depth[left] >= 0 ? left : right));
+			goto done;
+		}
+		if (depth[id] + 1 > HB_MAX_DEPTH)
+		{
+			hb_fail(r->err, HB_ERR_LIMIT,
+					"xgboost model: tree %d is deeper than %d levels", t, HB_MAX_DEPTH);
+			goto done;
+		}
+		depth[left] = depth[right] = depth[id] + 1;
+		if (depth[id] + 1 > tree->depth)
+			tree->depth = depth[id] + 1;
+		stack[sp++] = (int32_t) left;
+		stack[sp++] = (int32_t) right;
+
+		node->left = (int32_t) left;
+		node->right = (int32_t) right;
+		if (!tree_int(r, si, "split_indices", t, id, &feat))
+			goto done;
+		if (feat < 0 || feat >= m->n_features)
+		{
+			hb_fail(r->err, HB_ERR_INVALID,
+					"xgboost model: tree %d: node %d splits on feature %lld, but the model has %d features",
+					t, id, (long long) feat, m->n_features);
+			goto done;
+		}
+		node->feature = (int32_t) feat;
+
+		jdl = hb_json_at(dl, id);
+		if (hb_json_bool(jdl, &b))
+			node->default_left = b;
+		else if (hb_json_int(jdl, &v) && (v == 0 || v == 1))
+			node->default_left = (uint8_t) v;
+		else
+		{
+			hb_fail(r->err, HB_ERR_INVALID,
+					"xgboost model: tree %d: default_left[%d] is neither a boolean nor 0/1",
+					t, id);
+			goto done;
+		}
+
+		if (st != NULL && !tree_int(r, st, "split_type", t, id, &kind))
+			goto done;
+		if (kind == 1)
+		{
+			/* split_conditions of categorical nodes is meaningless (1.4 wrote NaN) */
+			node->is_cat = 1;
+			node->cat_in_left = 0;	/* XGBoost: a category in the set goes right */
+			node->threshold = 0.0;
+			if (!read_node_cats(r, &tc, t, id, node))
+				goto done;
+			if (!r->types_given)
+				m->features[feat].type = HB_FEATURE_CATEGORICAL;
+		}
+		else if (kind == 0)
+		{
+			if (!tree_float(r, sc, "split_conditions", t, id, &f))
+				goto done;
+			if (!isfinite(f))
+			{
+				hb_fail(r->err, HB_ERR_INVALID,
+						"xgboost model: tree %d: node %d splits on a non-finite threshold",
+						t, id);
+				goto done;
+			}
+			node->threshold = (double) f;
+		}
+		else
+		{
+			hb_fail(r->err, HB_ERR_INVALID,
+					"xgboost model: tree %d: split_type[%d] is %lld (0 numeric, 1 categorical)",
+					t, id, (long long) kind);
+			goto done;
+		}
+	}
+	ok = true;
+
+done:
+	hb_free(stack);
+	hb_free(depth);
+	hb_free(tc.index);
+	return ok;
+}
+
+static bool
+check_cats_block(Reader *r, const HbJson *model)
+{
+	const HbJson *cats = hb_json_get(model, "cats");
+
+	/*
+	 * XGBoost 3.x stores the training categories here when it recodes them
+	 * (string categories of a DataFrame); predictions then depend on that
+	 * recoding, which hbird does not do.  An empty "enc" means the model
+	 * takes category codes directly.
+	 */
+	if (cats != NULL && hb_json_len(hb_json_get(cats, "enc")) > 0)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "xgboost model recodes categories (non-empty \"cats\" block); models trained on category codes are supported, models trained on string categories are not");
+	return true;
+}
+
+/* gbtree or dart; weights is dart's weight_drop, NULL for gbtree. */
+static bool
+read_trees(Reader *r, const HbJson *model, const char *where,
+		   const HbJson *weights)
+{
+	HbModel    *m = r->m;
+	const HbJson *trees,
+			   *info,
+			   *param;
+	size_t		n;
+	int64_t		v;
+	uint8_t    *placed;
+	bool		ok = true;
+
+	if (!check_cats_block(r, model))
+		return false;
+	if (!(trees = need(r, model, where, "trees", HB_JSON_ARRAY)) ||
+		!(info = need(r, model, where, "tree_info", HB_JSON_ARRAY)))
+		return false;
+	n = hb_json_len(trees);
+	if (n > INT32_MAX)
+		return hb_fail(r->err, HB_ERR_LIMIT, "xgboost model has too many trees (%zu)", n);
+	param = hb_json_get(model, "gbtree_model_param");
+	if (!int_param(r, param, "gbtree_model_param", "num_trees", true, (int64_t) n, &v))
+		return false;
+	if (v != (int64_t) n)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: num_trees is %lld but there are %zu trees",
+					   (long long) v, n);
+	if (hb_json_len(info) != n)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree_info has %zu entries for %zu trees",
+					   hb_json_len(info), n);
+	if (weights != NULL && hb_json_len(weights) != n)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: weight_drop has %zu entries for %zu trees",
+					   hb_json_len(weights), n);
+
+	m->trees = hb_alloc0(sizeof(HbTree) * (n ? n : 1));
+	placed = hb_alloc0(n ? n : 1);
+	if (m->trees == NULL || placed == NULL)
+	{
+		hb_free(placed);
+		return nomem(r);
+	}
+	m->n_trees = (int32_t) n;
+
+	for (size_t i = 0; i < n && ok; i++)
+	{
+		const HbJson *jt = hb_json_at(trees, i);
+		const HbJson *jid = hb_json_get(jt, "id");
+		size_t		pos = i;
+		int64_t		group;
+		float		w = 1.0f;
+
+		/* XGBoost puts each tree where its "id" says */
+		if (jid != NULL)
+		{
+			if (!hb_json_int(jid, &v) || v < 0 || (uint64_t) v >= n || placed[v])
+			{
+				ok = hb_fail(r->err, HB_ERR_INVALID,
+							 "xgboost model: tree %zu has id %s, expected each of 0 to %zu once",
+							 i, hb_json_is_number(jid) ? "out of range or repeated" : "that is not an integer",
+							 n - 1);
+				break;
+			}
+			pos = (size_t) v;
+		}
+		placed[pos] = 1;
+		if (!hb_json_int(hb_json_at(info, pos), &group) ||
+			group < 0 || group >= m->n_outputs)
+		{
+			ok = hb_fail(r->err, HB_ERR_INVALID,
+						 "xgboost model: tree_info[%zu] is not an output group (the model has %d outputs)",
+						 pos, m->n_outputs);
+			break;
+		}
+		if (weights != NULL &&
+			(!hb_json_float(hb_json_at(weights, pos), &w) || !isfinite(w)))
+		{
+			ok = hb_fail(r->err, HB_ERR_INVALID,
+						 "xgboost model: weight_drop[%zu] is not a finite number", pos);
+			break;
+		}
+		ok = read_tree(r, jt, (int) pos, w, (int32_t) group, &m->trees[pos]);
+		if (m->trees[pos].depth > m->max_depth)
+			m->max_depth = m->trees[pos].depth;
+		hb_check_interrupts();
+	}
+	hb_free(placed);
+	return ok;
+}
+
+/*
+ * gblinear: "weights" is (num_feature + 1) x n_outputs, row-major, the last
+ * row being the bias.
+ *
+ * XGBoost's linear booster sums only the entries present in its sparse row,
+ * and a NaN input is absent: a missing feature contributes 0 (it is not
+ * "missing goes some way" as in trees).  It computes in float32:
+ *	  margin[g] = (float) (bias[g] + base_margin[g]), then
+ *	  margin[g] += (float) x[f] * (float) weight[f, g] for present f in order.
+ * The IR keeps the weights and the bias apart; executors must reproduce that.
+ */
+static bool
+read_linear(Reader *r, const HbJson *model)
+{
+	HbModel    *m = r->m;
+	const HbJson *w;
+	int64_t		nf = m->n_features,
+				ng = m->n_outputs;
+	float		f;
+
+	if (!(w = need(r, model, "gradient_booster.model", "weights", HB_JSON_ARRAY)))
+		return false;
+	if ((int64_t) hb_json_len(w) != (nf + 1) * ng)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: gblinear has %zu weights, expected (%lld features + 1) x %lld outputs",
+					   hb_json_len(w), (long long) nf, (long long) ng);
+	m->weights = hb_alloc(sizeof(double) * nf * ng);
+	m->bias = hb_alloc(sizeof(double) * ng);
+	if (m->weights == NULL || m->bias == NULL)
+		return nomem(r);
+	for (int64_t i = 0; i < (nf + 1) * ng; i++)
+	{
+		if (!hb_json_float(hb_json_at(w, i), &f) || !isfinite(f))
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "xgboost model: gblinear weight %lld is not a finite number",
+						   (long long) i);
+		if (i < nf * ng)
+			m->weights[i] = (double) f;
+		else
+			m->bias[i - nf * ng] = (double) f;
+	}
+	m->n_trees = 0;
+	m->max_depth = 0;
+	return true;
+}
+
+
+/* ---------- learner ---------- */
+
+static bool
+read_features(Reader *r, const HbJson *learner, int64_t nf)
+{
+	HbModel    *m = r->m;
+	const HbJson *names = hb_json_get(learner, "feature_names");
+	const HbJson *types = hb_json_get(learner, "feature_types");
+
+	if (names != NULL && !hb_json_is_array(names))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: learner.feature_names is not an array");
+	if (types != NULL && !hb_json_is_array(types))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: learner.feature_types is not an array");
+	if (hb_json_len(names) > 0 && (int64_t) hb_json_len(names) != nf)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: %zu feature names for %lld features",
+					   hb_json_len(names), (long long) nf);
+	if (hb_json_len(types) > 0 && (int64_t) hb_json_len(types) != nf)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: %zu feature types for %lld features",
+					   hb_json_len(types), (long long) nf);
+
+	m->features = hb_alloc0(sizeof(HbFeature) * nf);
+	if (m->features == NULL)
+		return nomem(r);
+	m->n_features = (int32_t) nf;
+	m->has_feature_names = hb_json_len(names) > 0;
+	r->types_given = hb_json_len(types) > 0;
+
+	for (int64_t i = 0; i < nf; i++)
+	{
+		HbFeature  *f = &m->features[i];
+
+		if (m->has_feature_names)
+		{
+			const char *s = hb_json_string(hb_json_at(names, i));
+
+			if (s == NULL)
+				return hb_fail(r->err, HB_ERR_INVALID,
+							   "xgboost model: feature_names[%lld] is not a string",
+							   (long long) i);
+			f->name = hb_strdup(s);
+		}
+		else
+		{
+			/* XGBoost's own default names */
+			char		buf[32];
+
+			snprintf(buf, sizeof(buf), "f%lld", (long long) i);
+			f->name = hb_strdup(buf);
+		}
+		if (f->name == NULL)
+			return nomem(r);
+
+		f->type = HB_FEATURE_NUMERIC;
+		if (r->types_given)
+		{
+			const char *s = hb_json_string(hb_json_at(types, i));
+
+			if (s == NULL)
+				return hb_fail(r->err, HB_ERR_INVALID,
+							   "xgboost model: feature_types[%lld] is not a string",
+							   (long long) i);
+			/* "i" is an indicator (0/1) feature: numeric as far as splits go */
+			if (strcmp(s, "q") == 0 || strcmp(s, "float") == 0 ||
+				strcmp(s, "i") == 0)
+				f->type = HB_FEATURE_NUMERIC;
+			else if (strcmp(s, "int") == 0)
+				f->type = HB_FEATURE_INTEGER;
+			else if (strcmp(s, "c") == 0)
+				f->type = HB_FEATURE_CATEGORICAL;
+			else
+				return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+							   "xgboost model: feature %lld has unknown type \"%.64s\"",
+							   (long long) i, s);
+		}
+	}
+	return true;
+}
+
+/*
+ * base_score, one float per output, in prediction space: "0.5", "5E-1", a
+ * number, or 3.x's bracketed "[a,b,...]" (one value, or one per output).
+ * Absent means XGBoost's default of 0.5.
+ */
+static bool
+read_base_score(Reader *r, const HbJson *lmp, float *vals)
+{
+	const HbJson *bs = hb_json_get(lmp, "base_score");
+	int			n_out = r->m->n_outputs;
+	const char *s = hb_json_string(bs);
+	float		f;
+
+	if (bs == NULL)
+	{
+		for (int g = 0; g < n_out; g++)
+			vals[g] = 0.5f;
+		return true;
+	}
+	if (s != NULL && s[strspn(s, " \t\r\n")] == '[')
+	{
+		/* the vector is itself JSON; parse it with its own error report */
+		HbJsonDoc  *doc = NULL;
+		HbError		local;
+		const HbJson *arr;
+		size_t		k;
+		bool		ok = true;
+
+		memset(&local, 0, sizeof(local));
+		if (!hb_json_parse(s, strlen(s), &doc, &local))
+		{
+			if (local.code == HB_ERR_NOMEM)
+				return nomem(r);
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "xgboost model: base_score \"%.64s\" is not a list of numbers", s);
+		}
+		arr = hb_json_root(doc);
+		k = hb_json_len(arr);
+		if (!hb_json_is_array(arr) || (k != 1 && k != (size_t) n_out))
+			ok = hb_fail(r->err, HB_ERR_INVALID,
+						 "xgboost model: base_score \"%.64s\" has %zu values for %d outputs",
+						 s, k, n_out);
+		for (int g = 0; ok && g < n_out; g++)
+			if (!hb_json_float(hb_json_at(arr, k == 1 ? 0 : g), &vals[g]))
+				ok = hb_fail(r->err, HB_ERR_INVALID,
+							 "xgboost model: base_score \"%.64s\" is not a list of numbers", s);
+		hb_json_free(doc);
+		return ok;
+	}
+	if (!hb_json_float(bs, &f))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: base_score %s%.64s%s is not a number",
+					   s ? "\"" : "", s ? s : "", s ? "\"" : "");
+	for (int g = 0; g < n_out; g++)
+		vals[g] = f;
+	return true;
+}
+
+/*
+ * Turn base scores into margins the way the objective's ProbToMargin does,
+ * in float32.
+ */
+static bool
+base_margins(Reader *r, const float *vals)
+{
+	HbModel    *m = r->m;
+
+	m->base_margin = hb_alloc(sizeof(double) * m->n_outputs);
+	if (m->base_margin == NULL)
+		return nomem(r);
+	for (int g = 0; g < m->n_outputs; g++)
+	{
+		float		p = vals[g];
+		float		margin;
+
+		switch (r->obj->base)
+		{
+			case BASE_LOGIT:
+				if (!(p >= 0.0f && p <= 1.0f))
+					return hb_fail(r->err, HB_ERR_INVALID,
+								   "xgboost model: base_score %g must lie in (0, 1) for %s",
+								   (double) p, r->obj->name);
+
+				/*
+				 * XGBoost up to 3.1 refuses 0 and 1; later versions accept
+				 * them for constant labels and clamp to [1e-6, 1 - 1e-6].
+				 */
+				if (p == 0.0f)
+					p = 1e-6f;
+				else if (p == 1.0f)
+					p = 1.0f - 1e-6f;
+				margin = -logf(1.0f / p - 1.0f);
+				break;
+			case BASE_LOG:
+				if (!(p > 0.0f) || isinf(p))
+					return hb_fail(r->err, HB_ERR_INVALID,
+								   "xgboost model: base_score %g must be positive for %s",
+								   (double) p, r->obj->name);
+				margin = logf(p);
+				break;
+			default:
+				margin = p;
+				break;
+		}
+		if (!isfinite(margin))
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "xgboost model: base_score %g is not finite", (double) p);
+		m->base_margin[g] = (double) margin;
+	}
+	return true;
+}
+
+static bool
+read_objective(Reader *r, const HbJson *learner)
+{
+	const HbJson *obj;
+	const HbJson *jname;
+	const char *name;
+
+	if (!(obj = need(r, learner, "learner", "objective", HB_JSON_OBJECT)) ||
+		!(jname = need(r, obj, "learner.objective", "name", HB_JSON_STRING)))
+		return false;
+	name = hb_json_string(jname);
+	for (size_t i = 0; i < sizeof(objectives) / sizeof(objectives[0]); i++)
+		if (strcmp(objectives[i].name, name) == 0)
+		{
+			r->obj = &objectives[i];
+			r->m->objective = hb_strdup(name);
+			if (r->m->objective == NULL)
+				return nomem(r);
+			return true;
+		}
+	if (strncmp(name, "survival:", 9) == 0)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "xgboost objective \"%.64s\" is not supported (survival models are not)",
+					   name);
+	if (strcmp(name, "binary:hinge") == 0)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "xgboost objective \"binary:hinge\" is not supported (it predicts a 0/1 class from the margin's sign)");
+	return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+				   "xgboost objective \"%.64s\" is not supported", name);
+}
+
+static bool
+read_learner(Reader *r, const HbJson *root)
+{
+	HbModel    *m = r->m;
+	const HbJson *learner,
+			   *lmp,
+			   *gb,
+			   *jname,
+			   *model,
+			   *inner;
+	const char *booster;
+	int64_t		nf,
+				nclass,
+				ntarget;
+	float	   *vals;
+	bool		ok;
+
+	if (!hb_json_is_object(root))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "not an xgboost model: the document is a json %s, not an object",
+					   hb_json_type_name(root));
+	learner = hb_json_get(root, "learner");
+	if (!hb_json_is_object(learner))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "not an xgboost model: no \"learner\" object at the top level");
+	if (!read_objective(r, learner))
+		return false;
+
+	if (!(lmp = need(r, learner, "learner", "learner_model_param", HB_JSON_OBJECT)))
+		return false;
+	if (!int_param(r, lmp, "learner_model_param", "num_feature", false, 0, &nf) ||
+		!int_param(r, lmp, "learner_model_param", "num_class", true, 0, &nclass) ||
+		!int_param(r, lmp, "learner_model_param", "num_target", true, 1, &ntarget))
+		return false;
+	if (nf <= 0)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: num_feature is %lld", (long long) nf);
+	if (nf > HB_MAX_FEATURES)
+		return hb_fail(r->err, HB_ERR_LIMIT,
+					   "xgboost model has %lld features, more than the %d hbird supports",
+					   (long long) nf, HB_MAX_FEATURES);
+	if (nclass < 0 || ntarget < 1)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: num_class %lld, num_target %lld",
+					   (long long) nclass, (long long) ntarget);
+	if (ntarget > 1)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "xgboost model has %lld targets; multi-target models are not supported",
+					   (long long) ntarget);
+
+	m->task = r->obj->task;
+	m->link = r->obj->link;
+	m->predict_class = r->obj->predict_class;
+	if (m->task == HB_TASK_MULTICLASS)
+	{
+		if (nclass < 1)
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "xgboost model: objective %s needs num_class, found %lld",
+						   r->obj->name, (long long) nclass);
+		if (nclass > XGB_MAX_CLASSES)
+			return hb_fail(r->err, HB_ERR_LIMIT,
+						   "xgboost model has %lld classes, more than %d",
+						   (long long) nclass, XGB_MAX_CLASSES);
+		m->n_outputs = (int32_t) nclass;
+		m->n_classes = (int32_t) nclass;
+	}
+	else
+	{
+		/* num_class > 1 would give one output group per class */
+		if (nclass > 1)
+			return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+						   "xgboost model: num_class %lld with objective %s is not supported",
+						   (long long) nclass, r->obj->name);
+		m->n_outputs = 1;
+		m->n_classes = m->task == HB_TASK_BINARY ? 2 : 0;
+	}
+
+	if (!read_features(r, learner, nf))
+		return false;
+
+	if (!(gb = need(r, learner, "learner", "gradient_booster", HB_JSON_OBJECT)) ||
+		!(jname = need(r, gb, "learner.gradient_booster", "name", HB_JSON_STRING)))
+		return false;
+	booster = hb_json_string(jname);
+	if (strcmp(booster, "gbtree") == 0)
+	{
+		m->estimator = HB_EST_TREES;
+		if (!(model = need(r, gb, "learner.gradient_booster", "model", HB_JSON_OBJECT)) ||
+			!read_trees(r, model, "learner.gradient_booster.model", NULL))
+			return false;
+	}
+	else if (strcmp(booster, "dart") == 0)
+	{
+		const HbJson *wd;
+
+		m->estimator = HB_EST_TREES;
+		if (!(inner = need(r, gb, "learner.gradient_booster", "gbtree", HB_JSON_OBJECT)) ||
+			!(model = need(r, inner, "learner.gradient_booster.gbtree", "model",
+						   HB_JSON_OBJECT)) ||
+			!(wd = need(r, gb, "learner.gradient_booster", "weight_drop", HB_JSON_ARRAY)) ||
+			!read_trees(r, model, "learner.gradient_booster.gbtree.model", wd))
+			return false;
+	}
+	else if (strcmp(booster, "gblinear") == 0)
+	{
+		m->estimator = HB_EST_LINEAR;
+		if (!(model = need(r, gb, "learner.gradient_booster", "model", HB_JSON_OBJECT)) ||
+			!read_linear(r, model))
+			return false;
+	}
+	else
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "xgboost booster \"%.64s\" is not supported (gbtree, dart and gblinear are)",
+					   booster);
+
+	vals = hb_alloc(sizeof(float) * m->n_outputs);
+	if (vals == NULL)
+		return nomem(r);
+	ok = read_base_score(r, lmp, vals) && base_margins(r, vals);
+	hb_free(vals);
+	return ok;
+}
+
+/* Say what the bytes probably are when they are not JSON at all. */
+static void
+hint_format(const char *bytes, size_t len, HbError *err)
+{
+	const unsigned char *s = (const unsigned char *) bytes;
+
+	if (len >= 2 && s[0] == '{' && strchr("iUIlLdDSTFZ$#", s[1]) != NULL && s[1] != '\0')
+		hb_fail_detail(err, "The bytes look like UBJSON (XGBoost's .ubj format). Save the model with a file name ending in .json.");
+	else if (len >= 4 && memcmp(s, "binf", 4) == 0)
+		hb_fail_detail(err, "The bytes look like XGBoost's legacy binary format. Load the model in XGBoost and save it with a file name ending in .json.");
+}
+
+bool
+hb_read_xgboost_json(const char *bytes, size_t len, HbModel **out, HbError *err)
+{
+	HbJsonDoc  *doc = NULL;
+	Reader		r;
+	bool		ok;
+
+	*out = NULL;
+	if (!hb_json_parse(bytes, len, &doc, err))
+	{
+		if (err && err->code == HB_ERR_PARSE)
+			hint_format(bytes, len, err);
+		return false;
+	}
+
+	memset(&r, 0, sizeof(r));
+	r.err = err;
+	r.m = hb_alloc0(sizeof(HbModel));
+	if (r.m == NULL)
+	{
+		hb_json_free(doc);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory while reading the xgboost model");
+	}
+	r.m->format = HB_FORMAT_XGBOOST_JSON;
+	r.m->cmp = HB_CMP_LT_F32;
+	r.m->sum_f32 = true;
+
+	ok = read_learner(&r, hb_json_root(doc));
+	hb_json_free(doc);
+
+	/* the bitsets belong to the model even on failure, so one free suffices */
+	r.m->cat_words = r.cat;
+	r.m->n_cat_words = (int32_t) r.n_cat;
+	if (!ok)
+	{
+		hb_model_free(r.m);
+		return false;
+	}
+	*out = r.m;
+	return true;
+}

@@ -1,0 +1,128 @@
+/*
+ * hbird.c
+ *	  Module entry: GUCs, the core's allocator and interrupt hooks, and the
+ *	  mapping of core errors onto PostgreSQL errors.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "hbird.h"
+
+PG_MODULE_MAGIC;
+
+int			hb_max_model_bytes = 256 * 1024 * 1024;
+int			hb_plan_cache_entries = 32;
+
+void		_PG_init(void);
+
+/*
+ * The core allocates in whatever context the glue made current, so a plan
+ * built for the cache lands in the cache's context and scratch work in a
+ * short-lived one.  Allocation failures come back as NULL (the core reports
+ * them) rather than as a longjmp through core code.
+ */
+static void *
+hb_pg_alloc(size_t size)
+{
+	return MemoryContextAllocExtended(CurrentMemoryContext, size ? size : 1,
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+}
+
+static void *
+hb_pg_realloc(void *ptr, size_t size)
+{
+	return repalloc_huge(ptr, size ? size : 1);
+}
+
+static void
+hb_pg_free(void *ptr)
+{
+	pfree(ptr);
+}
+
+static void
+hb_pg_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
+void
+_PG_init(void)
+{
+	static const HbAllocator pg_allocator = {hb_pg_alloc, hb_pg_realloc, hb_pg_free};
+
+	hb_set_allocator(&pg_allocator);
+	hb_interrupt_hook = hb_pg_interrupts;
+
+	DefineCustomIntVariable("hbird.max_model_bytes",
+							"Largest model file hb_model_upload accepts.",
+							NULL,
+							&hb_max_model_bytes,
+							256 * 1024 * 1024,
+							1024,
+							1024 * 1024 * 1024 - 1,
+							PGC_SUSET,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("hbird.plan_cache_entries",
+							"Compiled model versions each backend keeps.",
+							"Least recently used plans beyond this are freed.",
+							&hb_plan_cache_entries,
+							32,
+							1,
+							10000,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("hbird");
+}
+
+int
+hb_errcode(HbErrCode code)
+{
+	switch (code)
+	{
+		case HB_ERR_PARSE:
+			return ERRCODE_INVALID_TEXT_REPRESENTATION;
+		case HB_ERR_INVALID:
+		case HB_ERR_ARGUMENT:
+			return ERRCODE_INVALID_PARAMETER_VALUE;
+		case HB_ERR_UNSUPPORTED:
+			return ERRCODE_FEATURE_NOT_SUPPORTED;
+		case HB_ERR_LIMIT:
+			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		case HB_ERR_NOMEM:
+			return ERRCODE_OUT_OF_MEMORY;
+		case HB_OK:
+			break;
+	}
+	return ERRCODE_INTERNAL_ERROR;
+}
+
+/* Raise a core error as "<what> "<name>": <message>". */
+void
+hb_report(const HbError *err, const char *what, const char *name)
+{
+	ereport(ERROR,
+			(errcode(hb_errcode(err->code)),
+			 errmsg("%s \"%s\": %s", what, name, err->msg),
+			 err->detail[0] ? errdetail("%s", err->detail) : 0));
+}
+
+/* Arguments that may not be NULL: a clear error instead of a silent NULL. */
+text *
+hb_require_text(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	return PG_GETARG_TEXT_PP(argno);
+}

@@ -1,0 +1,105 @@
+/*
+ * hbird.h
+ *	  Declarations shared by the PostgreSQL glue of hbird.
+ */
+#ifndef HBIRD_H
+#define HBIRD_H
+
+#include "postgres.h"
+
+#include "access/tupdesc.h"
+#include "fmgr.h"
+#include "lib/ilist.h"
+#include "utils/snapshot.h"
+
+#include "plan.h"
+
+#define HB_SHA256_LEN 32
+
+/* GUCs */
+extern int	hb_max_model_bytes;
+extern int	hb_plan_cache_entries;
+
+/* A compiled model version in this backend's cache. */
+typedef struct HbCacheEntry
+{
+	char	   *name;
+	int32		version;
+	uint8		sha256[HB_SHA256_LEN];
+	char	   *names_key;		/* the upload's feature names, or NULL */
+
+	MemoryContext cxt;			/* owns everything below */
+	HbPlan	   *plan;
+	HbTask		task;
+	int			n_features;
+	char	  **feature_names;
+	HbFeatureType *feature_types;
+	int			n_outputs;
+	int			n_classes;
+
+	int			pins;			/* statements using it right now */
+	dlist_node	lru;
+} HbCacheEntry;
+
+/* What the catalog says about a model's active version under a snapshot. */
+typedef struct HbCatalogRef
+{
+	char	   *name;
+	Oid			owner;
+	int32		version;
+	uint8		sha256[HB_SHA256_LEN];
+	char	   *names_key;		/* feature names from the upload, joined */
+	ArrayType  *feature_names;	/* the same, as the array; may be NULL */
+	char	   *format;
+} HbCatalogRef;
+
+/* hbird.c */
+extern void hb_report(const HbError *err, const char *what, const char *name);
+extern int	hb_errcode(HbErrCode code);
+extern text *hb_require_text(FunctionCallInfo fcinfo, int argno, const char *what);
+
+/* pg_catalog.c */
+extern Oid	hb_catalog_relid(const char *relname);
+extern bool hb_catalog_lookup(const char *name, HbCatalogRef *ref);
+extern bytea *hb_catalog_body(const char *name, int32 version);
+extern void hb_check_score_privilege(const HbCatalogRef *ref);
+
+/* pg_cache.c */
+extern HbCacheEntry *hb_cache_acquire(const HbCatalogRef *ref);
+extern void hb_cache_pin(HbCacheEntry *e);
+extern void hb_cache_unpin(HbCacheEntry *e);
+
+/* A call site's model for the statement; allocate zeroed in its fn_mcxt. */
+typedef struct HbStmtModel
+{
+	char	   *name;
+	HbCacheEntry *entry;
+	bool		registered;
+	MemoryContextCallback cb;
+} HbStmtModel;
+
+extern HbCacheEntry *hb_stmt_resolve(HbStmtModel *s, MemoryContext mcxt,
+									 text *name);
+
+/* pg_bind.c */
+typedef struct HbBinding
+{
+	Oid			tupType;
+	int32		tupTypmod;
+	int			natts;
+	TupleDesc	desc;			/* private copy of the row type's descriptor */
+	int		   *attnum;			/* per feature: 0-based attribute */
+	Oid		   *atttype;		/* per feature: base type of that column */
+	Datum	   *values;			/* deform buffers, natts long */
+	bool	   *nulls;
+} HbBinding;
+
+extern void hb_bind_record(HbBinding *b, const HbCacheEntry *e,
+						   HeapTupleHeader td, MemoryContext mcxt,
+						   const char *model);
+extern void hb_bind_row(const HbBinding *b, const HbCacheEntry *e,
+						HeapTupleHeader td, double *x);
+extern void hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
+						 const char *model);
+
+#endif							/* HBIRD_H */

@@ -1,0 +1,225 @@
+/*
+ * pg_cache.c
+ *	  Per-backend cache of compiled models, and the per-statement binding of
+ *	  a model name to one cached version.
+ *
+ * Entries are keyed by content (name, version, SHA-256 of the bytes and the
+ * upload's feature names), so a catalog change never has to invalidate
+ * anything: the next statement looks the name up under its own snapshot and
+ * lands on a different key.  A statement pins the entry it resolved, which
+ * keeps eviction from freeing a plan that is still being scored with.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "hbird.h"
+
+static MemoryContext cache_cxt = NULL;
+static dlist_head cache_lru = DLIST_STATIC_INIT(cache_lru);	/* newest first */
+static int	cache_count = 0;
+
+static bool
+entry_matches(const HbCacheEntry *e, const HbCatalogRef *ref)
+{
+	if (e->version != ref->version || strcmp(e->name, ref->name) != 0 ||
+		memcmp(e->sha256, ref->sha256, HB_SHA256_LEN) != 0)
+		return false;
+	if ((e->names_key == NULL) != (ref->names_key == NULL))
+		return false;
+	return e->names_key == NULL || strcmp(e->names_key, ref->names_key) == 0;
+}
+
+static void
+evict_unpinned(void)
+{
+	dlist_node *cur;
+
+	if (dlist_is_empty(&cache_lru))
+		return;
+	/* oldest first, skipping entries a running statement still uses */
+	cur = dlist_tail_node(&cache_lru);
+	while (cur != NULL && cache_count > hb_plan_cache_entries)
+	{
+		dlist_node *prev = dlist_has_prev(&cache_lru, cur) ?
+			dlist_prev_node(&cache_lru, cur) : NULL;
+		HbCacheEntry *e = dlist_container(HbCacheEntry, lru, cur);
+
+		if (e->pins == 0)
+		{
+			dlist_delete(&e->lru);
+			cache_count--;
+			MemoryContextDelete(e->cxt);
+		}
+		cur = prev;
+	}
+}
+
+/* Parse and compile one version; everything lands in a fresh context. */
+static HbCacheEntry *
+compile_entry(const HbCatalogRef *ref)
+{
+	MemoryContext work;
+	MemoryContext entry_cxt;
+	MemoryContext old;
+	HbCacheEntry *e;
+	HbModel    *m = NULL;
+	HbError		err = {0};
+	HbFormat	format = HB_FORMAT_AUTO;
+	bytea	   *body;
+
+	/*
+	 * The entry's context starts under a scratch context, so an error
+	 * anywhere below frees both; it moves under the cache on success.
+	 */
+	work = AllocSetContextCreate(CurrentMemoryContext, "hbird compile",
+								 ALLOCSET_DEFAULT_SIZES);
+	entry_cxt = AllocSetContextCreate(work, "hbird plan",
+									  ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(work);
+
+	body = hb_catalog_body(ref->name, ref->version);
+	if (ref->format)
+		(void) hb_format_parse(ref->format, &format);
+	if (!hb_model_read(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body), format,
+					   &m, &err))
+		hb_report(&err, "could not load model", ref->name);
+	if (ref->feature_names)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		char	  **names;
+
+		deconstruct_array(ref->feature_names, TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &nulls, &n);
+		names = palloc0(sizeof(char *) * (n + 1));
+		for (int i = 0; i < n; i++)
+			names[i] = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
+		if (!hb_model_set_feature_names(m, names, n, &err))
+			hb_report(&err, "could not load model", ref->name);
+	}
+
+	MemoryContextSwitchTo(entry_cxt);
+	e = palloc0(sizeof(HbCacheEntry));
+	e->cxt = entry_cxt;
+	e->name = pstrdup(ref->name);
+	e->version = ref->version;
+	memcpy(e->sha256, ref->sha256, HB_SHA256_LEN);
+	e->names_key = ref->names_key ? pstrdup(ref->names_key) : NULL;
+	if (!hb_plan_build(m, &e->plan, &err))
+		hb_report(&err, "could not compile model", ref->name);
+	e->task = m->task;
+	e->n_features = m->n_features;
+	e->n_outputs = m->n_outputs;
+	e->n_classes = m->n_classes;
+	e->feature_names = palloc(sizeof(char *) * m->n_features);
+	e->feature_types = palloc(sizeof(HbFeatureType) * m->n_features);
+	for (int i = 0; i < m->n_features; i++)
+	{
+		e->feature_names[i] = pstrdup(m->features[i].name);
+		e->feature_types[i] = m->features[i].type;
+	}
+
+	MemoryContextSwitchTo(old);
+	MemoryContextSetParent(entry_cxt, cache_cxt);
+	MemoryContextDelete(work);
+	return e;
+}
+
+/* The compiled plan of a catalog version, from the cache or built now. */
+HbCacheEntry *
+hb_cache_acquire(const HbCatalogRef *ref)
+{
+	dlist_iter	it;
+	HbCacheEntry *e;
+
+	if (cache_cxt == NULL)
+		cache_cxt = AllocSetContextCreate(TopMemoryContext, "hbird plan cache",
+										  ALLOCSET_SMALL_SIZES);
+
+	dlist_foreach(it, &cache_lru)
+	{
+		e = dlist_container(HbCacheEntry, lru, it.cur);
+		if (entry_matches(e, ref))
+		{
+			dlist_move_head(&cache_lru, &e->lru);
+			return e;
+		}
+	}
+
+	e = compile_entry(ref);
+	dlist_push_head(&cache_lru, &e->lru);
+	cache_count++;
+	evict_unpinned();
+	return e;
+}
+
+void
+hb_cache_pin(HbCacheEntry *e)
+{
+	e->pins++;
+}
+
+void
+hb_cache_unpin(HbCacheEntry *e)
+{
+	Assert(e->pins > 0);
+	e->pins--;
+}
+
+/*
+ * Per call site, per statement: which model version the name means.  The
+ * slot lives in the call site's fn_mcxt, which is reset when the statement
+ * ends (normally or by error); a callback there releases the pin.
+ */
+static void
+stmt_model_release(void *arg)
+{
+	HbStmtModel *s = (HbStmtModel *) arg;
+
+	if (s->entry)
+		hb_cache_unpin(s->entry);
+	s->entry = NULL;
+}
+
+HbCacheEntry *
+hb_stmt_resolve(HbStmtModel *s, MemoryContext mcxt, text *name_text)
+{
+	HbCatalogRef ref;
+	char	   *name;
+	HbCacheEntry *e;
+
+	/* the common case: the same name as the previous row */
+	if (s->entry &&
+		VARSIZE_ANY_EXHDR(name_text) == strlen(s->name) &&
+		memcmp(VARDATA_ANY(name_text), s->name, strlen(s->name)) == 0)
+		return s->entry;
+
+	name = text_to_cstring(name_text);
+	if (!hb_catalog_lookup(name, &ref))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist", name)));
+	hb_check_score_privilege(&ref);
+	e = hb_cache_acquire(&ref);
+
+	if (!s->registered)
+	{
+		s->cb.func = stmt_model_release;
+		s->cb.arg = s;
+		MemoryContextRegisterResetCallback(mcxt, &s->cb);
+		s->registered = true;
+	}
+	if (s->entry)
+		hb_cache_unpin(s->entry);
+	if (s->name)
+		pfree(s->name);
+	s->name = MemoryContextStrdup(mcxt, name);
+	s->entry = e;
+	hb_cache_pin(e);
+	return e;
+}

@@ -1,0 +1,234 @@
+/*
+ * pg_catalog.c
+ *	  Reading hbird's catalog tables.
+ *
+ * Scoring reads the catalog with direct scans under the statement's active
+ * snapshot: no SQL is run (so search_path can't redirect anything), the
+ * scorer needs no privilege on the tables (the model's grants are checked
+ * here instead), and every call in a statement, parallel workers included,
+ * sees the same model version.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "hbird.h"
+
+Oid
+hb_catalog_relid(const char *relname)
+{
+	Oid			nsp = get_namespace_oid("hbird", true);
+	Oid			relid = InvalidOid;
+
+	if (OidIsValid(nsp))
+		relid = get_relname_relid(relname, nsp);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("hbird catalog table hbird.%s is missing", relname),
+				 errhint("Is the hbird extension installed in this database?")));
+	return relid;
+}
+
+static AttrNumber
+attnum_of(Relation rel, const char *colname)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		if (!a->attisdropped && strcmp(NameStr(a->attname), colname) == 0)
+			return a->attnum;
+	}
+	elog(ERROR, "hbird catalog table %s has no column %s",
+		 RelationGetRelationName(rel), colname);
+	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
+static Snapshot
+scan_snapshot(void)
+{
+	return ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+}
+
+/* Join the upload's feature names into one string: part of the cache key. */
+static char *
+names_key(ArrayType *arr)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	StringInfoData buf;
+
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	initStringInfo(&buf);
+	for (int i = 0; i < n; i++)
+	{
+		if (!nulls[i])
+			appendStringInfoString(&buf, TextDatumGetCString(elems[i]));
+		appendStringInfoChar(&buf, '\x1f');
+	}
+	return buf.data;
+}
+
+/*
+ * Find a model's active version.  Returns false when there is no such model
+ * (or it has no active version) under the statement's snapshot.
+ */
+bool
+hb_catalog_lookup(const char *name, HbCatalogRef *ref)
+{
+	Snapshot	snap = scan_snapshot();
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+	bool		found = false;
+	bool		isnull;
+
+	memset(ref, 0, sizeof(*ref));
+	ref->name = pstrdup(name);
+
+	rel = table_open(hb_catalog_relid("model"), AccessShareLock);
+	ScanKeyInit(&key[0], attnum_of(rel, "name"), BTEqualStrategyNumber,
+				F_TEXTEQ, CStringGetTextDatum(name));
+	scan = systable_beginscan(rel, InvalidOid, false, snap, 1, key);
+	if ((tup = systable_getnext(scan)) != NULL)
+	{
+		Datum		d;
+
+		ref->owner = DatumGetObjectId(heap_getattr(tup, attnum_of(rel, "owner"),
+												   RelationGetDescr(rel), &isnull));
+		d = heap_getattr(tup, attnum_of(rel, "active_version"),
+						 RelationGetDescr(rel), &isnull);
+		if (!isnull)
+		{
+			ref->version = DatumGetInt32(d);
+			found = true;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (!found)
+		return false;
+
+	found = false;
+	rel = table_open(hb_catalog_relid("model_version"), AccessShareLock);
+	ScanKeyInit(&key[0], attnum_of(rel, "name"), BTEqualStrategyNumber,
+				F_TEXTEQ, CStringGetTextDatum(name));
+	ScanKeyInit(&key[1], attnum_of(rel, "version"), BTEqualStrategyNumber,
+				F_INT4EQ, Int32GetDatum(ref->version));
+	scan = systable_beginscan(rel, InvalidOid, false, snap, 2, key);
+	if ((tup = systable_getnext(scan)) != NULL)
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		bytea	   *sha;
+		Datum		d;
+
+		sha = DatumGetByteaPP(heap_getattr(tup, attnum_of(rel, "sha256"),
+										   desc, &isnull));
+		if (!isnull && VARSIZE_ANY_EXHDR(sha) == HB_SHA256_LEN)
+			memcpy(ref->sha256, VARDATA_ANY(sha), HB_SHA256_LEN);
+		ref->format = TextDatumGetCString(heap_getattr(tup, attnum_of(rel, "format"),
+													   desc, &isnull));
+		d = heap_getattr(tup, attnum_of(rel, "feature_names"), desc, &isnull);
+		if (!isnull)
+		{
+			ref->feature_names = DatumGetArrayTypePCopy(d);
+			ref->names_key = names_key(ref->feature_names);
+		}
+		found = true;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/* The uploaded bytes of one version, detoasted into the current context. */
+bytea *
+hb_catalog_body(const char *name, int32 version)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+	bytea	   *body = NULL;
+	bool		isnull;
+
+	rel = table_open(hb_catalog_relid("model_version"), AccessShareLock);
+	ScanKeyInit(&key[0], attnum_of(rel, "name"), BTEqualStrategyNumber,
+				F_TEXTEQ, CStringGetTextDatum(name));
+	ScanKeyInit(&key[1], attnum_of(rel, "version"), BTEqualStrategyNumber,
+				F_INT4EQ, Int32GetDatum(version));
+	scan = systable_beginscan(rel, InvalidOid, false, scan_snapshot(), 2, key);
+	if ((tup = systable_getnext(scan)) != NULL)
+	{
+		Datum		d = heap_getattr(tup, attnum_of(rel, "body"),
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			body = DatumGetByteaPCopy(d);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (body == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" has no version %d", name, version)));
+	return body;
+}
+
+/*
+ * May the current user score this model?  Superusers, members of the
+ * model's owner role, and grantees (PUBLIC included) may.
+ */
+void
+hb_check_score_privilege(const HbCatalogRef *ref)
+{
+	Oid			user = GetUserId();
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	bool		ok = false;
+	bool		isnull;
+
+	if (superuser() || has_privs_of_role(user, ref->owner))
+		return;
+
+	rel = table_open(hb_catalog_relid("model_grant"), AccessShareLock);
+	ScanKeyInit(&key, attnum_of(rel, "name"), BTEqualStrategyNumber,
+				F_TEXTEQ, CStringGetTextDatum(ref->name));
+	scan = systable_beginscan(rel, InvalidOid, false, scan_snapshot(), 1, &key);
+	while (!ok && (tup = systable_getnext(scan)) != NULL)
+	{
+		Oid			grantee = DatumGetObjectId(heap_getattr(tup, attnum_of(rel, "grantee"),
+															RelationGetDescr(rel), &isnull));
+
+		if (!OidIsValid(grantee) || has_privs_of_role(user, grantee))
+			ok = true;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to score model \"%s\"", ref->name),
+				 errhint("The model's owner or a model administrator can run hb_model_grant('%s', '%s').",
+						 ref->name, GetUserNameFromId(user, false))));
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SQL-level tests; run inside a throwaway cluster (scripts/test.sh wraps this
+# in pg_virtualenv).  Prints one TAP line per test.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+# pg_regress: one line per suite
+make -s installcheck >tests/log/installcheck.log 2>&1
+awk '
+	/\.\.\. ok/ || /\.\.\. FAILED/ || /\.\.\. failed/ {
+		name = $0; sub(/^(test|     )? */, "", name); sub(/ .*/, "", name)
+		if ($0 ~ /\.\.\. ok/) print "ok - pg_regress " name
+		else print "not ok - pg_regress " name
+	}' tests/log/installcheck.log
+if [ -f regression.diffs ]; then
+	cp regression.diffs tests/log/
+	echo "# regression.diffs copied to tests/log/"
+fi
+
+# shell-level checks that need more than one session or client tools
+for t in tests/sql_shell/*.sh; do
+	[ -e "$t" ] || continue
+	bash "$t"
+done
+
+echo "# sql tests finished"
