@@ -10,7 +10,7 @@ REGRESS = setup predict catalog errors privileges search_path parallel
 REGRESS_OPTS = --inputdir=.
 
 PG_CPPFLAGS = -Isrc/core -std=gnu11
-SHLIB_LINK = -lm
+SHLIB_LINK = -lopenblas -lm
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -22,7 +22,7 @@ TEST_BINS = $(patsubst tests/core/%.c,tests/core/bin/%,$(wildcard tests/core/tes
 
 tests/core/bin/%: tests/core/%.c $(CORE_SRCS) $(wildcard src/core/*.h) $(wildcard tests/core/*.h)
 	@mkdir -p tests/core/bin
-	$(CC) $(CORE_CFLAGS) -o $@ $< $(CORE_SRCS) -lm
+	$(CC) $(CORE_CFLAGS) -o $@ $< $(CORE_SRCS) -lopenblas -lm
 
 .PHONY: core-tests
 core-tests: $(TEST_BINS)

@@ -58,7 +58,6 @@ log "loading $BENCH_ROWS rows from $BENCH_CSV"
 cols=$(for ((i = 0; i < NCOLS; i++)); do printf 'f%d float8,' "$i"; done)
 t0=$(date +%s.%N)
 sql <<-EOF
-	DROP TABLE IF EXISTS t;
 	CREATE TABLE t (${cols%,});
 	\copy t FROM '$BENCH_CSV' WITH (FORMAT csv, HEADER true)
 	VACUUM (FREEZE, ANALYZE) t;
@@ -116,10 +115,15 @@ if [ "$BENCH_HBIRD" != 1 ]; then
 fi
 out hbird_status failed    # until it works
 log "hbird: CREATE EXTENSION and upload the model"
-sql <<-EOF
+if ! msg=$(sql 2>&1 <<-EOF
 	CREATE EXTENSION hbird;
 	SELECT hb_model_upload('m', pg_read_binary_file('$BENCH_MODEL'));
 EOF
+); then
+	printf '%s\n' "$msg" >&2
+	out hbird_status "failed: $(printf '%s\n' "$msg" | grep -m 1 'ERROR' || echo 'see the log')"
+	exit 1
+fi
 out hbird_version "$(psql -X -At -c "SELECT extversion FROM pg_extension WHERE extname = 'hbird'")"
 HB="SELECT sum(hb_predict('m', t)) FROM t"
 timed hbird_serial "$SERIAL" "$HB"

@@ -34,12 +34,16 @@ CREATE TABLE hbird.model_version (
 	max_depth		integer NOT NULL,
 	feature_names	text[],			/* the upload's features argument, if any */
 	body			bytea NOT NULL,	/* the uploaded bytes, verbatim */
+	image			bytea,			/* compiled IR image: what backends load */
 	sha256			bytea NOT NULL,
 	size_bytes		bigint NOT NULL,
 	uploaded_by		regrole NOT NULL,
 	uploaded_at		timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	PRIMARY KEY (name, version)
 );
+
+/* images are read whole and are already compact: no compression */
+ALTER TABLE hbird.model_version ALTER COLUMN image SET STORAGE EXTERNAL;
 
 CREATE TABLE hbird.model_feature (
 	name			text COLLATE "C" NOT NULL,
@@ -205,3 +209,69 @@ SELECT name, grantee, granted_by, granted_at
 FROM hbird.model_grant;
 
 GRANT SELECT ON hb_models, hb_model_features, hb_model_grants TO PUBLIC;
+
+/* Batched scoring. */
+
+CREATE FUNCTION hb_predict_agg_sfunc(internal, name text, "row" record)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'hb_predict_agg_sfunc'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+CREATE FUNCTION hb_predict_agg_final(internal)
+RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_agg_final'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+/* predictions of a group's rows, in input order (use ORDER BY inside) */
+CREATE AGGREGATE hb_predict_agg(name text, "row" record) (
+	SFUNC = hb_predict_agg_sfunc,
+	STYPE = internal,
+	FINALFUNC = hb_predict_agg_final,
+	PARALLEL = SAFE
+);
+
+/* every row of a query (default: the table behind the row type), scored */
+CREATE FUNCTION hb_predict_batch(name text, rowtype anyelement, query text DEFAULT NULL)
+RETURNS TABLE (score double precision, item anyelement)
+AS 'MODULE_PATHNAME', 'hb_predict_batch'
+LANGUAGE C STABLE;
+
+/* compile the active version into this backend's cache; show its plan */
+CREATE FUNCTION hb_compile(name text, batch_size integer DEFAULT NULL)
+RETURNS TABLE (step integer, op text, strategy text, input_shape text,
+			   output_shape text, param_bytes bigint, est_flops double precision,
+			   device text)
+AS 'MODULE_PATHNAME', 'hb_compile'
+LANGUAGE C STABLE;
+
+/* Ranking: the K best rows by score, best first; ties go to input order. */
+
+CREATE FUNCTION hb_topk(name text, k integer, rowtype anyelement,
+						query text DEFAULT NULL, mode text DEFAULT 'auto')
+RETURNS TABLE (rank integer, score double precision, item anyelement)
+AS 'MODULE_PATHNAME', 'hb_topk'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION hb_topk_agg_sfunc(internal, name text, k integer, "row" anyelement)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'hb_topk_agg_sfunc'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+CREATE FUNCTION hb_topk_agg_final(internal, name text, k integer, "row" anyelement)
+RETURNS anyarray
+AS 'MODULE_PATHNAME', 'hb_topk_agg_final'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+CREATE AGGREGATE hb_topk_agg(name text, k integer, "row" anyelement) (
+	SFUNC = hb_topk_agg_sfunc,
+	STYPE = internal,
+	FINALFUNC = hb_topk_agg_final,
+	FINALFUNC_EXTRA,
+	PARALLEL = SAFE
+);
+
+/* what the last top-K of this backend scored, to see the pruning */
+CREATE FUNCTION hb_topk_stats(OUT rows bigint, OUT rows_fully_scored bigint,
+							  OUT pairs_scored bigint, OUT pairs_total bigint)
+AS 'MODULE_PATHNAME', 'hb_topk_stats'
+LANGUAGE C VOLATILE;

@@ -16,6 +16,21 @@
 PG_MODULE_MAGIC;
 
 int			hb_max_model_bytes = 256 * 1024 * 1024;
+static int	hb_tree_strategy = HB_STRATEGY_AUTO;
+
+static const struct config_enum_entry strategy_options[] = {
+	{"auto", HB_STRATEGY_AUTO, false},
+	{"tt", HB_STRATEGY_TT, false},
+	{"ptt", HB_STRATEGY_PTT, false},
+	{"gemm", HB_STRATEGY_GEMM, false},
+	{NULL, 0, false}
+};
+
+static void
+assign_tree_strategy(int newval, void *extra)
+{
+	hb_set_strategy_override((HbStrategy) newval);
+}
 int			hb_plan_cache_entries = 32;
 
 void		_PG_init(void);
@@ -79,6 +94,28 @@ _PG_init(void)
 							10000,
 							PGC_USERSET,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("hbird.tree_strategy",
+							 "How tree ensembles are executed.",
+							 "auto picks per batch from depth, tree fullness and batch size; "
+							 "tt, ptt and gemm force one (models a strategy cannot run fall back to tt).",
+							 &hb_tree_strategy,
+							 HB_STRATEGY_AUTO,
+							 strategy_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, assign_tree_strategy, NULL);
+
+	DefineCustomIntVariable("hbird.batch_memory",
+							"Memory for one batch of rows in batched scoring.",
+							"Batch sizes adapt so that inputs and outputs of a batch fit.",
+							&hb_batch_memory_kb,
+							64 * 1024,
+							64,
+							1024 * 1024,
+							PGC_USERSET,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("hbird");

@@ -7,9 +7,11 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "lib/ilist.h"
+#include "utils/portal.h"
 #include "utils/snapshot.h"
 
 #include "plan.h"
@@ -61,7 +63,8 @@ extern text *hb_require_text(FunctionCallInfo fcinfo, int argno, const char *wha
 /* pg_catalog.c */
 extern Oid	hb_catalog_relid(const char *relname);
 extern bool hb_catalog_lookup(const char *name, HbCatalogRef *ref);
-extern bytea *hb_catalog_body(const char *name, int32 version);
+extern bytea *hb_catalog_bytes(const char *name, int32 version,
+							   const char *column);
 extern void hb_check_score_privilege(const HbCatalogRef *ref);
 
 /* pg_cache.c */
@@ -97,9 +100,38 @@ typedef struct HbBinding
 extern void hb_bind_record(HbBinding *b, const HbCacheEntry *e,
 						   HeapTupleHeader td, MemoryContext mcxt,
 						   const char *model);
+extern void hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
+						 MemoryContext mcxt, const char *model);
 extern void hb_bind_row(const HbBinding *b, const HbCacheEntry *e,
 						HeapTupleHeader td, double *x);
+extern void hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e,
+						  HeapTuple tuple, double *x);
 extern void hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 						 const char *model);
+
+/* pg_predict.c: per call site state of the scoring functions */
+typedef struct HbCallState
+{
+	HbStmtModel model;
+	HbCacheEntry *entry;		/* the entry the buffers and binding fit */
+	bool		bound;			/* binding valid for entry and row type */
+	HbBinding	bind;
+	double	   *x;
+	double	   *scratch;
+	double	   *out;
+} HbCallState;
+
+extern HbCallState *hb_call_prepare(FunctionCallInfo fcinfo, int name_arg,
+									bool classifier);
+extern void hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st,
+								int row_arg);
+
+/* pg_batch.c */
+extern int	hb_batch_memory_kb;
+extern int	hb_batch_rows(const HbCacheEntry *e);
+extern Oid	hb_rowtype_arg(FunctionCallInfo fcinfo, int argno);
+extern char *hb_default_query(Oid rowtype);
+extern Portal hb_open_cursor(const char *query, TupleDesc rowdesc,
+							 struct TupleConversionMap **map);
 
 #endif							/* HBIRD_H */

@@ -175,6 +175,8 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 	HbPlan	   *plan = NULL;
 	HbError		err = {0};
 	uint8		digest[HB_SHA256_LEN];
+	char	   *image;
+	size_t		image_len;
 	int32		version;
 	Datum	   *fnames;
 	Datum	   *ftypes;
@@ -214,6 +216,8 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 	}
 	if (!hb_plan_build(m, &plan, &err))
 		hb_report(&err, "could not compile model", name);
+	if (!hb_model_image_write(m, &image, &image_len, &err))
+		hb_report(&err, "could not compile model", name);
 	sha256(bytes, len, digest);
 	MemoryContextSwitchTo(old);
 
@@ -239,13 +243,14 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 											  SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	{
-		Oid			t[15] = {TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			t[16] = {TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID,
 							 INT4OID, INT4OID, INT4OID, INT4OID, INT4OID,
-		TEXTARRAYOID, BYTEAOID, BYTEAOID, INT8OID, REGROLEOID};
-		Datum		v[15];
-		char		nulls[16] = "               ";
+		TEXTARRAYOID, BYTEAOID, BYTEAOID, INT8OID, REGROLEOID, BYTEAOID};
+		Datum		v[16];
+		char		nulls[17] = "                ";
 		bytea	   *body = palloc(VARHDRSZ + len);
 		bytea	   *hash = palloc(VARHDRSZ + HB_SHA256_LEN);
+		bytea	   *img = palloc_extended(VARHDRSZ + image_len, MCXT_ALLOC_HUGE);
 
 		SET_VARSIZE(body, VARHDRSZ + len);
 		memcpy(VARDATA(body), bytes, len);
@@ -269,12 +274,15 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 		v[12] = PointerGetDatum(hash);
 		v[13] = Int64GetDatum((int64) len);
 		v[14] = ObjectIdGetDatum(calling_role());
+		SET_VARSIZE(img, VARHDRSZ + image_len);
+		memcpy(VARDATA(img), image, image_len);
+		v[15] = PointerGetDatum(img);
 		run_sql("INSERT INTO hbird.model_version (name, version, format, task, objective, "
 				"n_features, n_outputs, n_classes, n_trees, max_depth, feature_names, "
-				"body, sha256, size_bytes, uploaded_by) "
+				"body, sha256, size_bytes, uploaded_by, image) "
 				"VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, "
-				"$12, $13, $14, $15)",
-				15, t, v, nulls, SPI_OK_INSERT);
+				"$12, $13, $14, $15, $16)",
+				16, t, v, nulls, SPI_OK_INSERT);
 	}
 	{
 		Oid			t[4] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTARRAYOID};

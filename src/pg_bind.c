@@ -48,11 +48,21 @@ hb_bind_record(HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
 {
 	Oid			tupType = HeapTupleHeaderGetTypeId(td);
 	int32		tupTypmod = HeapTupleHeaderGetTypMod(td);
-	TupleDesc	desc;
-	MemoryContext old;
+	TupleDesc	desc = lookup_rowtype_tupdesc(tupType, tupTypmod);
 
-	desc = lookup_rowtype_tupdesc(tupType, tupTypmod);
-	old = MemoryContextSwitchTo(mcxt);
+	hb_bind_desc(b, e, desc, mcxt, model);
+	b->tupType = tupType;
+	b->tupTypmod = tupTypmod;
+	ReleaseTupleDesc(desc);
+}
+
+void
+hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
+			 MemoryContext mcxt, const char *model)
+{
+	Oid			tupType = desc->tdtypeid;
+	int32		tupTypmod = desc->tdtypmod;
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
 
 	b->tupType = tupType;
 	b->tupTypmod = tupTypmod;
@@ -96,8 +106,10 @@ hb_bind_record(HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
 							fname, model) :
 					 errmsg("row has no column for feature \"%s\" of model \"%s\"",
 							fname, model),
+					 OidIsValid(tupType) && tupType != RECORDOID ?
 					 errdetail("The row is of type %s; features bind to columns by name.",
-							   format_type_with_typemod(tupType, tupTypmod))));
+							   format_type_with_typemod(tupType, tupTypmod)) :
+					 errdetail("Features bind to columns by name.")));
 		att = exact >= 0 ? exact : folded;
 		base = getBaseType(TupleDescAttr(desc, att)->atttypid);
 		if (!type_is_bindable(base))
@@ -115,7 +127,6 @@ hb_bind_record(HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
 	/* a private copy: deforming needs only lengths and alignments */
 	b->desc = CreateTupleDescCopy(desc);
 	MemoryContextSwitchTo(old);
-	ReleaseTupleDesc(desc);
 }
 
 static inline double
@@ -152,7 +163,14 @@ hb_bind_row(const HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
 	ItemPointerSetInvalid(&(tuple.t_self));
 	tuple.t_tableOid = InvalidOid;
 	tuple.t_data = td;
-	heap_deform_tuple(&tuple, b->desc, b->values, b->nulls);
+	hb_bind_tuple(b, e, &tuple, x);
+}
+
+void
+hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
+			  double *x)
+{
+	heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
 
 	for (int f = 0; f < e->n_features; f++)
 	{

@@ -70,6 +70,7 @@ compile_entry(const HbCatalogRef *ref)
 	HbError		err = {0};
 	HbFormat	format = HB_FORMAT_AUTO;
 	bytea	   *body;
+	bytea	   *image;
 
 	/*
 	 * The entry's context starts under a scratch context, so an error
@@ -81,26 +82,36 @@ compile_entry(const HbCatalogRef *ref)
 									  ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(work);
 
-	body = hb_catalog_body(ref->name, ref->version);
-	if (ref->format)
-		(void) hb_format_parse(ref->format, &format);
-	if (!hb_model_read(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body), format,
-					   &m, &err))
-		hb_report(&err, "could not load model", ref->name);
-	if (ref->feature_names)
+	/* the compiled image when it is one this build reads, else the bytes */
+	image = hb_catalog_bytes(ref->name, ref->version, "image");
+	if (image == NULL ||
+		!hb_model_image_read(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err))
 	{
-		Datum	   *elems;
-		bool	   *nulls;
-		int			n;
-		char	  **names;
-
-		deconstruct_array(ref->feature_names, TEXTOID, -1, false, TYPALIGN_INT,
-						  &elems, &nulls, &n);
-		names = palloc0(sizeof(char *) * (n + 1));
-		for (int i = 0; i < n; i++)
-			names[i] = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
-		if (!hb_model_set_feature_names(m, names, n, &err))
+		/* a stale or damaged image only costs a parse of the original */
+		if (err.code == HB_ERR_NOMEM)
 			hb_report(&err, "could not load model", ref->name);
+		memset(&err, 0, sizeof(err));
+		body = hb_catalog_bytes(ref->name, ref->version, "body");
+		if (ref->format)
+			(void) hb_format_parse(ref->format, &format);
+		if (!hb_model_read(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body), format,
+						   &m, &err))
+			hb_report(&err, "could not load model", ref->name);
+		if (ref->feature_names)
+		{
+			Datum	   *elems;
+			bool	   *nulls;
+			int			n;
+			char	  **names;
+
+			deconstruct_array(ref->feature_names, TEXTOID, -1, false, TYPALIGN_INT,
+							  &elems, &nulls, &n);
+			names = palloc0(sizeof(char *) * (n + 1));
+			for (int i = 0; i < n; i++)
+				names[i] = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
+			if (!hb_model_set_feature_names(m, names, n, &err))
+				hb_report(&err, "could not load model", ref->name);
+		}
 	}
 
 	MemoryContextSwitchTo(entry_cxt);

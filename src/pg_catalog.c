@@ -158,15 +158,19 @@ hb_catalog_lookup(const char *name, HbCatalogRef *ref)
 	return found;
 }
 
-/* The uploaded bytes of one version, detoasted into the current context. */
+/*
+ * One bytea column of one version ("body" or "image"), detoasted into the
+ * current context; NULL when the column is NULL.
+ */
 bytea *
-hb_catalog_body(const char *name, int32 version)
+hb_catalog_bytes(const char *name, int32 version, const char *column)
 {
 	Relation	rel;
 	SysScanDesc scan;
 	ScanKeyData key[2];
 	HeapTuple	tup;
 	bytea	   *body = NULL;
+	bool		found = false;
 	bool		isnull;
 
 	rel = table_open(hb_catalog_relid("model_version"), AccessShareLock);
@@ -177,15 +181,16 @@ hb_catalog_body(const char *name, int32 version)
 	scan = systable_beginscan(rel, InvalidOid, false, scan_snapshot(), 2, key);
 	if ((tup = systable_getnext(scan)) != NULL)
 	{
-		Datum		d = heap_getattr(tup, attnum_of(rel, "body"),
+		Datum		d = heap_getattr(tup, attnum_of(rel, column),
 									 RelationGetDescr(rel), &isnull);
 
+		found = true;
 		if (!isnull)
 			body = DatumGetByteaPCopy(d);
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	if (body == NULL)
+	if (!found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("model \"%s\" has no version %d", name, version)));

@@ -30,23 +30,17 @@ typedef enum ScoreKind
 	SCORE_MARGIN
 } ScoreKind;
 
-typedef struct HbCallState
-{
-	HbStmtModel model;
-	HbCacheEntry *entry;		/* the entry the buffers and binding fit */
-	bool		bound;			/* binding valid for entry and row type */
-	HbBinding	bind;
-	double	   *x;
-	double	   *scratch;
-	double	   *out;
-} HbCallState;
 
-static HbCallState *
-prepare(FunctionCallInfo fcinfo, ScoreKind kind)
+/*
+ * The call site's state for this statement: model resolved from argument
+ * name_arg, one-row buffers sized for it.
+ */
+HbCallState *
+hb_call_prepare(FunctionCallInfo fcinfo, int name_arg, bool classifier)
 {
 	HbCallState *st = (HbCallState *) fcinfo->flinfo->fn_extra;
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
-	text	   *name = hb_require_text(fcinfo, 0, "model name");
+	text	   *name = hb_require_text(fcinfo, name_arg, "model name");
 	HbCacheEntry *e;
 
 	if (st == NULL)
@@ -59,7 +53,7 @@ prepare(FunctionCallInfo fcinfo, ScoreKind kind)
 	{
 		int			nout = Max(e->n_outputs, Max(e->n_classes, 1));
 
-		if (kind == SCORE_PROBA && e->n_classes < 2)
+		if (classifier && e->n_classes < 2)
 			ereport(ERROR,
 					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 					 errmsg("model \"%s\" is a %s model; hb_predict_proba needs a classifier",
@@ -74,10 +68,11 @@ prepare(FunctionCallInfo fcinfo, ScoreKind kind)
 	return st;
 }
 
-static void
-load_record(FunctionCallInfo fcinfo, HbCallState *st)
+/* Bind the row in argument row_arg into st->x. */
+void
+hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st, int row_arg)
 {
-	HeapTupleHeader td = PG_GETARG_HEAPTUPLEHEADER(1);
+	HeapTupleHeader td = PG_GETARG_HEAPTUPLEHEADER(row_arg);
 
 	if (!st->bound ||
 		st->bind.tupType != HeapTupleHeaderGetTypeId(td) ||
@@ -107,12 +102,12 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 	HbCallState *st;
 	HbCacheEntry *e;
 
-	st = prepare(fcinfo, kind);
+	st = hb_call_prepare(fcinfo, 0, kind == SCORE_PROBA);
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();
 	e = st->entry;
 	if (record)
-		load_record(fcinfo, st);
+		hb_call_load_record(fcinfo, st, 1);
 	else
 		hb_array_row(PG_GETARG_ARRAYTYPE_P(1), e, st->x, e->name);
 

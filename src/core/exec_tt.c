@@ -8,53 +8,10 @@
  */
 #include "plan_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define HB_BLOCK_ROWS 64
-
-/*
- * One tree, one row.  Plain numeric nodes (no category set, NaN-style
- * missing) take the short path; everything else the general step.
- */
-static inline int64_t
-walk_f32(const HbPlan *p, int64_t idx, const double *row)
-{
-	const HbFlatNode *nodes = p->nodes;
-
-	while (nodes[idx].feature >= 0)
-	{
-		const HbFlatNode *n = &nodes[idx];
-		double		v = row[n->feature];
-
-		if (n->flags & ~HB_FN_DEFAULT_LEFT)
-			idx = hb_step_general(p, n, idx, v);
-		else if (isnan(v))
-			idx = n->left + !(n->flags & HB_FN_DEFAULT_LEFT);
-		else
-			idx = n->left + !((float) v < n->thr);
-	}
-	return idx;
-}
-
-static inline int64_t
-walk_f64(const HbPlan *p, int64_t idx, const double *row)
-{
-	const HbFlatNode *nodes = p->nodes;
-
-	while (nodes[idx].feature >= 0)
-	{
-		const HbFlatNode *n = &nodes[idx];
-		double		v = row[n->feature];
-
-		if (n->flags & ~HB_FN_DEFAULT_LEFT)
-			idx = hb_step_general(p, n, idx, v);
-		else if (isnan(v))
-			idx = n->left + !(n->flags & HB_FN_DEFAULT_LEFT);
-		else
-			idx = n->left + !(v <= p->thr_d[idx]);
-	}
-	return idx;
-}
 
 static void
 trees_block_f32(const HbPlan *p, const double *x, size_t nb, double *margins)
@@ -75,7 +32,7 @@ trees_block_f32(const HbPlan *p, const double *x, size_t nb, double *margins)
 
 				for (int t = 0; t < p->n_trees; t++)
 					if (p->tree_group[t] == g)
-						s += p->nodes[walk_f32(p, p->tree_root[t], x + r * nf)].thr;
+						s += p->nodes[hb_walk_f32(p, p->tree_root[t], x + r * nf)].thr;
 				margins[r * k + g] = s;
 			}
 		}
@@ -91,7 +48,7 @@ trees_block_f32(const HbPlan *p, const double *x, size_t nb, double *margins)
 		int			g = p->tree_group[t];
 
 		for (size_t r = 0; r < nb; r++)
-			a[r * k + g] += p->nodes[walk_f32(p, root, x + r * nf)].thr;
+			a[r * k + g] += p->nodes[hb_walk_f32(p, root, x + r * nf)].thr;
 	}
 	for (size_t i = 0; i < nb * k; i++)
 		margins[i] = a[i];
@@ -112,7 +69,7 @@ trees_block_f64(const HbPlan *p, const double *x, size_t nb, double *margins)
 		int			g = p->tree_group[t];
 
 		for (size_t r = 0; r < nb; r++)
-			margins[r * k + g] += p->leaf_d[walk_f64(p, root, x + r * nf)];
+			margins[r * k + g] += p->leaf_d[hb_walk_f64(p, root, x + r * nf)];
 	}
 }
 
@@ -156,13 +113,14 @@ linear_rows(const HbPlan *p, const double *x, size_t n, double *margins)
 }
 
 void
-hb_plan_margins(const HbPlan *p, const double *x, size_t n, double *margins)
+hb_linear_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 {
-	if (p->estimator == HB_EST_LINEAR)
-	{
-		linear_rows(p, x, n, margins);
-		return;
-	}
+	linear_rows(p, x, n, margins);
+}
+
+void
+hb_tt_margins(const HbPlan *p, const double *x, size_t n, double *margins)
+{
 	for (size_t r0 = 0; r0 < n; r0 += HB_BLOCK_ROWS)
 	{
 		size_t		nb = n - r0 < HB_BLOCK_ROWS ? n - r0 : HB_BLOCK_ROWS;
@@ -176,4 +134,27 @@ hb_plan_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 		if ((r0 & 4095) == 0)
 			hb_check_interrupts();
 	}
+}
+
+int
+hb_tt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
+{
+	double		visits = (double) batch * p->n_trees * (p->avg_leaf_depth + 1);
+	int			n = 0;
+
+	if (max_ops < 2)
+		return 0;
+	ops[n].op = "traverse";
+	snprintf(ops[n].in_shape, sizeof(ops[n].in_shape), "%zux%d", batch, p->n_features);
+	snprintf(ops[n].out_shape, sizeof(ops[n].out_shape), "%zux%d", batch, p->n_trees);
+	ops[n].param_bytes = (int64_t) (sizeof(HbFlatNode) * p->n_nodes);
+	ops[n].flops = visits * 3;	/* gather, compare, index step per visit */
+	n++;
+	ops[n].op = "reduce";
+	snprintf(ops[n].in_shape, sizeof(ops[n].in_shape), "%zux%d", batch, p->n_trees);
+	snprintf(ops[n].out_shape, sizeof(ops[n].out_shape), "%zux%d", batch, p->n_outputs);
+	ops[n].param_bytes = 0;
+	ops[n].flops = (double) batch * p->n_trees;
+	n++;
+	return n;
 }

@@ -147,6 +147,17 @@ extern bool hb_model_set_feature_names(HbModel *m, char **names, int n,
 /* Structural checks every reader's result must pass (depth, indices, cycles). */
 extern bool hb_model_validate(HbModel *m, HbError *err);
 
+/*
+ * Compact binary image of a model (model_image.c): written at upload, read
+ * by backends instead of the original bytes.  hb_model_image_read returns
+ * false with err->code == HB_OK when the image is of another version or
+ * build; the caller then reads the original bytes.
+ */
+extern bool hb_model_image_write(const HbModel *m, char **out, size_t *len,
+								 HbError *err);
+extern bool hb_model_image_read(const char *bytes, size_t len, HbModel **out,
+								HbError *err);
+
 /* Readers. */
 extern bool hb_read_xgboost_json(const char *bytes, size_t len,
 								 HbModel **out, HbError *err);

@@ -9,6 +9,7 @@
 #include "plan_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Append tree t's nodes to the flat arrays in breadth-first order. */
@@ -64,6 +65,43 @@ flatten_tree(HbPlan *p, const HbModel *m, int t, int64_t *next, HbError *err)
 	return true;
 }
 
+/* Mean leaf depth over all trees: what a traversal pays per tree. */
+static void
+leaf_depths(HbPlan *p, const HbModel *m)
+{
+	double		sum = 0.0;
+	int64_t		leaves = 0;
+
+	for (int t = 0; t < m->n_trees; t++)
+	{
+		const HbTree *tree = &m->trees[t];
+		int32_t		stack[2 * (HB_MAX_DEPTH + 2)];
+		int32_t		depth[2 * (HB_MAX_DEPTH + 2)];
+		int			sp = 0;
+
+		stack[sp] = 0;
+		depth[sp++] = 0;
+		while (sp > 0)
+		{
+			const HbNode *n = &tree->nodes[stack[--sp]];
+			int32_t		d = depth[sp];
+
+			if (n->left == HB_LEAF)
+			{
+				sum += d;
+				leaves++;
+				continue;
+			}
+			stack[sp] = n->left;
+			depth[sp++] = d + 1;
+			stack[sp] = n->right;
+			depth[sp++] = d + 1;
+		}
+	}
+	p->n_leaves = leaves;
+	p->avg_leaf_depth = leaves ? sum / leaves : 0.0;
+}
+
 static int64_t
 reachable_nodes(const HbTree *tree)
 {
@@ -97,8 +135,51 @@ has_categories(const HbModel *m)
 	return false;
 }
 
+/* Default bound on the PTT / GEMM layouts of one plan. */
+#define HB_DEFAULT_LAYOUT_BYTES ((size_t) 256 * 1024 * 1024)
+
 bool
 hb_plan_build(const HbModel *m, HbPlan **out, HbError *err)
+{
+	return hb_plan_build_ex(m, HB_DEFAULT_LAYOUT_BYTES, out, err);
+}
+
+/*
+ * The optional layouts.  A strategy that refuses (too big, or a node kind
+ * it does not handle) is simply absent; TT serves every model.
+ */
+static bool
+build_layouts(HbPlan *p, const HbModel *m, size_t layout_bytes, HbError *err)
+{
+	HbError		soft = {0};
+
+	if (m->estimator != HB_EST_TREES || m->n_trees == 0)
+		return true;
+	if (p->max_depth <= HB_PTT_MAX_DEPTH &&
+		!hb_ptt_build(p, m, layout_bytes, &soft))
+	{
+		if (soft.code == HB_ERR_NOMEM)
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		p->ptt = NULL;
+	}
+	memset(&soft, 0, sizeof(soft));
+	if (p->max_depth <= HB_GEMM_MAX_DEPTH &&
+		!hb_gemm_build(p, m, layout_bytes, &soft))
+	{
+		if (soft.code == HB_ERR_NOMEM)
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		p->gemm = NULL;
+	}
+	if (p->ptt)
+		p->bytes += hb_ptt_bytes(p->ptt);
+	if (p->gemm)
+		p->bytes += hb_gemm_bytes(p->gemm);
+	return true;
+}
+
+bool
+hb_plan_build_ex(const HbModel *m, size_t layout_bytes, HbPlan **out,
+				 HbError *err)
 {
 	HbPlan	   *p;
 	int64_t		total = 0;
@@ -193,6 +274,12 @@ hb_plan_build(const HbModel *m, HbPlan **out, HbError *err)
 	p->bytes += (sizeof(int32_t) * 2) * m->n_trees +
 		(sizeof(HbFlatNode) + 2 * sizeof(double)) * total +
 		sizeof(uint32_t) * p->n_cat_words;
+	leaf_depths(p, m);
+	if (!build_layouts(p, m, layout_bytes, err))
+	{
+		hb_plan_free(p);
+		return false;
+	}
 	*out = p;
 	return true;
 
@@ -217,6 +304,8 @@ hb_plan_free(HbPlan *p)
 	hb_free(p->cat_words);
 	hb_free(p->cat_off);
 	hb_free(p->cat_nwords);
+	hb_ptt_free(p->ptt);
+	hb_gemm_free(p->gemm);
 	hb_free(p);
 }
 
@@ -236,6 +325,12 @@ int32_t
 hb_plan_n_classes(const HbPlan *p)
 {
 	return p->n_classes;
+}
+
+int32_t
+hb_plan_n_trees(const HbPlan *p)
+{
+	return p->n_trees;
 }
 
 size_t
@@ -371,4 +466,147 @@ hb_plan_proba(const HbPlan *p, const double *x, size_t n, double *scratch,
 {
 	hb_plan_margins(p, x, n, scratch);
 	hb_link_proba(p, scratch, n, out);
+}
+
+/*
+ * Strategy choice.
+ *
+ * Hummingbird picks by depth alone (GEMM up to 3, PTT up to 10, TT beyond).
+ * hbird also looks at the batch and at how full the trees are:
+ *
+ *	- one row (or a handful): TT.  It visits only the nodes on the path, with
+ *	  no per-batch set-up; PTT and GEMM pay for their blocking.
+ *	- GEMM costs about I*L multiply-adds per tree and row (I internal nodes,
+ *	  L leaves: 4^depth for full trees) against depth steps for a traversal,
+ *	  so it only pays for shallow trees and big batches, where OpenBLAS runs
+ *	  at full width.
+ *	- PTT walks every tree to its full depth D, branch-free.  When trees are
+ *	  sparse (mean leaf depth well below D) TT does less work; when they are
+ *	  close to perfect, PTT's branch-free level steps win.
+ *
+ * The thresholds below are measured on this project's reference machine by
+ * bench/strategies.sh (docs/strategies.md) and can be re-measured anywhere.
+ */
+static HbStrategy strategy_override = HB_STRATEGY_AUTO;
+
+void
+hb_set_strategy_override(HbStrategy s)
+{
+	strategy_override = s;
+}
+
+const char *
+hb_strategy_name(HbStrategy s)
+{
+	switch (s)
+	{
+		case HB_STRATEGY_AUTO:
+			return "auto";
+		case HB_STRATEGY_TT:
+			return "tt";
+		case HB_STRATEGY_PTT:
+			return "ptt";
+		case HB_STRATEGY_GEMM:
+			return "gemm";
+	}
+	return "unknown";
+}
+
+HbStrategy
+hb_plan_strategy(const HbPlan *p, size_t n)
+{
+	HbStrategy	s = strategy_override;
+
+	if (p->estimator != HB_EST_TREES)
+		return HB_STRATEGY_TT;
+	if (s == HB_STRATEGY_AUTO)
+	{
+		double		fullness = p->max_depth > 0 ?
+			p->avg_leaf_depth / p->max_depth : 1.0;
+
+		if (n < HB_AUTO_MIN_BATCH)
+			s = HB_STRATEGY_TT;
+		else if (p->gemm && p->max_depth <= HB_AUTO_GEMM_DEPTH &&
+				 n >= HB_AUTO_GEMM_MIN_BATCH)
+			s = HB_STRATEGY_GEMM;
+		else if (p->ptt && p->max_depth <= HB_AUTO_PTT_DEPTH &&
+				 fullness >= HB_AUTO_PTT_FULLNESS)
+			s = HB_STRATEGY_PTT;
+		else
+			s = HB_STRATEGY_TT;
+	}
+	if ((s == HB_STRATEGY_PTT && !p->ptt) || (s == HB_STRATEGY_GEMM && !p->gemm))
+		s = HB_STRATEGY_TT;
+	return s;
+}
+
+void
+hb_plan_margins_with(const HbPlan *p, HbStrategy s, const double *x,
+					 size_t n, double *margins)
+{
+	if (p->estimator == HB_EST_LINEAR)
+	{
+		hb_linear_margins(p, x, n, margins);
+		return;
+	}
+	if ((s == HB_STRATEGY_PTT && !p->ptt) || (s == HB_STRATEGY_GEMM && !p->gemm))
+		s = HB_STRATEGY_TT;
+	switch (s)
+	{
+		case HB_STRATEGY_PTT:
+			hb_ptt_margins(p, x, n, margins);
+			break;
+		case HB_STRATEGY_GEMM:
+			hb_gemm_margins(p, x, n, margins);
+			break;
+		default:
+			hb_tt_margins(p, x, n, margins);
+			break;
+	}
+}
+
+void
+hb_plan_margins(const HbPlan *p, const double *x, size_t n, double *margins)
+{
+	hb_plan_margins_with(p, hb_plan_strategy(p, n), x, n, margins);
+}
+
+int
+hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
+{
+	HbStrategy	s = hb_plan_strategy(p, n);
+	int			k = 0;
+
+	if (p->estimator == HB_EST_LINEAR)
+	{
+		if (max_ops < 1)
+			return 0;
+		ops[0].op = "gemv";
+		snprintf(ops[0].in_shape, sizeof(ops[0].in_shape), "%zux%d", n, p->n_features);
+		snprintf(ops[0].out_shape, sizeof(ops[0].out_shape), "%zux%d", n, p->n_outputs);
+		ops[0].param_bytes = (int64_t) sizeof(double) * (p->n_features + 1) * p->n_outputs;
+		ops[0].flops = 2.0 * n * p->n_features * p->n_outputs;
+		k = 1;
+	}
+	else if (s == HB_STRATEGY_PTT)
+		k = hb_ptt_ops(p, n, ops, max_ops);
+	else if (s == HB_STRATEGY_GEMM)
+		k = hb_gemm_ops(p, n, ops, max_ops);
+	else
+		k = hb_tt_ops(p, n, ops, max_ops);
+	if (k < max_ops)
+	{
+		ops[k].op = p->task == HB_TASK_MULTICLASS ? "softmax" :
+			p->link == HB_LINK_SIGMOID ? "sigmoid" :
+			p->link == HB_LINK_EXP ? "exp" : "identity";
+		snprintf(ops[k].in_shape, sizeof(ops[k].in_shape), "%zux%d", n, p->n_outputs);
+		snprintf(ops[k].out_shape, sizeof(ops[k].out_shape), "%zux%d", n,
+				 p->n_classes > 1 ? p->n_classes : 1);
+		ops[k].param_bytes = (int64_t) sizeof(double) * p->n_outputs;
+		ops[k].flops = (double) n * p->n_outputs * 4;
+		k++;
+	}
+	for (int i = 0; i < k; i++)
+		ops[i].strategy = s;
+	return k;
 }

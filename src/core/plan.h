@@ -13,17 +13,66 @@
 
 typedef struct HbPlan HbPlan;
 
+/* How tree ensembles are executed (see docs/strategies.md). */
+typedef enum HbStrategy
+{
+	HB_STRATEGY_AUTO = 0,
+	HB_STRATEGY_TT,				/* tree traversal over the flat layout */
+	HB_STRATEGY_PTT,			/* perfect tree traversal, branch-free */
+	HB_STRATEGY_GEMM			/* Hummingbird's GEMM over OpenBLAS */
+} HbStrategy;
+
+extern const char *hb_strategy_name(HbStrategy s);
+
+/* One tensor op of a plan, for hb_compile and the docs. */
+typedef struct HbPlanOp
+{
+	HbStrategy	strategy;
+	const char *op;				/* "gather", "compare", "gemm", ... */
+	char		in_shape[64];	/* e.g. "1024x28" */
+	char		out_shape[64];
+	int64_t		param_bytes;
+	double		flops;			/* per batch of the given size */
+} HbPlanOp;
+
+
+/*
+ * Strategy that hb_plan_margins uses from now on in this process; AUTO lets
+ * the heuristic choose per batch.  A forced strategy a plan lacks (PTT
+ * refused for depth, say) falls back to TT.
+ */
+extern void hb_set_strategy_override(HbStrategy s);
+
+/* The strategy a batch of n rows runs with, and why not another. */
+extern HbStrategy hb_plan_strategy(const HbPlan *p, size_t n);
+
+/*
+ * Build a plan.  layout_bytes bounds the extra PTT / GEMM layouts: a
+ * strategy that would need more is not built (TT always is).
+ */
 extern bool hb_plan_build(const HbModel *m, HbPlan **out, HbError *err);
+extern bool hb_plan_build_ex(const HbModel *m, size_t layout_bytes,
+							 HbPlan **out, HbError *err);
 extern void hb_plan_free(HbPlan *p);
 
 extern int32_t hb_plan_n_features(const HbPlan *p);
 extern int32_t hb_plan_n_outputs(const HbPlan *p);
 extern int32_t hb_plan_n_classes(const HbPlan *p);
+extern int32_t hb_plan_n_trees(const HbPlan *p);
 extern size_t hb_plan_bytes(const HbPlan *p);
 
 /* Raw margins, n x n_outputs, before the link function. */
 extern void hb_plan_margins(const HbPlan *p, const double *x, size_t n,
 							double *margins);
+extern void hb_plan_margins_with(const HbPlan *p, HbStrategy s,
+								 const double *x, size_t n, double *margins);
+
+/*
+ * The plan's tensor ops for a batch of n rows with the strategy it would
+ * use; returns how many were written (at most max_ops).
+ */
+extern int	hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops,
+						int max_ops);
 
 /*
  * What hb_predict returns, one value per row: the regression value, the

@@ -15,6 +15,15 @@
 #define HB_FN_MISSING_SHIFT 4
 #define HB_FN_MISSING_MASK	0x30
 
+/* Strategy heuristic thresholds (plan.c; measured in docs/strategies.md). */
+#define HB_PTT_MAX_DEPTH		12	/* PTT layouts are built up to this depth */
+#define HB_GEMM_MAX_DEPTH		6	/* GEMM layouts likewise */
+#define HB_AUTO_MIN_BATCH		16	/* smaller batches always traverse */
+#define HB_AUTO_GEMM_DEPTH		3
+#define HB_AUTO_GEMM_MIN_BATCH	1024
+#define HB_AUTO_PTT_DEPTH		10
+#define HB_AUTO_PTT_FULLNESS	0.75	/* mean leaf depth / max depth */
+
 /* XGBoost refuses categories at or above 2^24: a float can't hold them all */
 #define HB_MAX_CATEGORY 16777216.0
 
@@ -28,6 +37,16 @@ typedef struct HbFlatNode
 	uint8_t		pad[3];
 } HbFlatNode;
 
+/*
+ * Tree strategies.  TT walks the flat node array above; PTT and GEMM keep
+ * their own layouts (strategy_ptt.c, strategy_gemm.c) built from the IR and
+ * hang off the plan.  Every strategy sums leaves per row in model tree
+ * order, so all of them give the same bits.
+ */
+typedef struct HbPtt HbPtt;
+typedef struct HbGemm HbGemm;
+
+
 struct HbPlan
 {
 	HbTask		task;
@@ -40,6 +59,8 @@ struct HbPlan
 	int32_t		n_outputs;
 	int32_t		n_classes;
 	int32_t		max_depth;
+	double		avg_leaf_depth; /* mean depth of leaves, over trees */
+	int64_t		n_leaves;
 	size_t		bytes;
 	double	   *base_margin;
 
@@ -59,7 +80,36 @@ struct HbPlan
 	/* linear */
 	double	   *weights;
 	double	   *bias;
+
+	/* optional strategy layouts, built on request (NULL when absent) */
+	HbPtt	   *ptt;
+	HbGemm	   *gemm;
 };
+
+/* strategy_ptt.c: perfect-tree traversal; false (HB_ERR_LIMIT) when too big */
+extern bool hb_ptt_build(HbPlan *p, const HbModel *m, size_t max_bytes,
+						 HbError *err);
+extern void hb_ptt_free(HbPtt *t);
+extern size_t hb_ptt_bytes(const HbPtt *t);
+extern void hb_ptt_margins(const HbPlan *p, const double *x, size_t n,
+						   double *margins);
+extern int	hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
+
+/* strategy_gemm.c: Hummingbird's GEMM strategy over OpenBLAS */
+extern bool hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes,
+						  HbError *err);
+extern void hb_gemm_free(HbGemm *g);
+extern size_t hb_gemm_bytes(const HbGemm *g);
+extern void hb_gemm_margins(const HbPlan *p, const double *x, size_t n,
+							double *margins);
+extern int	hb_gemm_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
+
+/* exec_tt.c */
+extern void hb_linear_margins(const HbPlan *p, const double *x, size_t n,
+							  double *margins);
+extern void hb_tt_margins(const HbPlan *p, const double *x, size_t n,
+						  double *margins);
+extern int	hb_tt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
 /* Is category x in the node's set?  Invalid categories are in no set. */
 static inline bool
@@ -106,6 +156,50 @@ hb_step_general(const HbPlan *p, const HbFlatNode *n, int64_t idx, double x)
 	else
 		go_left = x <= p->thr_d[idx];
 	return n->left + !go_left;
+}
+
+/*
+ * One tree, one row.  Plain numeric nodes (no category set, NaN-style
+ * missing) take the short path; everything else the general step.
+ */
+static inline int64_t
+hb_walk_f32(const HbPlan *p, int64_t idx, const double *row)
+{
+	const HbFlatNode *nodes = p->nodes;
+
+	while (nodes[idx].feature >= 0)
+	{
+		const HbFlatNode *n = &nodes[idx];
+		double		v = row[n->feature];
+
+		if (n->flags & ~HB_FN_DEFAULT_LEFT)
+			idx = hb_step_general(p, n, idx, v);
+		else if (isnan(v))
+			idx = n->left + !(n->flags & HB_FN_DEFAULT_LEFT);
+		else
+			idx = n->left + !((float) v < n->thr);
+	}
+	return idx;
+}
+
+static inline int64_t
+hb_walk_f64(const HbPlan *p, int64_t idx, const double *row)
+{
+	const HbFlatNode *nodes = p->nodes;
+
+	while (nodes[idx].feature >= 0)
+	{
+		const HbFlatNode *n = &nodes[idx];
+		double		v = row[n->feature];
+
+		if (n->flags & ~HB_FN_DEFAULT_LEFT)
+			idx = hb_step_general(p, n, idx, v);
+		else if (isnan(v))
+			idx = n->left + !(n->flags & HB_FN_DEFAULT_LEFT);
+		else
+			idx = n->left + !(v <= p->thr_d[idx]);
+	}
+	return idx;
 }
 
 #endif							/* HB_PLAN_INT_H */

@@ -364,6 +364,7 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 			   *dl,
 			   *st;
 	TreeCats	tc;
+	char		where[48];
 	int64_t		n,
 				v;
 	int32_t    *stack = NULL;
@@ -380,8 +381,9 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 		return hb_fail(r->err, HB_ERR_INVALID,
 					   "xgboost model: tree %d: tree_param is not an object", t);
 
+	snprintf(where, sizeof(where), "tree %d tree_param", t);
 	/* vector leaves come from multi_strategy="multi_output_tree" */
-	if (!int_param(r, param, "tree_param", "size_leaf_vector", true, 0, &v))
+	if (!int_param(r, param, where, "size_leaf_vector", true, 0, &v))
 		return false;
 	if (v > 1)
 		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
@@ -391,7 +393,7 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 	if (!(lc = tree_array(r, jt, t, "left_children", -1)))
 		return false;
 	n = (int64_t) hb_json_len(lc);
-	if (!int_param(r, param, "tree_param", "num_nodes", true, n, &v))
+	if (!int_param(r, param, where, "num_nodes", true, n, &v))
 		return false;
 	if (v != n)
 		return hb_fail(r->err, HB_ERR_INVALID,
@@ -468,7 +470,7 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 			if (!tree_float(r, sc, "split_conditions", t, id, &f))
 				goto done;
 			/* dart scales each tree's output by its weight, in float */
-			node->value = (double) (f * weight);
+			node->value = (double) (float) (f * weight);
 			tree->n_leaves++;
 			continue;
 		}
@@ -886,7 +888,7 @@ base_margins(Reader *r, const float *vals)
 			case BASE_LOGIT:
 				if (!(p >= 0.0f && p <= 1.0f))
 					return hb_fail(r->err, HB_ERR_INVALID,
-								   "xgboost model: base_score %g must lie in (0, 1) for %s",
+								   "xgboost model: base_score %g must lie between 0 and 1 for %s",
 								   (double) p, r->obj->name);
 
 				/*

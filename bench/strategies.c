@@ -1,0 +1,480 @@
+/*
+ * strategies.c - throughput of hbird's tree strategies (TT, PTT, GEMM) side
+ * by side with XGBoost's own predictor, single thread, same rows in memory.
+ *
+ *   strategies DATADIR [CELL_SECONDS]
+ *
+ * DATADIR holds d{D}_t{T}.json and rows.f32 (bench/gen_strategy_models.py).
+ * Grid: depth {2,4,6,8,10} x trees {10,100,500} x batch {1,64,1024,65536},
+ * 28 features.  Writes a markdown report on stdout, progress on stderr.
+ *
+ * Timing: each cell calls its scorer on consecutive batches of the rows
+ * (wrapping around) until CELL_SECONDS (default 0.2) have passed, at least
+ * once.  A cell whose single call would take more than MAX_CALL seconds,
+ * judged from the rows/s of the same method on the same model at a smaller
+ * batch, is not run: it shows that smaller batch's rate, marked "~" (GEMM
+ * on deep trees, where each row costs about I x L multiply-adds per tree).
+ *
+ * XGBoost: XGBoosterPredictFromDense on the float32 rows, nthread=1, as
+ * bench/xgb_capi.c.  hbird reads the same values as doubles (its input
+ * format), converted before timing.  OpenBLAS is held to one thread.
+ * Before timing, every model is checked: PTT and GEMM margins must equal
+ * TT's bit for bit, and TT's must equal XGBoost's margins.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+#include <xgboost/c_api.h>
+
+#include "plan_int.h"
+
+#define N_FEATURES	28
+#define MAX_CALL	1.5			/* seconds: longer calls are extrapolated */
+
+#define XGB_CHECK(call) \
+	do { \
+		if ((call) != 0) { \
+			fprintf(stderr, "strategies: %s failed: %s\n", #call, XGBGetLastError()); \
+			exit(1); \
+		} \
+	} while (0)
+
+enum
+{
+	M_XGB, M_TT, M_PTT, M_GEMM, N_METHODS
+};
+static const char *method_names[N_METHODS] = {"XGBoost", "hbird TT", "hbird PTT", "hbird GEMM"};
+
+static const int depths[] = {2, 4, 6, 8, 10};
+static const int tree_counts[] = {10, 100, 500};
+static const size_t batches[] = {1, 64, 1024, 65536};
+
+#define N_DEPTHS	(sizeof(depths) / sizeof(depths[0]))
+#define N_TREES		(sizeof(tree_counts) / sizeof(tree_counts[0]))
+#define N_BATCHES	(sizeof(batches) / sizeof(batches[0]))
+
+typedef struct Cell
+{
+	double		rows_per_s;
+	double		seconds;		/* of the timed calls */
+	size_t		rows;			/* scored while timed */
+	bool		estimated;		/* from a smaller batch */
+	bool		absent;			/* strategy refused the model */
+} Cell;
+
+static Cell cells[N_DEPTHS][N_TREES][N_BATCHES][N_METHODS];
+
+static float *rows_f;			/* N_ROWS x 28, float32 */
+static double *rows_d;			/* the same values as double */
+static size_t n_rows;
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char *
+slurp(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	char	   *buf;
+	long		n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(n + 1);
+	if (fread(buf, 1, n, f) != (size_t) n)
+	{
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+/* XGBoost's inplace predictor: type 0 = prediction, 1 = margin. */
+static const float *
+xgb_predict(BoosterHandle h, const float *data, size_t nrows, int type)
+{
+	char		array[256];
+	char		config[256];
+	const bst_ulong *shape;
+	bst_ulong	dim;
+	const float *out;
+
+	snprintf(array, sizeof(array),
+			 "{\"data\": [%llu, true], \"shape\": [%zu, %d],"
+			 " \"typestr\": \"<f4\", \"version\": 3}",
+			 (unsigned long long) (uintptr_t) data, nrows, N_FEATURES);
+	snprintf(config, sizeof(config),
+			 "{\"type\": %d, \"training\": false, \"iteration_begin\": 0,"
+			 " \"iteration_end\": 0, \"strict_shape\": false, \"missing\": NaN,"
+			 " \"cache_id\": 0}", type);
+	XGB_CHECK(XGBoosterPredictFromDense(h, array, config, NULL, &shape, &dim, &out));
+	return out;
+}
+
+typedef struct Scorer
+{
+	int			method;
+	const HbPlan *plan;
+	BoosterHandle xgb;
+	double	   *out;
+	double		sink;			/* keeps the results alive */
+} Scorer;
+
+static void
+score(Scorer *s, size_t first, size_t b)
+{
+	switch (s->method)
+	{
+		case M_XGB:
+			s->sink += xgb_predict(s->xgb, rows_f + first * N_FEATURES, b, 0)[0];
+			return;
+		case M_TT:
+			hb_tt_margins(s->plan, rows_d + first * N_FEATURES, b, s->out);
+			break;
+		case M_PTT:
+			hb_ptt_margins(s->plan, rows_d + first * N_FEATURES, b, s->out);
+			break;
+		case M_GEMM:
+			hb_gemm_margins(s->plan, rows_d + first * N_FEATURES, b, s->out);
+			break;
+	}
+	s->sink += s->out[0];
+}
+
+static void
+time_cell(Scorer *s, size_t b, double budget, Cell *c)
+{
+	size_t		first = 0;
+	double		t0,
+				t;
+
+	/* warm-up: caches, OpenBLAS buffers, XGBoost's own set-up */
+	score(s, 0, b < 64 ? b : 64);
+	c->rows = 0;
+	t0 = now();
+	do
+	{
+		if (first + b > n_rows)
+			first = 0;
+		score(s, first, b);
+		first += b;
+		c->rows += b;
+		t = now() - t0;
+	} while (t < budget);
+	c->seconds = t;
+	c->rows_per_s = c->rows / t;
+}
+
+/* Margins of n rows: PTT and GEMM vs TT (bits), TT vs XGBoost (float). */
+static bool
+check_model(const char *name, const HbPlan *p, BoosterHandle h, size_t n,
+			double *worst_xgb)
+{
+	double	   *tt = malloc(sizeof(double) * n);
+	double	   *other = malloc(sizeof(double) * n);
+	const float *xm = xgb_predict(h, rows_f, n, 1);
+	bool		ok = true;
+
+	hb_tt_margins(p, rows_d, n, tt);
+	*worst_xgb = 0;
+	for (size_t i = 0; i < n; i++)
+		if (fabs(tt[i] - xm[i]) > *worst_xgb)
+			*worst_xgb = fabs(tt[i] - xm[i]);
+	if (p->ptt)
+	{
+		hb_ptt_margins(p, rows_d, n, other);
+		if (memcmp(tt, other, sizeof(double) * n) != 0)
+		{
+			fprintf(stderr, "%s: PTT margins differ from TT\n", name);
+			ok = false;
+		}
+	}
+	if (p->gemm)
+	{
+		hb_gemm_margins(p, rows_d, n, other);
+		if (memcmp(tt, other, sizeof(double) * n) != 0)
+		{
+			fprintf(stderr, "%s: GEMM margins differ from TT\n", name);
+			ok = false;
+		}
+	}
+	free(tt);
+	free(other);
+	return ok;
+}
+
+static double
+cpu_ghz(char *model, size_t len)
+{
+	FILE	   *f = fopen("/proc/cpuinfo", "r");
+	char		line[512];
+	double		mhz = 0;
+
+	snprintf(model, len, "unknown CPU");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+	{
+		if (strncmp(line, "model name", 10) == 0 && strchr(line, ':'))
+		{
+			snprintf(model, len, "%s", strchr(line, ':') + 2);
+			model[strcspn(model, "\n")] = '\0';
+		}
+		if (mhz == 0 && strncmp(line, "cpu MHz", 7) == 0 && strchr(line, ':'))
+			mhz = atof(strchr(line, ':') + 1);
+	}
+	fclose(f);
+	return mhz / 1000.0;
+}
+
+static void
+fmt_rate(char *buf, size_t len, const Cell *c)
+{
+	double		r = c->rows_per_s;
+
+	if (c->absent)
+		snprintf(buf, len, "—");
+	else if (r >= 1e6)
+		snprintf(buf, len, "%s%.2fM", c->estimated ? "~" : "", r / 1e6);
+	else if (r >= 1e3)
+		snprintf(buf, len, "%s%.1fk", c->estimated ? "~" : "", r / 1e3);
+	else
+		snprintf(buf, len, "%s%.0f", c->estimated ? "~" : "", r);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *dir;
+	double		budget = 0.2;
+	char		path[4096];
+	size_t		len;
+	char	   *bytes;
+	char		cpu[256];
+	double		ghz;
+	int			major,
+				minor,
+				patch;
+	bool		all_ok = true;
+	double		worst_xgb_all = 0;
+	double		t_start = now();
+	double	   *out;
+	time_t		wall = time(NULL);
+	char		date[64];
+
+	if (argc < 2)
+	{
+		fprintf(stderr, "usage: %s DATADIR [CELL_SECONDS]\n", argv[0]);
+		return 2;
+	}
+	dir = argv[1];
+	if (argc > 2)
+		budget = atof(argv[2]);
+	openblas_set_num_threads(1);
+	ghz = cpu_ghz(cpu, sizeof(cpu));
+
+	snprintf(path, sizeof(path), "%s/rows.f32", dir);
+	bytes = slurp(path, &len);
+	if (bytes == NULL)
+	{
+		fprintf(stderr, "strategies: cannot read %s\n", path);
+		return 1;
+	}
+	rows_f = (float *) bytes;
+	n_rows = len / (sizeof(float) * N_FEATURES);
+	rows_d = malloc(sizeof(double) * n_rows * N_FEATURES);
+	for (size_t i = 0; i < n_rows * N_FEATURES; i++)
+		rows_d[i] = rows_f[i];
+	out = malloc(sizeof(double) * n_rows);
+	if (n_rows < batches[N_BATCHES - 1])
+	{
+		fprintf(stderr, "strategies: %s has %zu rows, fewer than %zu\n",
+				path, n_rows, batches[N_BATCHES - 1]);
+		return 1;
+	}
+
+	for (size_t di = 0; di < N_DEPTHS; di++)
+		for (size_t ti = 0; ti < N_TREES; ti++)
+		{
+			HbModel    *m = NULL;
+			HbPlan	   *p = NULL;
+			HbError		err = {0};
+			BoosterHandle h;
+			char		name[64];
+			double		worst_xgb;
+
+			snprintf(name, sizeof(name), "d%d_t%d", depths[di], tree_counts[ti]);
+			snprintf(path, sizeof(path), "%s/%s.json", dir, name);
+			{
+				char	   *model_bytes = slurp(path, &len);
+
+				if (model_bytes == NULL ||
+					!hb_model_read(model_bytes, len, HB_FORMAT_AUTO, &m, &err) ||
+					!hb_plan_build(m, &p, &err))
+				{
+					fprintf(stderr, "strategies: %s: %s\n", path,
+							model_bytes ? err.msg : "cannot read");
+					return 1;
+				}
+				free(model_bytes);
+			}
+			/* every layout, whatever the plan's own heuristic would build */
+			memset(&err, 0, sizeof(err));
+			if (!hb_ptt_build(p, m, (size_t) 1 << 30, &err))
+				fprintf(stderr, "%s: PTT refused: %s\n", name, err.msg);
+			memset(&err, 0, sizeof(err));
+			if (!hb_gemm_build(p, m, (size_t) 1 << 30, &err))
+				fprintf(stderr, "%s: GEMM refused: %s\n", name, err.msg);
+
+			XGB_CHECK(XGBoosterCreate(NULL, 0, &h));
+			XGB_CHECK(XGBoosterLoadModel(h, path));
+			XGB_CHECK(XGBoosterSetParam(h, "nthread", "1"));
+
+			if (!check_model(name, p, h, 4096, &worst_xgb))
+				all_ok = false;
+			if (worst_xgb > worst_xgb_all)
+				worst_xgb_all = worst_xgb;
+
+			for (int me = 0; me < N_METHODS; me++)
+			{
+				Scorer		s = {me, p, h, out, 0};
+				double		best_rate = 0;
+				size_t		best_batch = 0;
+
+				for (size_t bi = 0; bi < N_BATCHES; bi++)
+				{
+					Cell	   *c = &cells[di][ti][bi][me];
+					size_t		b = batches[bi];
+
+					if ((me == M_PTT && !p->ptt) || (me == M_GEMM && !p->gemm))
+					{
+						c->absent = true;
+						continue;
+					}
+					if (best_batch > 0 && b / best_rate > MAX_CALL)
+					{
+						*c = cells[di][ti][best_batch][me];
+						c->estimated = true;
+						continue;
+					}
+					time_cell(&s, b, budget, c);
+					if (c->rows_per_s > best_rate || best_batch == 0)
+					{
+						best_rate = c->rows_per_s;
+						best_batch = bi;
+					}
+					best_rate = c->rows_per_s;
+					best_batch = bi;
+				}
+				if (s.sink == 12345.678)
+					fprintf(stderr, " ");
+			}
+			fprintf(stderr, "%-9s nodes %7lld  TT %8.0f  PTT %8.0f  GEMM %8.0f  XGB %8.0f rows/s at %zu  (%.0f s)\n",
+					name, (long long) p->n_nodes,
+					cells[di][ti][N_BATCHES - 1][M_TT].rows_per_s,
+					cells[di][ti][N_BATCHES - 1][M_PTT].rows_per_s,
+					cells[di][ti][N_BATCHES - 1][M_GEMM].rows_per_s,
+					cells[di][ti][N_BATCHES - 1][M_XGB].rows_per_s,
+					batches[N_BATCHES - 1], now() - t_start);
+			XGBoosterFree(h);
+			hb_plan_free(p);
+			hb_model_free(m);
+		}
+
+	/* ---- the report ---- */
+	XGBoostVersion(&major, &minor, &patch);
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&wall));
+	printf("# hbird tree strategies vs XGBoost, one thread\n\n");
+	printf("Generated by `bench/strategies.sh` on %s in %.0f s.\n\n", date, now() - t_start);
+	printf("- machine: %s, %.2f GHz (/proc/cpuinfo), one core used\n", cpu, ghz);
+	printf("- XGBoost %d.%d.%d C API: `XGBoosterPredictFromDense`, float32 rows, nthread=1\n",
+		   major, minor, patch);
+	printf("- hbird core built with `gcc -O2` (as PGXS builds it); GEMM on %s, 1 thread\n",
+		   openblas_get_config());
+	printf("- models: XGBoost 1.7.4 `binary:logistic`, 28 features, about 1%% missing"
+		   " cells, trained on 50,000 synthetic rows (`bench/gen_strategy_models.py`);"
+		   " scoring rows: 65,536 others\n");
+	printf("- rows/s over at least %.1f s of calls per cell; \"~\" = not run, the rate of the"
+		   " largest batch of the same method and model that was (a call would have taken"
+		   " over %.1f s); ratio = rows/s / XGBoost's rows/s at the same batch\n",
+		   budget, MAX_CALL);
+	printf("- checks: PTT and GEMM margins bit-identical to TT's on 4,096 rows of every"
+		   " model: %s; TT vs XGBoost margins: max |diff| %.3g\n\n",
+		   all_ok ? "yes" : "**NO**", worst_xgb_all);
+
+	{
+		/* the headline: 500 trees of depth 8 at the largest batch */
+		size_t		di = 3,
+					ti = 2,
+					bi = N_BATCHES - 1;
+		double		visits = (double) batches[bi] * tree_counts[ti] * depths[di];
+
+		printf("## 500 trees, depth 8, batch %zu\n\n", batches[bi]);
+		printf("| method | rows/s | vs XGBoost | node visits per cycle |\n");
+		printf("|---|---:|---:|---:|\n");
+		for (int me = 0; me < N_METHODS; me++)
+		{
+			Cell	   *c = &cells[di][ti][bi][me];
+			double		secs = batches[bi] / c->rows_per_s;
+			char		rate[32];
+
+			fmt_rate(rate, sizeof(rate), c);
+			if (c->absent)
+				printf("| %s | — | — | — |\n", method_names[me]);
+			else
+				printf("| %s | %s | %.2f× | %.3f |\n", method_names[me], rate,
+					   c->rows_per_s / cells[di][ti][bi][M_XGB].rows_per_s,
+					   visits / (secs * ghz * 1e9));
+		}
+		printf("\nnode visits = rows × trees × depth (%.3g per batch); cycles ="
+			   " seconds × %.2f GHz.\n\n", visits, ghz);
+	}
+
+	printf("## Grid (rows/s, and ratio vs XGBoost)\n\n");
+	printf("| depth | trees | batch | XGBoost | TT | PTT | GEMM |\n");
+	printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (size_t di = 0; di < N_DEPTHS; di++)
+		for (size_t ti = 0; ti < N_TREES; ti++)
+			for (size_t bi = 0; bi < N_BATCHES; bi++)
+			{
+				double		xr = cells[di][ti][bi][M_XGB].rows_per_s;
+				char		rate[32];
+
+				printf("| %d | %d | %zu |", depths[di], tree_counts[ti], batches[bi]);
+				fmt_rate(rate, sizeof(rate), &cells[di][ti][bi][M_XGB]);
+				printf(" %s |", rate);
+				for (int me = M_TT; me < N_METHODS; me++)
+				{
+					Cell	   *c = &cells[di][ti][bi][me];
+
+					fmt_rate(rate, sizeof(rate), c);
+					if (c->absent)
+						printf(" — |");
+					else
+						printf(" %s (%.2f×) |", rate, c->rows_per_s / xr);
+				}
+				printf("\n");
+			}
+	free(rows_d);
+	free(rows_f);
+	free(out);
+	return all_ok ? 0 : 1;
+}

@@ -1,0 +1,42 @@
+/*
+ * topk.h
+ *	  Exact top-K scoring with bound pruning (topk.c).
+ */
+#ifndef HB_TOPK_H
+#define HB_TOPK_H
+
+#include "plan.h"
+
+typedef struct HbTopkBounds HbTopkBounds;
+
+typedef struct HbTopkStats
+{
+	int64_t		rows;			/* rows seen */
+	int64_t		rows_full;		/* rows scored on every tree */
+	int64_t		pairs_scored;	/* (row, tree) pairs evaluated */
+} HbTopkStats;
+
+/*
+ * Called for each row whose exact margin is at least the threshold; returns
+ * the new threshold (the K-th best margin once K rows are held, else
+ * -infinity).  row is the index within the x passed to hb_topk_score.
+ */
+typedef double (*HbTopkOffer) (void *arg, size_t row, double margin);
+
+/* Top-K needs one margin per row: single-output tree models. */
+extern bool hb_topk_supported(const HbPlan *p);
+
+/* Per-tree leaf bounds of a plan; NULL when out of memory. */
+extern HbTopkBounds *hb_topk_bounds(const HbPlan *p);
+extern void hb_topk_bounds_free(HbTopkBounds *b);
+
+/*
+ * Score n rows (row-major, n_features each), dropping rows whose margin can
+ * no longer reach *threshold, and offer the others.  *threshold is updated
+ * from the offers as rows complete.
+ */
+extern void hb_topk_score(const HbPlan *p, const HbTopkBounds *b,
+						  const double *x, size_t n, double *threshold,
+						  HbTopkOffer offer, void *arg, HbTopkStats *stats);
+
+#endif							/* HB_TOPK_H */

@@ -1,0 +1,324 @@
+/*
+ * pg_batch.c
+ *	  Batched scoring: the hb_predict_agg aggregate, the hb_predict_batch
+ *	  set-returning function, and hb_compile.
+ *
+ * Rows are collected into a feature matrix of up to hb_batch_rows() rows and
+ * scored in one call of the plan, which then picks the strategy that suits a
+ * batch of that size (PTT or GEMM where they win, see plan.c).
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/tupconvert.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "parser/parse_type.h"
+#include "utils/float.h"
+#include "utils/typcache.h"
+
+#include "hbird.h"
+
+PG_FUNCTION_INFO_V1(hb_predict_agg_sfunc);
+PG_FUNCTION_INFO_V1(hb_predict_agg_final);
+PG_FUNCTION_INFO_V1(hb_predict_batch);
+PG_FUNCTION_INFO_V1(hb_compile);
+
+int			hb_batch_memory_kb = 64 * 1024;
+
+#define HB_MAX_BATCH_ROWS 65536
+
+/*
+ * Rows per batch: as many as fit hbird.batch_memory with the inputs, the
+ * margins and the outputs of each row, capped where bigger batches stop
+ * paying (the strategies block rows internally).
+ */
+int
+hb_batch_rows(const HbCacheEntry *e)
+{
+	double		per_row = sizeof(double) *
+		((double) e->n_features + 2.0 * Max(e->n_outputs, 1) + Max(e->n_classes, 1));
+	double		rows = (double) hb_batch_memory_kb * 1024.0 / per_row;
+
+	if (rows > HB_MAX_BATCH_ROWS)
+		rows = HB_MAX_BATCH_ROWS;
+	return rows < 1 ? 1 : (int) rows;
+}
+
+/* ---- hb_predict_agg(name, row) -> float8[] ---- */
+
+typedef struct HbAggState
+{
+	HbCacheEntry *entry;
+	int			batch;			/* rows per batch */
+	int			nbuf;			/* rows waiting in x */
+	double	   *x;				/* batch x n_features */
+	double	   *scratch;		/* batch x n_outputs */
+	double	   *preds;			/* every prediction so far, in input order */
+	int64		npreds;
+	int64		cap;
+} HbAggState;
+
+static void
+agg_flush(HbAggState *s)
+{
+	if (s->nbuf == 0)
+		return;
+	if (s->npreds + s->nbuf > s->cap)
+	{
+		int64		cap = Max(s->cap * 2, s->npreds + s->nbuf);
+
+		if ((Size) cap * sizeof(double) > MaxAllocHugeSize)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("hb_predict_agg cannot hold more than %zu predictions",
+							MaxAllocHugeSize / sizeof(double))));
+		s->preds = s->preds ?
+			repalloc_huge(s->preds, cap * sizeof(double)) :
+			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(double));
+		s->cap = cap;
+	}
+	hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
+					s->preds + s->npreds);
+	s->npreds += s->nbuf;
+	s->nbuf = 0;
+}
+
+Datum
+hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt;
+	HbAggState   *s;
+	HbCallState *st;
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		elog(ERROR, "hb_predict_agg_sfunc called in non-aggregate context");
+
+	st = hb_call_prepare(fcinfo, 1, false);
+	s = PG_ARGISNULL(0) ? NULL : (HbAggState *) PG_GETARG_POINTER(0);
+	if (s == NULL)
+	{
+		s = MemoryContextAllocZero(aggcxt, sizeof(HbAggState));
+		s->entry = st->entry;
+		s->batch = hb_batch_rows(st->entry);
+		s->x = MemoryContextAllocHuge(aggcxt, sizeof(double) * s->batch * st->entry->n_features);
+		s->scratch = MemoryContextAllocHuge(aggcxt, sizeof(double) * s->batch * st->entry->n_outputs);
+	}
+	else if (s->entry != st->entry)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hb_predict_agg must score one model per group")));
+
+	if (PG_ARGISNULL(2))
+	{
+		/* a NULL row is all-missing: it still takes its place in the order */
+		for (int f = 0; f < s->entry->n_features; f++)
+			s->x[(size_t) s->nbuf * s->entry->n_features + f] = get_float8_nan();
+	}
+	else
+	{
+		hb_call_load_record(fcinfo, st, 2);
+		memcpy(s->x + (size_t) s->nbuf * s->entry->n_features, st->x,
+			   sizeof(double) * s->entry->n_features);
+	}
+	if (++s->nbuf == s->batch)
+		agg_flush(s);
+	PG_RETURN_POINTER(s);
+}
+
+Datum
+hb_predict_agg_final(PG_FUNCTION_ARGS)
+{
+	HbAggState   *s;
+	Datum	   *d;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	s = (HbAggState *) PG_GETARG_POINTER(0);
+	agg_flush(s);
+	d = palloc_extended(sizeof(Datum) * Max(s->npreds, 1), MCXT_ALLOC_HUGE);
+	for (int64 i = 0; i < s->npreds; i++)
+		d[i] = Float8GetDatum(s->preds[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(d, (int) s->npreds, FLOAT8OID,
+										  sizeof(float8), FLOAT8PASSBYVAL,
+										  TYPALIGN_DOUBLE));
+}
+
+/* ---- hb_predict_batch(name, rowtype, query) -> (score, item) ---- */
+
+/* The query for a NULL query argument: the relation behind the row type. */
+char *
+hb_default_query(Oid rowtype)
+{
+	Oid			relid = typeidTypeRelid(rowtype);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("type %s is not the row type of a table", format_type_be(rowtype)),
+				 errhint("Pass a query that returns rows of that type.")));
+	return psprintf("SELECT * FROM %s",
+					quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+											   get_rel_name(relid)));
+}
+
+Oid
+hb_rowtype_arg(FunctionCallInfo fcinfo, int argno)
+{
+	Oid			t = get_fn_expr_argtype(fcinfo->flinfo, argno);
+
+	if (!OidIsValid(t) || !type_is_rowtype(t) || t == RECORDOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("row type argument must be a named composite type, such as NULL::my_table")));
+	return t;
+}
+
+/*
+ * Open a read-only cursor over query and check that its rows are of the
+ * wanted row type (same column types by position, as a function returning
+ * that type would need).  Returns the conversion map (NULL if none needed).
+ */
+Portal
+hb_open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
+{
+	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+	Portal		portal;
+
+	if (plan == NULL)
+		elog(ERROR, "could not prepare query: %s", SPI_result_code_string(SPI_result));
+	if (!SPI_is_cursor_plan(plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query must be a single SELECT that returns rows")));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	*map = convert_tuples_by_position(portal->tupDesc, rowdesc,
+									  gettext_noop("query does not return rows of the given row type"));
+	return portal;
+}
+
+Datum
+hb_predict_batch(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HbCallState *st;
+	HbCacheEntry *e;
+	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
+	TupleDesc	rowdesc;
+	char	   *query;
+	Portal		portal;
+	TupleConversionMap *map;
+	MemoryContext batch_cxt;
+	MemoryContext old;
+	HbBinding	bind;
+	int			batch;
+	double	   *x;
+	double	   *scratch;
+	double	   *pred;
+
+	st = hb_call_prepare(fcinfo, 0, false);
+	e = st->entry;
+	InitMaterializedSRF(fcinfo, 0);
+	rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
+	query = PG_ARGISNULL(2) ? hb_default_query(rowtype) :
+		text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+	batch = hb_batch_rows(e);
+	x = palloc_extended(sizeof(double) * batch * e->n_features, MCXT_ALLOC_HUGE);
+	scratch = palloc_extended(sizeof(double) * batch * e->n_outputs, MCXT_ALLOC_HUGE);
+	pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
+	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird batch",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	SPI_connect();
+	portal = hb_open_cursor(query, rowdesc, &map);
+	/* features bind by the names of the row type's columns */
+	hb_bind_desc(&bind, e, rowdesc, fcinfo->flinfo->fn_mcxt, e->name);
+
+	for (;;)
+	{
+		uint64		n;
+
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, batch);
+		n = SPI_processed;
+		if (n == 0)
+			break;
+		old = MemoryContextSwitchTo(batch_cxt);
+		{
+			HeapTuple  *rows = palloc(sizeof(HeapTuple) * n);
+
+			for (uint64 i = 0; i < n; i++)
+			{
+				rows[i] = map ? execute_attr_map_tuple(SPI_tuptable->vals[i], map) :
+					SPI_tuptable->vals[i];
+				hb_bind_tuple(&bind, e, rows[i], x + i * e->n_features);
+			}
+			hb_plan_predict(e->plan, x, n, scratch, pred);
+			for (uint64 i = 0; i < n; i++)
+			{
+				Datum		values[2];
+				bool		nulls[2] = {false, false};
+
+				values[0] = Float8GetDatum(pred[i]);
+				values[1] = heap_copy_tuple_as_datum(rows[i], rowdesc);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
+									 values, nulls);
+			}
+		}
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(batch_cxt);
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* ---- hb_compile(name, batch_size) ---- */
+
+Datum
+hb_compile(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
+	HbCacheEntry *e = st->entry;
+	HbPlanOp	ops[32];
+	int			batch;
+	int			n;
+
+	if (PG_ARGISNULL(1))
+		batch = hb_batch_rows(e);
+	else
+	{
+		batch = PG_GETARG_INT32(1);
+		if (batch < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("batch size must be positive")));
+	}
+	InitMaterializedSRF(fcinfo, 0);
+	n = hb_plan_ops(e->plan, batch, ops, lengthof(ops));
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[8];
+		bool		nulls[8] = {0};
+
+		values[0] = Int32GetDatum(i + 1);
+		values[1] = CStringGetTextDatum(ops[i].op);
+		values[2] = CStringGetTextDatum(hb_strategy_name(ops[i].strategy));
+		values[3] = CStringGetTextDatum(ops[i].in_shape);
+		values[4] = CStringGetTextDatum(ops[i].out_shape);
+		values[5] = Int64GetDatum(ops[i].param_bytes);
+		values[6] = Float8GetDatum(ops[i].flops);
+		values[7] = CStringGetTextDatum("cpu");
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

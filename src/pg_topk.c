@@ -1,0 +1,464 @@
+/*
+ * pg_topk.c
+ *	  hb_topk and hb_topk_agg: the K best rows by score, fully scoring only
+ *	  the rows that can still make the top K (see src/core/topk.c).
+ *
+ * Ties are broken by input order: of two rows with the same score, the one
+ * read first ranks higher.  Memory is O(K + batch): the K best rows are
+ * copied into a heap context, everything else is per batch.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/tupconvert.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/typcache.h"
+
+#include "hbird.h"
+#include "topk.h"
+
+PG_FUNCTION_INFO_V1(hb_topk);
+PG_FUNCTION_INFO_V1(hb_topk_agg_sfunc);
+PG_FUNCTION_INFO_V1(hb_topk_agg_final);
+PG_FUNCTION_INFO_V1(hb_topk_stats);
+
+/* The counters of this backend's last top-K, for hb_topk_stats(). */
+static HbTopkStats last_stats;
+static int64 last_pairs_total;
+
+typedef struct TopEntry
+{
+	double		margin;
+	int64		ordinal;		/* input order, for ties */
+	Datum		item;
+} TopEntry;
+
+/*
+ * A min-heap of the K best by (margin desc, ordinal asc): the root is the
+ * entry the next better row replaces.
+ */
+typedef struct TopHeap
+{
+	int			k;
+	int			n;
+	int			cap;
+	TopEntry   *e;
+	MemoryContext cxt;			/* holds the items */
+	int64		next_ordinal;	/* ordinal of the current batch's row 0 */
+	Datum	   *batch_items;	/* current batch, to copy from */
+} TopHeap;
+
+/* a ranks below b */
+static inline bool
+worse(const TopEntry *a, const TopEntry *b)
+{
+	return a->margin < b->margin ||
+		(a->margin == b->margin && a->ordinal > b->ordinal);
+}
+
+static void
+sift_down(TopHeap *h, int i)
+{
+	for (;;)
+	{
+		int			l = 2 * i + 1,
+					r = l + 1,
+					m = i;
+		TopEntry	tmp;
+
+		if (l < h->n && worse(&h->e[l], &h->e[m]))
+			m = l;
+		if (r < h->n && worse(&h->e[r], &h->e[m]))
+			m = r;
+		if (m == i)
+			return;
+		tmp = h->e[i];
+		h->e[i] = h->e[m];
+		h->e[m] = tmp;
+		i = m;
+	}
+}
+
+static void
+sift_up(TopHeap *h, int i)
+{
+	while (i > 0)
+	{
+		int			parent = (i - 1) / 2;
+		TopEntry	tmp;
+
+		if (!worse(&h->e[i], &h->e[parent]))
+			return;
+		tmp = h->e[i];
+		h->e[i] = h->e[parent];
+		h->e[parent] = tmp;
+		i = parent;
+	}
+}
+
+static void
+heap_init(TopHeap *h, int k, MemoryContext parent)
+{
+	memset(h, 0, sizeof(*h));
+	h->k = k;
+	h->cxt = AllocSetContextCreate(parent, "hbird top-k", ALLOCSET_DEFAULT_SIZES);
+	h->cap = Min(k, 1024);
+	h->e = MemoryContextAlloc(h->cxt, sizeof(TopEntry) * h->cap);
+}
+
+static double
+heap_threshold(const TopHeap *h)
+{
+	return h->n < h->k ? -INFINITY : h->e[0].margin;
+}
+
+/* HbTopkOffer: a complete row whose margin reached the threshold. */
+static double
+heap_offer(void *arg, size_t row, double margin)
+{
+	TopHeap    *h = (TopHeap *) arg;
+	TopEntry	cand = {margin, h->next_ordinal + (int64) row, (Datum) 0};
+
+	if (h->n == h->k && !worse(&h->e[0], &cand))
+		return heap_threshold(h);
+	{
+		MemoryContext old = MemoryContextSwitchTo(h->cxt);
+
+		cand.item = datumCopy(h->batch_items[row], false, -1);
+		MemoryContextSwitchTo(old);
+	}
+	if (h->n < h->k)
+	{
+		if (h->n == h->cap)
+		{
+			h->cap = Min(h->k, h->cap * 2);
+			h->e = repalloc_huge(h->e, sizeof(TopEntry) * h->cap);
+		}
+		h->e[h->n] = cand;
+		sift_up(h, h->n++);
+	}
+	else
+	{
+		pfree(DatumGetPointer(h->e[0].item));
+		h->e[0] = cand;
+		sift_down(h, 0);
+	}
+	return heap_threshold(h);
+}
+
+static int
+cmp_best_first(const void *a, const void *b)
+{
+	const TopEntry *x = a,
+			   *y = b;
+
+	if (worse(x, y))
+		return 1;
+	if (worse(y, x))
+		return -1;
+	return 0;
+}
+
+/* Sort the heap best first (in place). */
+static void
+heap_sort(TopHeap *h)
+{
+	qsort(h->e, h->n, sizeof(TopEntry), cmp_best_first);
+}
+
+static int
+k_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int			k;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("k must not be null")));
+	k = PG_GETARG_INT32(argno);
+	if (k <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be positive, not %d", k)));
+	return k;
+}
+
+static void
+check_topk_model(const HbCacheEntry *e)
+{
+	if (!hb_topk_supported(e->plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" has %d outputs; top-K ranks models with one score per row",
+						e->name, e->n_outputs)));
+}
+
+/* 'exact' or 'auto' run exactly; 'approx' needs a tuned configuration. */
+static void
+check_mode(FunctionCallInfo fcinfo, int argno, const HbCacheEntry *e)
+{
+	char	   *mode;
+
+	if (PG_ARGISNULL(argno))
+		return;
+	mode = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strcmp(mode, "exact") == 0 || strcmp(mode, "auto") == 0)
+		return;
+	if (strcmp(mode, "approx") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("model \"%s\" has no tuned approximate top-K configuration", e->name),
+				 errhint("Use mode 'exact' or 'auto'.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown top-K mode \"%s\"", mode),
+			 errhint("Modes are 'exact', 'approx' and 'auto'.")));
+}
+
+/* The bounds of an entry's plan, built once per statement. */
+static HbTopkBounds *
+bounds_for(HbCacheEntry *e, MemoryContext mcxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	HbTopkBounds *b = hb_topk_bounds(e->plan);
+
+	MemoryContextSwitchTo(old);
+	if (b == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	return b;
+}
+
+static void
+record_stats(const HbTopkStats *s, const HbCacheEntry *e)
+{
+	last_stats = *s;
+	last_pairs_total = s->rows * (int64) hb_plan_n_trees(e->plan);
+}
+
+Datum
+hb_topk(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HbCallState *st;
+	HbCacheEntry *e;
+	int			k;
+	Oid			rowtype;
+	TupleDesc	rowdesc;
+	char	   *query;
+	Portal		portal;
+	TupleConversionMap *map;
+	MemoryContext batch_cxt;
+	HbBinding	bind;
+	HbTopkBounds *bounds;
+	HbTopkStats stats = {0};
+	TopHeap		heap;
+	double		threshold = -INFINITY;
+	int			batch;
+	double	   *x;
+
+	st = hb_call_prepare(fcinfo, 0, false);
+	e = st->entry;
+	k = k_arg(fcinfo, 1);
+	rowtype = hb_rowtype_arg(fcinfo, 2);
+	check_topk_model(e);
+	check_mode(fcinfo, 4, e);
+	InitMaterializedSRF(fcinfo, 0);
+
+	rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
+	query = PG_ARGISNULL(3) ? hb_default_query(rowtype) :
+		text_to_cstring(PG_GETARG_TEXT_PP(3));
+	bounds = bounds_for(e, CurrentMemoryContext);
+	heap_init(&heap, k, CurrentMemoryContext);
+	batch = Min(hb_batch_rows(e), 4096);
+	x = palloc_extended(sizeof(double) * batch * e->n_features, MCXT_ALLOC_HUGE);
+	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird top-k batch",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	SPI_connect();
+	portal = hb_open_cursor(query, rowdesc, &map);
+	hb_bind_desc(&bind, e, rowdesc, fcinfo->flinfo->fn_mcxt, e->name);
+	for (;;)
+	{
+		uint64		n;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, batch);
+		n = SPI_processed;
+		if (n == 0)
+			break;
+		old = MemoryContextSwitchTo(batch_cxt);
+		heap.batch_items = palloc(sizeof(Datum) * n);
+		for (uint64 i = 0; i < n; i++)
+		{
+			HeapTuple	tup = map ? execute_attr_map_tuple(SPI_tuptable->vals[i], map) :
+				SPI_tuptable->vals[i];
+
+			hb_bind_tuple(&bind, e, tup, x + i * e->n_features);
+			heap.batch_items[i] = heap_copy_tuple_as_datum(tup, rowdesc);
+		}
+		hb_topk_score(e->plan, bounds, x, n, &threshold, heap_offer, &heap, &stats);
+		heap.next_ordinal += n;
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(batch_cxt);
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+
+	heap_sort(&heap);
+	for (int i = 0; i < heap.n; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+		double		score;
+
+		hb_link_predict(e->plan, &heap.e[i].margin, 1, &score);
+		values[0] = Int32GetDatum(i + 1);
+		values[1] = Float8GetDatum(score);
+		values[2] = heap.e[i].item;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	record_stats(&stats, e);
+	hb_topk_bounds_free(bounds);
+	return (Datum) 0;
+}
+
+/* ---- hb_topk_agg(name, k, row) -> rows best first ---- */
+
+typedef struct TopAggState
+{
+	HbCacheEntry *entry;
+	HbTopkBounds *bounds;
+	Oid			rowtype;
+	TopHeap		heap;
+	double		threshold;
+	int			batch;
+	int			nbuf;
+	double	   *x;
+	Datum	   *items;
+	MemoryContext buf_cxt;		/* the buffered rows; reset per batch */
+	HbTopkStats stats;
+} TopAggState;
+
+static void
+topagg_flush(TopAggState *s)
+{
+	if (s->nbuf == 0)
+		return;
+	s->heap.batch_items = s->items;
+	hb_topk_score(s->entry->plan, s->bounds, s->x, s->nbuf, &s->threshold,
+				  heap_offer, &s->heap, &s->stats);
+	s->heap.next_ordinal += s->nbuf;
+	s->nbuf = 0;
+	MemoryContextReset(s->buf_cxt);
+}
+
+Datum
+hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt;
+	TopAggState *s;
+	HbCallState *st;
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		elog(ERROR, "hb_topk_agg_sfunc called in non-aggregate context");
+
+	st = hb_call_prepare(fcinfo, 1, false);
+	s = PG_ARGISNULL(0) ? NULL : (TopAggState *) PG_GETARG_POINTER(0);
+	if (s == NULL)
+	{
+		int			k = k_arg(fcinfo, 2);
+
+		check_topk_model(st->entry);
+		s = MemoryContextAllocZero(aggcxt, sizeof(TopAggState));
+		s->entry = st->entry;
+		s->rowtype = get_fn_expr_argtype(fcinfo->flinfo, 3);
+		if (!OidIsValid(s->rowtype) || !type_is_rowtype(s->rowtype))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("hb_topk_agg ranks rows: its third argument must be a row, not %s",
+							format_type_be(s->rowtype))));
+		s->bounds = bounds_for(st->entry, aggcxt);
+		heap_init(&s->heap, k, aggcxt);
+		s->threshold = -INFINITY;
+		s->batch = Min(hb_batch_rows(st->entry), 1024);
+		s->x = MemoryContextAllocHuge(aggcxt, sizeof(double) * s->batch * st->entry->n_features);
+		s->items = MemoryContextAlloc(aggcxt, sizeof(Datum) * s->batch);
+		s->buf_cxt = AllocSetContextCreate(aggcxt, "hbird top-k rows",
+										   ALLOCSET_DEFAULT_SIZES);
+	}
+	else if (s->entry != st->entry)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hb_topk_agg must rank with one model per group")));
+
+	/* a NULL row has no score: it is not ranked */
+	if (PG_ARGISNULL(3))
+		PG_RETURN_POINTER(s);
+
+	hb_call_load_record(fcinfo, st, 3);
+	memcpy(s->x + (size_t) s->nbuf * s->entry->n_features, st->x,
+		   sizeof(double) * s->entry->n_features);
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->buf_cxt);
+
+		s->items[s->nbuf] = datumCopy(PG_GETARG_DATUM(3), false, -1);
+		MemoryContextSwitchTo(old);
+	}
+	if (++s->nbuf == s->batch)
+		topagg_flush(s);
+	PG_RETURN_POINTER(s);
+}
+
+Datum
+hb_topk_agg_final(PG_FUNCTION_ARGS)
+{
+	TopAggState *s;
+	Datum	   *items;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	s = (TopAggState *) PG_GETARG_POINTER(0);
+	topagg_flush(s);
+	heap_sort(&s->heap);
+	items = palloc(sizeof(Datum) * Max(s->heap.n, 1));
+	for (int i = 0; i < s->heap.n; i++)
+		items[i] = s->heap.e[i].item;
+	get_typlenbyvalalign(s->rowtype, &typlen, &typbyval, &typalign);
+	record_stats(&s->stats, s->entry);
+	PG_RETURN_ARRAYTYPE_P(construct_array(items, s->heap.n, s->rowtype,
+										  typlen, typbyval, typalign));
+}
+
+/* Counters of this backend's last top-K: how much pruning saved. */
+Datum
+hb_topk_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int64GetDatum(last_stats.rows);
+	values[1] = Int64GetDatum(last_stats.rows_full);
+	values[2] = Int64GetDatum(last_stats.pairs_scored);
+	values[3] = Int64GetDatum(last_pairs_total);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}

@@ -1,0 +1,1014 @@
+/*
+ * test_strategies.c
+ *	  TreeTraversal, PerfectTreeTraversal and GEMM must give bit-identical
+ *	  margins, on random IR models and on the XGBoost fixtures.
+ *
+ * TT (hb_tt_margins) over the whole input is the reference; every strategy,
+ * TT included, then scores the same rows in batches of 1, 7, 64 and 1000
+ * and must reproduce it byte for byte (memcmp of the doubles), because
+ * float32 sums depend on the order of the additions and every strategy
+ * promises model tree order.  The fixtures also check TT against XGBoost's
+ * own margins.
+ *
+ * Build (from the repository root) with every .c file of src/core:
+ *	 gcc -std=gnu11 -O2 -Wall -Wextra -Isrc/core tests/core/test_strategies.c
+ *		 src/core/[a-z]*.c -lopenblas -lm
+ *
+ * Run from the repository root (fixtures: tests/fixtures, or $HB_FIXTURES).
+ * TAP output; exit status 1 when a test fails.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_int.h"
+
+#define N_ROWS		1000		/* rows scored per model */
+#define BIG_BYTES	((size_t) 1 << 30)
+
+static const size_t batches[] = {1, 7, 64, 1000};
+
+static int	n_test = 0;
+static int	n_fail = 0;
+
+static void
+report(bool ok, const char *fmt,...)
+{
+	va_list		ap;
+
+	n_test++;
+	if (!ok)
+		n_fail++;
+	printf("%s %d - ", ok ? "ok" : "not ok", n_test);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void
+diag(const char *fmt,...)
+{
+	va_list		ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* ---------- random numbers (xorshift64*, seeded: runs are repeatable) ---------- */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+
+static uint64_t
+rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static double
+unif(void)
+{
+	return (rnd() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int
+irand(int n)
+{
+	return (int) (rnd() % (uint64_t) n);
+}
+
+/*
+ * Values shared by thresholds and inputs, so that inputs hit thresholds
+ * exactly (x == t goes right for "<", left for "<="): small integers
+ * (category codes too), doubles that are not floats (their float rounding
+ * can make different doubles tie), zeros of both signs, values near the
+ * HB_MISSING_ZERO cut at 1e-35, and values beyond float range.
+ */
+#define N_POOL 64
+static double pool[N_POOL];
+
+static void
+init_pool(void)
+{
+	int			i = 0;
+
+	for (int c = 0; c < 24; c++)
+		pool[i++] = c;
+	pool[i++] = 0.1;
+	pool[i++] = (double) 0.1f;
+	pool[i++] = -0.0;
+	pool[i++] = 1e-36;
+	pool[i++] = -1e-36;
+	pool[i++] = 1e-35;
+	pool[i++] = 1.0000001e-35;
+	pool[i++] = 1e30;
+	pool[i++] = 1e39;			/* (float) gives +Inf */
+	pool[i++] = -1e39;
+	pool[i++] = 16777217.0;		/* not a float; not a valid category */
+	pool[i++] = -1.0;
+	while (i < N_POOL)
+	{
+		double		v = (unif() - 0.5) * 6.0;
+
+		/* half of them exactly representable as float */
+		pool[i] = (i & 1) ? (double) (float) v : v;
+		i++;
+	}
+}
+
+static double
+random_input(void)
+{
+	double		u = unif();
+
+	if (u < 0.15)
+		return NAN;
+	if (u < 0.18)
+		return (u < 0.165) ? INFINITY : -INFINITY;
+	if (u < 0.55)
+		return pool[irand(N_POOL)];
+	return (unif() - 0.5) * 8.0;
+}
+
+static double
+random_leaf(void)
+{
+	double		u = unif();
+
+	/* magnitudes that make float32 sums depend on the order */
+	if (u < 0.03)
+		return -0.0;
+	if (u < 0.06)
+		return 0.0;
+	if (u < 0.2)
+		return (unif() - 0.5) * 1000.0;
+	if (u < 0.4)
+		return (unif() - 0.5) * 1e-4;
+	return unif() - 0.5;
+}
+
+/* ---------- random models ---------- */
+
+typedef struct GenOpts
+{
+	int			n_trees;
+	int			depth;			/* of the deepest tree */
+	int			n_features;
+	int			n_outputs;
+	HbCmp		cmp;
+	double		p_leaf;			/* a node above the bottom stops early */
+	int			default_left;	/* 0, 1, or -1 for random */
+	bool		kinds;			/* categorical, ZERO and NONE nodes too */
+	bool		chain;			/* one long unbalanced path only */
+} GenOpts;
+
+typedef struct GenTree
+{
+	HbNode	   *nodes;
+	int			n;
+	int			cap;
+} GenTree;
+
+/* Categories of sets, appended to the model as we go. */
+static uint32_t cat_buf[1 << 16];
+static int	cat_used;
+
+static int
+gen_node(GenTree *t, const GenOpts *o, int d, int target, bool on_path)
+{
+	int			id = t->n++;
+	HbNode	   *n = &t->nodes[id];
+	bool		leaf;
+
+	memset(n, 0, sizeof(*n));
+	if (o->chain)
+		leaf = !on_path || d == target;
+	else
+		leaf = d == target || (!on_path && unif() < o->p_leaf);
+	if (leaf)
+	{
+		n->left = n->right = HB_LEAF;
+		n->value = random_leaf();
+		return id;
+	}
+	n->feature = irand(o->n_features);
+	n->threshold = unif() < 0.6 ? pool[irand(N_POOL)] : (unif() - 0.5) * 6.0;
+	while (!isfinite(n->threshold) || fabs(n->threshold) > 1e38)
+		n->threshold = pool[irand(24)];
+	n->default_left = o->default_left >= 0 ? o->default_left : irand(2);
+	n->missing = HB_MISSING_NAN;
+	if (o->kinds)
+	{
+		double		u = unif();
+
+		if (u < 0.15)
+			n->missing = HB_MISSING_ZERO;
+		else if (u < 0.3)
+			n->missing = HB_MISSING_NONE;
+		else if (u < 0.45 && cat_used + 2 <= (int) (sizeof(cat_buf) / sizeof(cat_buf[0])))
+		{
+			n->is_cat = 1;
+			n->cat_in_left = irand(2);
+			n->cat_off = cat_used;
+			n->cat_nwords = irand(3);	/* 0 to 2 words: categories 0..63 */
+			for (int w = 0; w < n->cat_nwords; w++)
+				cat_buf[cat_used++] = (uint32_t) rnd();
+		}
+	}
+
+	/* the forced path goes left or right at random: trees lean both ways */
+	{
+		int			path_left = irand(2);
+		int			l,
+					r;
+
+		l = gen_node(t, o, d + 1, target, on_path && path_left);
+		r = gen_node(t, o, d + 1, target, on_path && !path_left);
+		t->nodes[id].left = l;
+		t->nodes[id].right = r;
+	}
+	return id;
+}
+
+/* Renumber nodes 1..n-1 at random: readers need not write them in order. */
+static void
+shuffle_nodes(GenTree *t)
+{
+	int		   *perm = malloc(sizeof(int) * t->n);
+	HbNode	   *out = hb_alloc(sizeof(HbNode) * t->n);
+
+	for (int i = 0; i < t->n; i++)
+		perm[i] = i;
+	for (int i = t->n - 1; i > 1; i--)
+	{
+		int			j = 1 + irand(i);
+		int			tmp = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = tmp;
+	}
+	for (int i = 0; i < t->n; i++)
+	{
+		HbNode		n = t->nodes[i];
+
+		if (n.left != HB_LEAF)
+		{
+			n.left = perm[n.left];
+			n.right = perm[n.right];
+		}
+		out[perm[i]] = n;
+	}
+	hb_free(t->nodes);
+	t->nodes = out;
+	free(perm);
+}
+
+static HbModel *
+random_model(const GenOpts *o)
+{
+	HbModel    *m = hb_alloc0(sizeof(HbModel));
+	HbError		err = {0};
+
+	m->format = HB_FORMAT_AUTO;
+	m->estimator = HB_EST_TREES;
+	m->n_outputs = o->n_outputs;
+	m->task = o->n_outputs > 1 ? HB_TASK_MULTICLASS : HB_TASK_REGRESSION;
+	m->n_classes = o->n_outputs > 1 ? o->n_outputs : 0;
+	m->link = HB_LINK_IDENTITY;
+	m->objective = hb_strdup("test");
+	m->cmp = o->cmp;
+	m->sum_f32 = o->cmp == HB_CMP_LT_F32;
+	m->n_features = o->n_features;
+	m->features = hb_alloc0(sizeof(HbFeature) * o->n_features);
+	for (int f = 0; f < o->n_features; f++)
+	{
+		char		name[32];
+
+		snprintf(name, sizeof(name), "f%d", f);
+		m->features[f].name = hb_strdup(name);
+		m->features[f].type = HB_FEATURE_NUMERIC;
+	}
+	m->has_feature_names = true;
+	m->base_margin = hb_alloc(sizeof(double) * o->n_outputs);
+	for (int g = 0; g < o->n_outputs; g++)
+		m->base_margin[g] = (unif() - 0.5) * 3.0;
+
+	cat_used = 0;
+	m->n_trees = o->n_trees;
+	m->trees = hb_alloc0(sizeof(HbTree) * o->n_trees);
+	for (int i = 0; i < o->n_trees; i++)
+	{
+		GenTree		t;
+		/* the first tree reaches the full depth; others anywhere up to it */
+		int			target = i == 0 ? o->depth : irand(o->depth + 1);
+
+		t.cap = o->chain ? 2 * o->depth + 1 : (2 << target) - 1;
+		t.nodes = hb_alloc(sizeof(HbNode) * t.cap);
+		t.n = 0;
+		gen_node(&t, o, 0, target, true);
+		shuffle_nodes(&t);
+		m->trees[i].nodes = t.nodes;
+		m->trees[i].n_nodes = t.n;
+		m->trees[i].group = o->n_outputs > 1 ? i % o->n_outputs : 0;
+	}
+	if (cat_used > 0)
+	{
+		m->n_cat_words = cat_used;
+		m->cat_words = hb_alloc(sizeof(uint32_t) * cat_used);
+		memcpy(m->cat_words, cat_buf, sizeof(uint32_t) * cat_used);
+	}
+	if (!hb_model_validate(m, &err))
+	{
+		diag("random model invalid: %s", err.msg);
+		hb_model_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* ---------- comparing strategies ---------- */
+
+typedef void (*MarginsFn) (const HbPlan *p, const double *x, size_t n,
+						   double *margins);
+
+/* Score n rows in batches of b. */
+static void
+score(MarginsFn fn, const HbPlan *p, const double *x, size_t n, size_t b,
+	  double *out)
+{
+	int			nf = p->n_features;
+	int			k = p->n_outputs;
+
+	for (size_t r0 = 0; r0 < n; r0 += b)
+	{
+		size_t		nb = n - r0 < b ? n - r0 : b;
+
+		fn(p, x + r0 * nf, nb, out + r0 * k);
+	}
+}
+
+/*
+ * The strategy must give the reference's bytes for every batch size.
+ * Returns true when it does; describes the first difference otherwise.
+ */
+static bool
+same_bits(const char *what, MarginsFn fn, const HbPlan *p, const double *x,
+		  size_t n, const double *ref, char *why, size_t whylen)
+{
+	size_t		cells = n * p->n_outputs;
+	double	   *got = malloc(sizeof(double) * cells);
+
+	for (size_t bi = 0; bi < sizeof(batches) / sizeof(batches[0]); bi++)
+	{
+		size_t		b = batches[bi];
+
+		/* garbage first: every cell must be written */
+		memset(got, 0x7f, sizeof(double) * cells);
+		score(fn, p, x, n, b, got);
+		if (memcmp(got, ref, sizeof(double) * cells) != 0)
+		{
+			for (size_t i = 0; i < cells; i++)
+				if (memcmp(&got[i], &ref[i], sizeof(double)) != 0)
+				{
+					snprintf(why, whylen,
+							 "%s batch %zu: row %zu output %zu: got %.17g, TT %.17g",
+							 what, b, i / p->n_outputs, i % p->n_outputs,
+							 got[i], ref[i]);
+					break;
+				}
+			free(got);
+			return false;
+		}
+	}
+	free(got);
+	return true;
+}
+
+/*
+ * Build the PTT and GEMM layouts (with room to spare) and compare all
+ * three strategies with TT on the whole input.
+ */
+static void
+check_strategies(const char *name, HbModel *m, const double *x, size_t n,
+				 bool expect_ptt, bool expect_gemm)
+{
+	HbPlan	   *p = NULL;
+	HbError		err = {0};
+	double	   *ref;
+	char		why[512];
+	HbPlanOp	ops[256];
+	bool		ok;
+
+	if (!hb_plan_build(m, &p, &err))
+	{
+		report(false, "%s: plan: %s", name, err.msg);
+		return;
+	}
+	ref = malloc(sizeof(double) * n * p->n_outputs);
+	hb_tt_margins(p, x, n, ref);
+
+	why[0] = '\0';
+	ok = same_bits("tt", hb_tt_margins, p, x, n, ref, why, sizeof(why));
+	report(ok, "%s: tt in batches of 1/7/64/1000 %s", name, why);
+
+	memset(&err, 0, sizeof(err));
+	ok = hb_ptt_build(p, m, BIG_BYTES, &err);
+	if (!expect_ptt)
+		report(!ok && err.code == HB_ERR_LIMIT && p->ptt == NULL,
+			   "%s: ptt refuses (%s)", name, err.msg);
+	else if (!ok)
+		report(false, "%s: ptt build: %s", name, err.msg);
+	else
+	{
+		why[0] = '\0';
+		ok = same_bits("ptt", hb_ptt_margins, p, x, n, ref, why, sizeof(why)) &&
+			hb_ptt_ops(p, 1024, ops, 256) >= 2 && hb_ptt_bytes(p->ptt) > 0;
+		report(ok, "%s: ptt == tt, bit for bit (%zu layout bytes) %s", name,
+			   hb_ptt_bytes(p->ptt), why);
+	}
+
+	memset(&err, 0, sizeof(err));
+	ok = hb_gemm_build(p, m, BIG_BYTES, &err);
+	if (!expect_gemm)
+		report(!ok && err.code == HB_ERR_LIMIT && p->gemm == NULL,
+			   "%s: gemm refuses (%s)", name, err.msg);
+	else if (!ok)
+		report(false, "%s: gemm build: %s", name, err.msg);
+	else
+	{
+		why[0] = '\0';
+		ok = same_bits("gemm", hb_gemm_margins, p, x, n, ref, why, sizeof(why)) &&
+			hb_gemm_ops(p, 1024, ops, 256) >= 3 && hb_gemm_bytes(p->gemm) > 0;
+		report(ok, "%s: gemm == tt, bit for bit (%zu layout bytes) %s", name,
+			   hb_gemm_bytes(p->gemm), why);
+	}
+	free(ref);
+	hb_plan_free(p);
+}
+
+static double *
+random_inputs(int nf, size_t n)
+{
+	double	   *x = malloc(sizeof(double) * n * nf);
+
+	for (size_t i = 0; i < n * nf; i++)
+		x[i] = random_input();
+	return x;
+}
+
+static void
+test_random_models(void)
+{
+	static const int depths[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+
+	for (size_t di = 0; di < sizeof(depths) / sizeof(depths[0]); di++)
+	{
+		for (int variant = 0; variant < 4; variant++)
+		{
+			GenOpts		o;
+			HbModel    *m;
+			double	   *x;
+			char		name[128];
+
+			memset(&o, 0, sizeof(o));
+			o.depth = depths[di];
+			o.cmp = (variant & 1) ? HB_CMP_LE_F64 : HB_CMP_LT_F32;
+			o.n_outputs = (variant & 2) ? 3 : 1;
+			o.n_features = 3 + irand(30);
+			/* deep trees thin out, so that GEMM products stay small */
+			o.p_leaf = o.depth <= 6 ? 0.15 : 0.45;
+			o.n_trees = o.depth <= 8 ? 25 + irand(20) : 8 + irand(6);
+			o.default_left = -1;
+			o.kinds = false;
+			m = random_model(&o);
+			snprintf(name, sizeof(name), "random depth %d %s %d output%s, %d trees",
+					 o.depth, o.cmp == HB_CMP_LT_F32 ? "f32 <" : "f64 <=",
+					 o.n_outputs, o.n_outputs > 1 ? "s" : "", o.n_trees);
+			if (m == NULL)
+			{
+				report(false, "%s: generator", name);
+				continue;
+			}
+			x = random_inputs(o.n_features, N_ROWS);
+			check_strategies(name, m, x, N_ROWS, true, true);
+			free(x);
+			hb_model_free(m);
+		}
+	}
+}
+
+/* All-left and all-right NaN directions, categorical and ZERO/NONE nodes. */
+static void
+test_node_kinds(void)
+{
+	for (int variant = 0; variant < 8; variant++)
+	{
+		GenOpts		o;
+		HbModel    *m;
+		double	   *x;
+		char		name[128];
+
+		memset(&o, 0, sizeof(o));
+		o.depth = 3 + variant;
+		o.cmp = (variant & 1) ? HB_CMP_LE_F64 : HB_CMP_LT_F32;
+		o.n_outputs = 1 + (variant % 3);
+		o.n_features = 4 + variant;
+		o.p_leaf = 0.3;
+		o.n_trees = 20;
+		o.default_left = variant < 2 ? variant : -1;
+		o.kinds = variant >= 2;
+		m = random_model(&o);
+		snprintf(name, sizeof(name), "%s depth %d %s",
+				 o.kinds ? "categorical/ZERO/NONE nodes," :
+				 o.default_left ? "NaN always left," : "NaN always right,",
+				 o.depth, o.cmp == HB_CMP_LT_F32 ? "f32 <" : "f64 <=");
+		if (m == NULL)
+		{
+			report(false, "%s: generator", name);
+			continue;
+		}
+		x = random_inputs(o.n_features, N_ROWS);
+		check_strategies(name, m, x, N_ROWS, true, true);
+		free(x);
+		hb_model_free(m);
+	}
+}
+
+/* Wide models read doubles directly (no float copy of the block). */
+static void
+test_wide_model(void)
+{
+	GenOpts		o;
+	HbModel    *m;
+	double	   *x;
+
+	memset(&o, 0, sizeof(o));
+	o.depth = 6;
+	o.cmp = HB_CMP_LT_F32;
+	o.n_outputs = 2;
+	o.n_features = 900;
+	o.p_leaf = 0.2;
+	o.n_trees = 30;
+	o.default_left = -1;
+	m = random_model(&o);
+	x = random_inputs(o.n_features, N_ROWS);
+	check_strategies("900 features, f32 <", m, x, N_ROWS, true, true);
+	free(x);
+	hb_model_free(m);
+}
+
+/* A 64-level chain: PTT must refuse (2^64 slots), GEMM handles it. */
+static void
+test_deep_chain(void)
+{
+	for (int variant = 0; variant < 2; variant++)
+	{
+		GenOpts		o;
+		HbModel    *m;
+		double	   *x;
+		char		name[128];
+
+		memset(&o, 0, sizeof(o));
+		o.depth = variant ? HB_MAX_DEPTH : 40;
+		o.cmp = variant ? HB_CMP_LE_F64 : HB_CMP_LT_F32;
+		o.n_outputs = 1;
+		o.n_features = 5;
+		o.n_trees = 6;
+		o.default_left = -1;
+		o.chain = true;
+		m = random_model(&o);
+		snprintf(name, sizeof(name), "chain of depth %d", o.depth);
+		if (m == NULL)
+		{
+			report(false, "%s: generator", name);
+			continue;
+		}
+		x = random_inputs(o.n_features, N_ROWS);
+		check_strategies(name, m, x, N_ROWS, false, true);
+		free(x);
+		hb_model_free(m);
+	}
+}
+
+/* max_bytes is honoured: refusals with HB_ERR_LIMIT, and TT's bits after. */
+static void
+test_limits(void)
+{
+	GenOpts		o;
+	HbModel    *m;
+	HbPlan	   *p = NULL;
+	HbError		err = {0};
+	double	   *x,
+			   *ref,
+			   *got;
+	bool		ok;
+
+	memset(&o, 0, sizeof(o));
+	o.depth = 12;
+	o.cmp = HB_CMP_LT_F32;
+	o.n_outputs = 1;
+	o.n_features = 10;
+	o.p_leaf = 0.0;				/* full trees: 8191 nodes each */
+	o.n_trees = 3;
+	o.default_left = -1;
+	m = random_model(&o);
+	if (!hb_plan_build(m, &p, &err))
+	{
+		report(false, "limits: plan: %s", err.msg);
+		return;
+	}
+
+	ok = hb_ptt_build(p, m, 16 * 1024, &err);
+	report(!ok && err.code == HB_ERR_LIMIT && p->ptt == NULL,
+		   "ptt refuses a depth-12 layout over 16 kB with HB_ERR_LIMIT (%s)", err.msg);
+	memset(&err, 0, sizeof(err));
+	ok = hb_ptt_build(p, m, 200 * 1024, &err);
+	report(ok && hb_ptt_bytes(p->ptt) <= 200 * 1024,
+		   "ptt builds the same layout within 200 kB (%zu bytes)", hb_ptt_bytes(p->ptt));
+
+	memset(&err, 0, sizeof(err));
+	ok = hb_gemm_build(p, m, 1024 * 1024, &err);
+	report(!ok && err.code == HB_ERR_LIMIT && p->gemm == NULL,
+		   "gemm refuses a 4095 x 4096 C matrix in 1 MB with HB_ERR_LIMIT (%s)", err.msg);
+
+	/* without layouts, the strategies' entry points still give TT's bits */
+	hb_ptt_free(p->ptt);
+	p->ptt = NULL;
+	x = random_inputs(o.n_features, 100);
+	ref = malloc(sizeof(double) * 100);
+	got = malloc(sizeof(double) * 100);
+	hb_tt_margins(p, x, 100, ref);
+	hb_ptt_margins(p, x, 100, got);
+	ok = memcmp(ref, got, sizeof(double) * 100) == 0;
+	hb_gemm_margins(p, x, 100, got);
+	ok = ok && memcmp(ref, got, sizeof(double) * 100) == 0;
+	report(ok, "ptt and gemm without a layout fall back to tt");
+
+	/* a tight budget shrinks GEMM's row chunk but not its results */
+	memset(&err, 0, sizeof(err));
+	o.depth = 5;
+	o.p_leaf = 0.1;
+	hb_plan_free(p);
+	hb_model_free(m);
+	m = random_model(&o);
+	hb_plan_build(m, &p, &err);
+	free(x);
+	x = random_inputs(o.n_features, 100);
+	hb_tt_margins(p, x, 100, ref);
+	ok = hb_gemm_build(p, m, 16 * 1024, &err);
+	if (ok)
+	{
+		hb_gemm_margins(p, x, 100, got);
+		ok = memcmp(ref, got, sizeof(double) * 100) == 0;
+	}
+	report(ok, "gemm within 16 kB (small row chunks) == tt %s", err.msg);
+
+	free(x);
+	free(ref);
+	free(got);
+	hb_plan_free(p);
+	hb_model_free(m);
+}
+
+/* ---------- allocation failures ---------- */
+
+static int	alloc_countdown = -1;
+
+static void *
+failing_alloc(size_t size)
+{
+	if (alloc_countdown == 0)
+		return NULL;
+	if (alloc_countdown > 0)
+		alloc_countdown--;
+	return malloc(size ? size : 1);
+}
+
+static void *
+failing_realloc(void *ptr, size_t size)
+{
+	return realloc(ptr, size ? size : 1);
+}
+
+/* Every allocation of the builders may fail: NOMEM, no layout, no crash. */
+static void
+test_nomem(void)
+{
+	static const HbAllocator failing = {failing_alloc, failing_realloc, free};
+	GenOpts		o;
+	HbModel    *m;
+	HbPlan	   *p = NULL;
+	HbError		err = {0};
+	bool		ok = true;
+
+	memset(&o, 0, sizeof(o));
+	o.depth = 5;
+	o.cmp = HB_CMP_LT_F32;
+	o.n_outputs = 2;
+	o.n_features = 6;
+	o.p_leaf = 0.2;
+	o.n_trees = 10;
+	o.default_left = -1;
+	o.kinds = true;
+	m = random_model(&o);
+	hb_plan_build(m, &p, &err);
+
+	hb_set_allocator(&failing);
+	for (int which = 0; which < 2; which++)
+		for (int k = 0; k < 20; k++)
+		{
+			bool		built;
+
+			memset(&err, 0, sizeof(err));
+			alloc_countdown = k;
+			built = which == 0 ? hb_ptt_build(p, m, BIG_BYTES, &err) :
+				hb_gemm_build(p, m, BIG_BYTES, &err);
+			alloc_countdown = -1;
+			if (built != (err.code == HB_OK) ||
+				(!built && err.code != HB_ERR_NOMEM) ||
+				(!built && (which == 0 ? p->ptt != NULL : p->gemm != NULL)))
+				ok = false;
+		}
+	hb_set_allocator(NULL);
+	report(ok, "ptt and gemm builders report HB_ERR_NOMEM for every failing allocation");
+	hb_plan_free(p);
+	hb_model_free(m);
+}
+
+/* ---------- XGBoost fixtures ---------- */
+
+typedef struct Table
+{
+	int			rows;
+	int			cols;
+	char	  **names;			/* header */
+	double	   *v;				/* rows x cols, NaN for an empty cell */
+} Table;
+
+static char *
+slurp(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	char	   *buf;
+	long		n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(n + 1);
+	if (fread(buf, 1, n, f) != (size_t) n)
+	{
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+static void
+free_table(Table *t)
+{
+	for (int c = 0; c < t->cols && t->names; c++)
+		free(t->names[c]);
+	free(t->names);
+	free(t->v);
+}
+
+/* CSV with a header line; empty cells are missing values. */
+static bool
+read_csv(const char *path, Table *t)
+{
+	size_t		len;
+	char	   *buf = slurp(path, &len);
+	char	   *p;
+	char	   *start;
+	int			cap = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (!buf)
+		return false;
+	p = buf;
+	t->cols = 1;
+	while (*p && *p != '\n')
+		if (*p++ == ',')
+			t->cols++;
+	t->names = calloc(t->cols, sizeof(char *));
+	p = start = buf;
+	for (int c = 0; c < t->cols; c++)
+	{
+		while (*p && *p != ',' && *p != '\n' && *p != '\r')
+			p++;
+		t->names[c] = strndup(start, p - start);
+		if (*p == '\r')
+			p++;
+		if (*p)
+			p++;
+		start = p;
+	}
+	while (*p)
+	{
+		if (*p == '\n' || *p == '\r')
+		{
+			p++;
+			continue;
+		}
+		if (t->rows == cap)
+		{
+			cap = cap ? cap * 2 : 256;
+			t->v = realloc(t->v, sizeof(double) * cap * t->cols);
+		}
+		for (int c = 0; c < t->cols; c++)
+		{
+			double	   *cell = &t->v[(size_t) t->rows * t->cols + c];
+
+			if (*p == ',' || *p == '\n' || *p == '\r' || *p == '\0')
+				*cell = NAN;
+			else
+				*cell = strtod(p, &p);
+			while (*p && *p != ',' && *p != '\n')
+				p++;
+			if (*p == ',')
+				p++;
+		}
+		t->rows++;
+	}
+	free(buf);
+	return true;
+}
+
+static int
+find_column(const Table *t, const char *name)
+{
+	for (int c = 0; c < t->cols; c++)
+		if (strcmp(t->names[c], name) == 0)
+			return c;
+	return -1;
+}
+
+static void
+test_fixture(const char *dir, const char *name)
+{
+	char		path[4096];
+	size_t		len;
+	char	   *bytes;
+	HbModel    *m = NULL;
+	HbPlan	   *p = NULL;
+	HbError		err = {0};
+	Table		in,
+				want;
+	double	   *x,
+			   *got;
+	int			nf,
+				k,
+				worst_row = -1;
+	double		worst = 0.0;
+
+	snprintf(path, sizeof(path), "%s/%s.json", dir, name);
+	bytes = slurp(path, &len);
+	if (bytes == NULL || !hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
+		!hb_plan_build(m, &p, &err))
+	{
+		report(false, "fixture %s: %s", name, bytes ? err.msg : "cannot read");
+		free(bytes);
+		hb_model_free(m);
+		return;
+	}
+	free(bytes);
+	nf = m->n_features;
+	k = m->n_outputs;
+
+	snprintf(path, sizeof(path), "%s/%s.csv", dir, name);
+	if (!read_csv(path, &in))
+	{
+		report(false, "fixture %s: cannot read %s", name, path);
+		goto done;
+	}
+	snprintf(path, sizeof(path), "%s/%s.expected.csv", dir, name);
+	if (!read_csv(path, &want) || want.rows != in.rows)
+	{
+		report(false, "fixture %s: cannot read %s or wrong row count", name, path);
+		free_table(&in);
+		goto done;
+	}
+
+	/* the input rows, by feature name, repeated to N_ROWS */
+	x = malloc(sizeof(double) * N_ROWS * nf);
+	for (int f = 0; f < nf; f++)
+	{
+		int			c = find_column(&in, m->features[f].name);
+
+		if (c < 0)
+			c = f + 1;			/* positional: id comes first */
+		for (int r = 0; r < N_ROWS; r++)
+			x[(size_t) r * nf + f] = c < in.cols ?
+				in.v[(size_t) (r % in.rows) * in.cols + c] : NAN;
+	}
+
+	/* TT against XGBoost's margins */
+	got = malloc(sizeof(double) * N_ROWS * k);
+	hb_tt_margins(p, x, N_ROWS, got);
+	for (int r = 0; r < in.rows; r++)
+		for (int g = 0; g < k; g++)
+		{
+			char		col[32];
+			int			c;
+			double		w,
+						diff;
+
+			snprintf(col, sizeof(col), "margin_%d", g);
+			c = find_column(&want, col);
+			w = c >= 0 ? want.v[(size_t) r * want.cols + c] : NAN;
+			diff = fabs(got[(size_t) r * k + g] - w);
+			if (!(diff <= 1e-6 * fabs(w)) && !(diff <= 1e-12))
+			{
+				if (worst_row < 0 || !(diff <= worst))
+				{
+					worst = diff;
+					worst_row = r;
+				}
+			}
+		}
+	if (worst_row >= 0)
+		report(false, "fixture %s: tt matches XGBoost's margins within 1e-6 relative: "
+			   "row %d is off by %g", name, worst_row + 1, worst);
+	else
+		report(true, "fixture %s: tt matches XGBoost's margins within 1e-6 relative", name);
+
+	check_strategies(name, m, x, N_ROWS, true, true);
+
+	free(got);
+	free(x);
+	free_table(&in);
+	free_table(&want);
+done:
+	hb_plan_free(p);
+	hb_model_free(m);
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void
+test_fixtures(void)
+{
+	const char *dir = getenv("HB_FIXTURES") ? getenv("HB_FIXTURES") : "tests/fixtures";
+	DIR		   *d = opendir(dir);
+	struct dirent *e;
+	char	   *names[256];
+	int			n = 0;
+
+	if (d == NULL)
+	{
+		report(false, "fixtures: cannot open %s (run from the repository root)", dir);
+		return;
+	}
+	while ((e = readdir(d)) != NULL && n < 256)
+	{
+		size_t		l = strlen(e->d_name);
+
+		if (l > 5 && strcmp(e->d_name + l - 5, ".json") == 0)
+			names[n++] = strndup(e->d_name, l - 5);
+	}
+	closedir(d);
+	qsort(names, n, sizeof(char *), cmp_str);
+	report(n > 0, "fixtures: %d models in %s", n, dir);
+	for (int i = 0; i < n; i++)
+	{
+		test_fixture(dir, names[i]);
+		free(names[i]);
+	}
+}
+
+int
+main(void)
+{
+	init_pool();
+	test_random_models();
+	test_node_kinds();
+	test_wide_model();
+	test_deep_chain();
+	test_limits();
+	test_nomem();
+	test_fixtures();
+	printf("1..%d\n", n_test);
+	printf("# passed %d failed %d\n", n_test - n_fail, n_fail);
+	return n_fail > 0 ? 1 : 0;
+}
