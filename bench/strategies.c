@@ -135,8 +135,9 @@ typedef struct Scorer
 	const HbPlan *plan;
 	BoosterHandle xgb;
 	double	   *out;
-	double		sink;			/* keeps the results alive */
 } Scorer;
+
+static volatile double sink;	/* keeps the results alive */
 
 static void
 score(Scorer *s, size_t first, size_t b)
@@ -144,7 +145,7 @@ score(Scorer *s, size_t first, size_t b)
 	switch (s->method)
 	{
 		case M_XGB:
-			s->sink += xgb_predict(s->xgb, rows_f + first * N_FEATURES, b, 0)[0];
+			sink += xgb_predict(s->xgb, rows_f + first * N_FEATURES, b, 0)[0];
 			return;
 		case M_TT:
 			hb_tt_margins(s->plan, rows_d + first * N_FEATURES, b, s->out);
@@ -156,7 +157,7 @@ score(Scorer *s, size_t first, size_t b)
 			hb_gemm_margins(s->plan, rows_d + first * N_FEATURES, b, s->out);
 			break;
 	}
-	s->sink += s->out[0];
+	sink += s->out[0];
 }
 
 static void
@@ -355,9 +356,10 @@ main(int argc, char **argv)
 
 			for (int me = 0; me < N_METHODS; me++)
 			{
-				Scorer		s = {me, p, h, out, 0};
+				Scorer		s = {me, p, h, out};
 				double		best_rate = 0;
 				size_t		best_batch = 0;
+				bool		measured = false;
 
 				for (size_t bi = 0; bi < N_BATCHES; bi++)
 				{
@@ -369,23 +371,17 @@ main(int argc, char **argv)
 						c->absent = true;
 						continue;
 					}
-					if (best_batch > 0 && b / best_rate > MAX_CALL)
+					if (measured && b / best_rate > MAX_CALL)
 					{
 						*c = cells[di][ti][best_batch][me];
 						c->estimated = true;
 						continue;
 					}
 					time_cell(&s, b, budget, c);
-					if (c->rows_per_s > best_rate || best_batch == 0)
-					{
-						best_rate = c->rows_per_s;
-						best_batch = bi;
-					}
 					best_rate = c->rows_per_s;
 					best_batch = bi;
+					measured = true;
 				}
-				if (s.sink == 12345.678)
-					fprintf(stderr, " ");
 			}
 			fprintf(stderr, "%-9s nodes %7lld  TT %8.0f  PTT %8.0f  GEMM %8.0f  XGB %8.0f rows/s at %zu  (%.0f s)\n",
 					name, (long long) p->n_nodes,

@@ -1,0 +1,65 @@
+-- Batched scoring: the aggregate, the set-returning form, every strategy,
+-- and hb_compile.  Batched results must equal row-at-a-time scoring.
+SET hbird.batch_memory = '64kB';	-- small batches: many of them per query
+
+-- the aggregate, in input order, over whole tables and groups
+SELECT count(*) FILTER (WHERE NOT hbt_close(p.v, e.pred)) AS bad, count(*) AS n
+FROM (SELECT unnest(hb_predict_agg('binary_logistic', i ORDER BY id)) AS v,
+			 generate_series(1, 200) AS id
+	  FROM binary_logistic_in i) p
+JOIN binary_logistic_exp e USING (id);
+SELECT id % 3 AS g, cardinality(hb_predict_agg('multi_softprob', i ORDER BY id)) AS n,
+	   hb_predict_agg('multi_softprob', i ORDER BY id) =
+	   array_agg(hb_predict('multi_softprob', i) ORDER BY id) AS same
+FROM multi_softprob_in i GROUP BY 1 ORDER BY 1;
+SELECT hb_predict_agg('binary_logistic', i) IS NULL AS empty_is_null
+FROM binary_logistic_in i WHERE false;
+
+-- the set-returning form: whole table, or a query
+SELECT count(*) AS n, count(*) FILTER (WHERE NOT hbt_close(b.score, e.pred)) AS bad
+FROM hb_predict_batch('reg_squarederror', NULL::reg_squarederror_in) b
+JOIN reg_squarederror_exp e ON e.id = (b.item).id;
+SELECT (item).id, score = hb_predict('binary_logistic', item) AS same
+FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in,
+					  $$SELECT * FROM binary_logistic_in WHERE id <= 3 ORDER BY id$$);
+SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in, 'SELECT 1')$$);
+SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', 1, NULL)$$);
+SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in, 'DELETE FROM binary_logistic_in')$$);
+
+-- every strategy gives the same bits, NULLs included, on every fixture
+CREATE TEMP TABLE strategy_runs (model text, strategy text, preds float8[]);
+DO $$
+DECLARE
+	m text;
+	s text;
+BEGIN
+	FOREACH m IN ARRAY ARRAY['binary_logistic', 'binary_logistic_deep', 'binary_logitraw',
+							 'categorical', 'count_poisson', 'multi_softmax', 'multi_softprob',
+							 'no_feature_names', 'rank_ndcg', 'rank_pairwise', 'reg_logistic',
+							 'reg_squarederror', 'single_leaf']
+	LOOP
+		FOREACH s IN ARRAY ARRAY['tt', 'ptt', 'gemm', 'auto']
+		LOOP
+			PERFORM set_config('hbird.tree_strategy', s, true);
+			EXECUTE format('INSERT INTO strategy_runs SELECT %L, %L, hb_predict_agg(%L, i ORDER BY id) FROM %I i',
+						   m, s, m, m || '_in');
+		END LOOP;
+	END LOOP;
+END $$;
+RESET hbird.tree_strategy;
+SELECT model, count(DISTINCT preds) AS distinct_results, count(*) AS strategies
+FROM strategy_runs GROUP BY model ORDER BY model;
+
+-- hb_compile shows the plan it would run for a batch size
+SELECT step, op, strategy, input_shape, output_shape, param_bytes > 0 AS has_params, device
+FROM hb_compile('binary_logistic', 1);
+SELECT DISTINCT strategy FROM hb_compile('binary_logistic', 4096);
+SET hbird.tree_strategy = 'gemm';
+SELECT step, op, strategy, input_shape, output_shape FROM hb_compile('binary_logistic', 256);
+SET hbird.tree_strategy = 'ptt';
+SELECT step, op, strategy, input_shape, output_shape FROM hb_compile('binary_logistic', 256);
+RESET hbird.tree_strategy;
+SELECT step, op, strategy FROM hb_compile('binary_logistic_deep', 4096);
+SELECT hbt_try($$SELECT * FROM hb_compile('binary_logistic', 0)$$);
+SELECT hbt_try($$SELECT * FROM hb_compile('nosuch')$$);
+RESET hbird.batch_memory;

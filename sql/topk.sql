@@ -1,0 +1,77 @@
+-- hb_topk and hb_topk_agg return exactly what ORDER BY score DESC LIMIT k
+-- returns (ties by input order), while fully scoring fewer rows.
+
+-- ties: every row three times, so equal scores must go to input order
+CREATE TABLE ranked AS
+SELECT (c - 1) * 1000 + id AS id, bm25, tf, idf, doc_len, pagerank, freshness
+FROM rank_pairwise_in, generate_series(1, 3) c;
+
+CREATE FUNCTION topk_matches(model text, tab text, k int) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	got text;
+	want text;
+BEGIN
+	EXECUTE format('SELECT string_agg(format(''%%s:%%s'', (item).id, score), '','' ORDER BY rank)
+					FROM hb_topk(%L, %s, NULL::%I, %L)',
+				   model, k, tab, format('SELECT * FROM %I ORDER BY id', tab)) INTO got;
+	EXECUTE format('SELECT string_agg(format(''%%s:%%s'', id, s), '','' ORDER BY s DESC, id)
+					FROM (SELECT id, hb_predict(%L, t) AS s FROM %I t ORDER BY s DESC, id LIMIT %s) q',
+				   model, tab, k) INTO want;
+	RETURN CASE WHEN got IS NOT DISTINCT FROM want THEN 'same' ELSE 'DIFFERENT: ' || coalesce(got, '<none>') || ' vs ' || coalesce(want, '<none>') END;
+END $$;
+
+SELECT model, tab, k, topk_matches(model, tab, k)
+FROM (VALUES ('binary_logistic', 'binary_logistic_in'),
+			 ('binary_logistic_deep', 'binary_logistic_deep_in'),
+			 ('reg_squarederror', 'reg_squarederror_in'),
+			 ('count_poisson', 'count_poisson_in'),
+			 ('rank_pairwise', 'rank_pairwise_in'),
+			 ('rank_ndcg', 'rank_ndcg_in'),
+			 ('rank_pairwise', 'ranked'),
+			 ('categorical', 'categorical_in')) AS m(model, tab),
+	 (VALUES (1), (3), (10), (199), (200), (1000)) AS ks(k)
+ORDER BY model, tab, k;
+
+-- pruning happened: fewer (row, tree) pairs than full scoring
+SELECT count(*) FROM hb_topk('binary_logistic_deep', 1, NULL::binary_logistic_deep_in);
+SELECT rows, rows_fully_scored < rows AS pruned_rows, pairs_scored < pairs_total AS pruned_pairs
+FROM hb_topk_stats();
+
+-- typed rows come back
+SELECT rank, (item).id, round(score::numeric, 6) AS score
+FROM hb_topk('binary_logistic', 3, NULL::binary_logistic_in, $$SELECT * FROM binary_logistic_in ORDER BY id$$);
+
+-- empty input, k larger than the input
+SELECT count(*) FROM hb_topk('binary_logistic', 5, NULL::binary_logistic_in, $$SELECT * FROM binary_logistic_in WHERE false$$);
+SELECT count(*) FROM hb_topk('binary_logistic', 500, NULL::binary_logistic_in, $$SELECT * FROM binary_logistic_in WHERE id < 20$$);
+
+-- per group: the aggregate equals a window ranking
+SELECT count(*) AS groups,
+	   count(*) FILTER (WHERE a.ids IS DISTINCT FROM w.ids) AS differ
+FROM (SELECT id % 7 AS g, (SELECT array_agg((r).id) FROM unnest(hb_topk_agg('rank_pairwise', 3, t ORDER BY id)) r) AS ids
+	  FROM ranked t GROUP BY 1) a
+JOIN (SELECT g, array_agg(id ORDER BY rn) AS ids
+	  FROM (SELECT id % 7 AS g, id, row_number() OVER (PARTITION BY id % 7 ORDER BY hb_predict('rank_pairwise', t) DESC, id) AS rn
+			FROM ranked t) q
+	  WHERE rn <= 3 GROUP BY g) w USING (g);
+SELECT cardinality(hb_topk_agg('binary_logistic', 1000, t)) AS all_rows FROM binary_logistic_in t;
+SELECT hb_topk_agg('binary_logistic', 3, t) IS NULL AS empty FROM binary_logistic_in t WHERE false;
+SELECT (hb_topk_agg('binary_logistic', 2, t ORDER BY id))[1].id AS best FROM binary_logistic_in t;
+
+-- errors
+SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 0, NULL::binary_logistic_in)$$);
+SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', -3, NULL::binary_logistic_in)$$);
+SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', NULL, NULL::binary_logistic_in)$$);
+SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 3, NULL::binary_logistic_in, 'SELECT 1, 2')$$);
+SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 3, NULL::binary_logistic_in, 'SELECT * FROM reg_squarederror_in')$$);
+SELECT hbt_try($$SELECT * FROM hb_topk('multi_softprob', 3, NULL::multi_softprob_in)$$);
+SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 3, NULL::binary_logistic_in, NULL, 'approx')$$);
+SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 3, NULL::binary_logistic_in, NULL, 'bogus')$$);
+SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 3, 42)$$);
+SELECT hbt_try($$SELECT hb_topk_agg('binary_logistic', 0, t) FROM binary_logistic_in t$$);
+SELECT hbt_try($$SELECT hb_topk_agg('binary_logistic', 3, t.id) FROM binary_logistic_in t$$);
+SELECT hbt_try($$SELECT hb_topk_agg('multi_softprob', 3, t) FROM multi_softprob_in t$$);
+
+DROP FUNCTION topk_matches(text, text, int);
+DROP TABLE ranked;
