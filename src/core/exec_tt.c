@@ -8,6 +8,7 @@
  */
 #include "plan_int.h"
 
+#include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,10 +77,12 @@ trees_block_f64(const HbPlan *p, const double *x, size_t nb, double *margins)
 /*
  * Linear models.  XGBoost's gblinear skips missing entries (its input is
  * sparse), which is the same as a zero contribution; it sums in float32
- * starting from bias + base score.
+ * starting from bias + base score, feature by feature.  Those models keep
+ * that exact order, row by row.  Double-precision models (no float32 order
+ * to reproduce) run as one GEMM over the batch, missing values as zeros.
  */
 static void
-linear_rows(const HbPlan *p, const double *x, size_t n, double *margins)
+linear_rows_f32(const HbPlan *p, const double *x, size_t n, double *margins)
 {
 	int			k = p->n_outputs;
 	int			nf = p->n_features;
@@ -90,32 +93,61 @@ linear_rows(const HbPlan *p, const double *x, size_t n, double *margins)
 
 		for (int g = 0; g < k; g++)
 		{
-			if (p->sum_f32)
-			{
-				float		s = (float) p->bias[g] + (float) p->base_margin[g];
+			float		s = (float) p->bias[g] + (float) p->base_margin[g];
 
-				for (int f = 0; f < nf; f++)
-					if (!isnan(row[f]))
-						s += (float) row[f] * (float) p->weights[(size_t) f * k + g];
-				margins[r * k + g] = s;
-			}
-			else
-			{
-				double		s = p->bias[g] + p->base_margin[g];
-
-				for (int f = 0; f < nf; f++)
-					if (!isnan(row[f]))
-						s += row[f] * p->weights[(size_t) f * k + g];
-				margins[r * k + g] = s;
-			}
+			for (int f = 0; f < nf; f++)
+				if (!isnan(row[f]))
+					s += (float) row[f] * (float) p->weights[(size_t) f * k + g];
+			margins[r * k + g] = s;
 		}
 	}
+}
+
+#define LINEAR_BLOCK 1024
+
+static void
+linear_rows_f64(const HbPlan *p, const double *x, size_t n, double *margins)
+{
+	int			k = p->n_outputs;
+	int			nf = p->n_features;
+	double	   *xb = hb_alloc(sizeof(double) * LINEAR_BLOCK * nf);
+
+	for (size_t r0 = 0; r0 < n; r0 += LINEAR_BLOCK)
+	{
+		size_t		nb = n - r0 < LINEAR_BLOCK ? n - r0 : LINEAR_BLOCK;
+		const double *src = x + r0 * nf;
+		double	   *out = margins + r0 * k;
+
+		for (size_t r = 0; r < nb; r++)
+			for (int g = 0; g < k; g++)
+				out[r * k + g] = p->bias[g] + p->base_margin[g];
+		if (xb == NULL)
+		{
+			/* no scratch: the same sums, one row at a time */
+			for (size_t r = 0; r < nb; r++)
+				for (int f = 0; f < nf; f++)
+					if (!isnan(src[r * nf + f]))
+						for (int g = 0; g < k; g++)
+							out[r * k + g] += src[r * nf + f] * p->weights[(size_t) f * k + g];
+			continue;
+		}
+		for (size_t i = 0; i < nb * nf; i++)
+			xb[i] = isnan(src[i]) ? 0.0 : src[i];
+		/* out (nb x k) += xb (nb x nf) * weights (nf x k) */
+		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) nb, k, nf,
+					1.0, xb, nf, p->weights, k, 1.0, out, k);
+		hb_check_interrupts();
+	}
+	hb_free(xb);
 }
 
 void
 hb_linear_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 {
-	linear_rows(p, x, n, margins);
+	if (p->sum_f32)
+		linear_rows_f32(p, x, n, margins);
+	else
+		linear_rows_f64(p, x, n, margins);
 }
 
 void

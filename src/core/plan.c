@@ -581,7 +581,7 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 	{
 		if (max_ops < 1)
 			return 0;
-		ops[0].op = "gemv";
+		ops[0].op = p->sum_f32 ? "dot" : "gemm";
 		snprintf(ops[0].in_shape, sizeof(ops[0].in_shape), "%zux%d", n, p->n_features);
 		snprintf(ops[0].out_shape, sizeof(ops[0].out_shape), "%zux%d", n, p->n_outputs);
 		ops[0].param_bytes = (int64_t) sizeof(double) * (p->n_features + 1) * p->n_outputs;

@@ -56,7 +56,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define HB_GEMM_ROWS		1024	/* rows per product */
+#define HB_GEMM_ROWS		256		/* rows per product: a chunk stays in L2 */
+#define HB_GEMM_LANES		16		/* rows per step of the inner loops */
 
 /* dleft bits */
 #define HB_GEMM_NAN_LEFT	0x01	/* a NaN input goes left */
@@ -109,12 +110,17 @@ node_is_general(const HbFlatNode *n)
 	return (n->flags & HB_FN_CAT) || missing == HB_MISSING_ZERO;
 }
 
-/* Temporaries of a call that scores chunks of `rows` rows. */
+/*
+ * Temporaries of a call that scores chunks of `rows` rows: the chunk's
+ * inputs transposed (nf x rows, doubles at most), BT (I x rows), PT
+ * (L x rows), C_t^T (L x I) and the rows' leaf numbers.
+ */
 static double
-scratch_bytes(double rows, double max_int, double max_leaves)
+scratch_bytes(double rows, double nf, double max_int, double max_leaves)
 {
-	return sizeof(float) * (rows * max_int + rows * max_leaves +
-							max_int * max_leaves);
+	return sizeof(double) * nf * rows +
+		sizeof(float) * (rows * max_int + rows * max_leaves + max_int * max_leaves) +
+		sizeof(int32_t) * rows;
 }
 
 /* Per-tree counters while the layout is filled. */
@@ -261,16 +267,17 @@ hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 		(double) n_path * sizeof(int32_t);
 
 	/* the tallest product whose temporaries fit next to the layout */
-	for (rows = HB_GEMM_ROWS; rows >= 1; rows /= 2)
-		if (layout + scratch_bytes(rows, max_int, max_int + 1) <= (double) max_bytes)
+	for (rows = HB_GEMM_ROWS; rows >= HB_GEMM_LANES; rows /= 2)
+		if (layout + scratch_bytes(rows, p->n_features, max_int, max_int + 1) <= (double) max_bytes)
 			break;
-	if (rows < 1)
+	if (rows < HB_GEMM_LANES)
 	{
 		hb_fail(err, HB_ERR_LIMIT,
 				"GEMM strategy would need %.0f bytes, more than the limit of %zu",
-				layout + scratch_bytes(1, max_int, max_int + 1), max_bytes);
+				layout + scratch_bytes(HB_GEMM_LANES, p->n_features, max_int, max_int + 1),
+				max_bytes);
 		hb_fail_detail(err, "The largest tree has %d split nodes; its C matrix alone is %.0f bytes.",
-					   max_int, scratch_bytes(0, max_int, max_int + 1));
+					   max_int, sizeof(float) * (double) max_int * (max_int + 1));
 		return false;
 	}
 	if ((double) max_int * (max_int + 1) > INT32_MAX)
@@ -361,69 +368,129 @@ hb_gemm_bytes(const HbGemm *g)
 	return g ? g->bytes : 0;
 }
 
-/* (A) + (B): the nb x I matrix of "goes left" for one tree. */
-static void
-compare_rows(const HbPlan *p, const HbGemmTree *tr, const double *x,
-			 int nb, float *B)
+/*
+ * The inner loops run along the rows of a chunk in fixed groups of
+ * HB_GEMM_LANES: a constant trip count lets gcc -O2 vectorize them with
+ * plain SSE2 (no epilogue, no -march).  Chunks are padded to a multiple of
+ * it with zero inputs, whose results nobody reads.
+ */
+static int
+round_lanes(int n)
 {
-	const HbGemm *g = p->gemm;
+	return (n + HB_GEMM_LANES - 1) / HB_GEMM_LANES * HB_GEMM_LANES;
+}
+
+/*
+ * The chunk's inputs, transposed: xT[f][r].  A node's compare then reads one
+ * contiguous line instead of one cache line per row, and float32 models
+ * convert each input once per chunk instead of once per node.
+ */
+static void
+transpose_chunk(const HbPlan *p, const double *x, int nb, int ld, void *xT)
+{
 	int			nf = p->n_features;
-	int			ni = tr->n_int;
-	const int32_t *feat = g->feature + tr->node_off;
-	const uint8_t *dl = g->dleft + tr->node_off;
+	int			padded = round_lanes(nb);
 
-	for (int r = 0; r < nb; r++)
+	if (p->cmp == HB_CMP_LT_F32)
 	{
-		const double *row = x + (size_t) r * nf;
-		float	   *b = B + (size_t) r * ni;
+		float	   *out = xT;
 
-		if (tr->general)
-		{
-			const int32_t *src = g->src + tr->node_off;
+		for (int r = 0; r < nb; r++)
+			for (int f = 0; f < nf; f++)
+				out[(size_t) f * ld + r] = (float) x[(size_t) r * nf + f];
+		for (int f = 0; f < nf; f++)
+			for (int r = nb; r < padded; r++)
+				out[(size_t) f * ld + r] = 0.0f;
+	}
+	else
+	{
+		double	   *out = xT;
 
-			for (int i = 0; i < ni; i++)
-			{
-				const HbFlatNode *n = &p->nodes[src[i]];
-
-				/* TT's own step, on the node this one came from */
-				b[i] = hb_step_general(p, n, src[i], row[feat[i]]) == n->left;
-			}
-		}
-		else if (g->thr_f)
-		{
-			const float *thr = g->thr_f + tr->node_off;
-
-			for (int i = 0; i < ni; i++)
-			{
-				float		v = (float) row[feat[i]];
-				int			less = v < thr[i];
-
-				b[i] = (float) (less | ((v != v) & dl[i]));
-			}
-		}
-		else
-		{
-			const double *thr = g->thr_d + tr->node_off;
-
-			for (int i = 0; i < ni; i++)
-			{
-				double		v = row[feat[i]];
-				int			le = v <= thr[i];
-
-				b[i] = (float) (le | ((v != v) & dl[i]));
-			}
-		}
+		for (int r = 0; r < nb; r++)
+			for (int f = 0; f < nf; f++)
+				out[(size_t) f * ld + r] = x[(size_t) r * nf + f];
+		for (int f = 0; f < nf; f++)
+			for (int r = nb; r < padded; r++)
+				out[(size_t) f * ld + r] = 0.0;
 	}
 }
 
-/* C_t, I x L row-major, from the leaves' paths. */
+/* b[r] = 1 if the row goes left: below the threshold, or NaN sent left */
 static void
-build_c(const HbGemm *g, const HbGemmTree *tr, float *C)
+compare_f32(const float *restrict col, float *restrict b, int n, float t,
+			int nan_left)
 {
-	int			nl = tr->n_leaves;
+	for (int r0 = 0; r0 < n; r0 += HB_GEMM_LANES)
+		for (int j = 0; j < HB_GEMM_LANES; j++)
+		{
+			float		v = col[r0 + j];
+			int			less = v < t;
 
-	memset(C, 0, sizeof(float) * tr->n_int * nl);
-	for (int l = 0; l < nl; l++)
+			b[r0 + j] = (float) (less | ((v != v) & nan_left));
+		}
+}
+
+static void
+compare_f64(const double *restrict col, float *restrict b, int n, double t,
+			int nan_left)
+{
+	for (int r0 = 0; r0 < n; r0 += HB_GEMM_LANES)
+		for (int j = 0; j < HB_GEMM_LANES; j++)
+		{
+			double		v = col[r0 + j];
+			int			le = v <= t;
+
+			b[r0 + j] = (float) (le | ((v != v) & nan_left));
+		}
+}
+
+/*
+ * (A) + (B): "goes left" for one tree, transposed: BT[i][r], I x padded
+ * rows with row stride ld.
+ */
+static void
+compare_rows(const HbPlan *p, const HbGemmTree *tr, const double *x,
+			 const void *xT, int nb, int ld, float *BT)
+{
+	const HbGemm *g = p->gemm;
+	int			nf = p->n_features;
+	int			padded = round_lanes(nb);
+
+	for (int i = 0; i < tr->n_int; i++)
+	{
+		int64_t		node = tr->node_off + i;
+		int32_t		f = g->feature[node];
+		int			nan_left = g->dleft[node] & HB_GEMM_NAN_LEFT;
+		float	   *b = BT + (size_t) i * ld;
+
+		if (g->dleft[node] & HB_GEMM_GENERAL)
+		{
+			const HbFlatNode *n = &p->nodes[g->src[node]];
+			const double *col = x + f;
+
+			/* TT's own step, on the node this one came from, on the double */
+			for (int r = 0; r < nb; r++)
+				b[r] = hb_step_general(p, n, g->src[node], col[(size_t) r * nf]) == n->left;
+			for (int r = nb; r < padded; r++)
+				b[r] = 0.0f;
+		}
+		else if (g->thr_f)
+			compare_f32((const float *) xT + (size_t) f * ld, b, padded,
+						g->thr_f[node], nan_left);
+		else
+			compare_f64((const double *) xT + (size_t) f * ld, b, padded,
+						g->thr_d[node], nan_left);
+	}
+}
+
+/* C_t transposed, L x I row-major, from the leaves' paths. */
+static void
+build_ct(const HbGemm *g, const HbGemmTree *tr, float *CT)
+{
+	int			ni = tr->n_int;
+
+	memset(CT, 0, sizeof(float) * ni * tr->n_leaves);
+	for (int l = 0; l < tr->n_leaves; l++)
 	{
 		int64_t		leaf = tr->leaf_off + l;
 
@@ -431,9 +498,22 @@ build_c(const HbGemm *g, const HbGemmTree *tr, float *C)
 		{
 			int32_t		edge = g->path[e];
 
-			C[(size_t) (edge >> 1) * nl + l] = (edge & 1) ? -1.0f : 1.0f;
+			CT[(size_t) l * ni + (edge >> 1)] = (edge & 1) ? -1.0f : 1.0f;
 		}
 	}
+}
+
+/*
+ * (D) for leaf l: P <= D_t everywhere and equal only at the row's leaf, so
+ * ">=" finds it (without the unordered case that "==" must handle).
+ */
+static void
+mark_leaf(const float *restrict pl, int32_t *restrict leaf, int n, float d,
+		  int32_t l)
+{
+	for (int r0 = 0; r0 < n; r0 += HB_GEMM_LANES)
+		for (int j = 0; j < HB_GEMM_LANES; j++)
+			leaf[r0 + j] += (pl[r0 + j] >= d) * l;
 }
 
 void
@@ -442,68 +522,84 @@ hb_gemm_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 	const HbGemm *g = p->gemm;
 	int			k = p->n_outputs;
 	int			nf = p->n_features;
-	size_t		rows;
-	float	   *scratch;
-	float	   *B,
-			   *P,
-			   *C;
+	int			ld;
+	char	   *scratch;
+	void	   *xT;
+	float	   *BT,
+			   *PT,
+			   *CT;
+	int32_t    *leaf;
 
 	if (g == NULL || n == 0)
 	{
 		hb_tt_margins(p, x, n, margins);
 		return;
 	}
-	rows = n < (size_t) g->rows ? n : (size_t) g->rows;
-	scratch = hb_alloc((size_t) scratch_bytes(rows, g->max_int, g->max_leaves));
+	ld = round_lanes(n < (size_t) g->rows ? (int) n : g->rows);
+	scratch = hb_alloc((size_t) scratch_bytes(ld, nf, g->max_int, g->max_leaves));
 	if (scratch == NULL)
 	{
 		/* no room for the temporaries: TT needs none and gives the same bits */
 		hb_tt_margins(p, x, n, margins);
 		return;
 	}
-	B = scratch;
-	P = B + rows * g->max_int;
-	C = P + rows * g->max_leaves;
+	/* doubles first, then floats, then int32: each part stays aligned */
+	xT = scratch;
+	BT = (float *) (scratch + sizeof(double) * nf * ld);
+	PT = BT + (size_t) ld * g->max_int;
+	CT = PT + (size_t) ld * g->max_leaves;
+	leaf = (int32_t *) (CT + (size_t) g->max_int * g->max_leaves);
 
 	for (size_t r = 0; r < n; r++)
 		for (int gr = 0; gr < k; gr++)
 			margins[r * k + gr] = p->sum_f32 ?
 				(double) (float) p->base_margin[gr] : p->base_margin[gr];
 
-	for (size_t r0 = 0; r0 < n; r0 += rows)
+	for (size_t r0 = 0; r0 < n; r0 += g->rows)
 	{
-		int			nb = n - r0 < rows ? (int) (n - r0) : (int) rows;
+		int			nb = n - r0 < (size_t) g->rows ? (int) (n - r0) : g->rows;
+		int			padded = round_lanes(nb);
 		const double *xb = x + r0 * nf;
 		double	   *mb = margins + r0 * k;
 
+		transpose_chunk(p, xb, nb, ld, xT);
 		for (int t = 0; t < g->n_trees; t++)
 		{
 			const HbGemmTree *tr = &g->trees[t];
 			int			ni = tr->n_int;
-			int			nl = tr->n_leaves;
 			const float *lefts = g->lefts + tr->leaf_off;
 
+			memset(leaf, 0, sizeof(int32_t) * padded);
 			if (ni > 0)
 			{
-				compare_rows(p, tr, xb, nb, B);
-				build_c(g, tr, C);
+				/* (C): PT = C_t^T . BT, L x padded rows */
+				compare_rows(p, tr, xb, xT, nb, ld, BT);
+				build_ct(g, tr, CT);
 				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-							nb, nl, ni, 1.0f, B, ni, C, nl, 0.0f, P, nl);
+							tr->n_leaves, padded, ni, 1.0f, CT, ni, BT, ld,
+							0.0f, PT, ld);
+				for (int l = 1; l < tr->n_leaves; l++)
+					mark_leaf(PT + (size_t) l * ld, leaf, padded, lefts[l], l);
 			}
-			for (int r = 0; r < nb; r++)
-			{
-				const float *pr = P + (size_t) r * nl;
-				double	   *acc = &mb[(size_t) r * k + tr->group];
-				int32_t		leaf = 0;
 
-				/* (D): exactly one leaf matches; a single-leaf tree has P unused */
-				if (ni > 0)
-					for (int l = 0; l < nl; l++)
-						leaf += (pr[l] == lefts[l]) ? l : 0;
-				if (p->sum_f32)
-					*acc = (double) ((float) *acc + g->leaf_f[tr->leaf_off + leaf]);
-				else
-					*acc += g->leaf_d[tr->leaf_off + leaf];
+			/* (E): in tree order, float32 sums for float32 models */
+			if (p->sum_f32)
+			{
+				const float *val = g->leaf_f + tr->leaf_off;
+
+				for (int r = 0; r < nb; r++)
+				{
+					double	   *acc = &mb[(size_t) r * k + tr->group];
+
+					*acc = (double) ((float) *acc + val[leaf[r]]);
+				}
+			}
+			else
+			{
+				const double *val = g->leaf_d + tr->leaf_off;
+
+				for (int r = 0; r < nb; r++)
+					mb[(size_t) r * k + tr->group] += val[leaf[r]];
 			}
 		}
 		hb_check_interrupts();
