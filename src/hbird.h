@@ -131,7 +131,10 @@ extern int	hb_batch_memory_kb;
 extern int	hb_batch_rows(const HbCacheEntry *e);
 extern Oid	hb_rowtype_arg(FunctionCallInfo fcinfo, int argno);
 extern char *hb_default_query(Oid rowtype);
-extern Portal hb_open_cursor(const char *query, TupleDesc rowdesc,
-							 struct TupleConversionMap **map);
+typedef void (*HbBatchFn) (void *arg, const double *x, Datum *items,
+						   uint64 n);
+extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,
+							const char *query, TupleDesc rowdesc, int batch,
+							HbBatchFn fn, void *arg);
 
 #endif							/* HBIRD_H */

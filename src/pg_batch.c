@@ -185,8 +185,8 @@ hb_rowtype_arg(FunctionCallInfo fcinfo, int argno)
  * wanted row type (same column types by position, as a function returning
  * that type would need).  Returns the conversion map (NULL if none needed).
  */
-Portal
-hb_open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
+static Portal
+open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
 {
 	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
 	Portal		portal;
@@ -203,46 +203,34 @@ hb_open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
 	return portal;
 }
 
-Datum
-hb_predict_batch(PG_FUNCTION_ARGS)
+/*
+ * Run query (rows of rowdesc's type) through a cursor, batch rows at a
+ * time: each batch's rows are bound to model e's features into x and handed
+ * to fn, with the rows themselves as composite datums of the row type.  A
+ * batch's memory is freed before the next one, so memory is O(batch).
+ */
+void
+hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
+				TupleDesc rowdesc, int batch, HbBatchFn fn, void *arg)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HbCallState *st;
-	HbCacheEntry *e;
-	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
-	TupleDesc	rowdesc;
-	char	   *query;
+	MemoryContext batch_cxt;
 	Portal		portal;
 	TupleConversionMap *map;
-	MemoryContext batch_cxt;
-	MemoryContext old;
 	HbBinding	bind;
-	int			batch;
 	double	   *x;
-	double	   *scratch;
-	double	   *pred;
 
-	st = hb_call_prepare(fcinfo, 0, false);
-	e = st->entry;
-	InitMaterializedSRF(fcinfo, 0);
-	rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
-	query = PG_ARGISNULL(2) ? hb_default_query(rowtype) :
-		text_to_cstring(PG_GETARG_TEXT_PP(2));
-
-	batch = hb_batch_rows(e);
 	x = palloc_extended(sizeof(double) * batch * e->n_features, MCXT_ALLOC_HUGE);
-	scratch = palloc_extended(sizeof(double) * batch * e->n_outputs, MCXT_ALLOC_HUGE);
-	pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
 	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird batch",
 									  ALLOCSET_DEFAULT_SIZES);
-
-	SPI_connect();
-	portal = hb_open_cursor(query, rowdesc, &map);
 	/* features bind by the names of the row type's columns */
 	hb_bind_desc(&bind, e, rowdesc, fcinfo->flinfo->fn_mcxt, e->name);
 
+	SPI_connect();
+	portal = open_cursor(query, rowdesc, &map);
 	for (;;)
 	{
+		MemoryContext old;
+		Datum	   *items;
 		uint64		n;
 
 		CHECK_FOR_INTERRUPTS();
@@ -251,33 +239,71 @@ hb_predict_batch(PG_FUNCTION_ARGS)
 		if (n == 0)
 			break;
 		old = MemoryContextSwitchTo(batch_cxt);
+		items = palloc(sizeof(Datum) * n);
+		for (uint64 i = 0; i < n; i++)
 		{
-			HeapTuple  *rows = palloc(sizeof(HeapTuple) * n);
+			HeapTuple	tup = map ? execute_attr_map_tuple(SPI_tuptable->vals[i], map) :
+				SPI_tuptable->vals[i];
 
-			for (uint64 i = 0; i < n; i++)
-			{
-				rows[i] = map ? execute_attr_map_tuple(SPI_tuptable->vals[i], map) :
-					SPI_tuptable->vals[i];
-				hb_bind_tuple(&bind, e, rows[i], x + i * e->n_features);
-			}
-			hb_plan_predict(e->plan, x, n, scratch, pred);
-			for (uint64 i = 0; i < n; i++)
-			{
-				Datum		values[2];
-				bool		nulls[2] = {false, false};
-
-				values[0] = Float8GetDatum(pred[i]);
-				values[1] = heap_copy_tuple_as_datum(rows[i], rowdesc);
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
-									 values, nulls);
-			}
+			hb_bind_tuple(&bind, e, tup, x + i * e->n_features);
+			items[i] = heap_copy_tuple_as_datum(tup, rowdesc);
 		}
+		fn(arg, x, items, n);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(batch_cxt);
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
 	SPI_finish();
+	MemoryContextDelete(batch_cxt);
+	pfree(x);
+}
+
+typedef struct PredictBatch
+{
+	HbCacheEntry *entry;
+	ReturnSetInfo *rsinfo;
+	double	   *scratch;
+	double	   *pred;
+} PredictBatch;
+
+static void
+predict_batch(void *arg, const double *x, Datum *items, uint64 n)
+{
+	PredictBatch *b = arg;
+
+	hb_plan_predict(b->entry->plan, x, n, b->scratch, b->pred);
+	for (uint64 i = 0; i < n; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+
+		values[0] = Float8GetDatum(b->pred[i]);
+		values[1] = items[i];
+		tuplestore_putvalues(b->rsinfo->setResult, b->rsinfo->setDesc,
+							 values, nulls);
+	}
+}
+
+Datum
+hb_predict_batch(PG_FUNCTION_ARGS)
+{
+	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
+	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
+	PredictBatch b;
+	char	   *query;
+	int			batch;
+
+	b.entry = st->entry;
+	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InitMaterializedSRF(fcinfo, 0);
+	query = PG_ARGISNULL(2) ? hb_default_query(rowtype) :
+		text_to_cstring(PG_GETARG_TEXT_PP(2));
+	batch = hb_batch_rows(b.entry);
+	b.scratch = palloc_extended(sizeof(double) * batch * b.entry->n_outputs, MCXT_ALLOC_HUGE);
+	b.pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
+	hb_scan_batches(fcinfo, b.entry, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
+					batch, predict_batch, &b);
 	return (Datum) 0;
 }
 

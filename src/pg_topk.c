@@ -247,76 +247,51 @@ record_stats(const HbTopkStats *s, const HbCacheEntry *e)
 	last_pairs_total = s->rows * (int64) hb_plan_n_trees(e->plan);
 }
 
+typedef struct TopkScan
+{
+	HbCacheEntry *entry;
+	HbTopkBounds *bounds;
+	TopHeap    *heap;
+	double		threshold;
+	HbTopkStats stats;
+} TopkScan;
+
+static void
+topk_batch(void *arg, const double *x, Datum *items, uint64 n)
+{
+	TopkScan   *s = arg;
+
+	s->heap->batch_items = items;
+	hb_topk_score(s->entry->plan, s->bounds, x, n, &s->threshold, heap_offer,
+				  s->heap, &s->stats);
+	s->heap->next_ordinal += n;
+}
+
 Datum
 hb_topk(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HbCallState *st;
-	HbCacheEntry *e;
-	int			k;
-	Oid			rowtype;
-	TupleDesc	rowdesc;
-	char	   *query;
-	Portal		portal;
-	TupleConversionMap *map;
-	MemoryContext batch_cxt;
-	HbBinding	bind;
-	HbTopkBounds *bounds;
-	HbTopkStats stats = {0};
+	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
+	HbCacheEntry *e = st->entry;
+	int			k = k_arg(fcinfo, 1);
+	Oid			rowtype = hb_rowtype_arg(fcinfo, 2);
 	TopHeap		heap;
-	double		threshold = -INFINITY;
-	int			batch;
-	double	   *x;
+	TopkScan	scan = {0};
+	char	   *query;
 
-	st = hb_call_prepare(fcinfo, 0, false);
-	e = st->entry;
-	k = k_arg(fcinfo, 1);
-	rowtype = hb_rowtype_arg(fcinfo, 2);
 	check_topk_model(e);
 	check_mode(fcinfo, 4, e);
 	InitMaterializedSRF(fcinfo, 0);
-
-	rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
 	query = PG_ARGISNULL(3) ? hb_default_query(rowtype) :
 		text_to_cstring(PG_GETARG_TEXT_PP(3));
-	bounds = bounds_for(e, CurrentMemoryContext);
+
 	heap_init(&heap, k, CurrentMemoryContext);
-	batch = Min(hb_batch_rows(e), 4096);
-	x = palloc_extended(sizeof(double) * batch * e->n_features, MCXT_ALLOC_HUGE);
-	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird top-k batch",
-									  ALLOCSET_DEFAULT_SIZES);
-
-	SPI_connect();
-	portal = hb_open_cursor(query, rowdesc, &map);
-	hb_bind_desc(&bind, e, rowdesc, fcinfo->flinfo->fn_mcxt, e->name);
-	for (;;)
-	{
-		uint64		n;
-		MemoryContext old;
-
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, batch);
-		n = SPI_processed;
-		if (n == 0)
-			break;
-		old = MemoryContextSwitchTo(batch_cxt);
-		heap.batch_items = palloc(sizeof(Datum) * n);
-		for (uint64 i = 0; i < n; i++)
-		{
-			HeapTuple	tup = map ? execute_attr_map_tuple(SPI_tuptable->vals[i], map) :
-				SPI_tuptable->vals[i];
-
-			hb_bind_tuple(&bind, e, tup, x + i * e->n_features);
-			heap.batch_items[i] = heap_copy_tuple_as_datum(tup, rowdesc);
-		}
-		hb_topk_score(e->plan, bounds, x, n, &threshold, heap_offer, &heap, &stats);
-		heap.next_ordinal += n;
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(batch_cxt);
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
+	scan.entry = e;
+	scan.bounds = bounds_for(e, CurrentMemoryContext);
+	scan.heap = &heap;
+	scan.threshold = -INFINITY;
+	hb_scan_batches(fcinfo, e, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
+					Min(hb_batch_rows(e), 4096), topk_batch, &scan);
 
 	heap_sort(&heap);
 	for (int i = 0; i < heap.n; i++)
@@ -331,8 +306,8 @@ hb_topk(PG_FUNCTION_ARGS)
 		values[2] = heap.e[i].item;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	record_stats(&stats, e);
-	hb_topk_bounds_free(bounds);
+	record_stats(&scan.stats, e);
+	hb_topk_bounds_free(scan.bounds);
 	return (Datum) 0;
 }
 
