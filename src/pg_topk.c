@@ -262,8 +262,9 @@ topk_batch(void *arg, const double *x, Datum *items, uint64 n)
 	TopkScan   *s = arg;
 
 	s->heap->batch_items = items;
-	hb_topk_score(s->entry->plan, s->bounds, x, n, &s->threshold, heap_offer,
-				  s->heap, &s->stats);
+	if (!hb_topk_score(s->entry->plan, s->bounds, x, n, &s->threshold,
+					   heap_offer, s->heap, &s->stats))
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	s->heap->next_ordinal += n;
 }
 
@@ -334,8 +335,9 @@ topagg_flush(TopAggState *s)
 	if (s->nbuf == 0)
 		return;
 	s->heap.batch_items = s->items;
-	hb_topk_score(s->entry->plan, s->bounds, s->x, s->nbuf, &s->threshold,
-				  heap_offer, &s->heap, &s->stats);
+	if (!hb_topk_score(s->entry->plan, s->bounds, s->x, s->nbuf, &s->threshold,
+					   heap_offer, &s->heap, &s->stats))
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	s->heap.next_ordinal += s->nbuf;
 	s->nbuf = 0;
 	MemoryContextReset(s->buf_cxt);

@@ -112,6 +112,8 @@ typedef struct HbModel
 	HbLink		link;
 	bool		predict_class;	/* hb_predict gives the argmax class */
 	bool		sum_f32;		/* margins accumulate in float32 */
+	bool		zero_snap;		/* inputs with |x| <= 1e-35 become 0 first
+								 * (LightGBM) */
 
 	/* HB_EST_TREES */
 	HbCmp		cmp;

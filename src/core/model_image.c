@@ -70,7 +70,8 @@ hb_model_image_write(const HbModel *m, char **out, size_t *len, HbError *err)
 {
 	Buf			b = {0};
 	uint32_t	flags = (m->has_feature_names ? 1 : 0) |
-		(m->predict_class ? 2 : 0) | (m->sum_f32 ? 4 : 0);
+		(m->predict_class ? 2 : 0) | (m->sum_f32 ? 4 : 0) |
+		(m->zero_snap ? 8 : 0);
 
 	put_u32(&b, IMAGE_MAGIC);
 	put_u32(&b, IMAGE_VERSION);
@@ -221,6 +222,7 @@ hb_model_image_read(const char *bytes, size_t len, HbModel **out, HbError *err)
 	m->has_feature_names = (flags & 1) != 0;
 	m->predict_class = (flags & 2) != 0;
 	m->sum_f32 = (flags & 4) != 0;
+	m->zero_snap = (flags & 8) != 0;
 	m->objective = get_str(&r, &nomem);
 	m->n_features = (int32_t) get_u32(&r);
 	if (!r.bad && (m->n_features <= 0 || m->n_features > HB_MAX_FEATURES))

@@ -195,6 +195,7 @@ hb_plan_build_ex(const HbModel *m, size_t layout_bytes, HbPlan **out,
 	p->link = m->link;
 	p->cmp = m->cmp;
 	p->sum_f32 = m->sum_f32;
+	p->zero_snap = m->zero_snap;
 	p->predict_class = m->predict_class;
 	p->n_features = m->n_features;
 	p->n_outputs = m->n_outputs;
@@ -468,6 +469,9 @@ hb_plan_proba(const HbPlan *p, const double *x, size_t n, double *scratch,
 	hb_link_proba(p, scratch, n, out);
 }
 
+static void margins_unsnapped(const HbPlan *p, HbStrategy s, const double *x,
+							  size_t n, double *margins);
+
 /*
  * Strategy choice.
  *
@@ -540,9 +544,61 @@ hb_plan_strategy(const HbPlan *p, size_t n)
 	return s;
 }
 
+#define SNAP_BLOCK 1024
+
 void
 hb_plan_margins_with(const HbPlan *p, HbStrategy s, const double *x,
 					 size_t n, double *margins)
+{
+	if (p->zero_snap)
+	{
+		/*
+		 * LightGBM turns inputs within 1e-35 of zero into zero before any
+		 * comparison; do it once per block of rows instead of per node.
+		 */
+		double		buf[SNAP_BLOCK];
+		size_t		per = SNAP_BLOCK / (size_t) p->n_features;
+
+		if (per > 0)
+		{
+			for (size_t r0 = 0; r0 < n; r0 += per)
+			{
+				size_t		nb = n - r0 < per ? n - r0 : per;
+				const double *src = x + r0 * p->n_features;
+
+				for (size_t i = 0; i < nb * p->n_features; i++)
+					buf[i] = fabs(src[i]) <= 1e-35 ? 0.0 : src[i];
+				margins_unsnapped(p, s, buf, nb, margins + r0 * p->n_outputs);
+			}
+			return;
+		}
+		/* rows wider than the buffer: one row at a time from the heap */
+		{
+			double	   *row = hb_alloc(sizeof(double) * p->n_features);
+
+			if (row != NULL)
+			{
+				for (size_t r = 0; r < n; r++)
+				{
+					for (int f = 0; f < p->n_features; f++)
+					{
+						double		v = x[r * p->n_features + f];
+
+						row[f] = fabs(v) <= 1e-35 ? 0.0 : v;
+					}
+					margins_unsnapped(p, s, row, 1, margins + r * p->n_outputs);
+				}
+				hb_free(row);
+				return;
+			}
+		}
+	}
+	margins_unsnapped(p, s, x, n, margins);
+}
+
+static void
+margins_unsnapped(const HbPlan *p, HbStrategy s, const double *x, size_t n,
+				  double *margins)
 {
 	if (p->estimator == HB_EST_LINEAR)
 	{

@@ -55,6 +55,7 @@ struct HbPlan
 	HbCmp		cmp;
 	bool		sum_f32;
 	bool		predict_class;
+	bool		zero_snap;
 	int32_t		n_features;
 	int32_t		n_outputs;
 	int32_t		n_classes;

@@ -109,12 +109,24 @@ upper_bound(const HbTopkBounds *b, const HbPlan *p, double partial, int t)
 	return ub;
 }
 
-void
+bool
 hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 			  size_t n, double *threshold, HbTopkOffer offer, void *arg,
 			  HbTopkStats *stats)
 {
 	int			nf = p->n_features;
+	double	   *snapped = NULL;
+
+	/* LightGBM's zero snapping, once per row rather than per node */
+	if (p->zero_snap)
+	{
+		snapped = hb_alloc(sizeof(double) * n * nf);
+		if (snapped == NULL)
+			return false;
+		for (size_t i = 0; i < n * nf; i++)
+			snapped[i] = fabs(x[i]) <= 1e-35 ? 0.0 : x[i];
+		x = snapped;
+	}
 
 	for (size_t r0 = 0; r0 < n; r0 += TOPK_CHUNK)
 	{
@@ -177,4 +189,6 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 		if ((r0 & 1023) == 0)
 			hb_check_interrupts();
 	}
+	hb_free(snapped);
+	return true;
 }

@@ -33,9 +33,9 @@ extern void hb_topk_bounds_free(HbTopkBounds *b);
 /*
  * Score n rows (row-major, n_features each), dropping rows whose margin can
  * no longer reach *threshold, and offer the others.  *threshold is updated
- * from the offers as rows complete.
+ * from the offers as rows complete.  False when out of memory.
  */
-extern void hb_topk_score(const HbPlan *p, const HbTopkBounds *b,
+extern bool hb_topk_score(const HbPlan *p, const HbTopkBounds *b,
 						  const double *x, size_t n, double *threshold,
 						  HbTopkOffer offer, void *arg, HbTopkStats *stats);
 
