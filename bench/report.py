@@ -53,9 +53,12 @@ def main():
          pg.get("hbird_version", "-")))
     p("model:    %s" % meta.get("model", "?"))
     p("table:    %s rows, %s on disk, loaded in %s s; shared_buffers=%s, jit=off; "
-      "every query run once to warm up, then timed"
+      "every query warmed up, then timed once"
       % (format(rows, ","), pg.get("table_size", "?"), pg.get("load_seconds", "?"),
          meta.get("shared_buffers", "?")))
+    if "load_before" in meta:
+        p("load:     load average %s before the run, %s after it; whole run %s s"
+          % (meta["load_before"], meta.get("load_after", "?"), meta.get("run_seconds", "?")))
     p("")
 
     # (label, rows scored, seconds, note)
@@ -82,6 +85,16 @@ def main():
         ("%s workers planned" % pg.get("hbird_parallel_workers", "?"))
         if hb_status == "ok" else "hbird: " + hb_status)
 
+    plan = pg.get("batch_plan", "?")
+    for strategy, note in [("auto", "auto: " + plan), ("tt", ""), ("ptt", "")]:
+        add("(e) hbird: sum(unnest(hb_predict_agg)), %s, no workers" % strategy,
+            "agg_%s_seconds" % strategy, rows,
+            note)
+    for strategy, note in [("auto", ""), ("tt", ""), ("ptt", "")]:
+        add("(e) hbird: sum(score) FROM hb_predict_batch, %s, no workers" % strategy,
+            "batch_%s_seconds" % strategy, rows,
+            note)
+
     hb_rate = None
     s = fnum(pg, "hbird_serial_seconds")
     if s:
@@ -100,7 +113,13 @@ def main():
             p("%-*s  %12s  %9s  %12s  %s" % (w, label, "-", "-", "-", note or "did not run"))
     p("")
     p("'vs hbird(1)' = rows/s of the method / rows/s of hbird without parallel workers.")
+    p("(e): SET hbird.tree_strategy = auto | tt | ptt; both forms run in one process "
+      "(no parallel plan exists for them); single-row hb_predict uses %s."
+      % pg.get("batch_plan_1", "?"))
     p("")
+
+    status |= first_call_section(p, pg)
+    status |= topk_section(p, pg, meta)
 
     # cross-checks
     checks = []
@@ -110,7 +129,9 @@ def main():
     if pysum is not None and cfirst is not None and int(capi.get("check_rows", -1)) == py_rows:
         checks.append(("PL/Python sum (first %d rows) vs C API" % py_rows, pysum, cfirst))
     for key, what in [("hbird_serial_result", "hbird sum, no workers"),
-                      ("hbird_parallel_result", "hbird sum, parallel")]:
+                      ("hbird_parallel_result", "hbird sum, parallel")] + \
+            [("%s_%s_result" % (form, strategy), "hbird %s, %s" % (form, strategy))
+             for form in ("agg", "batch") for strategy in ("auto", "tt", "ptt")]:
         v = fnum(pg, key)
         if v is not None and csum is not None:
             checks.append(("%s vs C API" % what, v, csum))
@@ -130,11 +151,138 @@ def main():
     if meta.get("want_hbird") == "1" and hb_status != "ok":
         p("hbird step: %s (see the log above)" % hb_status)
         status = 1
+    if meta.get("want_hbird") == "1" and hb_status == "ok":
+        steps = [("batched forms (e)", "batch_status"), ("first call (f)", "firstcall_status")]
+        if meta.get("want_topk", "1") != "0":
+            steps.append(("top-K (g)", "topk_status"))
+        for what, key in steps:
+            if pg.get(key) != "ok":
+                p("%s: %s (see the log above)" % (what, pg.get(key, "not run")))
+                status = 1
 
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     with open(out_path, "w") as fh:
         fh.write(text)
+    return status
+
+
+def fmt_ms(v):
+    return "-" if v is None else "%.2f" % v
+
+
+def first_call_section(p, pg):
+    """(f): the first hb_predict of a fresh backend; returns 1 on a failed check."""
+    if "fc_image_first_ms" not in pg and "fc_nomodel_first_ms" not in pg:
+        return 0
+    status = 0
+    reps = pg.get("firstcall_reps", "?")
+    p("(f) first call in a fresh backend: SELECT hb_predict('m', ARRAY[28 values]::float8[]), "
+      "median of %s new connections" % reps)
+    p("    (psql \\timing of the statement; connection and backend start-up not included)")
+    json_b, img_b = fnum(pg, "model_json_bytes"), fnum(pg, "model_image_bytes")
+    rows = [
+        ("baseline: first statement, SELECT * FROM hb_topk_stats() (loads hbird.so, no model)",
+         "fc_nomodel_first"),
+        ("(i)   first hb_predict, model loaded from the stored image (%s bytes)"
+         % (format(int(img_b), ",") if img_b else "?"), "fc_image_first"),
+        ("(ii)  first hb_predict, image set to NULL: JSON parsed (%s bytes)"
+         % (format(int(json_b), ",") if json_b else "?"), "fc_json_first"),
+        ("(iii) second hb_predict in the same backend (cached), median over the (i) backends",
+         "fc_image_cached"),
+    ]
+    w = max(len(r[0]) for r in rows)
+    p("    %-*s  %9s  %9s  %9s" % (w, "", "median ms", "min ms", "max ms"))
+    for label, key in rows:
+        if key.endswith("_cached"):
+            med, lo, hi = fnum(pg, key + "_ms"), None, None
+        else:
+            med, lo, hi = fnum(pg, key + "_ms"), fnum(pg, key + "_min"), fnum(pg, key + "_max")
+        p("    %-*s  %9s  %9s  %9s" % (w, label, fmt_ms(med), fmt_ms(lo), fmt_ms(hi)))
+    img, js = fnum(pg, "fc_image_first_ms"), fnum(pg, "fc_json_first_ms")
+    base, cached = fnum(pg, "fc_nomodel_first_ms"), fnum(pg, "fc_image_cached_ms")
+    if img and js:
+        p("    first call with the image: %.3gx faster than with the JSON parse" % (js / img))
+    if img and js and base is not None and img > base:
+        p("    model load + compile beyond the baseline: image %.1f ms, JSON %.1f ms (%.3gx)"
+          % (img - base, js - base, (js - base) / (img - base)))
+    if img and cached:
+        p("    first call (image) / cached call: %.3gx" % (img / cached))
+    # checks: every call gave the row's hb_predict; the image came back intact
+    ref = pg.get("firstcall_ref")
+    for key, what in [("fc_image_result", "image"), ("fc_json_result", "JSON")]:
+        if key in pg:
+            ok = ref is not None and pg[key] == ref
+            status |= 0 if ok else 1
+            p("    check %-4s first calls (%s) all return hb_predict of the same row as a record: "
+              "%s vs %s" % ("ok" if ok else "FAILED", what, pg[key], ref))
+    if "firstcall_image_restored" in pg:
+        ok = pg["firstcall_image_restored"] == "t"
+        status |= 0 if ok else 1
+        p("    check %-4s the image was restored byte for byte after (ii)"
+          % ("ok" if ok else "FAILED"))
+    p("")
+    return status
+
+
+def topk_section(p, pg, meta):
+    """(g): hb_topk vs ORDER BY ... LIMIT k; returns 1 on a failed check."""
+    status_kv = pg.get("topk_status")
+    if status_kv is None:
+        return 0
+    if status_kv.startswith("skipped"):
+        p("(g) top-K: %s" % status_kv)
+        p("")
+        return 0
+    ks = pg.get("topk_ks", "").split()
+    p("(g) top-K over the %s rows: SELECT * FROM hb_topk('m', k, NULL::t)  vs"
+      % format(int(pg.get("topk_rows", meta.get("rows", 0))), ","))
+    p("    SELECT id, hb_predict('m', t) AS score FROM t ORDER BY score DESC, ctid LIMIT k"
+      "  (serial, and default parallel: %s workers planned)"
+      % pg.get("topk_order_parallel_workers", "?"))
+    hdr = ("k", "hb_topk s", "ORDER BY 1p s", "ORDER BY par s", "vs 1p", "vs par",
+           "rows fully scored", "pairs scored", "hb_topk = ORDER BY")
+    fmt = "    %5s  %9s  %13s  %14s  %6s  %6s  %17s  %12s  %s"
+    p(fmt % hdr)
+    status = 0
+    for k in ks:
+        t = fnum(pg, "topk_k%s_seconds" % k)
+        s1 = fnum(pg, "topk_k%s_order_serial_seconds" % k)
+        sp = fnum(pg, "topk_k%s_order_parallel_seconds" % k)
+        full, stats_rows = fnum(pg, "topk_k%s_rows_full" % k), fnum(pg, "topk_k%s_stats_rows" % k)
+        pairs, total = fnum(pg, "topk_k%s_pairs_scored" % k), fnum(pg, "topk_k%s_pairs_total" % k)
+        v_topk = pg.get("topk_k%s_same_topk" % k, "not checked")
+        v_par = pg.get("topk_k%s_same_parallel" % k, "not checked")
+        ok = all(v.startswith(("identical", "ties")) for v in (v_topk, v_par))
+        status |= 0 if ok else 1
+        p(fmt % (k,
+                 "%.3f" % t if t else "-",
+                 "%.3f" % s1 if s1 else "-",
+                 "%.3f" % sp if sp else "-",
+                 "%.3gx" % (s1 / t) if t and s1 else "-",
+                 "%.3gx" % (sp / t) if t and sp else "-",
+                 ("%s (%.2g%%)" % (format(int(full), ","), 100 * full / stats_rows))
+                 if full is not None and stats_rows else "-",
+                 "%.1f%%" % (100 * pairs / total) if pairs is not None and total else "-",
+                 ("" if ok else "FAILED: ") + v_topk
+                 + ("" if v_par == "identical" else "; ORDER BY parallel: " + v_par)))
+    p("    'vs 1p' / 'vs par' = ORDER BY time / hb_topk time.  'pairs scored' = (row, tree) pairs")
+    p("    evaluated / (rows x trees), from hb_topk_stats() right after the timed call.")
+    p("    'hb_topk = ORDER BY': identical = the same ids in the same order with the same scores")
+    p("    (float8 text: equal text = equal bits); ties = the same scores at every rank and the")
+    p("    same ids in each run of equal scores, but another order inside some runs (hb_topk")
+    p("    orders by the exact margin, ORDER BY score by ctid; the probability is float32, so")
+    p("    different margins can give equal scores); hb_topk's scores and margin order are")
+    p("    then checked against hb_predict / hb_predict_margin of its ids.  ORDER BY parallel")
+    p("    must equal ORDER BY serial.")
+    ties = ["k=%s: %s" % (k, pg["topk_k%s_ties" % k]) for k in ks
+            if pg.get("topk_k%s_ties" % k, "0") != "0"]
+    if ties:
+        p("    adjacent equal scores in the ORDER BY result: " + ", ".join(ties))
+    if status_kv != "ok":
+        p("    top-K step: %s (see the log above)" % status_kv)
+        status = 1
+    p("")
     return status
 
 

@@ -8,7 +8,13 @@
 #   (b) PL/Python calling xgboost once per row (timed on a subset)
 #   (c) SELECT count(*) FROM t: the scan alone
 #   (d) hbird: SELECT sum(hb_predict('m', t)) FROM t, serial and parallel
+#   (e) hbird's batched forms (hb_predict_agg, hb_predict_batch), serial,
+#       with hbird.tree_strategy auto, tt and ptt
+#   (f) the first hb_predict of a fresh backend: model loaded from the
+#       stored image, from the JSON (image removed), and a second call
+#   (g) top-K: hb_topk against ORDER BY hb_predict DESC LIMIT k (bench/topk.sh)
 # and prints a table that also goes to bench/results/latest.txt.
+# About 8 to 9 minutes on 2 cores for 1M rows once the data is cached.
 #
 # Needs (Debian): postgresql-15, postgresql-server-dev-15,
 # postgresql-plpython3-15, postgresql-common (pg_virtualenv), python3-xgboost,
@@ -20,6 +26,9 @@
 #   BENCH_SKIP_HBIRD=1        do not build, install or run hbird (steps a-c only)
 #   BENCH_NO_INSTALL=1        use the hbird already installed; no make / make install
 #   BENCH_SHARED_BUFFERS=2GB  shared_buffers of the throwaway cluster
+#   BENCH_FIRSTCALL_REPS=10   fresh connections per first-call variant (f)
+#   BENCH_TOPK=0              skip the top-K step (g)
+#   BENCH_TOPK_K="1 10 100 1000"  the k of the top-K step
 #
 # Generated data and the model are cached in bench/data/ (not committed).
 set -euo pipefail
@@ -42,6 +51,10 @@ mkdir -p "$DATA" "$BENCH/results"
 
 log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+
+# other work on the machine disturbs the timings: note the load before we start
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+log "load average before the run: $LOAD_BEFORE"
 
 # --- prerequisites -------------------------------------------------------------
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 not found ($2)"; }
@@ -102,10 +115,12 @@ chmod 755 "$SRV"
 cp "$MODEL" "$SRV/model.json"
 chmod 644 "$SRV/model.json"
 
-log "step 4: throwaway PostgreSQL $PG_VERSION cluster (pg_virtualenv): (b) PL/Python, (c) count(*), (d) hbird"
+log "step 4: throwaway PostgreSQL $PG_VERSION cluster (pg_virtualenv): (b) PL/Python, (c) count(*), (d)-(g) hbird"
 CLUSTER_OK=1
 BENCH_ROWS=$ROWS BENCH_CSV=$CSV BENCH_MODEL=$SRV/model.json BENCH_OUT=$PG_KV \
 	BENCH_PY_ROWS=$BENCH_PY_ROWS BENCH_HBIRD=$RUN_HBIRD \
+	BENCH_FIRSTCALL_REPS=${BENCH_FIRSTCALL_REPS:-10} BENCH_TOPK=${BENCH_TOPK:-1} \
+	BENCH_TOPK_K=${BENCH_TOPK_K:-1 10 100 1000} \
 	pg_virtualenv -t -v "$PG_VERSION" \
 	-o "shared_buffers=$BENCH_SHARED_BUFFERS" -o jit=off -o max_wal_size=4GB \
 	-o work_mem=64MB \
@@ -124,6 +139,10 @@ META=$DATA/meta_$ROWS.kv
 	echo "mem=$(free -g | awk '/^Mem:/ { print $2 " GiB" }')"
 	echo "shared_buffers=$BENCH_SHARED_BUFFERS"
 	echo "want_hbird=$WANT_HBIRD"
+	echo "want_topk=${BENCH_TOPK:-1}"
+	echo "load_before=$LOAD_BEFORE"
+	echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "run_seconds=$SECONDS"
 	"$PY" - "$MODEL" <<-'EOF'
 		import json, sys
 		L = json.load(open(sys.argv[1]))["learner"]

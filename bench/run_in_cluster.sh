@@ -8,48 +8,22 @@
 #   BENCH_MODEL    model JSON, readable by the server user (postgres)
 #   BENCH_OUT      file to append key=value results to
 #   BENCH_PY_ROWS  rows scored by the PL/Python variant (default 20000)
-#   BENCH_HBIRD    1 to run the hbird step, 0 to skip it
+#   BENCH_HBIRD    1 to run the hbird steps, 0 to skip them
+#   BENCH_FIRSTCALL_REPS  fresh connections per first-call variant (default 10)
+#   BENCH_TOPK     1 to run the top-K step (bench/topk.sh), 0 to skip it
+#   BENCH_TOPK_K   the k of the top-K step (default "1 10 100 1000")
 set -euo pipefail
 
 : "${BENCH_ROWS:?}" "${BENCH_CSV:?}" "${BENCH_MODEL:?}" "${BENCH_OUT:?}"
 BENCH_PY_ROWS=${BENCH_PY_ROWS:-20000}
 BENCH_HBIRD=${BENCH_HBIRD:-1}
+BENCH_FIRSTCALL_REPS=${BENCH_FIRSTCALL_REPS:-10}
+BENCH_TOPK=${BENCH_TOPK:-1}
 NCOLS=28
 
-log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
-out() { printf '%s=%s\n' "$1" "$2" >>"$BENCH_OUT"; }
-sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-
-# timed LABEL SETUP_SQL QUERY
-#   One session: run SETUP_SQL, run QUERY once to warm up (loads the model,
-#   fills caches), then run QUERY again under \timing.  Records
-#   LABEL_seconds and LABEL_result (the value of the second run).
-timed() {
-	local label=$1 setup=$2 query=$3 output result ms
-	output=$(psql -X -At -v ON_ERROR_STOP=1 \
-		-c "$setup" -c "$query" -c '\timing on' -c "$query") || {
-		log "FAILED: $label: $query"
-		return 1
-	}
-	result=$(printf '%s\n' "$output" | grep -v '^Time: ' | tail -n 1)
-	ms=$(printf '%s\n' "$output" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -n 1)
-	if [ -z "$ms" ]; then
-		log "FAILED: $label: no timing in psql output:"
-		printf '%s\n' "$output" >&2
-		return 1
-	fi
-	out "${label}_seconds" "$(awk -v ms="$ms" 'BEGIN { printf "%.6f", ms / 1000 }')"
-	out "${label}_result" "$result"
-	log "$label: $result in $ms ms"
-}
-
-# "Workers Planned: N" of the plan, 0 when the plan has no Gather
-workers_planned() {
-	local setup=$1 query=$2 n
-	n=$(psql -X -At -v ON_ERROR_STOP=1 -c "$setup" -c "EXPLAIN (COSTS OFF) $query" |
-		sed -n 's/.*Workers Planned: \([0-9]*\).*/\1/p' | head -n 1)
-	echo "${n:-0}"
-}
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$BENCH/lib.sh"
 
 out pg_version "$(psql -X -At -c 'SHOW server_version')"
 
@@ -68,9 +42,6 @@ n=$(psql -X -At -c 'SELECT count(*) FROM t')
 [ "$n" = "$BENCH_ROWS" ] || { log "FAILED: table t has $n rows, expected $BENCH_ROWS"; exit 1; }
 out table_size "$(psql -X -At -c "SELECT pg_size_pretty(pg_table_size('t'))")"
 log "loaded: $(psql -X -At -c "SELECT pg_size_pretty(pg_table_size('t'))")"
-
-SERIAL="SET max_parallel_workers_per_gather = 0; SET synchronize_seqscans = off"
-DEFAULT="RESET max_parallel_workers_per_gather"
 
 # ---------------------------------------------------------------------------
 # (c) the scan alone
@@ -102,7 +73,7 @@ sql <<-EOF
 	\$py\$;
 EOF
 out py_rows "$BENCH_PY_ROWS"
-out py_version "$(psql -X -At -c "DO \$\$ import xgboost; plpy.notice(xgboost.__version__) \$\$ LANGUAGE plpython3u" 2>&1 | sed 's/^NOTICE: *//')"
+out py_version "$(psql -X -At -q -c "DO \$\$ import xgboost; plpy.notice(xgboost.__version__) \$\$ LANGUAGE plpython3u" 2>&1 | sed 's/^NOTICE: *//')"
 timed py_serial "$SERIAL" \
 	"SELECT sum(py_predict(s.t)) FROM (SELECT t FROM t LIMIT $BENCH_PY_ROWS) s"
 
@@ -132,3 +103,104 @@ out hbird_parallel_workers "$(workers_planned "$DEFAULT" "$HB")"
 timed hbird_py_subset "$SERIAL" \
 	"SELECT sum(hb_predict('m', s.t)) FROM (SELECT t FROM t LIMIT $BENCH_PY_ROWS) s"
 out hbird_status ok
+
+# ---------------------------------------------------------------------------
+# (e) batched forms, one process: the rows reach hbird in batches, so it can
+# use a batch strategy (PTT) instead of walking the trees one row at a time.
+# Neither form runs in parallel workers (hb_predict_agg has no combine
+# function, hb_predict_batch is parallel unsafe), so only serial is timed.
+# Warm-up: the same form on the first WARM rows (loads the model and
+# compiles the plan for the same batch size); the full query runs once.
+out batch_status failed
+WARM=$((BENCH_ROWS < 100000 ? BENCH_ROWS : 100000))
+out batch_plan "$(psql -X -At -c "SELECT string_agg(DISTINCT strategy, ',') || ' strategy, batches of ' ||
+	max(split_part(input_shape, 'x', 1)) || ' rows' FROM hb_compile('m')")"
+out batch_plan_1 "$(psql -X -At -c "SELECT string_agg(DISTINCT strategy, ',') FROM hb_compile('m', 1)")"
+AGG="SELECT sum(v) FROM unnest((SELECT hb_predict_agg('m', t) FROM t)) v"
+AGG_WARM="SELECT sum(v) FROM unnest((SELECT hb_predict_agg('m', s.t) FROM (SELECT t FROM t LIMIT $WARM) s)) v"
+BATCH="SELECT sum(score) FROM hb_predict_batch('m', NULL::t)"
+BATCH_WARM="SELECT sum(score) FROM hb_predict_batch('m', NULL::t, 'SELECT * FROM t LIMIT $WARM')"
+for strategy in auto tt ptt; do
+	setup="$SERIAL; SET hbird.tree_strategy = '$strategy'"
+	timed "agg_$strategy" "$setup" "$AGG" "$AGG_WARM"
+	timed "batch_$strategy" "$setup" "$BATCH" "$BATCH_WARM"
+done
+out batch_status ok
+
+# ---------------------------------------------------------------------------
+# (f) first call in a fresh backend.  Each repetition is a new connection
+# that runs one hb_predict on a literal array twice under \timing: the
+# first call loads hbird.so, reads the model from the catalog, loads and
+# compiles it, and scores one row; the second finds the compiled model in
+# the backend's cache.  \timing is the client's round trip of the statement:
+# connecting and starting the backend are not in it.
+out firstcall_status failed
+out firstcall_reps "$BENCH_FIRSTCALL_REPS"
+FLIST=$(seq -s, -f 'f%g' 0 $((NCOLS - 1)))
+ref=$(psql -X -At -q -v ON_ERROR_STOP=1 -c "$SERIAL" -c "SELECT
+	'ARRAY[' || array_to_string(ARRAY[$FLIST], ',') || ']::float8[]', hb_predict('m', t)
+	FROM t WHERE num_nulls($FLIST) = 0 LIMIT 1")
+ARR=${ref%|*}
+out firstcall_ref "${ref##*|}"
+out model_json_bytes "$(psql -X -At -c "SELECT octet_length(body) FROM hbird.model_version WHERE name = 'm'")"
+out model_image_bytes "$(psql -X -At -c "SELECT coalesce(octet_length(image), 0) FROM hbird.model_version WHERE name = 'm'")"
+
+# first_call LABEL QUERY
+#   Records LABEL_first_ms (median over the connections), LABEL_first_min,
+#   LABEL_first_max, LABEL_cached_ms (median of the second calls) and
+#   LABEL_result (the distinct results, space separated).
+first_call() {
+	local label=$1 q=$2 i output times firsts='' seconds='' results=''
+	for ((i = 0; i < BENCH_FIRSTCALL_REPS; i++)); do
+		output=$(psql -X -At -q -v ON_ERROR_STOP=1 -c '\timing on' -c "$q" -c "$q") || {
+			log "FAILED: $label: $q"
+			return 1
+		}
+		times=$(printf '%s\n' "$output" | psql_times)
+		[ "$(printf '%s\n' "$times" | wc -l)" = 2 ] || {
+			log "FAILED: $label: no timing in psql output:"
+			printf '%s\n' "$output" >&2
+			return 1
+		}
+		firsts+=$(printf '%s\n' "$times" | sed -n 1p)$'\n'
+		seconds+=$(printf '%s\n' "$times" | sed -n 2p)$'\n'
+		results+=$(printf '%s\n' "$output" | grep -v '^Time: ')$'\n'
+	done
+	out "${label}_first_ms" "$(printf '%s' "$firsts" | median)"
+	out "${label}_first_min" "$(printf '%s' "$firsts" | sort -g | head -n 1)"
+	out "${label}_first_max" "$(printf '%s' "$firsts" | sort -g | tail -n 1)"
+	out "${label}_cached_ms" "$(printf '%s' "$seconds" | median)"
+	out "${label}_result" "$(printf '%s' "$results" | sort -u | paste -sd ' ')"
+	log "$label: first call median $(printf '%s' "$firsts" | median) ms" \
+		"(min $(printf '%s' "$firsts" | sort -g | head -n 1), max $(printf '%s' "$firsts" | sort -g | tail -n 1))," \
+		"second call $(printf '%s' "$seconds" | median) ms, over $BENCH_FIRSTCALL_REPS connections"
+}
+
+# a baseline: the first statement of a fresh backend that loads hbird.so
+# and calls into it without touching a model
+first_call fc_nomodel "SELECT * FROM hb_topk_stats()"
+# (i) the image stored at upload
+first_call fc_image "SELECT hb_predict('m', $ARR)"
+# (ii) no image: the backend parses the JSON body.  The image is put back
+# byte for byte afterwards, even when the measurement fails.
+sql -c "CREATE TABLE bench_image_save AS SELECT name, version, image, md5(image) AS md5
+	FROM hbird.model_version WHERE name = 'm'" \
+	-c "UPDATE hbird.model_version SET image = NULL WHERE name = 'm'"
+fc_ok=1
+first_call fc_json "SELECT hb_predict('m', $ARR)" || fc_ok=0
+sql -c "UPDATE hbird.model_version v SET image = s.image FROM bench_image_save s
+	WHERE v.name = s.name AND v.version = s.version"
+out firstcall_image_restored "$(psql -X -At -c "SELECT bool_and(md5(v.image) IS NOT DISTINCT FROM s.md5)
+	FROM hbird.model_version v JOIN bench_image_save s USING (name, version)")"
+sql -c "DROP TABLE bench_image_save"
+[ "$fc_ok" = 1 ] || exit 1
+out firstcall_status ok
+
+# ---------------------------------------------------------------------------
+# (g) top-K
+if [ "$BENCH_TOPK" = 0 ]; then
+	log "top-K step skipped (BENCH_TOPK=0)"
+	out topk_status "skipped (BENCH_TOPK=0)"
+else
+	bash "$BENCH/topk.sh"
+fi

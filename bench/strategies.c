@@ -10,10 +10,12 @@
  *
  * Timing: each cell calls its scorer on consecutive batches of the rows
  * (wrapping around) until CELL_SECONDS (default 0.2) have passed, at least
- * once.  A cell whose single call would take more than MAX_CALL seconds,
- * judged from the rows/s of the same method on the same model at a smaller
- * batch, is not run: it shows that smaller batch's rate, marked "~" (GEMM
- * on deep trees, where each row costs about I x L multiply-adds per tree).
+ * once, and keeps the best of ROUNDS such rounds (the machine may be
+ * shared).  A cell whose single call would take more than MAX_CALL
+ * seconds, judged from the rows/s of the same method on the same model at
+ * a smaller batch of 64 rows or more, is not run: it shows that smaller
+ * batch's rate, marked "~" (GEMM on deep trees, where each row costs about
+ * I x L multiply-adds per tree).
  *
  * XGBoost: XGBoosterPredictFromDense on the float32 rows, nthread=1, as
  * bench/xgb_capi.c.  hbird reads the same values as doubles (its input
@@ -34,7 +36,8 @@
 #include "plan_int.h"
 
 #define N_FEATURES	28
-#define MAX_CALL	1.5			/* seconds: longer calls are extrapolated */
+#define MAX_CALL	3.0			/* seconds: longer calls are extrapolated */
+#define ROUNDS		3			/* best of: the machine may be shared */
 
 #define XGB_CHECK(call) \
 	do { \
@@ -164,24 +167,35 @@ static void
 time_cell(Scorer *s, size_t b, double budget, Cell *c)
 {
 	size_t		first = 0;
-	double		t0,
-				t;
 
 	/* warm-up: caches, OpenBLAS buffers, XGBoost's own set-up */
 	score(s, 0, b < 64 ? b : 64);
-	c->rows = 0;
-	t0 = now();
-	do
+	c->rows_per_s = 0;
+	for (int round = 0; round < ROUNDS; round++)
 	{
-		if (first + b > n_rows)
-			first = 0;
-		score(s, first, b);
-		first += b;
-		c->rows += b;
-		t = now() - t0;
-	} while (t < budget);
-	c->seconds = t;
-	c->rows_per_s = c->rows / t;
+		size_t		rows = 0;
+		double		t0 = now(),
+					t;
+
+		do
+		{
+			if (first + b > n_rows)
+				first = 0;
+			score(s, first, b);
+			first += b;
+			rows += b;
+			t = now() - t0;
+		} while (t < budget);
+		if (rows / t > c->rows_per_s)
+		{
+			c->rows_per_s = rows / t;
+			c->rows = rows;
+			c->seconds = t;
+		}
+		/* one long call is already a fair sample; don't triple it */
+		if (t > MAX_CALL / 2)
+			break;
+	}
 }
 
 /* Margins of n rows: PTT and GEMM vs TT (bits), TT vs XGBoost (float). */
@@ -371,7 +385,9 @@ main(int argc, char **argv)
 						c->absent = true;
 						continue;
 					}
-					if (measured && b / best_rate > MAX_CALL)
+					/* judged from 64 rows or more: GEMM pads a row to 16 */
+					if (measured && batches[best_batch] >= 64 &&
+						b / best_rate > MAX_CALL)
 					{
 						*c = cells[di][ti][best_batch][me];
 						c->estimated = true;
@@ -408,10 +424,10 @@ main(int argc, char **argv)
 	printf("- models: XGBoost 1.7.4 `binary:logistic`, 28 features, about 1%% missing"
 		   " cells, trained on 50,000 synthetic rows (`bench/gen_strategy_models.py`);"
 		   " scoring rows: 65,536 others\n");
-	printf("- rows/s over at least %.1f s of calls per cell; \"~\" = not run, the rate of the"
-		   " largest batch of the same method and model that was (a call would have taken"
-		   " over %.1f s); ratio = rows/s / XGBoost's rows/s at the same batch\n",
-		   budget, MAX_CALL);
+	printf("- rows/s: best of %d rounds of at least %.1f s of calls per cell; \"~\" = not run,"
+		   " the rate of the largest batch of the same method and model that was (a call"
+		   " would have taken over %.1f s); ratio = rows/s / XGBoost's rows/s at the same"
+		   " batch\n", ROUNDS, budget, MAX_CALL);
 	printf("- checks: PTT and GEMM margins bit-identical to TT's on 4,096 rows of every"
 		   " model: %s; TT vs XGBoost margins: max |diff| %.3g\n\n",
 		   all_ok ? "yes" : "**NO**", worst_xgb_all);

@@ -16,6 +16,7 @@ static const struct
 {
 	{HB_FORMAT_AUTO, "auto"},
 	{HB_FORMAT_XGBOOST_JSON, "xgboost-json"},
+	{HB_FORMAT_LIGHTGBM_TEXT, "lightgbm-text"},
 };
 
 const char *
@@ -40,6 +41,11 @@ hb_format_parse(const char *name, HbFormat *out)
 	if (strcmp(name, "xgboost") == 0 || strcmp(name, "json") == 0)
 	{
 		*out = HB_FORMAT_XGBOOST_JSON;
+		return true;
+	}
+	if (strcmp(name, "lightgbm") == 0)
+	{
+		*out = HB_FORMAT_LIGHTGBM_TEXT;
 		return true;
 	}
 	return false;
@@ -76,6 +82,12 @@ detect_format(const char *bytes, size_t len)
 		i++;
 	if (i < len && bytes[i] == '{')
 		return HB_FORMAT_XGBOOST_JSON;
+	/* LightGBM: "tree" alone on the first line, or a bare "Tree=" block */
+	if (len - i >= 5 && memcmp(bytes + i, "tree", 4) == 0 &&
+		(bytes[i + 4] == '\n' || bytes[i + 4] == '\r'))
+		return HB_FORMAT_LIGHTGBM_TEXT;
+	if (len - i >= 5 && memcmp(bytes + i, "Tree=", 5) == 0)
+		return HB_FORMAT_LIGHTGBM_TEXT;
 	return HB_FORMAT_AUTO;
 }
 
@@ -101,6 +113,9 @@ hb_model_read(const char *bytes, size_t len, HbFormat format,
 	{
 		case HB_FORMAT_XGBOOST_JSON:
 			ok = hb_read_xgboost_json(bytes, len, &m, err);
+			break;
+		case HB_FORMAT_LIGHTGBM_TEXT:
+			ok = hb_read_lightgbm_text(bytes, len, &m, err);
 			break;
 		default:
 			return hb_fail(err, HB_ERR_UNSUPPORTED, "unsupported model format");

@@ -15,7 +15,8 @@
 typedef enum HbFormat
 {
 	HB_FORMAT_AUTO = 0,
-	HB_FORMAT_XGBOOST_JSON
+	HB_FORMAT_XGBOOST_JSON,
+	HB_FORMAT_LIGHTGBM_TEXT
 } HbFormat;
 
 typedef enum HbTask
@@ -112,8 +113,8 @@ typedef struct HbModel
 	HbLink		link;
 	bool		predict_class;	/* hb_predict gives the argmax class */
 	bool		sum_f32;		/* margins accumulate in float32 */
-	bool		zero_snap;		/* inputs with |x| <= 1e-35 become 0 first
-								 * (LightGBM) */
+	bool		zero_snap;		/* inputs with |x| <= HB_ZERO_THRESHOLD become
+								 * 0 first (LightGBM) */
 
 	/* HB_EST_TREES */
 	HbCmp		cmp;
@@ -163,6 +164,11 @@ extern bool hb_model_image_read(const char *bytes, size_t len, HbModel **out,
 /* Readers. */
 extern bool hb_read_xgboost_json(const char *bytes, size_t len,
 								 HbModel **out, HbError *err);
+extern bool hb_read_lightgbm_text(const char *bytes, size_t len,
+								  HbModel **out, HbError *err);
+
+/* LightGBM's kZeroThreshold: the float 1e-35f, not the double 1e-35 */
+#define HB_ZERO_THRESHOLD ((double) 1e-35f)
 
 #define HB_MAX_DEPTH 64			/* deeper trees are refused */
 #define HB_MAX_FEATURES 1000000

@@ -553,7 +553,7 @@ hb_plan_margins_with(const HbPlan *p, HbStrategy s, const double *x,
 	if (p->zero_snap)
 	{
 		/*
-		 * LightGBM turns inputs within 1e-35 of zero into zero before any
+		 * LightGBM turns inputs within its zero threshold into zero before any
 		 * comparison; do it once per block of rows instead of per node.
 		 */
 		double		buf[SNAP_BLOCK];
@@ -567,7 +567,7 @@ hb_plan_margins_with(const HbPlan *p, HbStrategy s, const double *x,
 				const double *src = x + r0 * p->n_features;
 
 				for (size_t i = 0; i < nb * p->n_features; i++)
-					buf[i] = fabs(src[i]) <= 1e-35 ? 0.0 : src[i];
+					buf[i] = fabs(src[i]) <= HB_ZERO_THRESHOLD ? 0.0 : src[i];
 				margins_unsnapped(p, s, buf, nb, margins + r0 * p->n_outputs);
 			}
 			return;
@@ -584,7 +584,7 @@ hb_plan_margins_with(const HbPlan *p, HbStrategy s, const double *x,
 					{
 						double		v = x[r * p->n_features + f];
 
-						row[f] = fabs(v) <= 1e-35 ? 0.0 : v;
+						row[f] = fabs(v) <= HB_ZERO_THRESHOLD ? 0.0 : v;
 					}
 					margins_unsnapped(p, s, row, 1, margins + r * p->n_outputs);
 				}

@@ -112,13 +112,19 @@ extern void hb_tt_margins(const HbPlan *p, const double *x, size_t n,
 						  double *margins);
 extern int	hb_tt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
-/* Is category x in the node's set?  Invalid categories are in no set. */
+/*
+ * Is category x in the node's set?  Invalid categories are in no set.
+ * XGBoost (float32 models) refuses any negative value; LightGBM (double
+ * models) truncates toward zero first, so -0.5 is category 0.
+ */
 static inline bool
 hb_cat_in_set(const HbPlan *p, int64_t idx, double x)
 {
 	uint32_t	c;
 
-	if (!(x >= 0.0) || x >= HB_MAX_CATEGORY)
+	if (p->cmp == HB_CMP_LT_F32 ? !(x >= 0.0) : !(x > -1.0))
+		return false;
+	if (x >= HB_MAX_CATEGORY)
 		return false;
 	c = (uint32_t) x;
 	if (c / 32 >= (uint32_t) p->cat_nwords[idx])
@@ -143,7 +149,7 @@ hb_step_general(const HbPlan *p, const HbFlatNode *n, int64_t idx, double x)
 			return n->left + !(n->flags & HB_FN_DEFAULT_LEFT);
 		x = 0.0;
 	}
-	if (missing == HB_MISSING_ZERO && fabs(x) <= 1e-35)
+	if (missing == HB_MISSING_ZERO && fabs(x) <= HB_ZERO_THRESHOLD)
 		return n->left + !(n->flags & HB_FN_DEFAULT_LEFT);
 	if (n->flags & HB_FN_CAT)
 	{

@@ -3,7 +3,8 @@
  *	  Hummingbird's GEMM strategy: a tree as two small matrix products,
  *	  over OpenBLAS.
  *
- * For tree t with I internal nodes and L leaves, and a chunk of R rows:
+ * For tree t with I internal nodes and L = I + 1 leaves, and a chunk of R
+ * rows:
  *
  *	(A) gather: G[r][i] = x[r][feature_i].  Hummingbird computes this as a
  *		GEMM X.A with a 0/1 selection matrix A; here it is a plain gather,
@@ -12,33 +13,35 @@
  *		nodes that split on that feature.
  *	(B) compare: B[r][i] = 1 if the row goes left at node i, else 0, with
  *		the node's missing-value rule applied (exactly TT's semantics).
- *	(C) P = B . C_t, one cblas_sgemm (R x I times I x L), where C_t[i][l] is
- *		+1 if leaf l is in the left subtree of node i, -1 if in the right
- *		subtree, 0 if not below i.
+ *	(C) P = B . C_t, one cblas_sgemm, where C_t[i][l] is +1 if leaf l is in
+ *		the left subtree of node i, -1 if in the right subtree, 0 if not
+ *		below i.  It is computed transposed, P^T = C_t^T . B^T (L x R), so
+ *		that every loop around it runs along the R rows of the chunk.
  *	(D) P[r][l] = (left edges of l's path the row takes) - (right edges of
  *		l's path the row does not take), so P[r][l] equals D_t[l], the
  *		number of left edges on l's path, for the leaf the row reaches and
- *		for no other: every other leaf's path has a node where the row went
- *		the other way, which costs it one.
+ *		is smaller for every other leaf: somewhere on their paths the row
+ *		went the other way, which costs at least one.
  *	(E) the row adds that leaf's value, in model tree order.
  *
  * Exactness: every entry of B and C_t is 0 or +-1 and every partial sum an
  * integer of magnitude at most the depth, so float32 arithmetic is exact
- * whatever order, blocking or FMA the BLAS uses; single precision is used
- * for double models too (their comparisons, in step B, are in double).
- * Leaf values are never put through the GEMM: a one-hot GEMM against the
- * leaves would be exact per tree, but summing trees inside the BLAS would
- * not add them in tree order, and float32 sums depend on the order.
+ * whatever order, blocking or FMA the BLAS uses; single precision serves
+ * double models too (their comparisons, in step B, are in double).  Leaf
+ * values are never put through the GEMM: a one-hot GEMM against the leaves
+ * would be exact per tree, but summing trees inside the BLAS would not add
+ * them in tree order, and float32 sums depend on the order.
  *
  * One GEMM per tree and chunk.  Putting several trees into one product
- * needs a block-diagonal C, which multiplies mostly zeros; a chunk of
- * HB_GEMM_ROWS rows already gives each product a tall enough shape.
+ * needs a block-diagonal C, which multiplies mostly zeros; per-tree products
+ * of HB_GEMM_ROWS columns already have a GEMM-friendly shape, and 256 rows
+ * measured fastest (a chunk's inputs, B and P stay in L2).
  *
  * Layout.  C_t is not stored: it is rebuilt into scratch for each tree and
- * chunk from the leaves' paths (memset plus one store per path edge, which
- * costs 1/(2R) of the product it feeds), so the plan holds O(nodes) bytes
- * instead of O(I x L) per tree (130 MB for 500 trees of depth 8).  The
- * scratch, B (R x I_max), P (R x L_max) and C (I_max x L_max) floats, is
+ * chunk from the leaves' paths (memset plus one store per path edge, about
+ * 1/(2R) of the product it feeds), so the plan holds O(nodes) bytes instead
+ * of O(I x L) per tree (130 MB for 500 trees of depth 8).  The scratch (the
+ * chunk's inputs transposed, B^T, P^T, C_t^T and the rows' leaf numbers) is
  * allocated per call and bounded at build time by max_bytes; if it can't
  * be allocated the call falls back to TT, which gives the same bits.
  *
@@ -48,7 +51,8 @@
  * use a branch-free formula.  Nothing is refused for its kind.
  *
  * OpenBLAS may run a large product on several threads (OPENBLAS_NUM_THREADS
- * decides); the results are the same bits either way.
+ * decides; the per-tree products here are mostly too small for that); the
+ * results are the same bits either way.
  */
 #include "plan_int.h"
 
@@ -70,7 +74,6 @@ typedef struct HbGemmTree
 	int32_t		n_int;			/* I_t */
 	int32_t		n_leaves;		/* L_t = I_t + 1 */
 	int32_t		group;
-	bool		general;
 } HbGemmTree;
 
 struct HbGemm
@@ -85,8 +88,11 @@ struct HbGemm
 	int64_t		n_path;			/* edges over all leaves' paths */
 	double		c_entries;		/* sum of I_t x L_t, for hb_gemm_ops */
 
+	int32_t		n_used;			/* features some split uses */
+	int32_t    *used;			/* column -> feature */
+
 	/* internal nodes, in the tree's preorder */
-	int32_t    *feature;
+	int32_t    *column;			/* of the split feature */
 	float	   *thr_f;			/* HB_CMP_LT_F32 models */
 	double	   *thr_d;			/* HB_CMP_LE_F64 models */
 	uint8_t    *dleft;			/* HB_GEMM_* bits */
@@ -112,13 +118,13 @@ node_is_general(const HbFlatNode *n)
 
 /*
  * Temporaries of a call that scores chunks of `rows` rows: the chunk's
- * inputs transposed (nf x rows, doubles at most), BT (I x rows), PT
- * (L x rows), C_t^T (L x I) and the rows' leaf numbers.
+ * used inputs transposed (columns x rows, doubles at most), BT (I x rows),
+ * PT (L x rows), C_t^T (L x I) and the rows' leaf numbers.
  */
 static double
-scratch_bytes(double rows, double nf, double max_int, double max_leaves)
+scratch_bytes(double rows, double cols, double max_int, double max_leaves)
 {
-	return sizeof(double) * nf * rows +
+	return sizeof(double) * cols * rows +
 		sizeof(float) * (rows * max_int + rows * max_leaves + max_int * max_leaves) +
 		sizeof(int32_t) * rows;
 }
@@ -129,6 +135,7 @@ typedef struct GemmFill
 	HbGemm	   *g;
 	const HbPlan *p;
 	HbGemmTree *tr;
+	const int32_t *column;		/* feature -> column */
 	int32_t		next_int;		/* within the tree */
 	int32_t		next_leaf;
 	int64_t		next_path;		/* global */
@@ -171,7 +178,7 @@ fill(GemmFill *f, int64_t idx, int depth)
 		int			missing = (n->flags & HB_FN_MISSING_MASK) >> HB_FN_MISSING_SHIFT;
 		bool		nan_left;
 
-		g->feature[pos] = n->feature;
+		g->column[pos] = f->column[n->feature];
 		if (g->thr_f)
 			g->thr_f[pos] = n->thr;
 		else
@@ -185,10 +192,7 @@ fill(GemmFill *f, int64_t idx, int depth)
 		g->dleft[pos] = nan_left ? HB_GEMM_NAN_LEFT : 0;
 		g->src[pos] = (int32_t) idx;
 		if (node_is_general(n))
-		{
 			g->dleft[pos] |= HB_GEMM_GENERAL;
-			f->tr->general = true;
-		}
 		f->path[depth] = 2 * i;
 		fill(f, n->left, depth + 1);
 		f->path[depth] = 2 * i + 1;
@@ -208,6 +212,8 @@ hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 	double		c_entries = 0;
 	double		layout;
 	int32_t		rows;
+	int32_t    *column;
+	int32_t		n_used = 0;
 	GemmFill	f;
 
 	hb_gemm_free(p->gemm);
@@ -219,6 +225,18 @@ hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 	if (p->sum_f32 != f32)
 		return hb_fail(err, HB_ERR_UNSUPPORTED,
 					   "tree models must sum in the precision they compare in");
+
+	/* columns, in feature order: the features that some split uses */
+	column = hb_alloc(sizeof(int32_t) * p->n_features);
+	if (column == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	memset(column, 0xff, sizeof(int32_t) * p->n_features);	/* -1 */
+	for (int64_t k = 0; k < p->n_nodes; k++)
+		if (p->nodes[k].feature >= 0)
+			column[p->nodes[k].feature] = 0;
+	for (int32_t ft = 0; ft < p->n_features; ft++)
+		if (column[ft] == 0)
+			column[ft] = n_used++;
 
 	/* sizes: a tree's nodes lie between its root and the next tree's */
 	for (int t = 0; t < p->n_trees; t++)
@@ -262,30 +280,38 @@ hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 	}
 
 	layout = sizeof(HbGemm) + (double) sizeof(HbGemmTree) * p->n_trees +
+		(double) sizeof(int32_t) * n_used +
 		(double) n_int * (sizeof(int32_t) + thr_size + 1 + sizeof(int32_t)) +
 		(double) (n_int + p->n_trees) * (thr_size + sizeof(float) + sizeof(int64_t)) +
 		(double) n_path * sizeof(int32_t);
 
 	/* the tallest product whose temporaries fit next to the layout */
 	for (rows = HB_GEMM_ROWS; rows >= HB_GEMM_LANES; rows /= 2)
-		if (layout + scratch_bytes(rows, p->n_features, max_int, max_int + 1) <= (double) max_bytes)
+		if (layout + scratch_bytes(rows, n_used, max_int, max_int + 1) <= (double) max_bytes)
 			break;
 	if (rows < HB_GEMM_LANES)
 	{
 		hb_fail(err, HB_ERR_LIMIT,
 				"GEMM strategy would need %.0f bytes, more than the limit of %zu",
-				layout + scratch_bytes(HB_GEMM_LANES, p->n_features, max_int, max_int + 1),
+				layout + scratch_bytes(HB_GEMM_LANES, n_used, max_int, max_int + 1),
 				max_bytes);
 		hb_fail_detail(err, "The largest tree has %d split nodes; its C matrix alone is %.0f bytes.",
 					   max_int, sizeof(float) * (double) max_int * (max_int + 1));
+		hb_free(column);
 		return false;
 	}
 	if ((double) max_int * (max_int + 1) > INT32_MAX)
+	{
+		hb_free(column);
 		return hb_fail(err, HB_ERR_LIMIT, "tree too large for a BLAS product");
+	}
 
 	g = hb_alloc0(sizeof(HbGemm));
 	if (g == NULL)
+	{
+		hb_free(column);
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
 	g->n_trees = p->n_trees;
 	g->max_int = max_int;
 	g->max_leaves = max_int + 1;
@@ -294,8 +320,10 @@ hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 	g->n_leaves = n_int + p->n_trees;
 	g->n_path = n_path;
 	g->c_entries = c_entries;
+	g->n_used = n_used;
+	g->used = hb_alloc(sizeof(int32_t) * (n_used + 1));
 	g->trees = hb_alloc0(sizeof(HbGemmTree) * (p->n_trees + 1));
-	g->feature = hb_alloc(sizeof(int32_t) * (n_int + 1));
+	g->column = hb_alloc(sizeof(int32_t) * (n_int + 1));
 	g->dleft = hb_alloc(n_int + 1);
 	g->src = hb_alloc(sizeof(int32_t) * (n_int + 1));
 	g->lefts = hb_alloc(sizeof(float) * g->n_leaves);
@@ -311,18 +339,23 @@ hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 		g->thr_d = hb_alloc(sizeof(double) * (n_int + 1));
 		g->leaf_d = hb_alloc(sizeof(double) * g->n_leaves);
 	}
-	if (!g->trees || !g->feature || !g->dleft || !g->src || !g->lefts ||
-		!g->path_off || !g->path ||
+	if (!g->used || !g->trees || !g->column || !g->dleft || !g->src ||
+		!g->lefts || !g->path_off || !g->path ||
 		(f32 ? !g->thr_f || !g->leaf_f : !g->thr_d || !g->leaf_d))
 	{
+		hb_free(column);
 		hb_gemm_free(g);
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	}
+	for (int32_t ft = 0; ft < p->n_features; ft++)
+		if (column[ft] >= 0)
+			g->used[column[ft]] = ft;
 
 	memset(&f, 0, sizeof(f));
 	f.g = g;
 	f.p = p;
-	for (int t = 0, leaf = 0; t < p->n_trees; t++)
+	f.column = column;
+	for (int64_t t = 0, leaf = 0; t < p->n_trees; t++)
 	{
 		HbGemmTree *tr = &g->trees[t];
 		int64_t		int_off = t == 0 ? 0 : g->trees[t - 1].node_off + g->trees[t - 1].n_int;
@@ -338,6 +371,7 @@ hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 		tr->n_leaves = f.next_leaf;
 		leaf += tr->n_leaves;
 	}
+	hb_free(column);
 	g->bytes = (size_t) layout;
 	p->gemm = g;
 	return true;
@@ -349,7 +383,8 @@ hb_gemm_free(HbGemm *g)
 	if (g == NULL)
 		return;
 	hb_free(g->trees);
-	hb_free(g->feature);
+	hb_free(g->used);
+	hb_free(g->column);
 	hb_free(g->thr_f);
 	hb_free(g->thr_d);
 	hb_free(g->dleft);
@@ -388,6 +423,7 @@ round_lanes(int n)
 static void
 transpose_chunk(const HbPlan *p, const double *x, int nb, int ld, void *xT)
 {
+	const HbGemm *g = p->gemm;
 	int			nf = p->n_features;
 	int			padded = round_lanes(nb);
 
@@ -396,22 +432,22 @@ transpose_chunk(const HbPlan *p, const double *x, int nb, int ld, void *xT)
 		float	   *out = xT;
 
 		for (int r = 0; r < nb; r++)
-			for (int f = 0; f < nf; f++)
-				out[(size_t) f * ld + r] = (float) x[(size_t) r * nf + f];
-		for (int f = 0; f < nf; f++)
+			for (int c = 0; c < g->n_used; c++)
+				out[(size_t) c * ld + r] = (float) x[(size_t) r * nf + g->used[c]];
+		for (int c = 0; c < g->n_used; c++)
 			for (int r = nb; r < padded; r++)
-				out[(size_t) f * ld + r] = 0.0f;
+				out[(size_t) c * ld + r] = 0.0f;
 	}
 	else
 	{
 		double	   *out = xT;
 
 		for (int r = 0; r < nb; r++)
-			for (int f = 0; f < nf; f++)
-				out[(size_t) f * ld + r] = x[(size_t) r * nf + f];
-		for (int f = 0; f < nf; f++)
+			for (int c = 0; c < g->n_used; c++)
+				out[(size_t) c * ld + r] = x[(size_t) r * nf + g->used[c]];
+		for (int c = 0; c < g->n_used; c++)
 			for (int r = nb; r < padded; r++)
-				out[(size_t) f * ld + r] = 0.0;
+				out[(size_t) c * ld + r] = 0.0;
 	}
 }
 
@@ -459,14 +495,14 @@ compare_rows(const HbPlan *p, const HbGemmTree *tr, const double *x,
 	for (int i = 0; i < tr->n_int; i++)
 	{
 		int64_t		node = tr->node_off + i;
-		int32_t		f = g->feature[node];
+		int32_t		c = g->column[node];
 		int			nan_left = g->dleft[node] & HB_GEMM_NAN_LEFT;
 		float	   *b = BT + (size_t) i * ld;
 
 		if (g->dleft[node] & HB_GEMM_GENERAL)
 		{
 			const HbFlatNode *n = &p->nodes[g->src[node]];
-			const double *col = x + f;
+			const double *col = x + g->used[c];
 
 			/* TT's own step, on the node this one came from, on the double */
 			for (int r = 0; r < nb; r++)
@@ -475,10 +511,10 @@ compare_rows(const HbPlan *p, const HbGemmTree *tr, const double *x,
 				b[r] = 0.0f;
 		}
 		else if (g->thr_f)
-			compare_f32((const float *) xT + (size_t) f * ld, b, padded,
+			compare_f32((const float *) xT + (size_t) c * ld, b, padded,
 						g->thr_f[node], nan_left);
 		else
-			compare_f64((const double *) xT + (size_t) f * ld, b, padded,
+			compare_f64((const double *) xT + (size_t) c * ld, b, padded,
 						g->thr_d[node], nan_left);
 	}
 }
@@ -536,7 +572,7 @@ hb_gemm_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 		return;
 	}
 	ld = round_lanes(n < (size_t) g->rows ? (int) n : g->rows);
-	scratch = hb_alloc((size_t) scratch_bytes(ld, nf, g->max_int, g->max_leaves));
+	scratch = hb_alloc((size_t) scratch_bytes(ld, g->n_used, g->max_int, g->max_leaves));
 	if (scratch == NULL)
 	{
 		/* no room for the temporaries: TT needs none and gives the same bits */
@@ -545,7 +581,7 @@ hb_gemm_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 	}
 	/* doubles first, then floats, then int32: each part stays aligned */
 	xT = scratch;
-	BT = (float *) (scratch + sizeof(double) * nf * ld);
+	BT = (float *) (scratch + sizeof(double) * g->n_used * ld);
 	PT = BT + (size_t) ld * g->max_int;
 	CT = PT + (size_t) ld * g->max_leaves;
 	leaf = (int32_t *) (CT + (size_t) g->max_int * g->max_leaves);
@@ -646,12 +682,13 @@ hb_gemm_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 	if (g == NULL || ops == NULL)
 		return 0;
 	snprintf(x, sizeof(x), "%zux%d", batch, p->n_features);
+	/* the gather reads the g->n_used features that splits use */
 	snprintf(bi, sizeof(bi), "%zux%lld", batch, (long long) g->n_int);
 	snprintf(bl, sizeof(bl), "%zux%lld", batch, (long long) g->n_leaves);
 	snprintf(bt, sizeof(bt), "%zux%d", batch, g->n_trees);
 	snprintf(out, sizeof(out), "%zux%d", batch, p->n_outputs);
 	if (add_op(ops, max_ops, &n, "gather", x, bi,
-			   g->n_int * (int64_t) sizeof(int32_t), 0) &&
+			   (g->n_int + g->n_used) * (int64_t) sizeof(int32_t), 0) &&
 		add_op(ops, max_ops, &n, "compare", bi, bi,
 			   g->n_int * (int64_t) (thr_size + 1), 3.0 * batch * g->n_int) &&
 		add_op(ops, max_ops, &n, "gemm", bi, bl,

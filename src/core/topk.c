@@ -124,7 +124,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 		if (snapped == NULL)
 			return false;
 		for (size_t i = 0; i < n * nf; i++)
-			snapped[i] = fabs(x[i]) <= 1e-35 ? 0.0 : x[i];
+			snapped[i] = fabs(x[i]) <= HB_ZERO_THRESHOLD ? 0.0 : x[i];
 		x = snapped;
 	}
 

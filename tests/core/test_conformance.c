@@ -72,7 +72,8 @@ read_csv(const char *path, Table *t)
 		p++;
 	while (*p)
 	{
-		if (*p == '\n' || *p == '\r')
+		/* an empty line is a row of one missing value, or a blank line */
+		if ((*p == '\n' || *p == '\r') && t->cols > 1)
 		{
 			p++;
 			continue;
@@ -90,11 +91,15 @@ read_csv(const char *path, Table *t)
 				*cell = NAN;
 			else
 				*cell = strtod(p, &p);
-			while (*p && *p != ',' && *p != '\n')
+			while (*p && *p != ',' && *p != '\n' && *p != '\r')
 				p++;
 			if (*p == ',')
 				p++;
 		}
+		if (*p == '\r')
+			p++;
+		if (*p == '\n')
+			p++;
 		t->rows++;
 	}
 	free(buf);
@@ -121,6 +126,59 @@ skip(const char *id, const char *why)
 {
 	n_test++;
 	printf("ok %d - %s # SKIP %s\n", n_test, id, why);
+}
+
+/*
+ * Leaf reached in each tree, n x n_trees, walking the IR with the executors'
+ * rules (plan_int.h hb_step_general, zero snapping, double compares).  A
+ * LightGBM tree's leaf j is IR node (num_leaves - 1) + j, so this is
+ * LightGBM's pred_leaf.
+ */
+static void
+leaf_indices(const HbModel *m, const double *x, int rows, double *out)
+{
+	for (int r = 0; r < rows; r++)
+		for (int t = 0; t < m->n_trees; t++)
+		{
+			const HbTree *tree = &m->trees[t];
+			int32_t		id = 0;
+
+			while (tree->nodes[id].left != HB_LEAF)
+			{
+				const HbNode *n = &tree->nodes[id];
+				double		v = x[(size_t) r * m->n_features + n->feature];
+				bool		left;
+
+				/* LightGBM's kZeroThreshold is the float 1e-35f */
+				if (m->zero_snap && fabs(v) <= (double) 1e-35f)
+					v = 0.0;
+				if (isnan(v) && n->missing == HB_MISSING_NAN)
+					left = n->default_left;
+				else
+				{
+					if (isnan(v))
+						v = 0.0;
+					if (n->missing == HB_MISSING_ZERO && v == 0.0)
+						left = n->default_left;
+					else if (n->is_cat)
+					{
+						bool		in = false;
+
+						if (v >= 0.0 && v < 16777216.0 &&
+							(uint32_t) v / 32 < (uint32_t) n->cat_nwords)
+							in = (m->cat_words[n->cat_off + (uint32_t) v / 32] >>
+								  ((uint32_t) v % 32)) & 1;
+						left = n->cat_in_left ? in : !in;
+					}
+					else if (m->cmp == HB_CMP_LT_F32)
+						left = (float) v < (float) n->threshold;
+					else
+						left = v <= n->threshold;
+				}
+				id = left ? n->left : n->right;
+			}
+			out[(size_t) r * m->n_trees + t] = id - (tree->n_nodes - 1) / 2;
+		}
 }
 
 /* Largest violation of the tolerance; <= 0 means within it. */
@@ -172,8 +230,13 @@ run_case(const char *dir, const HbJson *c)
 	Table		in;
 	double	   *x;
 	int			nf;
+	bool		lightgbm;
+	bool		average;
+	bool		loaded;
 
-	if (strcmp(format, "xgboost_json") != 0)
+	if (strcmp(format, "xgboost_json") != 0 &&
+		strcmp(format, "lightgbm_text") != 0 &&
+		strcmp(format, "lightgbm_tree_block") != 0)
 	{
 		char		why[256];
 
@@ -181,7 +244,8 @@ run_case(const char *dir, const HbJson *c)
 		skip(id, why);
 		return;
 	}
-	if (strcmp(status, "ok") != 0 && strcmp(status, "converted") != 0)
+	lightgbm = strncmp(format, "lightgbm", 8) == 0;
+	if (!lightgbm && strcmp(status, "ok") != 0 && strcmp(status, "converted") != 0)
 	{
 		skip(id, status);
 		return;
@@ -197,15 +261,37 @@ run_case(const char *dir, const HbJson *c)
 		report(false, "%s: cannot read %s", id, path);
 		return;
 	}
-	if (!hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
-		!hb_plan_build(m, &plan, &err))
+	/* random forests: LightGBM's raw score is the sum, hbird's the average */
+	average = lightgbm && strstr(bytes, "\naverage_output\n") != NULL;
+	loaded = hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) &&
+		hb_plan_build(m, &plan, &err);
+	free(bytes);
+
+	if (strcmp(status, "lightgbm-rejects") == 0 ||
+		strcmp(status, "out-of-scope-feature") == 0)
+	{
+		/* refused cleanly; out-of-scope features with HB_ERR_UNSUPPORTED */
+		bool		unsupported = strcmp(status, "out-of-scope-feature") == 0;
+
+		if (loaded)
+			report(false, "%s: %s case was accepted", id, status);
+		else
+			report(m == NULL && err.msg[0] != '\0' &&
+				   (!unsupported || err.code == HB_ERR_UNSUPPORTED),
+				   "%s: refused (%s; code %d: %s)", id, status, err.code, err.msg);
+		goto done;
+	}
+	if (!loaded)
 	{
 		report(false, "%s: %s", id, err.msg);
-		free(bytes);
-		hb_model_free(m);
-		return;
+		goto done;
 	}
-	free(bytes);
+	if (strcmp(status, "parse-only") == 0 || hb_json_string(hb_json_get(c, "input")) == NULL)
+	{
+		report(true, "%s: loads (%d trees, %d features)", id, m->n_trees,
+			   m->n_features);
+		goto done;
+	}
 
 	snprintf(path, sizeof(path), "%s/%s", dir,
 			 hb_json_string(hb_json_get(c, "input")));
@@ -230,6 +316,7 @@ run_case(const char *dir, const HbJson *c)
 		int			cols;
 		int			bad_row;
 		double		excess;
+		const char *note;
 
 		snprintf(path, sizeof(path), "%s/%s", dir,
 				 hb_json_string(hb_json_value_at(expected, k)));
@@ -239,12 +326,40 @@ run_case(const char *dir, const HbJson *c)
 			free(want.v);
 			continue;
 		}
-		got = malloc(sizeof(double) * (size_t) in.rows * (m->n_outputs + m->n_classes + 1));
+		got = malloc(sizeof(double) * (size_t) in.rows *
+					 (m->n_outputs + m->n_classes + m->n_trees + 1));
 		scratch = malloc(sizeof(double) * (size_t) in.rows * m->n_outputs);
-		if (strcmp(kind, "margin") == 0 || strcmp(kind, "raw") == 0)
+		note = "";
+		if (strcmp(kind, "leaf_index") == 0)
+		{
+			cols = m->n_trees;
+			leaf_indices(m, x, in.rows, got);
+		}
+		else if (strcmp(kind, "transformed_pre_v2.2.3") == 0)
+		{
+			/*
+			 * LightGBM before 2.2.3 predicted the plain average of an
+			 * average_output model's leaves, skipping the sigmoid; hbird
+			 * follows later versions (the lgbm460 case checks that), and its
+			 * margin is that average.
+			 */
+			cols = m->n_outputs;
+			hb_plan_margins(plan, x, in.rows, got);
+			note = " (pre-2.2.3 average = hbird margin)";
+		}
+		else if (strcmp(kind, "margin") == 0 || strcmp(kind, "raw") == 0)
 		{
 			cols = m->n_outputs;
 			hb_plan_margins(plan, x, in.rows, got);
+			if (average)
+			{
+				/* GBDT::PredictRaw sums without averaging */
+				int			iters = m->n_trees / m->n_outputs;
+
+				for (size_t i = 0; i < (size_t) in.rows * cols; i++)
+					got[i] *= iters;
+				note = " (LightGBM's unaveraged sum = hbird margin x iterations)";
+			}
 		}
 		else if (want.cols > 1 && want.cols == m->n_classes)
 		{
@@ -263,7 +378,7 @@ run_case(const char *dir, const HbJson *c)
 		{
 			excess = compare(got, &want, cols, abs_tol, rel_tol, &bad_row);
 			if (bad_row < 0)
-				report(true, "%s %s (%d rows)", id, kind, in.rows);
+				report(true, "%s %s (%d rows)%s", id, kind, in.rows, note);
 			else
 				report(false, "%s %s: row %d is %.9g beyond tolerance (got %.9g, want %.9g)",
 					   id, kind, bad_row, excess, got[(size_t) bad_row * cols],

@@ -544,27 +544,51 @@ test_node_kinds(void)
 	}
 }
 
-/* Wide models read doubles directly (no float copy of the block). */
+/*
+ * Wide models: PTT's blocks get fewer rows than usual (keys for 100-150
+ * features), or none at all (900 features: keys computed per step); a
+ * 5000-feature model whose few trees use a few dozen of them gets keys
+ * (and GEMM transposes) for those alone.
+ */
 static void
-test_wide_model(void)
+test_wide_models(void)
 {
-	GenOpts		o;
-	HbModel    *m;
-	double	   *x;
+	static const struct
+	{
+		int			nf;
+		HbCmp		cmp;
+		int			trees;
+	}			cases[] = {
+		{900, HB_CMP_LT_F32, 30}, {900, HB_CMP_LE_F64, 30},
+		{150, HB_CMP_LT_F32, 30}, {100, HB_CMP_LE_F64, 30},
+		{5000, HB_CMP_LT_F32, 3}, {5000, HB_CMP_LE_F64, 3},
+	};
 
-	memset(&o, 0, sizeof(o));
-	o.depth = 6;
-	o.cmp = HB_CMP_LT_F32;
-	o.n_outputs = 2;
-	o.n_features = 900;
-	o.p_leaf = 0.2;
-	o.n_trees = 30;
-	o.default_left = -1;
-	m = random_model(&o);
-	x = random_inputs(o.n_features, N_ROWS);
-	check_strategies("900 features, f32 <", m, x, N_ROWS, true, true);
-	free(x);
-	hb_model_free(m);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		GenOpts		o;
+		HbModel    *m;
+		double	   *x;
+		char		name[128];
+
+		memset(&o, 0, sizeof(o));
+		o.depth = 6;
+		o.cmp = cases[c].cmp;
+		o.n_outputs = 2;
+		o.n_features = cases[c].nf;
+		o.p_leaf = 0.2;
+		o.n_trees = cases[c].trees;
+		o.default_left = -1;
+		o.kinds = c == 1;
+		m = random_model(&o);
+		snprintf(name, sizeof(name), "%d features, %s%s", o.n_features,
+				 o.cmp == HB_CMP_LT_F32 ? "f32 <" : "f64 <=",
+				 o.kinds ? ", categorical/ZERO/NONE nodes" : "");
+		x = random_inputs(o.n_features, N_ROWS);
+		check_strategies(name, m, x, N_ROWS, true, true);
+		free(x);
+		hb_model_free(m);
+	}
 }
 
 /* A 64-level chain: PTT must refuse (2^64 slots), GEMM handles it. */
@@ -1003,7 +1027,7 @@ main(void)
 	init_pool();
 	test_random_models();
 	test_node_kinds();
-	test_wide_model();
+	test_wide_models();
 	test_deep_chain();
 	test_limits();
 	test_nomem();

@@ -1,0 +1,85 @@
+# Helpers shared by bench/run_in_cluster.sh and bench/topk.sh (sourced, not
+# run).  They talk to the cluster of the environment (PGHOST, PGPORT, ...)
+# and append key=value lines to $BENCH_OUT.
+
+log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+out() { printf '%s=%s\n' "$1" "$2" >>"$BENCH_OUT"; }
+sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+SERIAL="SET max_parallel_workers_per_gather = 0; SET synchronize_seqscans = off"
+DEFAULT="RESET max_parallel_workers_per_gather"
+
+# ms_to_s MS: milliseconds (psql's \timing) to seconds
+ms_to_s() { awk -v ms="$1" 'BEGIN { printf "%.6f", ms / 1000 }'; }
+
+# psql_times: the milliseconds of every "Time: ..." line on stdin, one a line
+psql_times() { sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'; }
+
+# median: the median of the numbers on stdin (mean of the middle two when
+# their count is even)
+median() {
+	sort -g | awk '{ v[NR] = $1 }
+		END { if (NR == 0) exit 1
+		      if (NR % 2) printf "%.3f", v[(NR + 1) / 2]
+		      else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# timed LABEL SETUP_SQL QUERY [WARMUP_QUERY]
+#   One session: run SETUP_SQL, run WARMUP_QUERY (default: QUERY itself) once
+#   to warm up (loads the model, fills caches), then run QUERY under \timing.
+#   Records LABEL_seconds and LABEL_result (the last line QUERY printed).
+#   A lighter WARMUP_QUERY is used where running QUERY twice would cost too
+#   much; it must load the same model and plan (same strategy, same batch
+#   size) so that the timed run finds every cache filled.
+timed() {
+	local label=$1 setup=$2 query=$3 warmup=${4:-$3} output result ms
+	output=$(psql -X -At -v ON_ERROR_STOP=1 \
+		-c "$setup" -c "$warmup" -c '\timing on' -c "$query") || {
+		log "FAILED: $label: $query"
+		return 1
+	}
+	# the warm-up's output comes before "Timing is on."
+	result=$(printf '%s\n' "$output" | sed '1,/^Timing is on\.$/d' | grep -v '^Time: ' | tail -n 1) || true
+	ms=$(printf '%s\n' "$output" | psql_times | tail -n 1)
+	if [ -z "$ms" ]; then
+		log "FAILED: $label: no timing in psql output:"
+		printf '%s\n' "$output" >&2
+		return 1
+	fi
+	out "${label}_seconds" "$(ms_to_s "$ms")"
+	out "${label}_result" "$result"
+	log "$label: $result in $ms ms"
+}
+
+# timed_to FILE LABEL SETUP_SQL WARMUP_QUERY QUERY [AFTER_SQL]
+#   Like timed, but QUERY's whole output goes to FILE (psql \o; one row a
+#   line, fields separated by |), and AFTER_SQL, if given, runs in the same
+#   session right after QUERY; its output is printed on stdout (the setup's
+#   and the warm-up's go nowhere).  Records LABEL_seconds.
+timed_to() {
+	local file=$1 label=$2 setup=$3 warmup=$4 query=$5 after=${6:-} output ms
+	local args=(-c '\o /dev/null' -c "$setup" -c "$warmup" -c "\\o $file" -c '\timing on' -c "$query"
+		-c '\timing off' -c '\o')
+	[ -n "$after" ] && args+=(-c "$after")
+	output=$(psql -X -At -q -v ON_ERROR_STOP=1 "${args[@]}") || {
+		log "FAILED: $label: $query"
+		return 1
+	}
+	ms=$(printf '%s\n' "$output" | psql_times | tail -n 1)
+	if [ -z "$ms" ]; then
+		log "FAILED: $label: no timing in psql output:"
+		printf '%s\n' "$output" >&2
+		return 1
+	fi
+	out "${label}_seconds" "$(ms_to_s "$ms")"
+	log "$label: $(wc -l <"$file") rows in $ms ms"
+	printf '%s\n' "$output" | grep -v '^Time: ' || true
+}
+
+# "Workers Planned: N" of the plan, 0 when the plan has no Gather
+workers_planned() {
+	local setup=$1 query=$2 n
+	n=$(psql -X -At -v ON_ERROR_STOP=1 -c "$setup" -c "EXPLAIN (COSTS OFF) $query" |
+		sed -n 's/.*Workers Planned: \([0-9]*\).*/\1/p' | head -n 1)
+	echo "${n:-0}"
+}
