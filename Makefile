@@ -6,7 +6,7 @@ CORE_SRCS = $(wildcard src/core/*.c)
 PG_SRCS = $(wildcard src/*.c)
 OBJS = $(PG_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
 
-REGRESS = setup predict catalog errors privileges search_path parallel batch topk
+REGRESS = setup predict catalog errors privileges search_path parallel batch topk lightgbm
 REGRESS_OPTS = --inputdir=.
 
 PG_CPPFLAGS = -Isrc/core -std=gnu11
