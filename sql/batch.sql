@@ -59,7 +59,8 @@ SELECT step, op, strategy, input_shape, output_shape FROM hb_compile('binary_log
 SET hbird.tree_strategy = 'ptt';
 SELECT step, op, strategy, input_shape, output_shape FROM hb_compile('binary_logistic', 256);
 RESET hbird.tree_strategy;
-SELECT step, op, strategy FROM hb_compile('binary_logistic_deep', 4096);
+SELECT strategy, count(*) AS ops, max(step) AS steps, bool_or(op = 'reduce') AS reduces
+FROM hb_compile('binary_logistic_deep', 4096) GROUP BY strategy;
 SELECT hbt_try($$SELECT * FROM hb_compile('binary_logistic', 0)$$);
 SELECT hbt_try($$SELECT * FROM hb_compile('nosuch')$$);
 RESET hbird.batch_memory;

@@ -315,7 +315,7 @@ hb_compile(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
 	HbCacheEntry *e = st->entry;
-	HbPlanOp	ops[32];
+	HbPlanOp	ops[128];
 	int			batch;
 	int			n;
 

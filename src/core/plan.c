@@ -478,18 +478,21 @@ static void margins_unsnapped(const HbPlan *p, HbStrategy s, const double *x,
  * Hummingbird picks by depth alone (GEMM up to 3, PTT up to 10, TT beyond).
  * hbird also looks at the batch and at how full the trees are:
  *
- *	- one row (or a handful): TT.  It visits only the nodes on the path, with
- *	  no per-batch set-up; PTT and GEMM pay for their blocking.
+ *	- a few rows: TT.  It visits only the nodes on the path, with no
+ *	  per-batch set-up; PTT and GEMM pay for their blocking (at one row TT
+ *	  is 2-5x faster than PTT).
  *	- GEMM costs about I*L multiply-adds per tree and row (I internal nodes,
  *	  L leaves: 4^depth for full trees) against depth steps for a traversal,
- *	  so it only pays for shallow trees and big batches, where OpenBLAS runs
- *	  at full width.
- *	- PTT walks every tree to its full depth D, branch-free.  When trees are
- *	  sparse (mean leaf depth well below D) TT does less work; when they are
- *	  close to perfect, PTT's branch-free level steps win.
+ *	  so it only wins for very shallow trees (depth 2: 1.6x PTT) and batches
+ *	  big enough for OpenBLAS; by depth 4 it is at half PTT's speed.
+ *	- PTT walks every tree to its full depth D, branch-free, on integer keys.
+ *	  It beats TT by 2-9x at every depth measured (2-10) for batches of 64
+ *	  and more.  When trees are sparse (mean leaf depth well below D) TT does
+ *	  much less work, so very unbalanced ensembles stay on TT.
  *
- * The thresholds below are measured on this project's reference machine by
- * bench/strategies.sh (docs/strategies.md) and can be re-measured anywhere.
+ * The thresholds (plan_int.h) come from bench/strategies.sh on this
+ * project's reference machine (docs/strategies.md) and can be re-measured
+ * anywhere; hbird.tree_strategy overrides the choice.
  */
 static HbStrategy strategy_override = HB_STRATEGY_AUTO;
 

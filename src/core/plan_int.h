@@ -15,14 +15,20 @@
 #define HB_FN_MISSING_SHIFT 4
 #define HB_FN_MISSING_MASK	0x30
 
-/* Strategy heuristic thresholds (plan.c; measured in docs/strategies.md). */
+/*
+ * Strategy heuristic thresholds (plan.c), calibrated with bench/strategies.sh
+ * (docs/strategies.md): one thread, 28 features, depth 2-10, 10-500 trees,
+ * batches 1-65536.  TT wins below a few dozen rows; GEMM wins only at
+ * depth 2 (its work grows as 4^depth); PTT wins everywhere else by 2-9x
+ * as long as trees are not much sparser than perfect.
+ */
 #define HB_PTT_MAX_DEPTH		12	/* PTT layouts are built up to this depth */
-#define HB_GEMM_MAX_DEPTH		6	/* GEMM layouts likewise */
+#define HB_GEMM_MAX_DEPTH		6	/* GEMM layouts likewise (forced use only) */
 #define HB_AUTO_MIN_BATCH		16	/* smaller batches always traverse */
-#define HB_AUTO_GEMM_DEPTH		3
-#define HB_AUTO_GEMM_MIN_BATCH	1024
-#define HB_AUTO_PTT_DEPTH		10
-#define HB_AUTO_PTT_FULLNESS	0.75	/* mean leaf depth / max depth */
+#define HB_AUTO_GEMM_DEPTH		2
+#define HB_AUTO_GEMM_MIN_BATCH	64
+#define HB_AUTO_PTT_DEPTH		HB_PTT_MAX_DEPTH
+#define HB_AUTO_PTT_FULLNESS	0.35	/* mean leaf depth / max depth */
 
 /* XGBoost refuses categories at or above 2^24: a float can't hold them all */
 #define HB_MAX_CATEGORY 16777216.0
