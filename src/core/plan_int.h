@@ -100,6 +100,8 @@ extern void hb_ptt_free(HbPtt *t);
 extern size_t hb_ptt_bytes(const HbPtt *t);
 extern void hb_ptt_margins(const HbPlan *p, const double *x, size_t n,
 						   double *margins);
+extern void hb_ptt_accumulate(const HbPlan *p, const double *x, size_t n,
+							  int t_begin, int t_end, double *margins);
 extern int	hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
 /* strategy_gemm.c: Hummingbird's GEMM strategy over OpenBLAS */

@@ -497,6 +497,30 @@ walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
 void
 hb_ptt_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 {
+	int			k = p->n_outputs;
+
+	if (p->ptt == NULL)
+	{
+		/* no layout (refused at build): TT gives the same bits */
+		hb_tt_margins(p, x, n, margins);
+		return;
+	}
+	for (size_t r = 0; r < n; r++)
+		for (int g = 0; g < k; g++)
+			margins[r * k + g] = p->sum_f32 ?
+				(double) (float) p->base_margin[g] : p->base_margin[g];
+	hb_ptt_accumulate(p, x, n, 0, p->ptt->n_trees, margins);
+}
+
+/*
+ * Add the leaves of trees [t_begin, t_end) to margins, which hold running
+ * sums (float32 values for float32 models).  Top-K scores tree ranges of the
+ * rows still in the race with this.
+ */
+void
+hb_ptt_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
+				  int t_end, double *margins)
+{
 	const HbPtt *t = p->ptt;
 	int			k = p->n_outputs;
 	int			nf = p->n_features;
@@ -507,13 +531,6 @@ hb_ptt_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 	bool		use_keys;
 	int			tb1;
 	uint32_t	blocks = 0;
-
-	if (t == NULL)
-	{
-		/* no layout (refused at build): TT gives the same bits */
-		hb_tt_margins(p, x, n, margins);
-		return;
-	}
 
 	/*
 	 * A block's keys are computed once and read by every tree of a tree
@@ -526,17 +543,12 @@ hb_ptt_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 	if (!use_keys)
 		rows = HB_PTT_ROWS;
 
-	for (size_t r = 0; r < n; r++)
-		for (int g = 0; g < k; g++)
-			margins[r * k + g] = p->sum_f32 ?
-				(double) (float) p->base_margin[g] : p->base_margin[g];
-
-	for (int tb0 = 0; tb0 < t->n_trees; tb0 = tb1)
+	for (int tb0 = t_begin; tb0 < t_end; tb0 = tb1)
 	{
 		int64_t		block_bytes = 0;
 
 		/* the trees of this block: at least one, about HB_PTT_TREE_BYTES */
-		for (tb1 = tb0; tb1 < t->n_trees &&
+		for (tb1 = tb0; tb1 < t_end &&
 			 (tb1 == tb0 || block_bytes < HB_PTT_TREE_BYTES); tb1++)
 			block_bytes += (int64_t) (2 * key_size + sizeof(int32_t)) << t->trees[tb1].depth;
 

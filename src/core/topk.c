@@ -109,6 +109,93 @@ upper_bound(const HbTopkBounds *b, const HbPlan *p, double partial, int t)
 	return ub;
 }
 
+/*
+ * PTT path: rows in chunks, trees in blocks through PTT's range kernel; after
+ * each block the rows that can no longer make it are dropped and the rest
+ * compacted, so later blocks run on fewer rows.
+ */
+#define PTT_CHUNK 1024
+
+/*
+ * Trees between two pruning checks: a tenth of the model, between 8 and
+ * 50.  Each call of the range kernel recomputes the rows' keys, so blocks
+ * should not be tiny; rows mostly drop late, so they should not be huge.
+ */
+static int
+ptt_tree_block(const HbPlan *p)
+{
+	int			tb = p->n_trees / 10;
+
+	return tb < 8 ? 8 : tb > 50 ? 50 : tb;
+}
+
+static bool
+score_ptt(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
+		  double *threshold, HbTopkOffer offer, void *arg, HbTopkStats *stats)
+{
+	int			nf = p->n_features;
+	double	   *xl = hb_alloc(sizeof(double) * PTT_CHUNK * nf);
+	double	   *acc = hb_alloc(sizeof(double) * PTT_CHUNK);
+	size_t	   *ids = hb_alloc(sizeof(size_t) * PTT_CHUNK);
+	int			tb = ptt_tree_block(p);
+
+	if (!xl || !acc || !ids)
+	{
+		hb_free(xl);
+		hb_free(acc);
+		hb_free(ids);
+		return false;
+	}
+	for (size_t r0 = 0; r0 < n; r0 += PTT_CHUNK)
+	{
+		size_t		nb = n - r0 < PTT_CHUNK ? n - r0 : PTT_CHUNK;
+		size_t		nlive = nb;
+		double		base = p->sum_f32 ? (double) (float) p->base_margin[0] :
+			p->base_margin[0];
+
+		memcpy(xl, x + r0 * nf, sizeof(double) * nb * nf);
+		for (size_t i = 0; i < nb; i++)
+		{
+			acc[i] = base;
+			ids[i] = r0 + i;
+		}
+		for (int t0 = 0; t0 < p->n_trees && nlive > 0; t0 += tb)
+		{
+			int			t1 = t0 + tb < p->n_trees ? t0 + tb : p->n_trees;
+			size_t		kept = 0;
+
+			hb_ptt_accumulate(p, xl, nlive, t0, t1, acc);
+			stats->pairs_scored += (int64_t) nlive * (t1 - t0);
+			if (t1 == p->n_trees)
+				break;
+			for (size_t i = 0; i < nlive; i++)
+			{
+				if (upper_bound(b, p, acc[i], t1) < *threshold)
+					continue;
+				if (kept != i)
+				{
+					memcpy(xl + kept * nf, xl + i * nf, sizeof(double) * nf);
+					acc[kept] = acc[i];
+					ids[kept] = ids[i];
+				}
+				kept++;
+			}
+			nlive = kept;
+		}
+		/* survivors' sums ran in model tree order: they are exact */
+		for (size_t i = 0; i < nlive; i++)
+			if (acc[i] >= *threshold)
+				*threshold = offer(arg, ids[i], acc[i]);
+		stats->rows += nb;
+		stats->rows_full += nlive;
+		hb_check_interrupts();
+	}
+	hb_free(xl);
+	hb_free(acc);
+	hb_free(ids);
+	return true;
+}
+
 bool
 hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 			  size_t n, double *threshold, HbTopkOffer offer, void *arg,
@@ -126,6 +213,15 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 		for (size_t i = 0; i < n * nf; i++)
 			snapped[i] = fabs(x[i]) <= HB_ZERO_THRESHOLD ? 0.0 : x[i];
 		x = snapped;
+	}
+
+	/* batches big enough for PTT take its kernel; the rest walk with TT */
+	if (p->ptt && n >= TOPK_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
+	{
+		bool		ok = score_ptt(p, b, x, n, threshold, offer, arg, stats);
+
+		hb_free(snapped);
+		return ok;
 	}
 
 	for (size_t r0 = 0; r0 < n; r0 += TOPK_CHUNK)
