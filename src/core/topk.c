@@ -146,10 +146,11 @@ score_ptt(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 		hb_free(ids);
 		return false;
 	}
-	for (size_t r0 = 0; r0 < n; r0 += PTT_CHUNK)
+	for (size_t r0 = 0, nb = 0; r0 < n; r0 += nb)
 	{
-		size_t		nb = n - r0 < PTT_CHUNK ? n - r0 : PTT_CHUNK;
-		size_t		nlive = nb;
+		/* small chunks until K rows are held, so that pruning starts early */
+		size_t		chunk = isinf(*threshold) ? TOPK_CHUNK : PTT_CHUNK;
+		size_t		nlive = nb = n - r0 < chunk ? n - r0 : chunk;
 		double		base = p->sum_f32 ? (double) (float) p->base_margin[0] :
 			p->base_margin[0];
 

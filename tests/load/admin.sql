@@ -1,0 +1,1 @@
+SELECT hb_load_admin_step();
