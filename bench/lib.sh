@@ -9,6 +9,24 @@ sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 SERIAL="SET max_parallel_workers_per_gather = 0; SET synchronize_seqscans = off"
 DEFAULT="RESET max_parallel_workers_per_gather"
 
+# The CPU time (user + system, in clock ticks) this backend has used so far,
+# printed as "cpu TICKS": read before and after a timed query, it tells how
+# much of the wall time the backend actually ran.  On a busy machine a serial
+# query's CPU time falls short of its wall time; then the timing is disturbed.
+# (pg_read_file of /proc/self/stat: needs a superuser, which the benchmark is.)
+CPU_SQL="SELECT 'cpu ' || (split_part(split_part(s, ') ', 2), ' ', 12)::bigint +
+	split_part(split_part(s, ') ', 2), ' ', 13)::bigint) FROM pg_read_file('/proc/self/stat') s"
+CLK_TCK=$(getconf CLK_TCK)
+
+# record_cpu LABEL: from psql output on stdin with two "cpu N" lines, record
+# LABEL_cpu_seconds, the backend's CPU time between them
+record_cpu() {
+	local ticks
+	ticks=$(sed -n 's/^cpu \([0-9]*\)$/\1/p' | awk 'NR == 1 { a = $1 } NR == 2 { print $1 - a }')
+	[ -n "$ticks" ] && out "${1}_cpu_seconds" "$(awk -v t="$ticks" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }')"
+	return 0
+}
+
 # ms_to_s MS: milliseconds (psql's \timing) to seconds
 ms_to_s() { awk -v ms="$1" 'BEGIN { printf "%.6f", ms / 1000 }'; }
 
@@ -27,19 +45,23 @@ median() {
 # timed LABEL SETUP_SQL QUERY [WARMUP_QUERY]
 #   One session: run SETUP_SQL, run WARMUP_QUERY (default: QUERY itself) once
 #   to warm up (loads the model, fills caches), then run QUERY under \timing.
-#   Records LABEL_seconds and LABEL_result (the last line QUERY printed).
+#   Records LABEL_seconds, LABEL_result (the last line QUERY printed) and
+#   LABEL_cpu_seconds (the CPU time of this backend during QUERY; parallel
+#   workers' time is not in it).
 #   A lighter WARMUP_QUERY is used where running QUERY twice would cost too
 #   much; it must load the same model and plan (same strategy, same batch
 #   size) so that the timed run finds every cache filled.
 timed() {
 	local label=$1 setup=$2 query=$3 warmup=${4:-$3} output result ms
 	output=$(psql -X -At -v ON_ERROR_STOP=1 \
-		-c "$setup" -c "$warmup" -c '\timing on' -c "$query") || {
+		-c "$setup" -c "$warmup" -c "$CPU_SQL" -c '\timing on' -c "$query" \
+		-c '\timing off' -c "$CPU_SQL") || {
 		log "FAILED: $label: $query"
 		return 1
 	}
 	# the warm-up's output comes before "Timing is on."
-	result=$(printf '%s\n' "$output" | sed '1,/^Timing is on\.$/d' | grep -v '^Time: ' | tail -n 1) || true
+	result=$(printf '%s\n' "$output" | sed -e '1,/^Timing is on\.$/d' -e '/^Timing is off\.$/,$d' |
+		grep -v '^Time: ' | tail -n 1) || true
 	ms=$(printf '%s\n' "$output" | psql_times | tail -n 1)
 	if [ -z "$ms" ]; then
 		log "FAILED: $label: no timing in psql output:"
@@ -48,6 +70,7 @@ timed() {
 	fi
 	out "${label}_seconds" "$(ms_to_s "$ms")"
 	out "${label}_result" "$result"
+	printf '%s\n' "$output" | record_cpu "$label"
 	log "$label: $result in $ms ms"
 }
 
@@ -55,11 +78,12 @@ timed() {
 #   Like timed, but QUERY's whole output goes to FILE (psql \o; one row a
 #   line, fields separated by |), and AFTER_SQL, if given, runs in the same
 #   session right after QUERY; its output is printed on stdout (the setup's
-#   and the warm-up's go nowhere).  Records LABEL_seconds.
+#   and the warm-up's go nowhere).  Records LABEL_seconds and
+#   LABEL_cpu_seconds.
 timed_to() {
 	local file=$1 label=$2 setup=$3 warmup=$4 query=$5 after=${6:-} output ms
-	local args=(-c '\o /dev/null' -c "$setup" -c "$warmup" -c "\\o $file" -c '\timing on' -c "$query"
-		-c '\timing off' -c '\o')
+	local args=(-c '\o /dev/null' -c "$setup" -c "$warmup" -c '\o' -c "$CPU_SQL"
+		-c "\\o $file" -c '\timing on' -c "$query" -c '\timing off' -c '\o' -c "$CPU_SQL")
 	[ -n "$after" ] && args+=(-c "$after")
 	output=$(psql -X -At -q -v ON_ERROR_STOP=1 "${args[@]}") || {
 		log "FAILED: $label: $query"
@@ -72,8 +96,9 @@ timed_to() {
 		return 1
 	fi
 	out "${label}_seconds" "$(ms_to_s "$ms")"
+	printf '%s\n' "$output" | record_cpu "$label"
 	log "$label: $(wc -l <"$file") rows in $ms ms"
-	printf '%s\n' "$output" | grep -v '^Time: ' || true
+	printf '%s\n' "$output" | grep -v -e '^Time: ' -e '^cpu [0-9]*$' || true
 }
 
 # "Workers Planned: N" of the plan, 0 when the plan has no Gather

@@ -67,6 +67,12 @@ def main():
     def add(label, key_seconds, n, note=""):
         s = fnum(pg, key_seconds) if key_seconds else None
         results.append((label, n, s, note))
+        cpu = None
+        if s and s >= 1.0 and key_seconds and "parallel" not in key_seconds:
+            cpu = fnum(pg, key_seconds.replace("_seconds", "_cpu_seconds"))
+        cpu_share[label] = cpu / s if cpu is not None else None
+
+    cpu_share = {}
 
     s_capi = fnum(capi, "seconds")
     results.append(("(a) XGBoost C API, PredictFromDense, nthread=1, data in memory",
@@ -101,18 +107,25 @@ def main():
         hb_rate = rows / s
 
     w = max(len(r[0]) for r in results)
-    p("%-*s  %12s  %9s  %12s  %s" % (w, "method", "rows/s", "seconds", "vs hbird(1)", "note"))
-    p("-" * (w + 40 + 30))
+    p("%-*s  %12s  %9s  %8s  %12s  %s"
+      % (w, "method", "rows/s", "seconds", "cpu/wall", "vs hbird(1)", "note"))
+    p("-" * (w + 50 + 30))
     for label, n, secs, note in results:
         if secs:
             rate = n / secs
             ratio = ("%.3gx" % (rate / hb_rate)) if hb_rate else "n/a"
-            p("%-*s  %12s  %9.3f  %12s  %s" % (w, label, format(int(round(rate)), ","),
-                                               secs, ratio, note))
+            share = cpu_share.get(label)
+            p("%-*s  %12s  %9.3f  %8s  %12s  %s"
+              % (w, label, format(int(round(rate)), ","), secs,
+                 "%.0f%%" % (100 * share) if share is not None else "-", ratio, note))
         else:
-            p("%-*s  %12s  %9s  %12s  %s" % (w, label, "-", "-", "-", note or "did not run"))
+            p("%-*s  %12s  %9s  %8s  %12s  %s" % (w, label, "-", "-", "-", "-",
+                                                  note or "did not run"))
     p("")
     p("'vs hbird(1)' = rows/s of the method / rows/s of hbird without parallel workers.")
+    p("'cpu/wall' = CPU time of the backend during the query / its wall time, for one-process")
+    p("queries of 1 s or more (the clock ticks are 10 ms): well under 100% means the backend")
+    p("waited for a CPU (a busy machine) and the time is inflated.")
     p("(e): SET hbird.tree_strategy = auto | tt | ptt; both forms run in one process "
       "(no parallel plan exists for them); single-row hb_predict uses %s."
       % pg.get("batch_plan_1", "?"))
@@ -180,6 +193,8 @@ def first_call_section(p, pg):
     p("(f) first call in a fresh backend: SELECT hb_predict('m', ARRAY[28 values]::float8[]), "
       "median of %s new connections" % reps)
     p("    (psql \\timing of the statement; connection and backend start-up not included)")
+    if "firstcall_load" in pg:
+        p("    (load average when this step started: %s)" % pg["firstcall_load"])
     json_b, img_b = fnum(pg, "model_json_bytes"), fnum(pg, "model_image_bytes")
     rows = [
         ("baseline: first statement, SELECT * FROM hb_topk_stats() (loads hbird.so, no model)",
@@ -240,41 +255,55 @@ def topk_section(p, pg, meta):
     p("    SELECT id, hb_predict('m', t) AS score FROM t ORDER BY score DESC, ctid LIMIT k"
       "  (serial, and default parallel: %s workers planned)"
       % pg.get("topk_order_parallel_workers", "?"))
-    hdr = ("k", "hb_topk s", "ORDER BY 1p s", "ORDER BY par s", "vs 1p", "vs par",
-           "rows fully scored", "pairs scored", "hb_topk = ORDER BY")
-    fmt = "    %5s  %9s  %13s  %14s  %6s  %6s  %17s  %12s  %s"
+    hdr = ("k", "hb_topk s", "ORDER BY 1p s", "ORDER BY par s", "batch s", "vs 1p", "vs par",
+           "vs batch", "cpu/wall", "rows fully scored", "pairs scored", "hb_topk = ORDER BY")
+    fmt = "    %5s  %9s  %13s  %14s  %7s  %6s  %6s  %8s  %9s  %17s  %12s  %s"
     p(fmt % hdr)
     status = 0
     for k in ks:
         t = fnum(pg, "topk_k%s_seconds" % k)
         s1 = fnum(pg, "topk_k%s_order_serial_seconds" % k)
         sp = fnum(pg, "topk_k%s_order_parallel_seconds" % k)
+        sb = fnum(pg, "topk_k%s_batch_seconds" % k)
         full, stats_rows = fnum(pg, "topk_k%s_rows_full" % k), fnum(pg, "topk_k%s_stats_rows" % k)
         pairs, total = fnum(pg, "topk_k%s_pairs_scored" % k), fnum(pg, "topk_k%s_pairs_total" % k)
+        c_t = fnum(pg, "topk_k%s_cpu_seconds" % k)
+        c_1 = fnum(pg, "topk_k%s_order_serial_cpu_seconds" % k)
+        cpu = "%s/%s" % ("%.0f%%" % (100 * c_t / t) if t and t >= 1 and c_t is not None else "-",
+                         "%.0f%%" % (100 * c_1 / s1) if s1 and s1 >= 1 and c_1 is not None else "-")
         v_topk = pg.get("topk_k%s_same_topk" % k, "not checked")
         v_par = pg.get("topk_k%s_same_parallel" % k, "not checked")
-        ok = all(v.startswith(("identical", "ties")) for v in (v_topk, v_par))
+        v_batch = pg.get("topk_k%s_same_batch" % k, "not checked")
+        ok = all(v.startswith(("identical", "ties")) for v in (v_topk, v_par, v_batch))
         status |= 0 if ok else 1
         p(fmt % (k,
                  "%.3f" % t if t else "-",
                  "%.3f" % s1 if s1 else "-",
                  "%.3f" % sp if sp else "-",
+                 "%.3f" % sb if sb else "-",
                  "%.3gx" % (s1 / t) if t and s1 else "-",
                  "%.3gx" % (sp / t) if t and sp else "-",
+                 "%.3gx" % (sb / t) if t and sb else "-",
+                 cpu,
                  ("%s (%.2g%%)" % (format(int(full), ","), 100 * full / stats_rows))
                  if full is not None and stats_rows else "-",
                  "%.1f%%" % (100 * pairs / total) if pairs is not None and total else "-",
                  ("" if ok else "FAILED: ") + v_topk
-                 + ("" if v_par == "identical" else "; ORDER BY parallel: " + v_par)))
-    p("    'vs 1p' / 'vs par' = ORDER BY time / hb_topk time.  'pairs scored' = (row, tree) pairs")
-    p("    evaluated / (rows x trees), from hb_topk_stats() right after the timed call.")
+                 + ("" if v_par == "identical" else "; ORDER BY parallel: " + v_par)
+                 + ("" if v_batch == "identical" else "; batch: " + v_batch)))
+    p("    'batch' = SELECT (item).id, score FROM hb_predict_batch('m', NULL::t)")
+    p("              ORDER BY score DESC, (item).id LIMIT k  (full scoring, batch strategy; one process)")
+    p("    'vs 1p' / 'vs par' / 'vs batch' = that time / hb_topk time (above 1x: hb_topk is faster).")
+    p("    'cpu/wall': of hb_topk / of ORDER BY 1p.")
+    p("    'rows fully scored', 'pairs scored' = (row, tree) pairs evaluated / (rows x trees): from")
+    p("    hb_topk_stats() right after the timed call.")
     p("    'hb_topk = ORDER BY': identical = the same ids in the same order with the same scores")
     p("    (float8 text: equal text = equal bits); ties = the same scores at every rank and the")
     p("    same ids in each run of equal scores, but another order inside some runs (hb_topk")
     p("    orders by the exact margin, ORDER BY score by ctid; the probability is float32, so")
     p("    different margins can give equal scores); hb_topk's scores and margin order are")
-    p("    then checked against hb_predict / hb_predict_margin of its ids.  ORDER BY parallel")
-    p("    must equal ORDER BY serial.")
+    p("    then checked against hb_predict / hb_predict_margin of its ids.  ORDER BY parallel and")
+    p("    batch must equal ORDER BY serial (id follows the physical order, so (item).id = ctid order).")
     ties = ["k=%s: %s" % (k, pg["topk_k%s_ties" % k]) for k in ks
             if pg.get("topk_k%s_ties" % k, "0") != "0"]
     if ties:

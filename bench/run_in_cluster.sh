@@ -176,6 +176,7 @@ first_call() {
 		"second call $(printf '%s' "$seconds" | median) ms, over $BENCH_FIRSTCALL_REPS connections"
 }
 
+out firstcall_load "$(cut -d' ' -f1-3 /proc/loadavg)"
 # a baseline: the first statement of a fresh backend that loads hbird.so
 # and calls into it without touching a model
 first_call fc_nomodel "SELECT * FROM hb_topk_stats()"

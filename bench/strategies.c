@@ -10,8 +10,8 @@
  *
  * Timing: each cell calls its scorer on consecutive batches of the rows
  * (wrapping around) until CELL_SECONDS (default 0.2) have passed, at least
- * once, and keeps the best of ROUNDS such rounds (the machine may be
- * shared).  A cell whose single call would take more than MAX_CALL
+ * once, and keeps the best of ROUNDS such rounds, the methods taking turns
+ * round by round (the machine may be shared).  A cell whose single call would take more than MAX_CALL
  * seconds, judged from the rows/s of the same method on the same model at
  * a smaller batch of 64 rows or more, is not run: it shows that smaller
  * batch's rate, marked "~" (GEMM on deep trees, where each row costs about
@@ -163,39 +163,31 @@ score(Scorer *s, size_t first, size_t b)
 	sink += s->out[0];
 }
 
-static void
-time_cell(Scorer *s, size_t b, double budget, Cell *c)
+/* One round: calls on consecutive batches until budget; keeps the best. */
+static double
+time_round(Scorer *s, size_t b, double budget, Cell *c)
 {
-	size_t		first = 0;
+	static size_t first = 0;
+	size_t		rows = 0;
+	double		t0 = now(),
+				t;
 
-	/* warm-up: caches, OpenBLAS buffers, XGBoost's own set-up */
-	score(s, 0, b < 64 ? b : 64);
-	c->rows_per_s = 0;
-	for (int round = 0; round < ROUNDS; round++)
+	do
 	{
-		size_t		rows = 0;
-		double		t0 = now(),
-					t;
-
-		do
-		{
-			if (first + b > n_rows)
-				first = 0;
-			score(s, first, b);
-			first += b;
-			rows += b;
-			t = now() - t0;
-		} while (t < budget);
-		if (rows / t > c->rows_per_s)
-		{
-			c->rows_per_s = rows / t;
-			c->rows = rows;
-			c->seconds = t;
-		}
-		/* one long call is already a fair sample; don't triple it */
-		if (t > MAX_CALL / 2)
-			break;
+		if (first + b > n_rows)
+			first = 0;
+		score(s, first, b);
+		first += b;
+		rows += b;
+		t = now() - t0;
+	} while (t < budget);
+	if (rows / t > c->rows_per_s)
+	{
+		c->rows_per_s = rows / t;
+		c->rows = rows;
+		c->seconds = t;
 	}
+	return t;
 }
 
 /* Margins of n rows: PTT and GEMM vs TT (bits), TT vs XGBoost (float). */
@@ -260,6 +252,22 @@ cpu_ghz(char *model, size_t len)
 	return mhz / 1000.0;
 }
 
+/* The 1-minute load average: other work on the machine skews timings. */
+static double
+load_avg(void)
+{
+	FILE	   *f = fopen("/proc/loadavg", "r");
+	double		l = -1;
+
+	if (f)
+	{
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
 static void
 fmt_rate(char *buf, size_t len, const Cell *c)
 {
@@ -291,6 +299,7 @@ main(int argc, char **argv)
 	bool		all_ok = true;
 	double		worst_xgb_all = 0;
 	double		t_start = now();
+	double		load_start = load_avg();
 	double	   *out;
 	time_t		wall = time(NULL);
 	char		date[64];
@@ -368,36 +377,55 @@ main(int argc, char **argv)
 			if (worst_xgb > worst_xgb_all)
 				worst_xgb_all = worst_xgb;
 
-			for (int me = 0; me < N_METHODS; me++)
+			/*
+			 * Methods take turns round by round, so that other work on the
+			 * machine hits them alike; each keeps its best round.
+			 */
+			for (size_t bi = 0; bi < N_BATCHES; bi++)
 			{
-				Scorer		s = {me, p, h, out};
-				double		best_rate = 0;
-				size_t		best_batch = 0;
-				bool		measured = false;
+				size_t		b = batches[bi];
+				bool		active[N_METHODS];
 
-				for (size_t bi = 0; bi < N_BATCHES; bi++)
+				for (int me = 0; me < N_METHODS; me++)
 				{
 					Cell	   *c = &cells[di][ti][bi][me];
-					size_t		b = batches[bi];
+					int			prev = -1;
 
+					active[me] = false;
 					if ((me == M_PTT && !p->ptt) || (me == M_GEMM && !p->gemm))
 					{
 						c->absent = true;
 						continue;
 					}
+					/* the largest smaller batch that was measured */
+					for (int pb = (int) bi - 1; pb >= 0 && prev < 0; pb--)
+						if (!cells[di][ti][pb][me].estimated)
+							prev = pb;
 					/* judged from 64 rows or more: GEMM pads a row to 16 */
-					if (measured && batches[best_batch] >= 64 &&
-						b / best_rate > MAX_CALL)
+					if (prev >= 0 && batches[prev] >= 64 &&
+						b / cells[di][ti][prev][me].rows_per_s > MAX_CALL)
 					{
-						*c = cells[di][ti][best_batch][me];
+						*c = cells[di][ti][prev][me];
 						c->estimated = true;
 						continue;
 					}
-					time_cell(&s, b, budget, c);
-					best_rate = c->rows_per_s;
-					best_batch = bi;
-					measured = true;
+					active[me] = true;
 				}
+				for (int round = 0; round < ROUNDS; round++)
+					for (int me = 0; me < N_METHODS; me++)
+					{
+						Scorer		s = {me, p, h, out};
+
+						if (!active[me])
+							continue;
+						/* warm-up: caches, OpenBLAS buffers, XGBoost's set-up */
+						if (round == 0)
+							score(&s, 0, b < 64 ? b : 64);
+						/* two long calls are a fair sample */
+						if (time_round(&s, b, budget, &cells[di][ti][bi][me]) > MAX_CALL / 2 &&
+							round >= 1)
+							active[me] = false;
+					}
 			}
 			fprintf(stderr, "%-9s nodes %7lld  TT %8.0f  PTT %8.0f  GEMM %8.0f  XGB %8.0f rows/s at %zu  (%.0f s)\n",
 					name, (long long) p->n_nodes,
@@ -416,7 +444,9 @@ main(int argc, char **argv)
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&wall));
 	printf("# hbird tree strategies vs XGBoost, one thread\n\n");
 	printf("Generated by `bench/strategies.sh` on %s in %.0f s.\n\n", date, now() - t_start);
-	printf("- machine: %s, %.2f GHz (/proc/cpuinfo), one core used\n", cpu, ghz);
+	printf("- machine: %s, %.2f GHz (/proc/cpuinfo), one core used; 1-minute load average"
+		   " %.2f at the start, %.2f at the end (above 1 on this 2-core machine, other"
+		   " work competed and the numbers are low)\n", cpu, ghz, load_start, load_avg());
 	printf("- XGBoost %d.%d.%d C API: `XGBoosterPredictFromDense`, float32 rows, nthread=1\n",
 		   major, minor, patch);
 	printf("- hbird core built with `gcc -O2` (as PGXS builds it); GEMM on %s, 1 thread\n",

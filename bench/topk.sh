@@ -21,7 +21,10 @@
 #                          ORDER BY score DESC, ctid LIMIT k
 #                          (max_parallel_workers_per_gather = 0)
 #   ORDER BY, parallel     the same with the default parallel setting
-# and the three results must agree (bench/topk_check.py): the same ids in the
+#   batch + ORDER BY       SELECT (item).id, score FROM hb_predict_batch('m', NULL::t)
+#                          ORDER BY score DESC, (item).id LIMIT k: full scoring
+#                          with the batch strategy, then PostgreSQL's top-N sort
+# and the four results must agree (bench/topk_check.py): the same ids in the
 # same order with the same scores (float8 text, which is exact: equal text =
 # equal bits), or the same up to the order inside runs of equal scores.
 # hb_topk ranks by the exact margin; binary:logistic's probability is rounded
@@ -63,6 +66,8 @@ out topk_rows "$(psql -X -At -c "SELECT count(*) FROM t")"
 
 ORDER_WARM="SELECT hb_predict('m', t) FROM t LIMIT 1"
 ORDER_Q="SELECT id, hb_predict('m', t) AS score FROM t ORDER BY score DESC, ctid LIMIT"
+BATCH_WARM="SELECT count(*) FROM hb_predict_batch('m', NULL::t, 'SELECT * FROM t LIMIT 100000')"
+BATCH_Q="SELECT (item).id, score FROM hb_predict_batch('m', NULL::t) ORDER BY score DESC, (item).id LIMIT"
 out topk_order_parallel_workers "$(workers_planned "$DEFAULT" "$ORDER_Q 10")"
 
 # id|score lines, best first
@@ -88,6 +93,7 @@ for k in $BENCH_TOPK_K; do
 
 	timed_to "$TMP/serial_$k.txt" "topk_k${k}_order_serial" "$SERIAL" "$ORDER_WARM" "$ORDER_Q $k"
 	timed_to "$TMP/parallel_$k.txt" "topk_k${k}_order_parallel" "$DEFAULT" "$ORDER_WARM" "$ORDER_Q $k"
+	timed_to "$TMP/batch_$k.txt" "topk_k${k}_batch" "$SERIAL" "$BATCH_WARM" "$BATCH_Q $k"
 
 	out "topk_k${k}_n" "$(wc -l <"$TMP/topk_$k.txt")"
 	# ties: rows of the top-k whose score equals the next row's
@@ -105,6 +111,9 @@ for k in $BENCH_TOPK_K; do
 	verdict=$("$PY" "$BENCH/topk_check.py" "$k" "$TMP/serial_$k.txt" "$TMP/parallel_$k.txt") || ok=0
 	out "topk_k${k}_same_parallel" "$verdict"
 	log "  ORDER BY parallel vs serial: $verdict"
+	verdict=$("$PY" "$BENCH/topk_check.py" "$k" "$TMP/serial_$k.txt" "$TMP/batch_$k.txt") || ok=0
+	out "topk_k${k}_same_batch" "$verdict"
+	log "  hb_predict_batch + ORDER BY vs ORDER BY serial: $verdict"
 	if [ "$ok" = 0 ]; then
 		diff "$TMP/serial_$k.txt" "$TMP/topk_$k.txt" | head -n 10 >&2 || true
 	fi

@@ -45,6 +45,22 @@ CREATE TABLE hbird.model_version (
 /* images are read whole and are already compact: no compression */
 ALTER TABLE hbird.model_version ALTER COLUMN image SET STORAGE EXTERNAL;
 
+/*
+ * Model files compress well, but pglz is slow on tens of megabytes and
+ * cannot be interrupted: use lz4 where the server has it, else store the
+ * bytes uncompressed.
+ */
+DO $$
+BEGIN
+	IF EXISTS (SELECT FROM pg_catalog.pg_settings
+			   WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
+		ALTER TABLE hbird.model_version ALTER COLUMN body SET COMPRESSION lz4;
+	ELSE
+		ALTER TABLE hbird.model_version ALTER COLUMN body SET STORAGE EXTERNAL;
+	END IF;
+END
+$$;
+
 CREATE TABLE hbird.model_feature (
 	name			text COLLATE "C" NOT NULL,
 	version			integer NOT NULL,

@@ -5,6 +5,8 @@
  */
 #include "postgres.h"
 
+#include <cblas.h>
+
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -54,6 +56,12 @@ hb_pg_realloc(void *ptr, size_t size)
 	return repalloc_huge(ptr, size ? size : 1);
 }
 
+static void *
+hb_pg_alloc_must(size_t size)
+{
+	return MemoryContextAllocHuge(CurrentMemoryContext, size ? size : 1);
+}
+
 static void
 hb_pg_free(void *ptr)
 {
@@ -69,10 +77,18 @@ hb_pg_interrupts(void)
 void
 _PG_init(void)
 {
-	static const HbAllocator pg_allocator = {hb_pg_alloc, hb_pg_realloc, hb_pg_free};
+	static const HbAllocator pg_allocator = {hb_pg_alloc, hb_pg_realloc, hb_pg_free,
+	hb_pg_alloc_must};
 
 	hb_set_allocator(&pg_allocator);
 	hb_interrupt_hook = hb_pg_interrupts;
+
+	/*
+	 * A backend is one of many processes on the machine: OpenBLAS must not
+	 * start a thread per core in each of them.  Parallel query is how a
+	 * statement uses more cores.
+	 */
+	openblas_set_num_threads(1);
 
 	DefineCustomIntVariable("hbird.max_model_bytes",
 							"Largest model file hb_model_upload accepts.",

@@ -72,17 +72,9 @@ extern HbCacheEntry *hb_cache_acquire(const HbCatalogRef *ref);
 extern void hb_cache_pin(HbCacheEntry *e);
 extern void hb_cache_unpin(HbCacheEntry *e);
 
-/* A call site's model for the statement; allocate zeroed in its fn_mcxt. */
-typedef struct HbStmtModel
-{
-	char	   *name;
-	HbCacheEntry *entry;
-	bool		registered;
-	MemoryContextCallback cb;
-} HbStmtModel;
-
-extern HbCacheEntry *hb_stmt_resolve(HbStmtModel *s, MemoryContext mcxt,
-									 text *name);
+extern HbCacheEntry *hb_resolve_model(const char *name);
+extern bool hb_cache_same(const HbCacheEntry *a, const HbCacheEntry *b);
+extern void hb_cache_pin_for(HbCacheEntry *e, MemoryContext cxt);
 
 /* pg_bind.c */
 typedef struct HbBinding
@@ -109,16 +101,41 @@ extern void hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e,
 extern void hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 						 const char *model);
 
-/* pg_predict.c: per call site state of the scoring functions */
-typedef struct HbCallState
+/*
+ * pg_predict.c: per call site state of the scoring functions.  A call site
+ * keeps up to HB_CALL_SLOTS models (the name argument may change from row
+ * to row), each with its binding and buffers; the fields at the top mirror
+ * the slot of the current call.
+ */
+#define HB_CALL_SLOTS 8
+
+typedef struct HbCallSlot
 {
-	HbStmtModel model;
-	HbCacheEntry *entry;		/* the entry the buffers and binding fit */
-	bool		bound;			/* binding valid for entry and row type */
+	char	   *name;
+	HbCacheEntry *entry;		/* pinned while in the slot */
+	MemoryContext cxt;			/* name, binding, buffers */
+	bool		bound;			/* binding valid for the last row type */
 	HbBinding	bind;
 	double	   *x;
 	double	   *scratch;
 	double	   *out;
+	uint64		used;
+} HbCallSlot;
+
+typedef struct HbCallState
+{
+	HbCacheEntry *entry;		/* of the current slot */
+	double	   *x;
+	double	   *scratch;
+	double	   *out;
+	HbCallSlot *cur;
+
+	HbCallSlot	slots[HB_CALL_SLOTS];
+	int			nslots;
+	uint64		tick;
+	uint64		snap_key;		/* snapshot the slots were resolved under */
+	bool		snap_set;
+	MemoryContextCallback cb;
 } HbCallState;
 
 extern HbCallState *hb_call_prepare(FunctionCallInfo fcinfo, int name_arg,

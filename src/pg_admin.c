@@ -156,9 +156,18 @@ sha256(const char *data, size_t len, uint8 *out)
 {
 	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
 
-	if (pg_cryptohash_init(ctx) < 0 ||
-		pg_cryptohash_update(ctx, (const uint8 *) data, len) < 0 ||
-		pg_cryptohash_final(ctx, out, PG_SHA256_DIGEST_LENGTH) < 0)
+	if (pg_cryptohash_init(ctx) < 0)
+		elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
+	/* in pieces, so that a large upload stays cancellable */
+	for (size_t off = 0; off < len; off += 1024 * 1024)
+	{
+		size_t		n = Min(len - off, 1024 * 1024);
+
+		CHECK_FOR_INTERRUPTS();
+		if (pg_cryptohash_update(ctx, (const uint8 *) data + off, n) < 0)
+			elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
+	}
+	if (pg_cryptohash_final(ctx, out, PG_SHA256_DIGEST_LENGTH) < 0)
 		elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
 	pg_cryptohash_free(ctx);
 }

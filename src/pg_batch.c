@@ -55,14 +55,15 @@ hb_batch_rows(const HbCacheEntry *e)
 
 typedef struct HbAggState
 {
-	HbCacheEntry *entry;
+	HbCacheEntry *entry;		/* pinned for the state's lifetime */
 	int			batch;			/* rows per batch */
+	int			cap;			/* rows the buffers hold now */
 	int			nbuf;			/* rows waiting in x */
-	double	   *x;				/* batch x n_features */
-	double	   *scratch;		/* batch x n_outputs */
+	double	   *x;				/* cap x n_features */
+	double	   *scratch;		/* cap x n_outputs */
 	double	   *preds;			/* every prediction so far, in input order */
 	int64		npreds;
-	int64		cap;
+	int64		pcap;
 } HbAggState;
 
 static void
@@ -70,9 +71,9 @@ agg_flush(HbAggState *s)
 {
 	if (s->nbuf == 0)
 		return;
-	if (s->npreds + s->nbuf > s->cap)
+	if (s->npreds + s->nbuf > s->pcap)
 	{
-		int64		cap = Max(s->cap * 2, s->npreds + s->nbuf);
+		int64		cap = Max(s->pcap * 2, s->npreds + s->nbuf);
 
 		if ((Size) cap * sizeof(double) > MaxAllocHugeSize)
 			ereport(ERROR,
@@ -82,7 +83,7 @@ agg_flush(HbAggState *s)
 		s->preds = s->preds ?
 			repalloc_huge(s->preds, cap * sizeof(double)) :
 			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(double));
-		s->cap = cap;
+		s->pcap = cap;
 	}
 	hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
 					s->preds + s->npreds);
@@ -90,11 +91,37 @@ agg_flush(HbAggState *s)
 	s->nbuf = 0;
 }
 
+/*
+ * Buffers grow with the group up to a full batch: many small groups (a hash
+ * aggregate holds all of them at once) must not each cost a whole batch.
+ */
+static void
+agg_reserve(HbAggState *s)
+{
+	int			cap;
+	MemoryContext cxt = GetMemoryChunkContext(s);
+
+	if (s->nbuf < s->cap)
+		return;
+	cap = Min(s->batch, Max(16, s->cap * 2));
+	if (s->x == NULL)
+	{
+		s->x = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->entry->n_features);
+		s->scratch = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->entry->n_outputs);
+	}
+	else
+	{
+		s->x = repalloc_huge(s->x, sizeof(double) * cap * s->entry->n_features);
+		s->scratch = repalloc_huge(s->scratch, sizeof(double) * cap * s->entry->n_outputs);
+	}
+	s->cap = cap;
+}
+
 Datum
 hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcxt;
-	HbAggState   *s;
+	HbAggState *s;
 	HbCallState *st;
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
@@ -106,15 +133,15 @@ hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
 	{
 		s = MemoryContextAllocZero(aggcxt, sizeof(HbAggState));
 		s->entry = st->entry;
+		hb_cache_pin_for(st->entry, aggcxt);
 		s->batch = hb_batch_rows(st->entry);
-		s->x = MemoryContextAllocHuge(aggcxt, sizeof(double) * s->batch * st->entry->n_features);
-		s->scratch = MemoryContextAllocHuge(aggcxt, sizeof(double) * s->batch * st->entry->n_outputs);
 	}
-	else if (s->entry != st->entry)
+	else if (!hb_cache_same(s->entry, st->entry))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("hb_predict_agg must score one model per group")));
 
+	agg_reserve(s);
 	if (PG_ARGISNULL(2))
 	{
 		/* a NULL row is all-missing: it still takes its place in the order */

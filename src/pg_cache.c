@@ -183,54 +183,45 @@ hb_cache_unpin(HbCacheEntry *e)
 }
 
 /*
- * Per call site, per statement: which model version the name means.  The
- * slot lives in the call site's fn_mcxt, which is reset when the statement
- * ends (normally or by error); a callback there releases the pin.
+ * The active version of a model, compiled: what a statement scores with.
+ * The caller pins the entry for as long as it keeps it.
  */
-static void
-stmt_model_release(void *arg)
-{
-	HbStmtModel *s = (HbStmtModel *) arg;
-
-	if (s->entry)
-		hb_cache_unpin(s->entry);
-	s->entry = NULL;
-}
-
 HbCacheEntry *
-hb_stmt_resolve(HbStmtModel *s, MemoryContext mcxt, text *name_text)
+hb_resolve_model(const char *name)
 {
 	HbCatalogRef ref;
-	char	   *name;
-	HbCacheEntry *e;
 
-	/* the common case: the same name as the previous row */
-	if (s->entry &&
-		VARSIZE_ANY_EXHDR(name_text) == strlen(s->name) &&
-		memcmp(VARDATA_ANY(name_text), s->name, strlen(s->name)) == 0)
-		return s->entry;
-
-	name = text_to_cstring(name_text);
 	if (!hb_catalog_lookup(name, &ref))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("model \"%s\" does not exist", name)));
 	hb_check_score_privilege(&ref);
-	e = hb_cache_acquire(&ref);
+	return hb_cache_acquire(&ref);
+}
 
-	if (!s->registered)
-	{
-		s->cb.func = stmt_model_release;
-		s->cb.arg = s;
-		MemoryContextRegisterResetCallback(mcxt, &s->cb);
-		s->registered = true;
-	}
-	if (s->entry)
-		hb_cache_unpin(s->entry);
-	if (s->name)
-		pfree(s->name);
-	s->name = MemoryContextStrdup(mcxt, name);
-	s->entry = e;
+/* Two entries for the same model version (one may be a recompiled copy). */
+bool
+hb_cache_same(const HbCacheEntry *a, const HbCacheEntry *b)
+{
+	return a == b ||
+		(a->version == b->version && strcmp(a->name, b->name) == 0 &&
+		 memcmp(a->sha256, b->sha256, HB_SHA256_LEN) == 0);
+}
+
+static void
+unpin_callback(void *arg)
+{
+	hb_cache_unpin((HbCacheEntry *) arg);
+}
+
+/* Pin e until cxt is reset or deleted. */
+void
+hb_cache_pin_for(HbCacheEntry *e, MemoryContext cxt)
+{
+	MemoryContextCallback *cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
+
+	cb->func = unpin_callback;
+	cb->arg = e;
 	hb_cache_pin(e);
-	return e;
+	MemoryContextRegisterResetCallback(cxt, cb);
 }

@@ -13,6 +13,8 @@
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "hbird.h"
 
@@ -32,8 +34,73 @@ typedef enum ScoreKind
 
 
 /*
- * The call site's state for this statement: model resolved from argument
- * name_arg, one-row buffers sized for it.
+ * A key of the snapshot's contents.  Two snapshots with the same contents
+ * see the same catalog rows, so the models a call site resolved stay right
+ * exactly as long as the key stays the same: for a whole statement, and
+ * across PL/pgSQL's cached simple expressions until something commits (or
+ * the transaction's own command counter moves).
+ */
+static uint64
+snapshot_key(void)
+{
+	Snapshot	s = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+	uint64		h = 1469598103934665603ull;
+
+#define MIX(v) (h = (h ^ (uint64) (v)) * 1099511628211ull)
+	MIX(s->xmin);
+	MIX(s->xmax);
+	MIX(s->curcid);
+	MIX(s->xcnt);
+	MIX(s->subxcnt);
+	MIX(s->suboverflowed);
+	for (uint32 i = 0; i < s->xcnt; i++)
+		MIX(s->xip[i]);
+	for (int32 i = 0; i < s->subxcnt; i++)
+		MIX(s->subxip[i]);
+#undef MIX
+	return h;
+}
+
+static void
+release_slots(HbCallState *st)
+{
+	for (int i = 0; i < st->nslots; i++)
+	{
+		if (st->slots[i].entry)
+			hb_cache_unpin(st->slots[i].entry);
+		st->slots[i].entry = NULL;
+		MemoryContextReset(st->slots[i].cxt);
+	}
+	st->nslots = 0;
+	st->cur = NULL;
+}
+
+static void
+call_state_release(void *arg)
+{
+	HbCallState *st = (HbCallState *) arg;
+
+	for (int i = 0; i < st->nslots; i++)
+		if (st->slots[i].entry)
+			hb_cache_unpin(st->slots[i].entry);
+	st->nslots = 0;
+	st->cur = NULL;
+}
+
+static void
+use_slot(HbCallState *st, HbCallSlot *slot)
+{
+	slot->used = ++st->tick;
+	st->cur = slot;
+	st->entry = slot->entry;
+	st->x = slot->x;
+	st->scratch = slot->scratch;
+	st->out = slot->out;
+}
+
+/*
+ * The call site's state for this call: the model named by argument
+ * name_arg, with one-row buffers sized for it.
  */
 HbCallState *
 hb_call_prepare(FunctionCallInfo fcinfo, int name_arg, bool classifier)
@@ -41,30 +108,77 @@ hb_call_prepare(FunctionCallInfo fcinfo, int name_arg, bool classifier)
 	HbCallState *st = (HbCallState *) fcinfo->flinfo->fn_extra;
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	text	   *name = hb_require_text(fcinfo, name_arg, "model name");
+	size_t		len = VARSIZE_ANY_EXHDR(name);
+	uint64		key = snapshot_key();
+	HbCallSlot *slot = NULL;
 	HbCacheEntry *e;
+	char	   *cname;
 
 	if (st == NULL)
 	{
 		st = MemoryContextAllocZero(mcxt, sizeof(HbCallState));
+		st->cb.func = call_state_release;
+		st->cb.arg = st;
+		MemoryContextRegisterResetCallback(mcxt, &st->cb);
 		fcinfo->flinfo->fn_extra = st;
 	}
-	e = hb_stmt_resolve(&st->model, mcxt, name);
-	if (e != st->entry)
+	if (!st->snap_set || st->snap_key != key)
+	{
+		release_slots(st);
+		st->snap_key = key;
+		st->snap_set = true;
+	}
+
+	/* the common case: the same name as the previous call */
+	if (st->cur && strlen(st->cur->name) == len &&
+		memcmp(st->cur->name, VARDATA_ANY(name), len) == 0)
+		return st;
+	for (int i = 0; i < st->nslots; i++)
+		if (strlen(st->slots[i].name) == len &&
+			memcmp(st->slots[i].name, VARDATA_ANY(name), len) == 0)
+		{
+			use_slot(st, &st->slots[i]);
+			return st;
+		}
+
+	cname = text_to_cstring(name);
+	e = hb_resolve_model(cname);
+	if (classifier && e->n_classes < 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" is a %s model; hb_predict_proba needs a classifier",
+						e->name, hb_task_name(e->task)),
+				 errhint("Use hb_predict for its value.")));
+
+	/* a free slot, else the least recently used one */
+	if (st->nslots < HB_CALL_SLOTS)
+	{
+		slot = &st->slots[st->nslots++];
+		if (slot->cxt == NULL)
+			slot->cxt = AllocSetContextCreate(mcxt, "hbird call site",
+											  ALLOCSET_SMALL_SIZES);
+	}
+	else
+	{
+		slot = &st->slots[0];
+		for (int i = 1; i < HB_CALL_SLOTS; i++)
+			if (st->slots[i].used < slot->used)
+				slot = &st->slots[i];
+		hb_cache_unpin(slot->entry);
+		MemoryContextReset(slot->cxt);
+	}
 	{
 		int			nout = Max(e->n_outputs, Max(e->n_classes, 1));
 
-		if (classifier && e->n_classes < 2)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("model \"%s\" is a %s model; hb_predict_proba needs a classifier",
-							e->name, hb_task_name(e->task)),
-					 errhint("Use hb_predict for its value.")));
-		st->x = MemoryContextAlloc(mcxt, sizeof(double) * e->n_features);
-		st->scratch = MemoryContextAlloc(mcxt, sizeof(double) * nout);
-		st->out = MemoryContextAlloc(mcxt, sizeof(double) * nout);
-		st->entry = e;
-		st->bound = false;
+		slot->name = MemoryContextStrdup(slot->cxt, cname);
+		slot->entry = e;
+		hb_cache_pin(e);
+		slot->bound = false;
+		slot->x = MemoryContextAlloc(slot->cxt, sizeof(double) * e->n_features);
+		slot->scratch = MemoryContextAlloc(slot->cxt, sizeof(double) * nout);
+		slot->out = MemoryContextAlloc(slot->cxt, sizeof(double) * nout);
 	}
+	use_slot(st, slot);
 	return st;
 }
 
@@ -73,16 +187,16 @@ void
 hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st, int row_arg)
 {
 	HeapTupleHeader td = PG_GETARG_HEAPTUPLEHEADER(row_arg);
+	HbCallSlot *slot = st->cur;
 
-	if (!st->bound ||
-		st->bind.tupType != HeapTupleHeaderGetTypeId(td) ||
-		st->bind.tupTypmod != HeapTupleHeaderGetTypMod(td))
+	if (!slot->bound ||
+		slot->bind.tupType != HeapTupleHeaderGetTypeId(td) ||
+		slot->bind.tupTypmod != HeapTupleHeaderGetTypMod(td))
 	{
-		hb_bind_record(&st->bind, st->entry, td, fcinfo->flinfo->fn_mcxt,
-					   st->entry->name);
-		st->bound = true;
+		hb_bind_record(&slot->bind, slot->entry, td, slot->cxt, slot->entry->name);
+		slot->bound = true;
 	}
-	hb_bind_row(&st->bind, st->entry, td, st->x);
+	hb_bind_row(&slot->bind, slot->entry, td, st->x);
 }
 
 static Datum

@@ -111,8 +111,9 @@ heap_init(TopHeap *h, int k, MemoryContext parent)
 {
 	memset(h, 0, sizeof(*h));
 	h->k = k;
-	h->cxt = AllocSetContextCreate(parent, "hbird top-k", ALLOCSET_DEFAULT_SIZES);
-	h->cap = Min(k, 1024);
+	/* small to start with: a hash aggregate holds one heap per group */
+	h->cxt = AllocSetContextCreate(parent, "hbird top-k", ALLOCSET_SMALL_SIZES);
+	h->cap = Min(k, 16);
 	h->e = MemoryContextAlloc(h->cxt, sizeof(TopEntry) * h->cap);
 }
 
@@ -316,12 +317,13 @@ hb_topk(PG_FUNCTION_ARGS)
 
 typedef struct TopAggState
 {
-	HbCacheEntry *entry;
+	HbCacheEntry *entry;		/* pinned for the state's lifetime */
 	HbTopkBounds *bounds;
 	Oid			rowtype;
 	TopHeap		heap;
 	double		threshold;
-	int			batch;
+	int			batch;			/* rows per batch */
+	int			cap;			/* rows the buffers hold now */
 	int			nbuf;
 	double	   *x;
 	Datum	   *items;
@@ -343,6 +345,28 @@ topagg_flush(TopAggState *s)
 	MemoryContextReset(s->buf_cxt);
 }
 
+/* Buffers grow with the group up to a full batch (see agg_reserve). */
+static void
+topagg_reserve(TopAggState *s, MemoryContext cxt)
+{
+	int			cap;
+
+	if (s->nbuf < s->cap)
+		return;
+	cap = Min(s->batch, Max(16, s->cap * 2));
+	if (s->x == NULL)
+	{
+		s->x = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->entry->n_features);
+		s->items = MemoryContextAlloc(cxt, sizeof(Datum) * cap);
+	}
+	else
+	{
+		s->x = repalloc_huge(s->x, sizeof(double) * cap * s->entry->n_features);
+		s->items = repalloc(s->items, sizeof(Datum) * cap);
+	}
+	s->cap = cap;
+}
+
 Datum
 hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 {
@@ -362,6 +386,7 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 		check_topk_model(st->entry);
 		s = MemoryContextAllocZero(aggcxt, sizeof(TopAggState));
 		s->entry = st->entry;
+		hb_cache_pin_for(st->entry, aggcxt);
 		s->rowtype = get_fn_expr_argtype(fcinfo->flinfo, 3);
 		if (!OidIsValid(s->rowtype) || !type_is_rowtype(s->rowtype))
 			ereport(ERROR,
@@ -372,12 +397,10 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 		heap_init(&s->heap, k, aggcxt);
 		s->threshold = -INFINITY;
 		s->batch = Min(hb_batch_rows(st->entry), 1024);
-		s->x = MemoryContextAllocHuge(aggcxt, sizeof(double) * s->batch * st->entry->n_features);
-		s->items = MemoryContextAlloc(aggcxt, sizeof(Datum) * s->batch);
 		s->buf_cxt = AllocSetContextCreate(aggcxt, "hbird top-k rows",
-										   ALLOCSET_DEFAULT_SIZES);
+										   ALLOCSET_SMALL_SIZES);
 	}
-	else if (s->entry != st->entry)
+	else if (!hb_cache_same(s->entry, st->entry))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("hb_topk_agg must rank with one model per group")));
@@ -386,6 +409,7 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(3))
 		PG_RETURN_POINTER(s);
 
+	topagg_reserve(s, aggcxt);
 	hb_call_load_record(fcinfo, st, 3);
 	memcpy(s->x + (size_t) s->nbuf * s->entry->n_features, st->x,
 		   sizeof(double) * s->entry->n_features);

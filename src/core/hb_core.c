@@ -21,7 +21,21 @@ default_realloc(void *ptr, size_t size)
 	return realloc(ptr, size ? size : 1);
 }
 
-static HbAllocator allocator = {default_alloc, default_realloc, free};
+static void *
+default_alloc_must(size_t size)
+{
+	void	   *p = malloc(size ? size : 1);
+
+	if (p == NULL)
+	{
+		fprintf(stderr, "hbird: out of memory (%zu bytes)\n", size);
+		abort();
+	}
+	return p;
+}
+
+static HbAllocator allocator = {default_alloc, default_realloc, free,
+default_alloc_must};
 
 void		(*hb_interrupt_hook) (void) = NULL;
 
@@ -35,13 +49,22 @@ hb_set_allocator(const HbAllocator *a)
 		allocator.alloc = default_alloc;
 		allocator.realloc = default_realloc;
 		allocator.free = free;
+		allocator.alloc_must = default_alloc_must;
 	}
+	if (allocator.alloc_must == NULL)
+		allocator.alloc_must = default_alloc_must;
 }
 
 void *
 hb_alloc(size_t size)
 {
 	return allocator.alloc(size);
+}
+
+void *
+hb_alloc_must(size_t size)
+{
+	return allocator.alloc_must(size);
 }
 
 void *

@@ -50,11 +50,21 @@ typedef struct HbAllocator
 	void	   *(*alloc) (size_t size);
 	void	   *(*realloc) (void *ptr, size_t size);
 	void		(*free) (void *ptr);
+	/* never returns NULL: raises the caller's out-of-memory error itself */
+	void	   *(*alloc_must) (size_t size);
 } HbAllocator;
 
 extern void hb_set_allocator(const HbAllocator *a);
 extern void *hb_alloc(size_t size);
 extern void *hb_alloc0(size_t size);
+
+/*
+ * Scratch memory of the scoring paths, which have no error return: the
+ * hook raises out of memory its own way (ereport in a backend; a message
+ * and abort() elsewhere).  Only for code that holds nothing but
+ * hook-allocated memory, like hb_check_interrupts.
+ */
+extern void *hb_alloc_must(size_t size);
 extern void *hb_realloc(void *ptr, size_t size);
 extern void hb_free(void *ptr);
 extern char *hb_strdup(const char *s);

@@ -394,6 +394,8 @@ hb_model_validate(HbModel *m, HbError *err)
 	m->max_depth = 0;
 	for (int t = 0; t < m->n_trees; t++)
 	{
+		if ((t & 63) == 0)
+			hb_check_interrupts();
 		if (!validate_tree(m, t, err))
 			return false;
 		if (m->trees[t].depth > m->max_depth)

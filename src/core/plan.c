@@ -265,6 +265,8 @@ hb_plan_build_ex(const HbModel *m, size_t layout_bytes, HbPlan **out,
 	}
 	for (int t = 0; t < m->n_trees; t++)
 	{
+		if ((t & 63) == 0)
+			hb_check_interrupts();
 		p->tree_group[t] = m->trees[t].group;
 		if (!flatten_tree(p, m, t, &next, err))
 		{
@@ -547,7 +549,7 @@ hb_plan_strategy(const HbPlan *p, size_t n)
 	return s;
 }
 
-#define SNAP_BLOCK 1024
+#define SNAP_ROWS 4096
 
 void
 hb_plan_margins_with(const HbPlan *p, HbStrategy s, const double *x,
@@ -556,45 +558,24 @@ hb_plan_margins_with(const HbPlan *p, HbStrategy s, const double *x,
 	if (p->zero_snap)
 	{
 		/*
-		 * LightGBM turns inputs within its zero threshold into zero before any
-		 * comparison; do it once per block of rows instead of per node.
+		 * LightGBM turns inputs within its zero threshold into zero before
+		 * any comparison; do it once per block of rows instead of per node,
+		 * with blocks big enough that PTT and GEMM still see whole batches.
 		 */
-		double		buf[SNAP_BLOCK];
-		size_t		per = SNAP_BLOCK / (size_t) p->n_features;
+		size_t		per = n < SNAP_ROWS ? n : SNAP_ROWS;
+		double	   *buf = hb_alloc_must(sizeof(double) * per * p->n_features);
 
-		if (per > 0)
+		for (size_t r0 = 0; r0 < n; r0 += per)
 		{
-			for (size_t r0 = 0; r0 < n; r0 += per)
-			{
-				size_t		nb = n - r0 < per ? n - r0 : per;
-				const double *src = x + r0 * p->n_features;
+			size_t		nb = n - r0 < per ? n - r0 : per;
+			const double *src = x + r0 * p->n_features;
 
-				for (size_t i = 0; i < nb * p->n_features; i++)
-					buf[i] = fabs(src[i]) <= HB_ZERO_THRESHOLD ? 0.0 : src[i];
-				margins_unsnapped(p, s, buf, nb, margins + r0 * p->n_outputs);
-			}
-			return;
+			for (size_t i = 0; i < nb * p->n_features; i++)
+				buf[i] = fabs(src[i]) <= HB_ZERO_THRESHOLD ? 0.0 : src[i];
+			margins_unsnapped(p, s, buf, nb, margins + r0 * p->n_outputs);
 		}
-		/* rows wider than the buffer: one row at a time from the heap */
-		{
-			double	   *row = hb_alloc(sizeof(double) * p->n_features);
-
-			if (row != NULL)
-			{
-				for (size_t r = 0; r < n; r++)
-				{
-					for (int f = 0; f < p->n_features; f++)
-					{
-						double		v = x[r * p->n_features + f];
-
-						row[f] = fabs(v) <= HB_ZERO_THRESHOLD ? 0.0 : v;
-					}
-					margins_unsnapped(p, s, row, 1, margins + r * p->n_outputs);
-				}
-				hb_free(row);
-				return;
-			}
-		}
+		hb_free(buf);
+		return;
 	}
 	margins_unsnapped(p, s, x, n, margins);
 }

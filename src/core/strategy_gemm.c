@@ -260,6 +260,9 @@ hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 		int32_t		depth[2 * (HB_MAX_DEPTH + 2)];
 		int			sp = 0;
 
+		if ((t & 63) == 0)
+			hb_check_interrupts();
+
 		stack[sp] = 0;
 		depth[sp++] = 0;
 		while (sp > 0)

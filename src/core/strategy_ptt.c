@@ -51,9 +51,10 @@
  * For one tree, all rows of a block take level 0, then level 1, ...: the
  * iterations of the row loop are independent, so the loads of different
  * rows overlap instead of waiting for each other as a pointer walk does.
- * (The loop is vectorizable with gathers; on the AMD EPYC this was
- * measured on, -O3 -mavx2/-mavx512f gather code was 10% slower than the
- * scalar loop, so the build keeps PGXS's plain -O2.)  Per row, leaves are
+ * (The loop has no dependence across rows, so it could use gathers, but
+ * gcc 12 leaves it scalar even at -O3 -march=native, and on the AMD EPYC
+ * this was measured on, -O3 builds were no faster than PGXS's -O2; an
+ * out-of-order core overlaps the rows' loads anyway.)  Per row, leaves are
  * added in model tree order, which is what makes float32 sums agree with
  * TT to the bit: tree blocks run in order and trees within a block in
  * order.  Between tree blocks the float32 running sum lives in the double
@@ -331,6 +332,8 @@ hb_ptt_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 	{
 		HbPttTree  *tr = &t->trees[i];
 
+		if ((i & 63) == 0)
+			hb_check_interrupts();
 		place(t, p, tr, column, p->tree_root[i], 0, 0);
 		if (any_general)
 			for (int64_t k = 0; k < ((int64_t) 1 << tr->depth) - 1; k++)
