@@ -10,4 +10,4 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 make -s
 $sudo make -s install
-pg_virtualenv -v 15 bash scripts/demo_in_cluster.sh
+pg_virtualenv -t -v 15 bash scripts/demo_in_cluster.sh

@@ -39,7 +39,7 @@ else
 fi
 
 # 2. SQL tests in a throwaway cluster
-pg_virtualenv -v 15 bash tests/run_sql_tests.sh 2>&1 | tee -a "$log_dir/tap.log" | grep -E '^(not ok|ok|#)' || true
+pg_virtualenv -t -v 15 bash tests/run_sql_tests.sh 2>&1 | tee -a "$log_dir/tap.log" | grep -E '^(not ok|ok|#)' || true
 if ! grep -q '^# sql tests finished' "$log_dir/tap.log"; then
 	echo "not ok - sql tests did not run to the end (see $log_dir)" | tee -a "$log_dir/tap.log"
 fi
