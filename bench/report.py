@@ -51,6 +51,13 @@ def main():
     p("software: PostgreSQL %s, XGBoost %s (C API) / %s (PL/Python), hbird %s"
       % (pg.get("pg_version", "?"), capi.get("xgboost", "?"), pg.get("py_version", "?"),
          pg.get("hbird_version", "-")))
+    if "commit" in meta:
+        p("hbird:    commit %s; installed hbird.so %s" % (meta["commit"],
+                                                        meta.get("hbird_so_before", "?")))
+        if meta.get("hbird_so_after") != meta.get("hbird_so_before"):
+            p("WARNING:  hbird.so was replaced during the run (now %s): later steps may have"
+              % meta.get("hbird_so_after"))
+            p("          run another build than earlier ones")
     p("model:    %s" % meta.get("model", "?"))
     p("table:    %s rows, %s on disk, loaded in %s s; shared_buffers=%s, jit=off; "
       "every query warmed up, then timed once"

@@ -14,7 +14,7 @@
 #       stored image, from the JSON (image removed), and a second call
 #   (g) top-K: hb_topk against ORDER BY hb_predict DESC LIMIT k (bench/topk.sh)
 # and prints a table that also goes to bench/results/latest.txt.
-# About 8 to 9 minutes on 2 cores for 1M rows once the data is cached.
+# About 7 to 8 minutes on 2 cores for 1M rows once the data is cached.
 #
 # Needs (Debian): postgresql-15, postgresql-server-dev-15,
 # postgresql-plpython3-15, postgresql-common (pg_virtualenv), python3-xgboost,
@@ -116,6 +116,11 @@ cp "$MODEL" "$SRV/model.json"
 chmod 644 "$SRV/model.json"
 
 log "step 4: throwaway PostgreSQL $PG_VERSION cluster (pg_virtualenv): (b) PL/Python, (c) count(*), (d)-(g) hbird"
+# Others may reinstall hbird while this runs (new backends then load the new
+# library): note the installed library before and after, and the commit.
+SO=$(pg_config --pkglibdir 2>/dev/null || echo /usr/lib/postgresql/$PG_VERSION/lib)/hbird.so
+so_id() { [ -f "$SO" ] && echo "$(md5sum <"$SO" | cut -c1-12) $(date -u -r "$SO" '+%Y-%m-%d %H:%M:%S UTC')" || echo none; }
+SO_BEFORE=$(so_id)
 CLUSTER_OK=1
 BENCH_ROWS=$ROWS BENCH_CSV=$CSV BENCH_MODEL=$SRV/model.json BENCH_OUT=$PG_KV \
 	BENCH_PY_ROWS=$BENCH_PY_ROWS BENCH_HBIRD=$RUN_HBIRD \
@@ -143,6 +148,11 @@ META=$DATA/meta_$ROWS.kv
 	echo "load_before=$LOAD_BEFORE"
 	echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "run_seconds=$SECONDS"
+	echo "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(
+		[ -n "$(git -C "$ROOT" status --porcelain -- src sql Makefile 2>/dev/null)" ] &&
+		echo ' + uncommitted changes in src/sql')"
+	echo "hbird_so_before=$SO_BEFORE"
+	echo "hbird_so_after=$(so_id)"
 	"$PY" - "$MODEL" <<-'EOF'
 		import json, sys
 		L = json.load(open(sys.argv[1]))["learner"]

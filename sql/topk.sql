@@ -59,6 +59,19 @@ SELECT cardinality(hb_topk_agg('binary_logistic', 1000, t)) AS all_rows FROM bin
 SELECT hb_topk_agg('binary_logistic', 3, t) IS NULL AS empty FROM binary_logistic_in t WHERE false;
 SELECT (hb_topk_agg('binary_logistic', 2, t ORDER BY id))[1].id AS best FROM binary_logistic_in t;
 
+-- equal scores from different margins: a float32 sigmoid saturates at 1, so
+-- margins 20 and 30 both score 1.0; ties still go to input order, as with
+-- ORDER BY hb_predict(...) DESC
+SELECT hb_model_upload('saturated', '{"learner":{"attributes":{},"feature_names":["a"],"feature_types":["float"],"gradient_booster":{"model":{"gbtree_model_param":{"num_parallel_tree":"1","num_trees":"1"},"tree_info":[0],"trees":[{"base_weights":[0,0,0],"categories":[],"categories_nodes":[],"categories_segments":[],"categories_sizes":[],"default_left":[1,0,0],"id":0,"left_children":[1,-1,-1],"loss_changes":[0,0,0],"parents":[2147483647,0,0],"right_children":[2,-1,-1],"split_conditions":[0.5,20,30],"split_indices":[0,0,0],"split_type":[0,0,0],"sum_hessian":[1,1,1],"tree_param":{"num_deleted":"0","num_feature":"1","num_nodes":"3","size_leaf_vector":"0"}}]},"name":"gbtree"},"learner_model_param":{"base_score":"5E-1","num_class":"0","num_feature":"1","num_target":"1"},"objective":{"name":"binary:logistic","reg_loss_param":{"scale_pos_weight":"1"}}},"version":[1,7,4]}');
+CREATE TABLE sat AS SELECT g AS id, (g % 2)::float8 AS a FROM generate_series(1, 10) g;
+SELECT array_agg((item).id ORDER BY rank) AS topk, array_agg(score ORDER BY rank) AS scores,
+	   (SELECT array_agg(id) FROM (SELECT id FROM sat s ORDER BY hb_predict('saturated', s) DESC, id LIMIT 3) q) AS order_by,
+	   (SELECT array_agg(DISTINCT (hb_predict_margin('saturated', s))[1]) FROM sat s) AS margins
+FROM hb_topk('saturated', 3, NULL::sat, 'SELECT * FROM sat ORDER BY id');
+SELECT (SELECT array_agg((r).id) FROM unnest(hb_topk_agg('saturated', 3, s ORDER BY id)) r) AS topk_agg FROM sat s;
+DROP TABLE sat;
+SELECT hb_model_drop('saturated');
+
 -- errors
 SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 0, NULL::binary_logistic_in)$$);
 SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', -3, NULL::binary_logistic_in)$$);

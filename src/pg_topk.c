@@ -4,7 +4,9 @@
  *	  the rows that can still make the top K (see src/core/topk.c).
  *
  * Ties are broken by input order: of two rows with the same score, the one
- * read first ranks higher.  Memory is O(K + batch): the K best rows are
+ * read first ranks higher.  "Same score" is what hb_predict returns, not
+ * the margin: near 0 or 1 a float32 sigmoid maps different margins to the
+ * same probability, and ORDER BY hb_predict(...) sees those as equal too.  Memory is O(K + batch): the K best rows are
  * copied into a heap context, everything else is per batch.
  */
 #include "postgres.h"
@@ -38,13 +40,14 @@ static int64 last_pairs_total;
 
 typedef struct TopEntry
 {
-	double		margin;
+	double		score;			/* what hb_predict returns: ranks first */
+	double		margin;			/* prunes: the links are monotone */
 	int64		ordinal;		/* input order, for ties */
 	Datum		item;
 } TopEntry;
 
 /*
- * A min-heap of the K best by (margin desc, ordinal asc): the root is the
+ * A min-heap of the K best by (score desc, ordinal asc): the root is the
  * entry the next better row replaces.
  */
 typedef struct TopHeap
@@ -52,6 +55,7 @@ typedef struct TopHeap
 	int			k;
 	int			n;
 	int			cap;
+	const HbPlan *plan;			/* for the scores */
 	TopEntry   *e;
 	MemoryContext cxt;			/* holds the items */
 	int64		next_ordinal;	/* ordinal of the current batch's row 0 */
@@ -62,8 +66,8 @@ typedef struct TopHeap
 static inline bool
 worse(const TopEntry *a, const TopEntry *b)
 {
-	return a->margin < b->margin ||
-		(a->margin == b->margin && a->ordinal > b->ordinal);
+	return a->score < b->score ||
+		(a->score == b->score && a->ordinal > b->ordinal);
 }
 
 static void
@@ -107,10 +111,11 @@ sift_up(TopHeap *h, int i)
 }
 
 static void
-heap_init(TopHeap *h, int k, MemoryContext parent)
+heap_init(TopHeap *h, int k, const HbPlan *plan, MemoryContext parent)
 {
 	memset(h, 0, sizeof(*h));
 	h->k = k;
+	h->plan = plan;
 	/* small to start with: a hash aggregate holds one heap per group */
 	h->cxt = AllocSetContextCreate(parent, "hbird top-k", ALLOCSET_SMALL_SIZES);
 	h->cap = Min(k, 16);
@@ -120,6 +125,11 @@ heap_init(TopHeap *h, int k, MemoryContext parent)
 static double
 heap_threshold(const TopHeap *h)
 {
+	/*
+	 * A row whose margin stays below the root's cannot beat it: its score
+	 * is at most the root's (monotone link), and on a tie the root, read
+	 * earlier, wins.
+	 */
 	return h->n < h->k ? -INFINITY : h->e[0].margin;
 }
 
@@ -128,7 +138,9 @@ static double
 heap_offer(void *arg, size_t row, double margin)
 {
 	TopHeap    *h = (TopHeap *) arg;
-	TopEntry	cand = {margin, h->next_ordinal + (int64) row, (Datum) 0};
+	TopEntry	cand = {0.0, margin, h->next_ordinal + (int64) row, (Datum) 0};
+
+	hb_link_predict(h->plan, &margin, 1, &cand.score);
 
 	if (h->n == h->k && !worse(&h->e[0], &cand))
 		return heap_threshold(h);
@@ -287,7 +299,7 @@ hb_topk(PG_FUNCTION_ARGS)
 	query = PG_ARGISNULL(3) ? hb_default_query(rowtype) :
 		text_to_cstring(PG_GETARG_TEXT_PP(3));
 
-	heap_init(&heap, k, CurrentMemoryContext);
+	heap_init(&heap, k, e->plan, CurrentMemoryContext);
 	scan.entry = e;
 	scan.bounds = bounds_for(e, CurrentMemoryContext);
 	scan.heap = &heap;
@@ -300,11 +312,8 @@ hb_topk(PG_FUNCTION_ARGS)
 	{
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
-		double		score;
-
-		hb_link_predict(e->plan, &heap.e[i].margin, 1, &score);
 		values[0] = Int32GetDatum(i + 1);
-		values[1] = Float8GetDatum(score);
+		values[1] = Float8GetDatum(heap.e[i].score);
 		values[2] = heap.e[i].item;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
@@ -394,7 +403,7 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 					 errmsg("hb_topk_agg ranks rows: its third argument must be a row, not %s",
 							format_type_be(s->rowtype))));
 		s->bounds = bounds_for(st->entry, aggcxt);
-		heap_init(&s->heap, k, aggcxt);
+		heap_init(&s->heap, k, st->entry->plan, aggcxt);
 		s->threshold = -INFINITY;
 		s->batch = Min(hb_batch_rows(st->entry), 1024);
 		s->buf_cxt = AllocSetContextCreate(aggcxt, "hbird top-k rows",
