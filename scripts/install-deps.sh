@@ -14,6 +14,8 @@ packages=(
 	python3-xgboost
 	python3-sklearn
 	python3-numpy
+	clang
+	libclang-rt-dev
 )
 
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every hbird test and ends with one line "N passed, M failed".
 #
-#   1. C unit tests of the core (no PostgreSQL), incl. the conformance corpus
+#   1. C unit tests of the core (no PostgreSQL), incl. the conformance corpus,
+#      then a short libFuzzer run of each format reader (tests/fuzz)
 #   2. pg_regress suites and shell checks in a throwaway cluster (pg_virtualenv)
 #
 # Each test prints TAP-style "ok ..." / "not ok ..." lines; this script counts
@@ -36,6 +37,16 @@ if make -s core-tests >"$log_dir/core-build.log" 2>&1; then
 else
 	cat "$log_dir/core-build.log"
 	echo "not ok - core unit tests build" | tee -a "$log_dir/tap.log"
+fi
+
+# 1b. fuzzing: a short run of every libFuzzer target (tests/fuzz/run.sh;
+# HB_FUZZ_SECONDS per target, 0 skips; longer runs: bash tests/fuzz/run.sh 300)
+fuzz_seconds=${HB_FUZZ_SECONDS:-10}
+if [ "$fuzz_seconds" -gt 0 ] 2>/dev/null; then
+	HB_FUZZ_ARTIFACTS="$log_dir/fuzz" bash tests/fuzz/run.sh "$fuzz_seconds" 2>&1 |
+		tee -a "$log_dir/tap.log" | grep -E '^(not ok|ok|#)' || true
+else
+	echo "ok - fuzz # SKIP HB_FUZZ_SECONDS=$fuzz_seconds" | tee -a "$log_dir/tap.log"
 fi
 
 # 2. SQL tests in a throwaway cluster

@@ -63,3 +63,16 @@ SELECT hb_model_upload('flip', :'bin');
 SELECT hb_predict('flip', i) = hb_predict('binary_logistic', i) AS as_binary FROM binary_logistic_in i WHERE id = 1;
 COMMIT;
 SELECT hb_model_drop('flip'), hb_model_drop('anon'), hb_model_drop('named');
+
+-- XGBoost UBJSON (save_model("m.ubj")): detected from its first bytes or
+-- named, and scoring exactly like the JSON twin of the same model
+\set ubj `base64 -w0 :fixtures/binary_logistic.ubj`
+SELECT hb_model_upload('ubj', decode(:'ubj', 'base64')) AS auto_detected;
+SELECT hb_model_upload('ubj', decode(:'ubj', 'base64'), 'xgboost-ubj') AS named;
+SELECT format, task, n_features, n_trees FROM hb_models WHERE name = 'ubj' ORDER BY version;
+SELECT count(*) FILTER (WHERE hb_predict('ubj', i) <> hb_predict('binary_logistic', i)) AS differ, count(*) AS n
+FROM binary_logistic_in i;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, decode(%L, %L), %L)', 'ubj', :'ubj', 'base64', 'xgboost-json'));
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L::text, %L)', 'ubj', :'bin', 'xgboost-ubj'));
+SELECT hbt_try(format('SELECT hb_model_upload(%L, substring(decode(%L, %L) FROM 1 FOR 500))', 'ubj', :'ubj', 'base64'));
+SELECT hb_model_drop('ubj');

@@ -8,6 +8,9 @@
  * plain index and there is no per-value allocation.  Recursion follows the
  * nesting of the input, which is bounded by HB_JSON_MAX_DEPTH.
  *
+ * The document's layout (json_int.h) is shared with ubjson.c, whose
+ * documents hold binary numbers as well as text ones.
+ *
  * Numbers are only checked against the JSON grammar while parsing; their
  * text stays in the input and is converted when someone asks.  Most model
  * files hold far more numbers than a reader looks at twice, and converting
@@ -15,7 +18,7 @@
  * library, which depends on LC_NUMERIC; a PostgreSQL backend always runs
  * with LC_NUMERIC=C, and so do programs that never call setlocale.
  */
-#include "json.h"
+#include "json_int.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -23,47 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Number kinds, kept in HbJson.aux */
-#define NUM_PLAIN	0
-#define NUM_NAN		1
-#define NUM_PINF	2
-#define NUM_NINF	3
-
-struct HbJson
-{
-	uint8_t		type;			/* HbJsonType */
-	uint8_t		aux;			/* number: NUM_*; boolean: its value */
-	uint16_t	pad;
-	uint32_t	n;				/* string bytes, array elements, object
-								 * members, number text bytes */
-	union
-	{
-		const char *text;		/* string: decoded, NUL-terminated, in the
-								 * arena; number: its text in the input */
-		HbJson	   *items;		/* array: n values; object: n key/value
-								 * pairs, key first */
-	}			u;
-};
-
-/* Arena blocks: a header followed by the payload. */
-typedef struct ArenaBlock
-{
-	struct ArenaBlock *next;
-	size_t		size;			/* payload bytes */
-} ArenaBlock;
-
-#define BLOCK_HEADER	((sizeof(ArenaBlock) + 15) & ~(size_t) 15)
+#define BLOCK_HEADER	((sizeof(HbJsonBlock) + 15) & ~(size_t) 15)
 #define FIRST_BLOCK		(16 * 1024)
 #define MAX_BLOCK		(4 * 1024 * 1024)
-
-struct HbJsonDoc
-{
-	ArenaBlock *blocks;			/* every block, for hb_json_free */
-	char	   *cur;			/* free space in the current block */
-	size_t		left;
-	size_t		next_size;		/* payload size of the next block */
-	HbJson		root;
-};
 
 typedef struct Parser
 {
@@ -83,12 +48,14 @@ static bool parse_value(Parser *p, int depth);
 
 /* ---------- arena ---------- */
 
-static void *
-arena_alloc(HbJsonDoc *doc, size_t size)
+void *
+hb_json_arena_alloc(HbJsonDoc *doc, size_t size)
 {
-	ArenaBlock *b;
+	HbJsonBlock *b;
 	void	   *r;
 
+	if (size > SIZE_MAX - BLOCK_HEADER - 7)
+		return NULL;
 	size = (size + 7) & ~(size_t) 7;
 	if (size <= doc->left)
 	{
@@ -97,8 +64,6 @@ arena_alloc(HbJsonDoc *doc, size_t size)
 		doc->left -= size;
 		return r;
 	}
-	if (size > SIZE_MAX - BLOCK_HEADER)
-		return NULL;
 
 	/*
 	 * A request larger than a quarter block gets a block of its own, so the
@@ -130,19 +95,32 @@ arena_alloc(HbJsonDoc *doc, size_t size)
 void
 hb_json_free(HbJsonDoc *doc)
 {
-	ArenaBlock *b;
+	HbJsonBlock *b;
 
 	if (doc == NULL)
 		return;
 	b = doc->blocks;
 	while (b)
 	{
-		ArenaBlock *next = b->next;
+		HbJsonBlock *next = b->next;
 
 		hb_free(b);
 		b = next;
 	}
 	hb_free(doc);
+}
+
+HbJsonDoc *
+hb_json_doc_new(void)
+{
+	HbJsonDoc  *doc = hb_alloc0(sizeof(HbJsonDoc));
+
+	if (doc != NULL)
+	{
+		doc->next_size = FIRST_BLOCK;
+		doc->root.type = HB_JSON_NULL;
+	}
+	return doc;
 }
 
 
@@ -235,8 +213,8 @@ has_word(const unsigned char *s, size_t n, const char *word)
  * Length of the number token at s[0 .. n), or 0 if there is none; *kind
  * receives NUM_*.  The grammar is JSON's, plus the bare non-finite tokens.
  */
-static size_t
-scan_number(const unsigned char *s, size_t n, uint8_t *kind)
+size_t
+hb_json_scan_number(const unsigned char *s, size_t n, uint8_t *kind)
 {
 	size_t		i = 0;
 	bool		neg = false;
@@ -298,8 +276,8 @@ scan_number(const unsigned char *s, size_t n, uint8_t *kind)
  * Length of the well-formed UTF-8 sequence at s[0 .. n), or 0.  Overlong
  * forms, surrogates and code points above U+10FFFF are refused.
  */
-static int
-utf8_len(const unsigned char *s, size_t n)
+int
+hb_json_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
 
@@ -438,7 +416,7 @@ parse_string(Parser *p, HbJson *v)
 							  "unescaped control character in string");
 		if (c >= 0x80)
 		{
-			int			k = utf8_len(s + i, p->len - i);
+			int			k = hb_json_utf8_len(s + i, p->len - i);
 
 			if (k == 0)
 				return parse_fail(p, HB_ERR_PARSE, i, "invalid UTF-8 in string");
@@ -449,7 +427,7 @@ parse_string(Parser *p, HbJson *v)
 	}
 	end = i;
 
-	out = arena_alloc(p->doc, end - start + 1);
+	out = hb_json_arena_alloc(p->doc, end - start + 1);
 	if (out == NULL)
 		return fail_nomem(p);
 	if (!escaped)
@@ -545,7 +523,7 @@ static bool
 parse_number(Parser *p, HbJson *v)
 {
 	uint8_t		kind = NUM_PLAIN;
-	size_t		n = scan_number(p->s + p->pos, p->len - p->pos, &kind);
+	size_t		n = hb_json_scan_number(p->s + p->pos, p->len - p->pos, &kind);
 
 	if (n == 0)
 	{
@@ -578,7 +556,7 @@ close_container(Parser *p, size_t mark, HbJsonType type)
 	v.n = (uint32_t) (type == HB_JSON_OBJECT ? count / 2 : count);
 	if (count > 0)
 	{
-		v.u.items = arena_alloc(p->doc, count * sizeof(HbJson));
+		v.u.items = hb_json_arena_alloc(p->doc, count * sizeof(HbJson));
 		if (v.u.items == NULL)
 			return fail_nomem(p);
 		memcpy(v.u.items, p->stack + mark, count * sizeof(HbJson));
@@ -733,10 +711,9 @@ hb_json_parse(const char *bytes, size_t len, HbJsonDoc **out, HbError *err)
 	if (len >= UINT32_MAX)
 		return hb_fail(err, HB_ERR_LIMIT, "json document of %zu bytes is too large",
 					   len);
-	doc = hb_alloc0(sizeof(HbJsonDoc));
+	doc = hb_json_doc_new();
 	if (doc == NULL)
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory while parsing json");
-	doc->next_size = FIRST_BLOCK;
 
 	memset(&p, 0, sizeof(p));
 	p.s = (const unsigned char *) bytes;
@@ -918,7 +895,21 @@ hb_json_bool(const HbJson *v, bool *out)
 	return true;
 }
 
-/* The number token of a number, or of a string holding exactly one. */
+/* A binary number as a double (exact for float32 and float64). */
+static double
+binary_double(const HbJson *v)
+{
+	if (v->aux == NUM_F32)
+		return (double) v->u.f32;
+	if (v->aux == NUM_F64)
+		return v->u.f64;
+	return (double) v->u.i64;
+}
+
+/*
+ * The number token of a text number, or of a string holding exactly one;
+ * false for binary numbers, which have no text.
+ */
 static bool
 number_token(const HbJson *v, const char **text, size_t *len, uint8_t *kind)
 {
@@ -926,13 +917,15 @@ number_token(const HbJson *v, const char **text, size_t *len, uint8_t *kind)
 		return false;
 	if (v->type == HB_JSON_NUMBER)
 	{
+		if (NUM_IS_BINARY(v->aux))
+			return false;
 		*text = v->u.text;
 		*len = v->n;
 		*kind = v->aux;
 		return true;
 	}
 	if (v->type == HB_JSON_STRING && v->n > 0 && v->n <= HB_JSON_MAX_NUMBER_LEN &&
-		scan_number((const unsigned char *) v->u.text, v->n, kind) == v->n)
+		hb_json_scan_number((const unsigned char *) v->u.text, v->n, kind) == v->n)
 	{
 		*text = v->u.text;
 		*len = v->n;
@@ -963,6 +956,11 @@ hb_json_number(const HbJson *v, double *out)
 	uint8_t		kind;
 	char		buf[HB_JSON_MAX_NUMBER_LEN + 1];
 
+	if (v != NULL && v->type == HB_JSON_NUMBER && NUM_IS_BINARY(v->aux))
+	{
+		*out = binary_double(v);
+		return true;
+	}
 	if (!number_token(v, &text, &n, &kind))
 		return false;
 	switch (kind)
@@ -992,6 +990,17 @@ hb_json_float(const HbJson *v, float *out)
 	uint8_t		kind;
 	char		buf[HB_JSON_MAX_NUMBER_LEN + 1];
 
+	if (v != NULL && v->type == HB_JSON_NUMBER && NUM_IS_BINARY(v->aux))
+	{
+		/* a float32 comes back bit for bit, NaN payloads included */
+		if (v->aux == NUM_F32)
+			*out = v->u.f32;
+		else if (v->aux == NUM_F64)
+			*out = (float) v->u.f64;
+		else
+			*out = (float) v->u.i64;
+		return true;
+	}
 	if (!number_token(v, &text, &n, &kind))
 		return false;
 	switch (kind)
@@ -1023,6 +1032,20 @@ hb_json_int(const HbJson *v, int64_t *out)
 	uint64_t	acc = 0;
 	double		d;
 
+	if (v != NULL && v->type == HB_JSON_NUMBER && NUM_IS_BINARY(v->aux))
+	{
+		if (v->aux == NUM_I64)
+		{
+			*out = v->u.i64;
+			return true;
+		}
+		d = binary_double(v);
+		if (!isfinite(d) || d != floor(d) ||
+			d < -9223372036854775808.0 || d >= 9223372036854775808.0)
+			return false;
+		*out = (int64_t) d;
+		return true;
+	}
 	if (!number_token(v, &text, &n, &kind) || kind != NUM_PLAIN)
 		return false;
 	if (text[0] == '-')

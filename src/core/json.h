@@ -15,6 +15,11 @@
  * request, with strtod or strtof, so a caller can get exactly the float32
  * that the writer printed.  The input therefore has to outlive the document.
  *
+ * hb_ubjson_parse builds the same kind of document from UBJSON (XGBoost's
+ * .ubj files), where numbers are binary: int8 to int64, float32 and float64.
+ * The accessors return those exactly (a float32 through hb_json_float bit for
+ * bit) and the document does not point into the input.
+ *
  * Every accessor takes NULL and wrong types gracefully (returning NULL,
  * false or 0), so lookups can be chained:
  *		hb_json_get(hb_json_get(root, "learner"), "objective")
@@ -48,6 +53,18 @@ typedef struct HbJsonDoc HbJsonDoc;	/* a parsed document; owns its values */
  */
 extern bool hb_json_parse(const char *bytes, size_t len, HbJsonDoc **out,
 						  HbError *err);
+
+/*
+ * Parse UBJSON (Draft 12, as XGBoost writes it and more: optimized '$' type
+ * and '#' count containers, 'N' no-ops, 'C' chars as one-byte strings, 'H'
+ * numbers, which must follow the JSON grammar).  Strings must be UTF-8
+ * without NUL bytes, as in text JSON.  Errors: HB_ERR_PARSE ("invalid ubjson
+ * at offset N: ..."), HB_ERR_LIMIT (nesting, a count beyond what the input
+ * can hold, input size), HB_ERR_NOMEM.  The input may be freed once this
+ * returns.
+ */
+extern bool hb_ubjson_parse(const char *bytes, size_t len, HbJsonDoc **out,
+							HbError *err);
 extern void hb_json_free(HbJsonDoc *doc);
 extern const HbJson *hb_json_root(const HbJsonDoc *doc);
 
@@ -92,7 +109,9 @@ extern bool hb_json_bool(const HbJson *v, bool *out);
  * number token (XGBoost writes many parameters as "500" or "5E-1").
  * hb_json_number rounds the text to double, hb_json_float straight to float
  * (no double rounding).  hb_json_int accepts integral values only, within
- * int64 range; digits-only text is converted exactly.
+ * int64 range; digits-only text is converted exactly.  Binary numbers (from
+ * UBJSON) convert with C casts: exact where the target type holds the value,
+ * else rounded once.
  */
 extern bool hb_json_number(const HbJson *v, double *out);
 extern bool hb_json_float(const HbJson *v, float *out);
@@ -100,7 +119,8 @@ extern bool hb_json_int(const HbJson *v, int64_t *out);
 
 /*
  * A number's text as written in the input (a string's bytes for a numeric
- * string); not NUL-terminated.  NULL for anything else.
+ * string); not NUL-terminated.  NULL for anything else, binary numbers of a
+ * UBJSON document included.
  */
 extern const char *hb_json_number_text(const HbJson *v, size_t *len);
 

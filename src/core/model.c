@@ -17,6 +17,7 @@ static const struct
 	{HB_FORMAT_AUTO, "auto"},
 	{HB_FORMAT_XGBOOST_JSON, "xgboost-json"},
 	{HB_FORMAT_LIGHTGBM_TEXT, "lightgbm-text"},
+	{HB_FORMAT_XGBOOST_UBJSON, "xgboost-ubj"},
 };
 
 const char *
@@ -41,6 +42,12 @@ hb_format_parse(const char *name, HbFormat *out)
 	if (strcmp(name, "xgboost") == 0 || strcmp(name, "json") == 0)
 	{
 		*out = HB_FORMAT_XGBOOST_JSON;
+		return true;
+	}
+	if (strcmp(name, "ubj") == 0 || strcmp(name, "xgboost-ubjson") == 0 ||
+		strcmp(name, "ubjson") == 0)
+	{
+		*out = HB_FORMAT_XGBOOST_UBJSON;
 		return true;
 	}
 	if (strcmp(name, "lightgbm") == 0)
@@ -72,6 +79,16 @@ static HbFormat
 detect_format(const char *bytes, size_t len)
 {
 	size_t		i = 0;
+
+	/*
+	 * UBJSON (XGBoost's .ubj) opens its top-level object with '{' and then
+	 * the integer type marker of the first key's length ('L' from XGBoost),
+	 * or an optimized container's '$' / '#', or a no-op 'N'.  Text JSON has
+	 * white space, '"' or '}' there; none of these bytes.
+	 */
+	if (len >= 2 && bytes[0] == '{' && bytes[1] != '\0' &&
+		strchr("iUIlL$#N", bytes[1]) != NULL)
+		return HB_FORMAT_XGBOOST_UBJSON;
 
 	/* skip a UTF-8 byte order mark and white space */
 	if (len >= 3 && (unsigned char) bytes[0] == 0xEF &&
@@ -116,6 +133,9 @@ hb_model_read(const char *bytes, size_t len, HbFormat format,
 			break;
 		case HB_FORMAT_LIGHTGBM_TEXT:
 			ok = hb_read_lightgbm_text(bytes, len, &m, err);
+			break;
+		case HB_FORMAT_XGBOOST_UBJSON:
+			ok = hb_read_xgboost_ubjson(bytes, len, &m, err);
 			break;
 		default:
 			return hb_fail(err, HB_ERR_UNSUPPORTED, "unsupported model format");
@@ -355,6 +375,22 @@ check_names_unique(HbModel *m, HbError *err)
 bool
 hb_model_validate(HbModel *m, HbError *err)
 {
+	/*
+	 * Enumerations and the class count come from readers and from stored
+	 * images: out-of-range values would send executors down paths that do
+	 * not exist, and a wild n_classes would size buffers.
+	 */
+	if ((unsigned) m->task > HB_TASK_RANKING ||
+		(unsigned) m->estimator > HB_EST_LINEAR ||
+		(unsigned) m->link > HB_LINK_EXP ||
+		(unsigned) m->cmp > HB_CMP_LE_F64)
+		return hb_fail(err, HB_ERR_INVALID, "model has an unknown task, estimator, link or comparison");
+	if (m->task == HB_TASK_BINARY ? m->n_classes != 2 || m->n_outputs != 1 :
+		m->task == HB_TASK_MULTICLASS ? m->n_classes < 2 :
+		m->n_classes != 0)
+		return hb_fail(err, HB_ERR_INVALID,
+					   "a %s model cannot have %d classes and %d outputs",
+					   hb_task_name(m->task), m->n_classes, m->n_outputs);
 	if (m->n_features <= 0 || m->n_features > HB_MAX_FEATURES)
 		return hb_fail(err, HB_ERR_INVALID,
 					   "model has %d features (1 to %d allowed)",
@@ -372,8 +408,13 @@ hb_model_validate(HbModel *m, HbError *err)
 		if (!isfinite(m->base_margin[g]))
 			return hb_fail(err, HB_ERR_INVALID,
 						   "model has a non-finite base score");
+	if (m->features == NULL)
+		return hb_fail(err, HB_ERR_INVALID, "model has no feature list");
 	if (!check_names_unique(m, err))
 		return false;
+	for (int i = 0; i < m->n_features; i++)
+		if ((unsigned) m->features[i].type > HB_FEATURE_CATEGORICAL)
+			return hb_fail(err, HB_ERR_INVALID, "feature %d has an unknown type", i);
 
 	if (m->estimator == HB_EST_LINEAR)
 	{

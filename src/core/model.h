@@ -16,7 +16,8 @@ typedef enum HbFormat
 {
 	HB_FORMAT_AUTO = 0,
 	HB_FORMAT_XGBOOST_JSON,
-	HB_FORMAT_LIGHTGBM_TEXT
+	HB_FORMAT_LIGHTGBM_TEXT,
+	HB_FORMAT_XGBOOST_UBJSON	/* XGBoost's .ubj: the JSON model in UBJSON */
 } HbFormat;
 
 typedef enum HbTask
@@ -164,6 +165,8 @@ extern bool hb_model_image_read(const char *bytes, size_t len, HbModel **out,
 /* Readers. */
 extern bool hb_read_xgboost_json(const char *bytes, size_t len,
 								 HbModel **out, HbError *err);
+extern bool hb_read_xgboost_ubjson(const char *bytes, size_t len,
+								   HbModel **out, HbError *err);
 extern bool hb_read_lightgbm_text(const char *bytes, size_t len,
 								  HbModel **out, HbError *err);
 

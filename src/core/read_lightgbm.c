@@ -365,7 +365,9 @@ next_token(Span *rest, Span *tok)
 		i++;
 	if (i == rest->n)
 	{
-		rest->p += i;
+		/* an empty span may have no pointer at all: no arithmetic on NULL */
+		if (i > 0)
+			rest->p += i;
 		rest->n = 0;
 		return false;
 	}

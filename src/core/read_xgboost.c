@@ -1,7 +1,13 @@
 /*
  * read_xgboost.c
  *	  Reader for XGBoost's JSON model format (Booster.save_model("m.json")),
- *	  as written by XGBoost 1.0 through 3.x.
+ *	  as written by XGBoost 1.0 through 3.x, and for the same document in
+ *	  UBJSON (Booster.save_model("m.ubj"), the default of XGBoost 2.x).
+ *
+ * Both parsers build the same document (json.h), so everything below reads
+ * either; in UBJSON the numbers are binary (float32 'd' for XGBoost's
+ * floats, integers of some width for its integers) and hb_json_float
+ * returns a float32 bit for bit.
  *
  * The layout, as far as the reader cares:
  *
@@ -1081,25 +1087,37 @@ hint_format(const char *bytes, size_t len, HbError *err)
 	const unsigned char *s = (const unsigned char *) bytes;
 
 	if (len >= 2 && s[0] == '{' && strchr("iUIlLdDSTFZ$#", s[1]) != NULL && s[1] != '\0')
-		hb_fail_detail(err, "The bytes look like UBJSON (XGBoost's .ubj format). Save the model with a file name ending in .json.");
+		hb_fail_detail(err, "The bytes look like UBJSON (XGBoost's .ubj format). Upload them with format 'xgboost-ubj'.");
 	else if (len >= 4 && memcmp(s, "binf", 4) == 0)
-		hb_fail_detail(err, "The bytes look like XGBoost's legacy binary format. Load the model in XGBoost and save it with a file name ending in .json.");
+		hb_fail_detail(err, "The bytes look like XGBoost's legacy binary format. Load the model in XGBoost and save it with a file name ending in .json or .ubj.");
 }
 
-bool
-hb_read_xgboost_json(const char *bytes, size_t len, HbModel **out, HbError *err)
+/* The same for bytes that are not UBJSON. */
+static void
+hint_format_ubj(const char *bytes, size_t len, HbError *err)
 {
-	HbJsonDoc  *doc = NULL;
+	size_t		i = 0;
+
+	while (i < len && (bytes[i] == ' ' || bytes[i] == '\t' ||
+					   bytes[i] == '\n' || bytes[i] == '\r'))
+		i++;
+	if (i + 1 < len && bytes[i] == '{' &&
+		(bytes[i + 1] == '"' || bytes[i + 1] == ' ' || bytes[i + 1] == '\n' ||
+		 bytes[i + 1] == '\r' || bytes[i + 1] == '\t'))
+		hb_fail_detail(err, "The bytes look like text JSON. Upload them with format 'xgboost-json'.");
+	else if (len >= 4 && memcmp(bytes, "binf", 4) == 0)
+		hb_fail_detail(err, "The bytes look like XGBoost's legacy binary format. Load the model in XGBoost and save it with a file name ending in .json or .ubj.");
+}
+
+/*
+ * Read a model from a parsed document (text JSON or UBJSON: both give the
+ * same tree, so one reader serves both).  Frees doc.
+ */
+static bool
+read_document(HbJsonDoc *doc, HbFormat format, HbModel **out, HbError *err)
+{
 	Reader		r;
 	bool		ok;
-
-	*out = NULL;
-	if (!hb_json_parse(bytes, len, &doc, err))
-	{
-		if (err && err->code == HB_ERR_PARSE)
-			hint_format(bytes, len, err);
-		return false;
-	}
 
 	memset(&r, 0, sizeof(r));
 	r.err = err;
@@ -1109,7 +1127,7 @@ hb_read_xgboost_json(const char *bytes, size_t len, HbModel **out, HbError *err)
 		hb_json_free(doc);
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory while reading the xgboost model");
 	}
-	r.m->format = HB_FORMAT_XGBOOST_JSON;
+	r.m->format = format;
 	r.m->cmp = HB_CMP_LT_F32;
 	r.m->sum_f32 = true;
 
@@ -1126,4 +1144,35 @@ hb_read_xgboost_json(const char *bytes, size_t len, HbModel **out, HbError *err)
 	}
 	*out = r.m;
 	return true;
+}
+
+bool
+hb_read_xgboost_json(const char *bytes, size_t len, HbModel **out, HbError *err)
+{
+	HbJsonDoc  *doc = NULL;
+
+	*out = NULL;
+	if (!hb_json_parse(bytes, len, &doc, err))
+	{
+		if (err && err->code == HB_ERR_PARSE)
+			hint_format(bytes, len, err);
+		return false;
+	}
+	return read_document(doc, HB_FORMAT_XGBOOST_JSON, out, err);
+}
+
+bool
+hb_read_xgboost_ubjson(const char *bytes, size_t len, HbModel **out,
+					   HbError *err)
+{
+	HbJsonDoc  *doc = NULL;
+
+	*out = NULL;
+	if (!hb_ubjson_parse(bytes, len, &doc, err))
+	{
+		if (err && err->code == HB_ERR_PARSE)
+			hint_format_ubj(bytes, len, err);
+		return false;
+	}
+	return read_document(doc, HB_FORMAT_XGBOOST_UBJSON, out, err);
 }
