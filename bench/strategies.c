@@ -34,6 +34,7 @@
 #include <xgboost/c_api.h>
 
 #include "plan_int.h"
+#include "../tests/core/test_util.h"
 
 #define N_FEATURES	28
 #define MAX_CALL	3.0			/* seconds: longer calls are extrapolated */
@@ -83,31 +84,6 @@ now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static char *
-slurp(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	char	   *buf;
-	long		n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n + 1);
-	if (fread(buf, 1, n, f) != (size_t) n)
-	{
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
-	fclose(f);
-	*len = n;
-	return buf;
 }
 
 /* XGBoost's inplace predictor: type 0 = prediction, 1 = margin. */
@@ -316,7 +292,7 @@ main(int argc, char **argv)
 	ghz = cpu_ghz(cpu, sizeof(cpu));
 
 	snprintf(path, sizeof(path), "%s/rows.f32", dir);
-	bytes = slurp(path, &len);
+	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
 		fprintf(stderr, "strategies: cannot read %s\n", path);
@@ -348,7 +324,7 @@ main(int argc, char **argv)
 			snprintf(name, sizeof(name), "d%d_t%d", depths[di], tree_counts[ti]);
 			snprintf(path, sizeof(path), "%s/%s.json", dir, name);
 			{
-				char	   *model_bytes = slurp(path, &len);
+				char	   *model_bytes = tu_read_file(path, &len);
 
 				if (model_bytes == NULL ||
 					!hb_model_read(model_bytes, len, HB_FORMAT_AUTO, &m, &err) ||

@@ -409,140 +409,74 @@ block_keys_f64(const HbPtt *t, const double *x, int nf, int nb,
 }
 
 /*
- * Walk one tree for the nb rows of a block, level by level: on return
- * idx[r] is the row's leaf among the 2^D bottom slots.  No branch depends
- * on the data, and the rows of a level are independent of each other.
+ * Walk one tree for the nb rows of a block: on return idx[r] is the row's
+ * leaf among the 2^D bottom slots.  No branch depends on the data.
+ *
+ * Eight rows go through all levels at a time, their indexes in registers:
+ * eight independent chains of loads keep the core busy, without the loads
+ * and stores of an index array between levels (about 1.25x the level-by-
+ * level loop on the reference machine).  The same body serves 32-bit keys
+ * (float32 models) and 64-bit keys (double models).
  */
-static void
-walk_f32(const HbPtt *t, const HbPttTree *tr, const uint32_t *keys,
-		 int nb, int32_t *idx)
-{
-	const int32_t *fsel = t->fsel + tr->node_off;
-	const uint32_t *tk = t->tk32 + tr->node_off;
-	int			stride = 2 * t->n_used;
-	int			depth = tr->depth;
-	int			r = 0;
-
-	/*
-	 * Eight rows at a time through all levels, their indexes in registers:
-	 * eight independent chains of loads keep the core busy, without the
-	 * loads and stores of an index array between levels (about 1.25x the
-	 * level-by-level loop on the reference machine).
-	 */
-	for (; r + 8 <= nb; r += 8)
-	{
-		const uint32_t *k0 = keys + (size_t) r * stride;
-		const uint32_t *k1 = k0 + stride,
-				   *k2 = k1 + stride,
-				   *k3 = k2 + stride;
-		const uint32_t *k4 = k3 + stride,
-				   *k5 = k4 + stride,
-				   *k6 = k5 + stride,
-				   *k7 = k6 + stride;
-		int32_t		i0 = 0,
-					i1 = 0,
-					i2 = 0,
-					i3 = 0,
-					i4 = 0,
-					i5 = 0,
-					i6 = 0,
-					i7 = 0;
-
-		for (int d = 0; d < depth; d++)
-		{
-			i0 = 2 * i0 + 1 + (k0[fsel[i0]] >= tk[i0]);
-			i1 = 2 * i1 + 1 + (k1[fsel[i1]] >= tk[i1]);
-			i2 = 2 * i2 + 1 + (k2[fsel[i2]] >= tk[i2]);
-			i3 = 2 * i3 + 1 + (k3[fsel[i3]] >= tk[i3]);
-			i4 = 2 * i4 + 1 + (k4[fsel[i4]] >= tk[i4]);
-			i5 = 2 * i5 + 1 + (k5[fsel[i5]] >= tk[i5]);
-			i6 = 2 * i6 + 1 + (k6[fsel[i6]] >= tk[i6]);
-			i7 = 2 * i7 + 1 + (k7[fsel[i7]] >= tk[i7]);
-		}
-		idx[r] = i0;
-		idx[r + 1] = i1;
-		idx[r + 2] = i2;
-		idx[r + 3] = i3;
-		idx[r + 4] = i4;
-		idx[r + 5] = i5;
-		idx[r + 6] = i6;
-		idx[r + 7] = i7;
-	}
-	for (; r < nb; r++)
-	{
-		const uint32_t *k = keys + (size_t) r * stride;
-		int32_t		i = 0;
-
-		for (int d = 0; d < depth; d++)
-			i = 2 * i + 1 + (k[fsel[i]] >= tk[i]);
-		idx[r] = i;
-	}
-	for (r = 0; r < nb; r++)
-		idx[r] -= (1 << depth) - 1;
+#define PTT_WALK(NAME, KEY_T, TK_FIELD) \
+static void \
+NAME(const HbPtt *t, const HbPttTree *tr, const KEY_T *keys, int nb, \
+	 int32_t *idx) \
+{ \
+	const int32_t *fsel = t->fsel + tr->node_off; \
+	const KEY_T *tk = t->TK_FIELD + tr->node_off; \
+	int			stride = 2 * t->n_used; \
+	int			depth = tr->depth; \
+	int			r = 0; \
+\
+	for (; r + 8 <= nb; r += 8) \
+	{ \
+		const KEY_T *k0 = keys + (size_t) r * stride; \
+		const KEY_T *k1 = k0 + stride, \
+				   *k2 = k1 + stride, \
+				   *k3 = k2 + stride, \
+				   *k4 = k3 + stride, \
+				   *k5 = k4 + stride, \
+				   *k6 = k5 + stride, \
+				   *k7 = k6 + stride; \
+		int32_t		i0 = 0, i1 = 0, i2 = 0, i3 = 0, \
+					i4 = 0, i5 = 0, i6 = 0, i7 = 0; \
+\
+		for (int d = 0; d < depth; d++) \
+		{ \
+			i0 = 2 * i0 + 1 + (k0[fsel[i0]] >= tk[i0]); \
+			i1 = 2 * i1 + 1 + (k1[fsel[i1]] >= tk[i1]); \
+			i2 = 2 * i2 + 1 + (k2[fsel[i2]] >= tk[i2]); \
+			i3 = 2 * i3 + 1 + (k3[fsel[i3]] >= tk[i3]); \
+			i4 = 2 * i4 + 1 + (k4[fsel[i4]] >= tk[i4]); \
+			i5 = 2 * i5 + 1 + (k5[fsel[i5]] >= tk[i5]); \
+			i6 = 2 * i6 + 1 + (k6[fsel[i6]] >= tk[i6]); \
+			i7 = 2 * i7 + 1 + (k7[fsel[i7]] >= tk[i7]); \
+		} \
+		idx[r] = i0; \
+		idx[r + 1] = i1; \
+		idx[r + 2] = i2; \
+		idx[r + 3] = i3; \
+		idx[r + 4] = i4; \
+		idx[r + 5] = i5; \
+		idx[r + 6] = i6; \
+		idx[r + 7] = i7; \
+	} \
+	for (; r < nb; r++) \
+	{ \
+		const KEY_T *k = keys + (size_t) r * stride; \
+		int32_t		i = 0; \
+\
+		for (int d = 0; d < depth; d++) \
+			i = 2 * i + 1 + (k[fsel[i]] >= tk[i]); \
+		idx[r] = i; \
+	} \
+	for (r = 0; r < nb; r++) \
+		idx[r] -= (1 << depth) - 1; \
 }
 
-static void
-walk_f64(const HbPtt *t, const HbPttTree *tr, const uint64_t *keys,
-		 int nb, int32_t *idx)
-{
-	const int32_t *fsel = t->fsel + tr->node_off;
-	const uint64_t *tk = t->tk64 + tr->node_off;
-	int			stride = 2 * t->n_used;
-	int			depth = tr->depth;
-	int			r = 0;
-
-	/* as walk_f32, on 64-bit keys */
-	for (; r + 8 <= nb; r += 8)
-	{
-		const uint64_t *k0 = keys + (size_t) r * stride;
-		const uint64_t *k1 = k0 + stride,
-				   *k2 = k1 + stride,
-				   *k3 = k2 + stride;
-		const uint64_t *k4 = k3 + stride,
-				   *k5 = k4 + stride,
-				   *k6 = k5 + stride,
-				   *k7 = k6 + stride;
-		int32_t		i0 = 0,
-					i1 = 0,
-					i2 = 0,
-					i3 = 0,
-					i4 = 0,
-					i5 = 0,
-					i6 = 0,
-					i7 = 0;
-
-		for (int d = 0; d < depth; d++)
-		{
-			i0 = 2 * i0 + 1 + (k0[fsel[i0]] >= tk[i0]);
-			i1 = 2 * i1 + 1 + (k1[fsel[i1]] >= tk[i1]);
-			i2 = 2 * i2 + 1 + (k2[fsel[i2]] >= tk[i2]);
-			i3 = 2 * i3 + 1 + (k3[fsel[i3]] >= tk[i3]);
-			i4 = 2 * i4 + 1 + (k4[fsel[i4]] >= tk[i4]);
-			i5 = 2 * i5 + 1 + (k5[fsel[i5]] >= tk[i5]);
-			i6 = 2 * i6 + 1 + (k6[fsel[i6]] >= tk[i6]);
-			i7 = 2 * i7 + 1 + (k7[fsel[i7]] >= tk[i7]);
-		}
-		idx[r] = i0;
-		idx[r + 1] = i1;
-		idx[r + 2] = i2;
-		idx[r + 3] = i3;
-		idx[r + 4] = i4;
-		idx[r + 5] = i5;
-		idx[r + 6] = i6;
-		idx[r + 7] = i7;
-	}
-	for (; r < nb; r++)
-	{
-		const uint64_t *k = keys + (size_t) r * stride;
-		int32_t		i = 0;
-
-		for (int d = 0; d < depth; d++)
-			i = 2 * i + 1 + (k[fsel[i]] >= tk[i]);
-		idx[r] = i;
-	}
-	for (r = 0; r < nb; r++)
-		idx[r] -= (1 << depth) - 1;
-}
+PTT_WALK(walk_f32, uint32_t, tk32)
+PTT_WALK(walk_f64, uint64_t, tk64)
 
 /*
  * The slower walk, from the doubles: trees with categorical or

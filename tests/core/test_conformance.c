@@ -14,97 +14,11 @@
 #include <string.h>
 
 #include "json.h"
+#include "test_util.h"
 #include "plan.h"
-
-typedef struct Table
-{
-	int			rows;
-	int			cols;
-	double	   *v;				/* rows x cols, NaN for an empty cell */
-} Table;
 
 static int	n_test = 0;
 static int	n_fail = 0;
-
-static char *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	char	   *buf;
-	long		n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n + 1);
-	if (fread(buf, 1, n, f) != (size_t) n)
-	{
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
-/* CSV with a header line; empty cells are missing values. */
-static bool
-read_csv(const char *path, Table *t)
-{
-	size_t		len;
-	char	   *buf = read_file(path, &len);
-	char	   *p;
-	int			cap = 0;
-
-	memset(t, 0, sizeof(*t));
-	if (!buf)
-		return false;
-	p = buf;
-	t->cols = 1;
-	while (*p && *p != '\n')
-		if (*p++ == ',')
-			t->cols++;
-	if (*p == '\n')
-		p++;
-	while (*p)
-	{
-		/* an empty line is a row of one missing value, or a blank line */
-		if ((*p == '\n' || *p == '\r') && t->cols > 1)
-		{
-			p++;
-			continue;
-		}
-		if (t->rows == cap)
-		{
-			cap = cap ? cap * 2 : 256;
-			t->v = realloc(t->v, sizeof(double) * cap * t->cols);
-		}
-		for (int c = 0; c < t->cols; c++)
-		{
-			double	   *cell = &t->v[(size_t) t->rows * t->cols + c];
-
-			if (*p == ',' || *p == '\n' || *p == '\r' || *p == '\0')
-				*cell = NAN;
-			else
-				*cell = strtod(p, &p);
-			while (*p && *p != ',' && *p != '\n' && *p != '\r')
-				p++;
-			if (*p == ',')
-				p++;
-		}
-		if (*p == '\r')
-			p++;
-		if (*p == '\n')
-			p++;
-		t->rows++;
-	}
-	free(buf);
-	return true;
-}
 
 static void
 report(bool ok, const char *fmt,...)
@@ -183,7 +97,7 @@ leaf_indices(const HbModel *m, const double *x, int rows, double *out)
 
 /* Largest violation of the tolerance; <= 0 means within it. */
 static double
-compare(const double *got, const Table *want, int cols, double abs_tol,
+compare(const double *got, const TuTable *want, int cols, double abs_tol,
 		double rel_tol, int *bad_row)
 {
 	double		worst = 0.0;
@@ -227,7 +141,7 @@ run_case(const char *dir, const HbJson *c)
 	HbModel    *m = NULL;
 	HbPlan	   *plan = NULL;
 	HbError		err = {0};
-	Table		in;
+	TuTable		in;
 	double	   *x;
 	int			nf;
 	bool		lightgbm;
@@ -255,7 +169,7 @@ run_case(const char *dir, const HbJson *c)
 
 	snprintf(path, sizeof(path), "%s/%s", dir,
 			 hb_json_string(hb_json_get(c, "model")));
-	bytes = read_file(path, &len);
+	bytes = tu_read_file(path, &len);
 	if (!bytes)
 	{
 		report(false, "%s: cannot read %s", id, path);
@@ -295,7 +209,7 @@ run_case(const char *dir, const HbJson *c)
 
 	snprintf(path, sizeof(path), "%s/%s", dir,
 			 hb_json_string(hb_json_get(c, "input")));
-	if (!read_csv(path, &in))
+	if (!tu_read_csv(path, &in))
 	{
 		report(false, "%s: cannot read %s", id, path);
 		goto done;
@@ -310,7 +224,7 @@ run_case(const char *dir, const HbJson *c)
 	for (size_t k = 0; k < hb_json_len(expected); k++)
 	{
 		const char *kind = hb_json_key_at(expected, k);
-		Table		want;
+		TuTable		want;
 		double	   *got;
 		double	   *scratch;
 		int			cols;
@@ -320,10 +234,10 @@ run_case(const char *dir, const HbJson *c)
 
 		snprintf(path, sizeof(path), "%s/%s", dir,
 				 hb_json_string(hb_json_value_at(expected, k)));
-		if (!read_csv(path, &want) || want.rows != in.rows)
+		if (!tu_read_csv(path, &want) || want.rows != in.rows)
 		{
 			report(false, "%s %s: cannot read %s or wrong row count", id, kind, path);
-			free(want.v);
+			tu_free_table(&want);
 			continue;
 		}
 		got = malloc(sizeof(double) * (size_t) in.rows *
@@ -386,10 +300,10 @@ run_case(const char *dir, const HbJson *c)
 		}
 		free(got);
 		free(scratch);
-		free(want.v);
+		tu_free_table(&want);
 	}
 	free(x);
-	free(in.v);
+	tu_free_table(&in);
 done:
 	hb_plan_free(plan);
 	hb_model_free(m);
@@ -409,7 +323,7 @@ main(void)
 	if (dir == NULL)
 		dir = "../shared/conformance";
 	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	bytes = read_file(path, &len);
+	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
 		printf("ok 1 - conformance corpus # SKIP not found at %s (set HB_CONFORMANCE)\n", dir);

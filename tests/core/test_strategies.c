@@ -29,6 +29,7 @@
 
 #include "json.h"
 #include "plan_int.h"
+#include "test_util.h"
 
 #define N_ROWS		1000		/* rows scored per model */
 #define BIG_BYTES	((size_t) 1 << 30)
@@ -814,119 +815,6 @@ test_nomem(void)
 
 /* ---------- XGBoost fixtures ---------- */
 
-typedef struct Table
-{
-	int			rows;
-	int			cols;
-	char	  **names;			/* header */
-	double	   *v;				/* rows x cols, NaN for an empty cell */
-} Table;
-
-static char *
-slurp(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	char	   *buf;
-	long		n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n + 1);
-	if (fread(buf, 1, n, f) != (size_t) n)
-	{
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
-static void
-free_table(Table *t)
-{
-	for (int c = 0; c < t->cols && t->names; c++)
-		free(t->names[c]);
-	free(t->names);
-	free(t->v);
-}
-
-/* CSV with a header line; empty cells are missing values. */
-static bool
-read_csv(const char *path, Table *t)
-{
-	size_t		len;
-	char	   *buf = slurp(path, &len);
-	char	   *p;
-	char	   *start;
-	int			cap = 0;
-
-	memset(t, 0, sizeof(*t));
-	if (!buf)
-		return false;
-	p = buf;
-	t->cols = 1;
-	while (*p && *p != '\n')
-		if (*p++ == ',')
-			t->cols++;
-	t->names = calloc(t->cols, sizeof(char *));
-	p = start = buf;
-	for (int c = 0; c < t->cols; c++)
-	{
-		while (*p && *p != ',' && *p != '\n' && *p != '\r')
-			p++;
-		t->names[c] = strndup(start, p - start);
-		if (*p == '\r')
-			p++;
-		if (*p)
-			p++;
-		start = p;
-	}
-	while (*p)
-	{
-		if (*p == '\n' || *p == '\r')
-		{
-			p++;
-			continue;
-		}
-		if (t->rows == cap)
-		{
-			cap = cap ? cap * 2 : 256;
-			t->v = realloc(t->v, sizeof(double) * cap * t->cols);
-		}
-		for (int c = 0; c < t->cols; c++)
-		{
-			double	   *cell = &t->v[(size_t) t->rows * t->cols + c];
-
-			if (*p == ',' || *p == '\n' || *p == '\r' || *p == '\0')
-				*cell = NAN;
-			else
-				*cell = strtod(p, &p);
-			while (*p && *p != ',' && *p != '\n')
-				p++;
-			if (*p == ',')
-				p++;
-		}
-		t->rows++;
-	}
-	free(buf);
-	return true;
-}
-
-static int
-find_column(const Table *t, const char *name)
-{
-	for (int c = 0; c < t->cols; c++)
-		if (strcmp(t->names[c], name) == 0)
-			return c;
-	return -1;
-}
-
 static void
 test_fixture(const char *dir, const char *name)
 {
@@ -936,7 +824,7 @@ test_fixture(const char *dir, const char *name)
 	HbModel    *m = NULL;
 	HbPlan	   *p = NULL;
 	HbError		err = {0};
-	Table		in,
+	TuTable		in,
 				want;
 	double	   *x,
 			   *got;
@@ -946,7 +834,7 @@ test_fixture(const char *dir, const char *name)
 	double		worst = 0.0;
 
 	snprintf(path, sizeof(path), "%s/%s.json", dir, name);
-	bytes = slurp(path, &len);
+	bytes = tu_read_file(path, &len);
 	if (bytes == NULL || !hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
 		!hb_plan_build(m, &p, &err))
 	{
@@ -960,16 +848,16 @@ test_fixture(const char *dir, const char *name)
 	k = m->n_outputs;
 
 	snprintf(path, sizeof(path), "%s/%s.csv", dir, name);
-	if (!read_csv(path, &in))
+	if (!tu_read_csv(path, &in))
 	{
 		report(false, "fixture %s: cannot read %s", name, path);
 		goto done;
 	}
 	snprintf(path, sizeof(path), "%s/%s.expected.csv", dir, name);
-	if (!read_csv(path, &want) || want.rows != in.rows)
+	if (!tu_read_csv(path, &want) || want.rows != in.rows)
 	{
 		report(false, "fixture %s: cannot read %s or wrong row count", name, path);
-		free_table(&in);
+		tu_free_table(&in);
 		goto done;
 	}
 
@@ -977,7 +865,7 @@ test_fixture(const char *dir, const char *name)
 	x = malloc(sizeof(double) * N_ROWS * nf);
 	for (int f = 0; f < nf; f++)
 	{
-		int			c = find_column(&in, m->features[f].name);
+		int			c = tu_find_column(&in, m->features[f].name);
 
 		if (c < 0)
 			c = f + 1;			/* positional: id comes first */
@@ -998,7 +886,7 @@ test_fixture(const char *dir, const char *name)
 						diff;
 
 			snprintf(col, sizeof(col), "margin_%d", g);
-			c = find_column(&want, col);
+			c = tu_find_column(&want, col);
 			w = c >= 0 ? want.v[(size_t) r * want.cols + c] : NAN;
 			diff = fabs(got[(size_t) r * k + g] - w);
 			if (!(diff <= 1e-6 * fabs(w)) && !(diff <= 1e-12))
@@ -1020,8 +908,8 @@ test_fixture(const char *dir, const char *name)
 
 	free(got);
 	free(x);
-	free_table(&in);
-	free_table(&want);
+	tu_free_table(&in);
+	tu_free_table(&want);
 done:
 	hb_plan_free(p);
 	hb_model_free(m);
@@ -1079,7 +967,7 @@ test_conformance_models(void)
 	int			models = 0;
 
 	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	bytes = slurp(path, &len);
+	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
 		skip("conformance models # SKIP corpus not found at %s (set HB_CONFORMANCE)", dir);
@@ -1101,7 +989,7 @@ test_conformance_models(void)
 		const char *input = hb_json_string(hb_json_get(c, "input"));
 		char	   *model_bytes;
 		HbModel    *m = NULL;
-		Table		in;
+		TuTable		in;
 		double	   *x;
 		size_t		n;
 		int			nf;
@@ -1114,7 +1002,7 @@ test_conformance_models(void)
 		snprintf(name, sizeof(name), "conformance %s", id);
 		snprintf(path, sizeof(path), "%s/%s", dir,
 				 hb_json_string(hb_json_get(c, "model")));
-		model_bytes = slurp(path, &len);
+		model_bytes = tu_read_file(path, &len);
 		memset(&err, 0, sizeof(err));
 		if (model_bytes == NULL ||
 			!hb_model_read(model_bytes, len, HB_FORMAT_AUTO, &m, &err))
@@ -1131,10 +1019,10 @@ test_conformance_models(void)
 			continue;
 		}
 		snprintf(path, sizeof(path), "%s/%s", dir, input);
-		if (!read_csv(path, &in) || in.rows == 0)
+		if (!tu_read_csv(path, &in) || in.rows == 0)
 		{
 			report(false, "%s: cannot read %s", name, path);
-			free_table(&in);
+			tu_free_table(&in);
 			hb_model_free(m);
 			continue;
 		}
@@ -1160,7 +1048,7 @@ test_conformance_models(void)
 		check_strategies(name, m, x, n, EITHER, EITHER);
 		models++;
 		free(x);
-		free_table(&in);
+		tu_free_table(&in);
 		hb_model_free(m);
 	}
 	report(models > 0, "conformance: %d tree models compared across strategies", models);

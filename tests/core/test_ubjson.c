@@ -17,6 +17,7 @@
  */
 #include "json.h"
 #include "plan.h"
+#include "test_util.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -42,31 +43,6 @@ ok(bool cond, const char *fmt,...)
 	va_end(ap);
 	printf("\n");
 }
-
-static char *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	char	   *buf;
-	long		n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n > 0 ? n : 1);
-	if (buf == NULL || fread(buf, 1, n, f) != (size_t) n)
-	{
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
-	*len = (size_t) n;
-	return buf;
-}
-
 
 /* ---------- a counting allocator that can be told to fail ---------- */
 
@@ -357,72 +333,6 @@ same_value(const HbJson *a, const HbJson *b, char *where, size_t wsize)
 
 /* ---------- fixtures ---------- */
 
-typedef struct Table
-{
-	int			rows;
-	int			cols;
-	double	   *v;				/* rows x cols, NaN for an empty cell */
-} Table;
-
-/* CSV with a header line; empty cells are missing values. */
-static bool
-read_csv(const char *path, Table *t)
-{
-	size_t		len;
-	char	   *raw = read_file(path, &len);
-	char	   *buf,
-			   *p;
-	int			cap = 0;
-
-	memset(t, 0, sizeof(*t));
-	if (!raw)
-		return false;
-	buf = malloc(len + 1);
-	memcpy(buf, raw, len);
-	buf[len] = '\0';
-	free(raw);
-	p = buf;
-	t->cols = 1;
-	while (*p && *p != '\n')
-		if (*p++ == ',')
-			t->cols++;
-	if (*p == '\n')
-		p++;
-	while (*p)
-	{
-		if (*p == '\n' || *p == '\r')
-		{
-			p++;
-			continue;
-		}
-		if (t->rows == cap)
-		{
-			cap = cap ? cap * 2 : 256;
-			t->v = realloc(t->v, sizeof(double) * cap * t->cols);
-		}
-		for (int c = 0; c < t->cols; c++)
-		{
-			double	   *cell = &t->v[(size_t) t->rows * t->cols + c];
-
-			if (*p == ',' || *p == '\n' || *p == '\r' || *p == '\0')
-				*cell = NAN;
-			else
-				*cell = strtod(p, &p);
-			while (*p && *p != ',' && *p != '\n' && *p != '\r')
-				p++;
-			if (*p == ',')
-				p++;
-		}
-		if (*p == '\r')
-			p++;
-		if (*p == '\n')
-			p++;
-		t->rows++;
-	}
-	free(buf);
-	return true;
-}
-
 static bool
 same_models(const HbModel *a, const HbModel *b, char *why, size_t wsize)
 {
@@ -488,8 +398,8 @@ test_fixture(const char *dir, const char *name)
 {
 	char		path[4096];
 	char		why[512];
-	size_t		jlen,
-				ulen;
+	size_t		jlen = 0,
+				ulen = 0;
 	char	   *jbytes,
 			   *ubytes;
 	HbJsonDoc  *jdoc = NULL,
@@ -499,15 +409,15 @@ test_fixture(const char *dir, const char *name)
 	HbPlan	   *jp = NULL,
 			   *up = NULL;
 	HbError		err;
-	Table		in;
+	TuTable		in;
 	double	   *x = NULL;
 	static const HbStrategy strategies[] = {HB_STRATEGY_TT, HB_STRATEGY_PTT,
 	HB_STRATEGY_GEMM};
 
 	snprintf(path, sizeof(path), "%s/%s.json", dir, name);
-	jbytes = read_file(path, &jlen);
+	jbytes = tu_read_file(path, &jlen);
 	snprintf(path, sizeof(path), "%s/%s.ubj", dir, name);
-	ubytes = read_file(path, &ulen);
+	ubytes = tu_read_file(path, &ulen);
 	if (jbytes == NULL || ubytes == NULL)
 	{
 		ok(false, "%s: cannot read %s.json and %s.ubj", name, name, name);
@@ -541,7 +451,7 @@ test_fixture(const char *dir, const char *name)
 
 	/* margins on the test rows, with every strategy */
 	snprintf(path, sizeof(path), "%s/%s.csv", dir, name);
-	if (!read_csv(path, &in) || in.cols != jm->n_features + 1)
+	if (!tu_read_csv(path, &in) || in.cols != jm->n_features + 1)
 	{
 		ok(false, "%s: cannot read %s", name, path);
 		free(in.v);
@@ -1035,7 +945,7 @@ test_malformed(const char *dir)
 
 	/* every truncation and many mutations of a real model */
 	snprintf(path, sizeof(path), "%s/single_leaf.ubj", dir);
-	bytes = read_file(path, &len);
+	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
 		ok(false, "cannot read %s", path);
@@ -1157,7 +1067,7 @@ test_formats(const char *dir)
 	   "format names: xgboost-ubj, ubj, xgboost-ubjson, ubjson");
 
 	snprintf(path, sizeof(path), "%s/single_leaf.ubj", dir);
-	bytes = read_file(path, &len);
+	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
 		ok(false, "cannot read %s", path);
@@ -1169,7 +1079,7 @@ test_formats(const char *dir)
 	free(bytes);
 
 	snprintf(path, sizeof(path), "%s/single_leaf.json", dir);
-	bytes = read_file(path, &len);
+	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
 		ok(false, "cannot read %s", path);
