@@ -130,25 +130,45 @@ static bool
 parse_fail(Parser *p, HbErrCode code, size_t off, const char *fmt,...)
 			__attribute__((format(printf, 4, 5)));
 
+/*
+ * The error of a document parser ("json", "ubjson"): parse errors name the
+ * offset first, limits name what was exceeded.
+ */
+bool
+hb_json_vfail(HbError *err, const char *lang, HbErrCode code, size_t off,
+			  const char *fmt, va_list ap)
+{
+	char		what[256];
+
+	vsnprintf(what, sizeof(what), fmt, ap);
+	if (code == HB_ERR_PARSE)
+		return hb_fail(err, code, "invalid %s at offset %zu: %s", lang, off, what);
+	return hb_fail(err, code, "%s %s (offset %zu)", lang, what, off);
+}
+
+bool
+hb_json_nomem(HbError *err, const char *lang, size_t off)
+{
+	return hb_fail(err, HB_ERR_NOMEM,
+				   "out of memory while parsing %s (offset %zu)", lang, off);
+}
+
 static bool
 parse_fail(Parser *p, HbErrCode code, size_t off, const char *fmt,...)
 {
-	char		what[256];
 	va_list		ap;
+	bool		r;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	r = hb_json_vfail(p->err, "json", code, off, fmt, ap);
 	va_end(ap);
-	if (code == HB_ERR_PARSE)
-		return hb_fail(p->err, code, "invalid json at offset %zu: %s", off, what);
-	return hb_fail(p->err, code, "json %s (offset %zu)", what, off);
+	return r;
 }
 
 static bool
 fail_nomem(Parser *p)
 {
-	return hb_fail(p->err, HB_ERR_NOMEM,
-				   "out of memory while parsing json (offset %zu)", p->pos);
+	return hb_json_nomem(p->err, "json", p->pos);
 }
 
 /* Name the byte at pos for an error message. */

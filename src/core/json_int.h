@@ -14,6 +14,8 @@
 #ifndef HB_JSON_INT_H
 #define HB_JSON_INT_H
 
+#include <stdarg.h>
+
 #include "json.h"
 
 /* Number kinds, kept in HbJson.aux */
@@ -81,5 +83,11 @@ extern size_t hb_json_scan_number(const unsigned char *s, size_t n,
  * Overlong forms, surrogates and code points above U+10FFFF are refused.
  */
 extern int	hb_json_utf8_len(const unsigned char *s, size_t n);
+
+/* Errors of the document parsers, worded alike ("json", "ubjson"). */
+extern bool hb_json_vfail(HbError *err, const char *lang, HbErrCode code,
+						  size_t off, const char *fmt, va_list ap)
+			__attribute__((format(printf, 5, 0)));
+extern bool hb_json_nomem(HbError *err, const char *lang, size_t off);
 
 #endif							/* HB_JSON_INT_H */

@@ -63,22 +63,19 @@ ufail(UParser *p, HbErrCode code, size_t off, const char *fmt,...)
 static bool
 ufail(UParser *p, HbErrCode code, size_t off, const char *fmt,...)
 {
-	char		what[256];
 	va_list		ap;
+	bool		r;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	r = hb_json_vfail(p->err, "ubjson", code, off, fmt, ap);
 	va_end(ap);
-	if (code == HB_ERR_PARSE)
-		return hb_fail(p->err, code, "invalid ubjson at offset %zu: %s", off, what);
-	return hb_fail(p->err, code, "ubjson %s (offset %zu)", what, off);
+	return r;
 }
 
 static bool
 unomem(UParser *p)
 {
-	return hb_fail(p->err, HB_ERR_NOMEM,
-				   "out of memory while parsing ubjson (offset %zu)", p->pos);
+	return hb_json_nomem(p->err, "ubjson", p->pos);
 }
 
 /* Name a marker byte for an error message. */
