@@ -172,21 +172,18 @@ int
 hb_tt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 {
 	double		visits = (double) batch * p->n_trees * (p->avg_leaf_depth + 1);
+	char		in[64],
+				mid[64],
+				out[64];
 	int			n = 0;
 
-	if (max_ops < 2)
-		return 0;
-	ops[n].op = "traverse";
-	snprintf(ops[n].in_shape, sizeof(ops[n].in_shape), "%zux%d", batch, p->n_features);
-	snprintf(ops[n].out_shape, sizeof(ops[n].out_shape), "%zux%d", batch, p->n_trees);
-	ops[n].param_bytes = (int64_t) (sizeof(HbFlatNode) * p->n_nodes);
-	ops[n].flops = visits * 3;	/* gather, compare, index step per visit */
-	n++;
-	ops[n].op = "reduce";
-	snprintf(ops[n].in_shape, sizeof(ops[n].in_shape), "%zux%d", batch, p->n_trees);
-	snprintf(ops[n].out_shape, sizeof(ops[n].out_shape), "%zux%d", batch, p->n_outputs);
-	ops[n].param_bytes = 0;
-	ops[n].flops = (double) batch * p->n_trees;
-	n++;
+	snprintf(in, sizeof(in), "%zux%d", batch, p->n_features);
+	snprintf(mid, sizeof(mid), "%zux%d", batch, p->n_trees);
+	snprintf(out, sizeof(out), "%zux%d", batch, p->n_outputs);
+	/* gather, compare and index step per visit */
+	if (hb_plan_add_op(ops, max_ops, &n, "traverse", in, mid,
+					   (int64_t) (sizeof(HbFlatNode) * p->n_nodes), visits * 3))
+		hb_plan_add_op(ops, max_ops, &n, "reduce", mid, out, 0,
+					   (double) batch * p->n_trees);
 	return n;
 }

@@ -611,6 +611,25 @@ hb_plan_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 	hb_plan_margins_with(p, hb_plan_strategy(p, n), x, n, margins);
 }
 
+/* Write one op row; false when the array is full. */
+bool
+hb_plan_add_op(HbPlanOp *ops, int max_ops, int *n, const char *op, const char *in,
+			   const char *out, int64_t param_bytes, double flops)
+{
+	HbPlanOp   *o;
+
+	if (*n >= max_ops)
+		return false;
+	o = &ops[(*n)++];
+	memset(o, 0, sizeof(*o));
+	o->op = op;
+	snprintf(o->in_shape, sizeof(o->in_shape), "%s", in);
+	snprintf(o->out_shape, sizeof(o->out_shape), "%s", out);
+	o->param_bytes = param_bytes;
+	o->flops = flops;
+	return true;
+}
+
 int
 hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 {

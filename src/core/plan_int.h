@@ -113,6 +113,11 @@ extern void hb_gemm_margins(const HbPlan *p, const double *x, size_t n,
 							double *margins);
 extern int	hb_gemm_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
+/* plan.c: append one op row for hb_*_ops; false when the array is full */
+extern bool hb_plan_add_op(HbPlanOp *ops, int max_ops, int *n, const char *op,
+						   const char *in, const char *out, int64_t param_bytes,
+						   double flops);
+
 /* exec_tt.c */
 extern void hb_linear_margins(const HbPlan *p, const double *x, size_t n,
 							  double *margins);

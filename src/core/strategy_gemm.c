@@ -646,25 +646,6 @@ hb_gemm_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 	hb_free(scratch);
 }
 
-/* Write one op row; false when the array is full. */
-static bool
-add_op(HbPlanOp *ops, int max_ops, int *n, const char *op, const char *in,
-	   const char *out, int64_t param_bytes, double flops)
-{
-	HbPlanOp   *o;
-
-	if (*n >= max_ops)
-		return false;
-	o = &ops[(*n)++];
-	memset(o, 0, sizeof(*o));
-	o->op = op;
-	snprintf(o->in_shape, sizeof(o->in_shape), "%s", in);
-	snprintf(o->out_shape, sizeof(o->out_shape), "%s", out);
-	o->param_bytes = param_bytes;
-	o->flops = flops;
-	return true;
-}
-
 /*
  * The ops of a batch, all trees together: gather and compare give the
  * batch x (sum I_t) matrix, the per-tree products batch x (sum L_t); the
@@ -690,18 +671,18 @@ hb_gemm_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 	snprintf(bl, sizeof(bl), "%zux%lld", batch, (long long) g->n_leaves);
 	snprintf(bt, sizeof(bt), "%zux%d", batch, g->n_trees);
 	snprintf(out, sizeof(out), "%zux%d", batch, p->n_outputs);
-	if (add_op(ops, max_ops, &n, "gather", x, bi,
+	if (hb_plan_add_op(ops, max_ops, &n, "gather", x, bi,
 			   (g->n_int + g->n_used) * (int64_t) sizeof(int32_t), 0) &&
-		add_op(ops, max_ops, &n, "compare", bi, bi,
+		hb_plan_add_op(ops, max_ops, &n, "compare", bi, bi,
 			   g->n_int * (int64_t) (thr_size + 1), 3.0 * batch * g->n_int) &&
-		add_op(ops, max_ops, &n, "gemm", bi, bl,
+		hb_plan_add_op(ops, max_ops, &n, "gemm", bi, bl,
 			   (int64_t) (g->c_entries * sizeof(float)),
 			   2.0 * batch * g->c_entries) &&
-		add_op(ops, max_ops, &n, "compare", bl, bl,
+		hb_plan_add_op(ops, max_ops, &n, "compare", bl, bl,
 			   g->n_leaves * (int64_t) sizeof(float), (double) batch * g->n_leaves) &&
-		add_op(ops, max_ops, &n, "gather", bl, bt,
+		hb_plan_add_op(ops, max_ops, &n, "gather", bl, bt,
 			   g->n_leaves * (int64_t) (p->sum_f32 ? sizeof(float) : sizeof(double)),
 			   0))
-		add_op(ops, max_ops, &n, "reduce", bt, out, 0, (double) batch * g->n_trees);
+		hb_plan_add_op(ops, max_ops, &n, "reduce", bt, out, 0, (double) batch * g->n_trees);
 	return n;
 }

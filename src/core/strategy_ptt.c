@@ -624,25 +624,6 @@ hb_ptt_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
 	}
 }
 
-/* Write one op row; false when the array is full. */
-static bool
-add_op(HbPlanOp *ops, int max_ops, int *n, const char *op, const char *in,
-	   const char *out, int64_t param_bytes, double flops)
-{
-	HbPlanOp   *o;
-
-	if (*n >= max_ops)
-		return false;
-	o = &ops[(*n)++];
-	memset(o, 0, sizeof(*o));
-	o->op = op;
-	snprintf(o->in_shape, sizeof(o->in_shape), "%s", in);
-	snprintf(o->out_shape, sizeof(o->out_shape), "%s", out);
-	o->param_bytes = param_bytes;
-	o->flops = flops;
-	return true;
-}
-
 /*
  * The ops of a batch: per level, gather the split inputs, compare with the
  * thresholds, step the node index; then gather the leaves and reduce them
@@ -663,7 +644,7 @@ hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 	/* the inputs as order-preserving keys, one per NaN direction */
 	snprintf(in, sizeof(in), "%zux%d", batch, p->n_features);
 	snprintf(out, sizeof(out), "%zux%dx2", batch, p->n_features);
-	if (!add_op(ops, max_ops, &n, "cast", in, out, 0,
+	if (!hb_plan_add_op(ops, max_ops, &n, "cast", in, out, 0,
 				4.0 * batch * p->n_features))
 		return n;
 	for (int d = 0; d < t->max_depth; d++)
@@ -680,20 +661,20 @@ hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 			}
 		snprintf(in, sizeof(in), "%zux%d", batch, p->n_features);
 		snprintf(lv, sizeof(lv), "%zux%d (level %d)", batch, trees, d);
-		if (!add_op(ops, max_ops, &n, "gather", in, lv,
+		if (!hb_plan_add_op(ops, max_ops, &n, "gather", in, lv,
 					level_nodes * (int64_t) sizeof(int32_t), 0) ||
-			!add_op(ops, max_ops, &n, "compare", lv, lv,
+			!hb_plan_add_op(ops, max_ops, &n, "compare", lv, lv,
 					level_nodes * (int64_t) thr_size, (double) batch * trees) ||
-			!add_op(ops, max_ops, &n, "index", lv, lv, 0,
+			!hb_plan_add_op(ops, max_ops, &n, "index", lv, lv, 0,
 					3.0 * batch * trees))
 			return n;
 	}
 	snprintf(in, sizeof(in), "%zux%d", batch, t->n_trees);
-	if (!add_op(ops, max_ops, &n, "gather", in, in,
+	if (!hb_plan_add_op(ops, max_ops, &n, "gather", in, in,
 				t->n_leaves * (int64_t) (p->sum_f32 ? sizeof(float) : sizeof(double)),
 				0))
 		return n;
 	snprintf(out, sizeof(out), "%zux%d", batch, p->n_outputs);
-	add_op(ops, max_ops, &n, "reduce", in, out, 0, (double) batch * t->n_trees);
+	hb_plan_add_op(ops, max_ops, &n, "reduce", in, out, 0, (double) batch * t->n_trees);
 	return n;
 }
