@@ -92,6 +92,22 @@ hb_free(void *ptr)
 		allocator.free(ptr);
 }
 
+void *
+hb_grow(void *arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t		ncap = *cap ? *cap : 64;
+	void	   *na;
+
+	if (need <= *cap && arr != NULL)
+		return arr;
+	while (ncap < need)
+		ncap *= 2;
+	na = hb_realloc(arr, ncap * elem);
+	if (na != NULL)
+		*cap = ncap;
+	return na;
+}
+
 char *
 hb_strndup(const char *s, size_t n)
 {

@@ -68,6 +68,13 @@ extern void *hb_alloc_must(size_t size);
 extern void *hb_realloc(void *ptr, size_t size);
 extern void hb_free(void *ptr);
 extern char *hb_strdup(const char *s);
+
+/*
+ * arr (of *cap elements of elem bytes), grown to hold at least need
+ * elements, doubling from 64: the possibly moved array, or NULL when out
+ * of memory (then arr and *cap are unchanged).
+ */
+extern void *hb_grow(void *arr, size_t *cap, size_t need, size_t elem);
 extern char *hb_strndup(const char *s, size_t n);
 
 /*

@@ -451,18 +451,13 @@ cat_reserve(Reader *r, size_t nwords, size_t *off)
 		return hb_fail(r->err, HB_ERR_LIMIT,
 					   "lightgbm model: categorical splits need more than %d bitset words",
 					   LGB_MAX_CAT_WORDS);
-	if (r->n_cat + nwords > r->cap_cat)
 	{
-		size_t		ncap = r->cap_cat ? r->cap_cat : 64;
-		uint32_t   *nc;
+		uint32_t   *nc = hb_grow(r->cat, &r->cap_cat, r->n_cat + nwords,
+								 sizeof(uint32_t));
 
-		while (ncap < r->n_cat + nwords)
-			ncap *= 2;
-		nc = hb_realloc(r->cat, ncap * sizeof(uint32_t));
 		if (nc == NULL)
 			return nomem(r);
 		r->cat = nc;
-		r->cap_cat = ncap;
 	}
 	*off = r->n_cat;
 	r->n_cat += nwords;

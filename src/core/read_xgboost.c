@@ -233,18 +233,13 @@ cat_append(Reader *r, size_t nwords, int32_t *off)
 		return hb_fail(r->err, HB_ERR_LIMIT,
 					   "xgboost model: categorical splits need more than %d bitset words",
 					   XGB_MAX_CAT_WORDS);
-	if (r->n_cat + nwords > r->cap_cat)
 	{
-		size_t		ncap = r->cap_cat ? r->cap_cat : 64;
-		uint32_t   *nc;
+		uint32_t   *nc = hb_grow(r->cat, &r->cap_cat, r->n_cat + nwords,
+								 sizeof(uint32_t));
 
-		while (ncap < r->n_cat + nwords)
-			ncap *= 2;
-		nc = hb_realloc(r->cat, ncap * sizeof(uint32_t));
 		if (nc == NULL)
 			return nomem(r);
 		r->cat = nc;
-		r->cap_cat = ncap;
 	}
 	memset(r->cat + r->n_cat, 0, nwords * sizeof(uint32_t));
 	*off = (int32_t) r->n_cat;
