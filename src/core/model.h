@@ -11,6 +11,7 @@
 #define HB_MODEL_H
 
 #include "hb_core.h"
+#include "featurize.h"
 
 typedef enum HbFormat
 {
@@ -128,6 +129,12 @@ typedef struct HbModel
 	/* HB_EST_LINEAR: margin[g] = bias[g] + sum_f weight[f * n_outputs + g] * x[f] */
 	double	   *weights;
 	double	   *bias;
+
+	/*
+	 * Featurizers in front of the model (featurize.h), or NULL: then the
+	 * inputs are the features themselves.
+	 */
+	HbPipeline *pipeline;
 } HbModel;
 
 /* Format names as users write them ("xgboost-json"); NULL if unknown. */

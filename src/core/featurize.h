@@ -1,0 +1,238 @@
+/*
+ * featurize.h
+ *	  The featurizer IR: the steps from raw input columns to a model's
+ *	  feature vector, compiled into the same plan as the model.
+ *
+ * Every format that can carry featurizers (hbird pipeline JSON, ONNX-ML
+ * graphs) lowers them to this one representation, so the executor, the
+ * compiled image, the binding of SQL columns and the cost model for the
+ * statistical shortcuts exist once.
+ *
+ * Model of execution: a row is a vector of numeric "slots" (double; NaN is
+ * missing) plus the row's text inputs.  Slots 0 .. n_num_inputs-1 hold the
+ * numeric inputs as bound; each step reads slots (or a text input) and
+ * writes fresh slots after the existing ones (single assignment: a step
+ * never overwrites a slot, so steps can be checked and reordered safely).
+ * The model's feature j is slot feature_slot[j].  Concatenation, column
+ * selection (ONNX ArrayFeatureExtractor, FeatureVectorizer, Concat) and
+ * identity casts cost nothing: they only renumber slots.
+ *
+ * Text steps (hashing, tf-idf) produce sparse vectors that can be very wide
+ * (2^20 columns); only the columns the model actually reads get a slot
+ * (used_cols), while normalisation still sees every column.
+ */
+#ifndef HB_FEATURIZE_H
+#define HB_FEATURIZE_H
+
+#include "hb_core.h"
+
+typedef enum HbInputType
+{
+	HB_INPUT_NUMERIC,			/* SQL numeric types, boolean; NULL is NaN */
+	HB_INPUT_TEXT				/* SQL text / varchar; NULL is missing */
+} HbInputType;
+
+/* How expensive an input's featurization is, for the cheap-feature model. */
+typedef enum HbCostClass
+{
+	HB_COST_UNKNOWN = 0,		/* measured when needed */
+	HB_COST_CHEAP,
+	HB_COST_MEDIUM,
+	HB_COST_EXPENSIVE
+} HbCostClass;
+
+typedef struct HbInput
+{
+	char	   *name;			/* SQL column it binds to, by name */
+	HbInputType type;
+	HbCostClass cost;
+	int32_t		index;			/* numeric: its slot; text: its text index */
+} HbInput;
+
+typedef enum HbStepKind
+{
+	/* element-wise over n_in slots, one output per input */
+	HB_STEP_AFFINE,				/* out = (x - sub) * mul + add, see HbAffineOrder */
+	HB_STEP_IMPUTE,				/* out = missing(x) ? value : x */
+	HB_STEP_MISSING_IND,		/* out = missing(x) ? 1 : 0 */
+	HB_STEP_BINARIZE,			/* out = x > threshold ? 1 : 0 (NaN stays NaN) */
+	HB_STEP_CAST_F32,			/* out = (double) (float) x */
+	HB_STEP_ARITH,				/* out = x op c (ONNX Add/Sub/Mul/Div/Pow...) */
+	HB_STEP_CLIP,				/* out = min(max(x, lo), hi) */
+
+	/* over a group of slots */
+	HB_STEP_NORMALIZE,			/* l1 / l2 / max over the n_in slots */
+	HB_STEP_POLY,				/* monomials of the n_in slots */
+
+	/* one input to several outputs */
+	HB_STEP_KBINS,				/* bin index (ordinal) or one-hot over edges */
+	HB_STEP_ONEHOT_NUM,			/* numeric category -> one-hot / ordinal */
+	HB_STEP_ONEHOT_TEXT,		/* text category -> one-hot / ordinal */
+	HB_STEP_LABEL_TEXT,			/* text -> number by a table (LabelEncoder) */
+
+	/* text to sparse, kept columns only */
+	HB_STEP_HASHING,			/* HashingVectorizer */
+	HB_STEP_TFIDF				/* CountVectorizer / TfidfVectorizer */
+} HbStepKind;
+
+typedef enum HbAffineOrder
+{
+	HB_AFFINE_SUB_MUL_ADD,		/* ((x - sub) * mul) + add */
+	HB_AFFINE_SUB_DIV,			/* (x - sub) / mul  (sklearn StandardScaler) */
+	HB_AFFINE_MUL_ADD			/* x * mul + add    (sklearn MinMaxScaler) */
+} HbAffineOrder;
+
+typedef enum HbArithOp
+{
+	HB_ARITH_ADD, HB_ARITH_SUB, HB_ARITH_MUL, HB_ARITH_DIV,
+	HB_ARITH_RSUB,				/* c - x */
+	HB_ARITH_RDIV,				/* c / x */
+	HB_ARITH_POW, HB_ARITH_ABS, HB_ARITH_NEG, HB_ARITH_SQRT,
+	HB_ARITH_EXP, HB_ARITH_LOG
+} HbArithOp;
+
+typedef enum HbNorm
+{
+	HB_NORM_NONE = 0, HB_NORM_L1, HB_NORM_L2, HB_NORM_MAX
+} HbNorm;
+
+typedef enum HbUnknown
+{
+	HB_UNKNOWN_ERROR,			/* an unseen category is an error */
+	HB_UNKNOWN_IGNORE,			/* all-zero one-hot / ordinal NaN */
+	HB_UNKNOWN_VALUE			/* ordinal: unknown_value */
+} HbUnknown;
+
+/* Tokenisation as scikit-learn's vectorizers do it. */
+typedef struct HbTokenizer
+{
+	bool		lowercase;
+	bool		char_ngrams;	/* analyzer 'char' (else 'word') */
+	int32_t		ngram_min;
+	int32_t		ngram_max;
+	/* word analyzer: tokens are runs of >= min_token_len word characters
+	 * (sklearn's default token_pattern \b\w\w+\b is min_token_len 2) */
+	int32_t		min_token_len;
+	int32_t		n_stop_words;
+	char	  **stop_words;
+} HbTokenizer;
+
+typedef struct HbStep
+{
+	HbStepKind	kind;
+	int32_t		n_in;
+	int32_t    *in;				/* input slots (text steps: text_input) */
+	int32_t		text_input;		/* text steps: index among text inputs */
+	int32_t		out;			/* first output slot */
+	int32_t		n_out;
+	bool		f32;			/* arithmetic in float32 (ONNX) */
+
+	/* AFFINE: per input (n_in each) */
+	HbAffineOrder order;
+	double	   *sub;
+	double	   *mul;
+	double	   *add;
+
+	/* IMPUTE: per input; missing means NaN, or x == missing_value when
+	 * has_missing_value (ONNX Imputer replaced_value_float) */
+	double	   *value;
+	bool		has_missing_value;
+	double		missing_value;
+
+	/* BINARIZE threshold, CLIP lo/hi, ARITH constant (per input) */
+	double		threshold;
+	double		lo;
+	double		hi;
+	HbArithOp	arith;
+	double	   *constant;
+
+	/* NORMALIZE */
+	HbNorm		norm;
+
+	/* POLY: n_out monomials, each n_in exponents (row-major n_out x n_in) */
+	int32_t    *powers;
+
+	/* KBINS (one input): n_edges ascending edges; one-hot or ordinal */
+	int32_t		n_edges;
+	double	   *edges;
+	bool		onehot;			/* KBINS, ONEHOT_*: one-hot (else ordinal) */
+
+	/* ONEHOT_NUM / ONEHOT_TEXT / LABEL_TEXT (one input) */
+	int32_t		n_categories;
+	double	   *categories_num;
+	char	  **categories_text;	/* UTF-8, sorted for bsearch by the reader
+									 * or by hb_pipeline_validate */
+	int32_t    *category_pos;	/* output position of sorted category i */
+	double	   *label_values;	/* LABEL_TEXT: value of category i */
+	HbUnknown	unknown;
+	double		unknown_value;
+	bool		drop_first;		/* one-hot without the first category */
+
+	/* HASHING / TFIDF (one text input) */
+	HbTokenizer tok;
+	int64_t		n_cols;			/* width of the full sparse vector */
+	bool		alternate_sign; /* HASHING */
+	bool		binary;			/* counts become 1 */
+	bool		sublinear_tf;	/* TFIDF: 1 + log(tf) */
+	int32_t		n_vocab;		/* TFIDF: vocabulary term -> column */
+	char	  **vocab_terms;	/* sorted */
+	int32_t    *vocab_cols;
+	double	   *idf;			/* TFIDF: per column (n_cols), NULL = no idf */
+	int32_t		n_used;			/* columns that get a slot: out + i */
+	int64_t    *used_cols;		/* ascending */
+} HbStep;
+
+typedef struct HbPipeline
+{
+	int32_t		n_inputs;
+	HbInput    *inputs;			/* in binding order */
+	int32_t		n_num_inputs;
+	int32_t		n_text_inputs;
+
+	int32_t		n_steps;
+	HbStep	   *steps;
+
+	int32_t		n_slots;		/* numeric inputs + every step's outputs */
+	int32_t		n_features;		/* = the model's n_features */
+	int32_t    *feature_slot;	/* n_features */
+} HbPipeline;
+
+/* One text value: NULL ptr is SQL NULL.  Not NUL-terminated. */
+typedef struct HbText
+{
+	const char *ptr;
+	int32_t		len;
+} HbText;
+
+/*
+ * Raw inputs of n rows, row-major: num is n x n_num_inputs (NaN = NULL),
+ * text is n x n_text_inputs.
+ */
+typedef struct HbRawRows
+{
+	size_t		n;
+	const double *num;
+	const HbText *text;
+} HbRawRows;
+
+/*
+ * Structural checks (slot numbering, sorted tables, finite parameters);
+ * every reader's result passes through it.
+ */
+extern bool hb_pipeline_validate(HbPipeline *p, int32_t model_n_features,
+								 HbError *err);
+
+/*
+ * Featurize n rows into x (n x n_features, row-major, NaN = missing), ready
+ * for hb_plan_margins.  Fails only on an unknown category configured as an
+ * error (HB_ERR_ARGUMENT, message naming the input and the value).
+ */
+extern bool hb_pipeline_run(const HbPipeline *p, const HbRawRows *rows,
+							double *x, HbError *err);
+
+/* Scratch doubles hb_pipeline_run needs per row (slots). */
+extern size_t hb_pipeline_row_slots(const HbPipeline *p);
+
+extern void hb_pipeline_free(HbPipeline *p);
+
+#endif							/* HB_FEATURIZE_H */
