@@ -49,8 +49,10 @@ else
 	echo "ok - fuzz # SKIP HB_FUZZ_SECONDS=$fuzz_seconds" | tee -a "$log_dir/tap.log"
 fi
 
-# 2. SQL tests in a throwaway cluster
-pg_virtualenv -t -v 15 bash tests/run_sql_tests.sh 2>&1 | tee -a "$log_dir/tap.log" | grep -E '^(not ok|ok|#)' || true
+# 2. SQL tests in a throwaway cluster that preloads hbird, as production
+# does for hb_stat_models (tests/sql_shell/stat_models_nopreload.sh covers
+# the cluster without it)
+HB_EXPECT_PRELOAD=1 pg_virtualenv -o shared_preload_libraries=hbird -t -v 15 bash tests/run_sql_tests.sh 2>&1 | tee -a "$log_dir/tap.log" | grep -E '^(not ok|ok|#)' || true
 if ! grep -q '^# sql tests finished' "$log_dir/tap.log"; then
 	echo "not ok - sql tests did not run to the end (see $log_dir)" | tee -a "$log_dir/tap.log"
 fi

@@ -11,6 +11,7 @@
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "lib/ilist.h"
+#include "portability/instr_time.h"
 #include "utils/portal.h"
 #include "utils/snapshot.h"
 
@@ -41,6 +42,7 @@ typedef struct HbCacheEntry
 
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
+	void	   *stat;			/* pg_stats.c: counters not yet flushed */
 } HbCacheEntry;
 
 /* What the catalog says about a model's active version under a snapshot. */
@@ -66,6 +68,7 @@ extern bool hb_catalog_lookup(const char *name, HbCatalogRef *ref);
 extern bytea *hb_catalog_bytes(const char *name, int32 version,
 							   const char *column);
 extern void hb_check_score_privilege(const HbCatalogRef *ref);
+extern bool hb_may_score(const HbCatalogRef *ref);
 
 /* pg_cache.c */
 extern HbCacheEntry *hb_cache_acquire(const HbCatalogRef *ref);
@@ -153,5 +156,24 @@ typedef void (*HbBatchFn) (void *arg, const double *x, Datum *items,
 extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,
 							const char *query, TupleDesc rowdesc, int batch,
 							HbBatchFn fn, void *arg);
+
+/*
+ * pg_stats.c: counters of hb_stat_models.  Each call is a no-op unless
+ * hbird is preloaded and hbird.stat_track is on.  HB_STAT_SAMPLE() picks
+ * the row-at-a-time calls that get timed (a random 1 in 32).
+ */
+struct HbTopkStats;
+extern bool hb_stat_on;
+extern uint64 hb_stat_rng;
+#define HB_STAT_SAMPLE() \
+	(hb_stat_on && ((hb_stat_rng = hb_stat_rng * 6364136223846793005ULL + \
+					 1442695040888963407ULL) >> 59) == 0)
+extern void hb_stat_init(void);
+extern void hb_stat_row(HbCacheEntry *e, const instr_time *sample);
+extern void hb_stat_batch(HbCacheEntry *e, int64 n, const instr_time *start,
+						  bool topk);
+extern void hb_stat_call(HbCacheEntry *e);
+extern void hb_stat_topk(HbCacheEntry *e, const struct HbTopkStats *s);
+extern void hb_stat_cache(HbCacheEntry *e, const instr_time *compile_start);
 
 #endif							/* HBIRD_H */

@@ -69,6 +69,8 @@ typedef struct HbAggState
 static void
 agg_flush(HbAggState *s)
 {
+	instr_time	start;			/* hb_stat_models */
+
 	if (s->nbuf == 0)
 		return;
 	if (s->npreds + s->nbuf > s->pcap)
@@ -85,8 +87,10 @@ agg_flush(HbAggState *s)
 			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(double));
 		s->pcap = cap;
 	}
+	INSTR_TIME_SET_CURRENT(start);
 	hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
 					s->preds + s->npreds);
+	hb_stat_batch(s->entry, s->nbuf, &start, false);
 	s->npreds += s->nbuf;
 	s->nbuf = 0;
 }
@@ -169,6 +173,7 @@ hb_predict_agg_final(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	s = (HbAggState *) PG_GETARG_POINTER(0);
 	agg_flush(s);
+	hb_stat_call(s->entry);
 	d = palloc_extended(sizeof(Datum) * Max(s->npreds, 1), MCXT_ALLOC_HUGE);
 	for (int64 i = 0; i < s->npreds; i++)
 		d[i] = Float8GetDatum(s->preds[i]);
@@ -298,8 +303,11 @@ static void
 predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 {
 	PredictBatch *b = arg;
+	instr_time	start;			/* hb_stat_models */
 
+	INSTR_TIME_SET_CURRENT(start);
 	hb_plan_predict(b->entry->plan, x, n, b->scratch, b->pred);
+	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{
 		Datum		values[2];
@@ -331,6 +339,7 @@ hb_predict_batch(PG_FUNCTION_ARGS)
 	b.pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
 	hb_scan_batches(fcinfo, b.entry, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
 					batch, predict_batch, &b);
+	hb_stat_call(b.entry);
 	return (Datum) 0;
 }
 

@@ -147,6 +147,7 @@ hb_cache_acquire(const HbCatalogRef *ref)
 {
 	dlist_iter	it;
 	HbCacheEntry *e;
+	instr_time	start;			/* hb_stat_models: compile time */
 
 	if (cache_cxt == NULL)
 		cache_cxt = AllocSetContextCreate(TopMemoryContext, "hbird plan cache",
@@ -158,11 +159,14 @@ hb_cache_acquire(const HbCatalogRef *ref)
 		if (entry_matches(e, ref))
 		{
 			dlist_move_head(&cache_lru, &e->lru);
+			hb_stat_cache(e, NULL);
 			return e;
 		}
 	}
 
+	INSTR_TIME_SET_CURRENT(start);
 	e = compile_entry(ref);
+	hb_stat_cache(e, &start);
 	dlist_push_head(&cache_lru, &e->lru);
 	cache_count++;
 	evict_unpinned();

@@ -201,8 +201,8 @@ hb_catalog_bytes(const char *name, int32 version, const char *column)
  * May the current user score this model?  Superusers, members of the
  * model's owner role, and grantees (PUBLIC included) may.
  */
-void
-hb_check_score_privilege(const HbCatalogRef *ref)
+bool
+hb_may_score(const HbCatalogRef *ref)
 {
 	Oid			user = GetUserId();
 	Relation	rel;
@@ -213,7 +213,7 @@ hb_check_score_privilege(const HbCatalogRef *ref)
 	bool		isnull;
 
 	if (superuser() || has_privs_of_role(user, ref->owner))
-		return;
+		return true;
 
 	rel = table_open(hb_catalog_relid("model_grant"), AccessShareLock);
 	ScanKeyInit(&key, attnum_of(rel, "name"), BTEqualStrategyNumber,
@@ -229,8 +229,15 @@ hb_check_score_privilege(const HbCatalogRef *ref)
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	return ok;
+}
 
-	if (!ok)
+void
+hb_check_score_privilege(const HbCatalogRef *ref)
+{
+	Oid			user = GetUserId();
+
+	if (!hb_may_score(ref))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to score model \"%s\"", ref->name),

@@ -215,10 +215,15 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 {
 	HbCallState *st;
 	HbCacheEntry *e;
+	Datum		result = (Datum) 0;
+	instr_time	start;			/* hb_stat_models */
+	bool		timed = HB_STAT_SAMPLE();
 
 	st = hb_call_prepare(fcinfo, 0, kind == SCORE_PROBA);
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();
+	if (timed)
+		INSTR_TIME_SET_CURRENT(start);
 	e = st->entry;
 	if (record)
 		hb_call_load_record(fcinfo, st, 1);
@@ -229,15 +234,19 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 	{
 		case SCORE_PREDICT:
 			hb_plan_predict(e->plan, st->x, 1, st->scratch, st->out);
-			PG_RETURN_FLOAT8(st->out[0]);
+			result = Float8GetDatum(st->out[0]);
+			break;
 		case SCORE_PROBA:
 			hb_plan_proba(e->plan, st->x, 1, st->scratch, st->out);
-			return float8_array(st->out, e->n_classes);
+			result = float8_array(st->out, e->n_classes);
+			break;
 		case SCORE_MARGIN:
 			hb_plan_margins(e->plan, st->x, 1, st->out);
-			return float8_array(st->out, e->n_outputs);
+			result = float8_array(st->out, e->n_outputs);
+			break;
 	}
-	pg_unreachable();
+	hb_stat_row(e, timed ? &start : NULL);
+	return result;
 }
 
 Datum

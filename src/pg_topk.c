@@ -254,10 +254,11 @@ bounds_for(HbCacheEntry *e, MemoryContext mcxt)
 }
 
 static void
-record_stats(const HbTopkStats *s, const HbCacheEntry *e)
+record_stats(const HbTopkStats *s, HbCacheEntry *e)
 {
 	last_stats = *s;
 	last_pairs_total = s->rows * (int64) hb_plan_n_trees(e->plan);
+	hb_stat_topk(e, s);
 }
 
 typedef struct TopkScan
@@ -273,11 +274,14 @@ static void
 topk_batch(void *arg, const double *x, Datum *items, uint64 n)
 {
 	TopkScan   *s = arg;
+	instr_time	start;			/* hb_stat_models */
 
 	s->heap->batch_items = items;
+	INSTR_TIME_SET_CURRENT(start);
 	if (!hb_topk_score(s->entry->plan, s->bounds, x, n, &s->threshold,
 					   heap_offer, s->heap, &s->stats))
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	hb_stat_batch(s->entry, (int64) n, &start, true);
 	s->heap->next_ordinal += n;
 }
 
@@ -343,12 +347,16 @@ typedef struct TopAggState
 static void
 topagg_flush(TopAggState *s)
 {
+	instr_time	start;			/* hb_stat_models */
+
 	if (s->nbuf == 0)
 		return;
 	s->heap.batch_items = s->items;
+	INSTR_TIME_SET_CURRENT(start);
 	if (!hb_topk_score(s->entry->plan, s->bounds, s->x, s->nbuf, &s->threshold,
 					   heap_offer, &s->heap, &s->stats))
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	hb_stat_batch(s->entry, s->nbuf, &start, true);
 	s->heap.next_ordinal += s->nbuf;
 	s->nbuf = 0;
 	MemoryContextReset(s->buf_cxt);
