@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Cost of the hb_stat_models counters on the hottest path: hb_predict called
-# once per row over 200k rows, serial, median of 9 runs.  Run inside a
+# once per row over 200k rows, serial, median of 9 runs of the
+# backend's on-CPU time.  Run inside a
 # throwaway cluster, once with and once without preloading:
 #
 #   pg_virtualenv -t -v 15 bash bench/stat_overhead.sh
@@ -29,23 +30,27 @@ SQL
 preloaded=$(q -At -c "SELECT current_setting('shared_preload_libraries') ~ 'hbird'")
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# time_query SETTING: median milliseconds of the query under SET SETTING
+# time_query SETTING: median on-CPU milliseconds of the backend for the
+# query under SET SETTING (/proc/self/schedstat: nanoseconds on a CPU, so
+# other load on the machine disturbs it far less than wall time)
 time_query() {
 	{
 		echo "SET max_parallel_workers_per_gather = 0;"
 		echo "$1;"
 		echo "SELECT sum(hb_predict('so', t)) FROM so_rows t;"	# warm-up
-		echo '\timing on'
 		for _ in $(seq "$runs"); do
+			echo "SELECT 'cpu', split_part(pg_read_file('/proc/self/schedstat'), ' ', 1);"
 			echo "SELECT sum(hb_predict('so', t)) FROM so_rows t;"
 		done
-	} | q | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | median
+		echo "SELECT 'cpu', split_part(pg_read_file('/proc/self/schedstat'), ' ', 1);"
+	} | q -At | sed -n 's/^cpu|//p' |
+		awk 'NR > 1 { printf "%.3f\n", ($1 - prev) / 1e6 } { prev = $1 }' | median
 }
 
 echo "# rows=$rows runs=$runs preloaded=$preloaded"
 if [ "$preloaded" = t ]; then
 	# interleave on/off so that load from elsewhere hits both alike
-	for round in 1 2 3; do
+	for round in 1 2 3 4 5; do
 		echo "stat_track=on  round $round: $(time_query 'SET hbird.stat_track = on') ms"
 		echo "stat_track=off round $round: $(time_query 'SET hbird.stat_track = off') ms"
 	done
