@@ -83,7 +83,7 @@ SELECT cache_hits, cache_misses, calls FROM hb_stat_models WHERE name = 'binary_
 \set m `cat :fixtures/binary_logistic.json`
 SELECT hb_model_upload('stm_model', :'m') AS v1;
 SELECT count(hb_predict('stm_model', t)) FROM stm_in t;
-\set lin `cat :fixtures/linear_tiny.json`
+\set lin `cat :fixtures/linear/linear_tiny.json`
 SELECT hb_model_upload('stm_model', :'lin') AS v2;
 SELECT hb_predict('stm_model', ARRAY[1, 2, 3]::float8[]) IS NOT NULL AS scored;
 SELECT version, calls, rows = CASE version WHEN 1 THEN :n ELSE 1 END AS rows_ok,
