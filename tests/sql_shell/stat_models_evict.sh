@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# hb_stat_models keeps at most hbird.stat_max rows and evicts the least
+# recently used: in a throwaway cluster with stat_max = 100 (the minimum),
+# 100 versions are scored, version 1 is scored again, and 5 more versions
+# push out versions 2-6 while version 1 stays.  Prints TAP lines.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+tap() { if [ "$1" = 0 ]; then echo "ok - $2"; else echo "not ok - $2"; fi; }
+
+if [ -z "${HB_STAT_INNER:-}" ]; then
+	if ! command -v pg_virtualenv >/dev/null; then
+		echo "ok - stat_models eviction # SKIP pg_virtualenv not found"
+		exit 0
+	fi
+	HB_STAT_INNER=1 pg_virtualenv -o shared_preload_libraries=hbird -o hbird.stat_max=100 \
+		-t -v 15 bash "$0" 2>&1 | grep -E '^(ok|not ok)'
+	exit 0
+fi
+
+out=$(psql -X -q -At -v ON_ERROR_STOP=1 -v m="$(cat tests/fixtures/linear/linear_tiny.json)" 2>&1 <<'SQL'
+CREATE EXTENSION hbird;
+CREATE TEMP TABLE src AS SELECT :'m'::text AS m;
+CREATE FUNCTION upload_and_score(n integer) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..n LOOP
+		PERFORM hb_model_upload('ev', (SELECT m FROM src));
+		PERFORM hb_predict('ev', ARRAY[1, 2, 3]::float8[]);
+	END LOOP;
+END $$;
+SELECT upload_and_score(100);
+SELECT 'full', count(*), min(version), max(version) FROM hb_stat_models;
+SELECT hb_model_activate('ev', 1);
+SELECT hb_predict('ev', ARRAY[1, 2, 3]::float8[]) IS NOT NULL;
+SELECT upload_and_score(5);
+SELECT 'after', count(*), min(version) FILTER (WHERE version > 1), max(version),
+	   bool_or(version = 1), sum(calls) FROM hb_stat_models;
+SELECT 'setting', current_setting('hbird.stat_max');
+SQL
+)
+grep -q '^setting|100$' <<<"$out"
+tap $? "stat_models eviction: the cluster runs with hbird.stat_max = 100"
+grep -q '^full|100|1|100$' <<<"$out"
+tap $? "stat_models eviction: 100 versions scored, 100 rows ($(grep '^full' <<<"$out"))"
+grep -q '^after|100|7|105|t|101$' <<<"$out"
+tap $? "stat_models eviction: 5 more versions evict the least recently used (2-6), not version 1 scored again ($(grep '^after' <<<"$out" || tr '\n' ' ' <<<"$out" | cut -c1-300))"
