@@ -1,19 +1,16 @@
 #!/usr/bin/env bash
 # hb_stat_models keeps at most hbird.stat_max rows and evicts the least
-# recently used: in a throwaway cluster with stat_max = 100 (the minimum),
-# 100 versions are scored, version 1 is scored again, and 5 more versions
-# push out versions 2-6 while version 1 stays.  Prints TAP lines.
+# recently used: in a throwaway cluster of its own (own_cluster.inc) with
+# stat_max = 100 (the minimum), 100 versions are scored, version 1 is
+# scored again, and 5 more versions push out versions 2-6 while version 1
+# stays.  Prints TAP lines.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 tap() { if [ "$1" = 0 ]; then echo "ok - $2"; else echo "not ok - $2"; fi; }
 
-if [ -z "${HB_STAT_INNER:-}" ]; then
-	if ! command -v pg_virtualenv >/dev/null; then
-		echo "ok - stat_models eviction # SKIP pg_virtualenv not found"
-		exit 0
-	fi
-	HB_STAT_INNER=1 pg_virtualenv -o shared_preload_libraries=hbird -o hbird.stat_max=100 \
-		-t -v 15 bash "$0" 2>&1 | grep -E '^(ok|not ok)'
+. tests/sql_shell/own_cluster.inc
+if ! own_cluster -c shared_preload_libraries=hbird -c hbird.stat_max=100; then
+	echo "not ok - stat_models eviction: could not start a cluster of its own"
 	exit 0
 fi
 

@@ -1,18 +1,15 @@
 #!/usr/bin/env bash
 # Without shared_preload_libraries hbird scores exactly as before, and
 # hb_stat_models / hb_stat_models_reset fail with SQLSTATE 55000 and a hint.
-# Starts its own throwaway cluster (pg_virtualenv, without -o) since the
+# Starts a throwaway cluster of its own (own_cluster.inc) since the
 # cluster of tests/run_sql_tests.sh preloads hbird.  Prints TAP lines.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 tap() { if [ "$1" = 0 ]; then echo "ok - $2"; else echo "not ok - $2"; fi; }
 
-if [ -z "${HB_STAT_INNER:-}" ]; then
-	if ! command -v pg_virtualenv >/dev/null; then
-		echo "ok - stat_models without preload # SKIP pg_virtualenv not found"
-		exit 0
-	fi
-	HB_STAT_INNER=1 pg_virtualenv -t -v 15 bash "$0" 2>&1 | grep -E '^(ok|not ok)'
+. tests/sql_shell/own_cluster.inc
+if ! own_cluster; then
+	echo "not ok - stat_models without preload: could not start a cluster of its own"
 	exit 0
 fi
 
