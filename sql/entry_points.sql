@@ -200,6 +200,14 @@ INSERT INTO ep_case (entry, bad, stmt) VALUES
 
 SELECT n, entry, bad, ep_try(stmt) AS result FROM ep_case ORDER BY n;
 
+-- every function of the extension has cases above: a new function needs its own
+SELECT p.oid::regprocedure AS function_without_cases
+FROM pg_proc p
+JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'hbird'
+WHERE p.proname NOT IN (SELECT regexp_replace(entry, '\(.*$', '') FROM ep_case)
+ORDER BY 1;
+
 -- nothing was written by any case
 SELECT (SELECT count(*) FROM hbird.model) = models AS models_same,
 	   (SELECT count(*) FROM hbird.model_version) = versions AS versions_same,
