@@ -47,6 +47,7 @@ INSERT INTO ep_case (entry, bad, stmt) VALUES
 ('hb_model_upload', 'NULL bytea body', $$SELECT hb_model_upload('ep', NULL::bytea)$$),
 ('hb_model_upload', 'empty text body', $$SELECT hb_model_upload('ep', ''::text)$$),
 ('hb_model_upload', 'empty bytea body', $$SELECT hb_model_upload('ep', ''::bytea)$$),
+('hb_model_upload', 'over hbird.max_model_bytes', format('SELECT hb_model_upload(%L, %L::text) FROM (SELECT set_config(%L, %L, true)) s', 'ep', :'reg', 'hbird.max_model_bytes', '1024')),
 ('hb_model_upload', 'binary garbage', $$SELECT hb_model_upload('ep', '\xdeadbeef'::bytea)$$),
 ('hb_model_upload', 'NULL format', format('SELECT hb_model_upload(%L, %L::text, NULL)', 'ep', :'reg')),
 ('hb_model_upload', 'empty format', format('SELECT hb_model_upload(%L, %L::text, %L)', 'ep', :'reg', '')),
