@@ -32,3 +32,13 @@ clean: clean-core-tests
 .PHONY: clean-core-tests
 clean-core-tests:
 	rm -rf tests/core/bin
+
+# Sanitizers (scripts/sanitize.sh): core unit tests with ASan + UBSan, under
+# valgrind memcheck, and the regression suites against an ASan + UBSan build
+.PHONY: sanitize-core valgrind-core sanitize-check
+sanitize-core:
+	bash scripts/sanitize.sh core
+valgrind-core:
+	bash scripts/sanitize.sh valgrind
+sanitize-check:
+	bash scripts/sanitize.sh check

@@ -16,6 +16,7 @@ packages=(
 	python3-numpy
 	clang
 	libclang-rt-dev
+	valgrind
 )
 
 missing=()

@@ -4,6 +4,7 @@
 #   1. C unit tests of the core (no PostgreSQL), incl. the conformance corpus,
 #      then a short libFuzzer run of each format reader (tests/fuzz)
 #   2. pg_regress suites and shell checks in a throwaway cluster (pg_virtualenv)
+#   3. the pg_regress suites again against an ASan + UBSan build
 #
 # Each test prints TAP-style "ok ..." / "not ok ..." lines; this script counts
 # them all.  Exit status is non-zero when anything failed.
@@ -39,6 +40,10 @@ else
 	echo "not ok - core unit tests build" | tee -a "$log_dir/tap.log"
 fi
 
+# 1a. the same core unit tests built with ASan + UBSan (scripts/sanitize.sh)
+HB_SANITIZE_DIR="$log_dir/sanitize" bash scripts/sanitize.sh core 2>&1 |
+	tee -a "$log_dir/tap.log" | grep -E '^(not ok|#)' || true
+
 # 1b. fuzzing: a short run of every libFuzzer target (tests/fuzz/run.sh;
 # HB_FUZZ_SECONDS per target, 0 skips; longer runs: bash tests/fuzz/run.sh 300)
 fuzz_seconds=${HB_FUZZ_SECONDS:-10}
@@ -55,6 +60,16 @@ fi
 HB_EXPECT_PRELOAD=1 pg_virtualenv -o shared_preload_libraries=hbird -t -v 15 bash tests/run_sql_tests.sh 2>&1 | tee -a "$log_dir/tap.log" | grep -E '^(not ok|ok|#)' || true
 if ! grep -q '^# sql tests finished' "$log_dir/tap.log"; then
 	echo "not ok - sql tests did not run to the end (see $log_dir)" | tee -a "$log_dir/tap.log"
+fi
+
+# 3. the regression suites against an ASan + UBSan build of the extension
+# (about 2 minutes; HB_SANITIZE_CHECK=0 skips); the normal build is
+# installed again afterwards
+if [ "${HB_SANITIZE_CHECK:-1}" != 0 ]; then
+	HB_SANITIZE_DIR="$log_dir/sanitize" bash scripts/sanitize.sh check 2>&1 |
+		tee -a "$log_dir/tap.log" | grep -E '^(not ok|ok|#)' || true
+else
+	echo "ok - sanitized regression suites # SKIP HB_SANITIZE_CHECK=0" | tee -a "$log_dir/tap.log"
 fi
 
 passed=$(grep -cE '^ok ' "$log_dir/tap.log" | tr -d ' ')

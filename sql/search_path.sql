@@ -19,6 +19,13 @@ SELECT hb_model_activate('sp_model', 1);
 SELECT count(*) AS features FROM hb_model_features WHERE name OPERATOR(pg_catalog.=) 'sp_model';
 SELECT hbt_close(hb_predict('sp_model', r), e.pred) FROM reg_squarederror_in r JOIN reg_squarederror_exp e USING (id) WHERE id OPERATOR(pg_catalog.=) 1;
 SELECT hb_model_grant('sp_model', 'public');
+-- the default query of hb_predict_batch / hb_topk reads the row type's own
+-- table, schema-qualified: a table of that name earlier in the path is not read
+CREATE TABLE evil.reg_squarederror_in (LIKE public.reg_squarederror_in);
+INSERT INTO evil.reg_squarederror_in SELECT * FROM public.reg_squarederror_in LIMIT 1;
+SELECT (SELECT count(*) FROM hb_predict_batch('sp_model', NULL::public.reg_squarederror_in)) AS batch_rows,
+	   (SELECT count(*) FROM hb_topk('sp_model', 100000, NULL::public.reg_squarederror_in)) AS topk_rows,
+	   (SELECT count(*) FROM public.reg_squarederror_in) AS table_rows;
 SELECT hb_model_drop('sp_model', 2);
 SELECT hb_model_drop('sp_model');
 

@@ -421,6 +421,11 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("hb_topk_agg must rank with one model per group")));
+	else if (k_arg(fcinfo, 2) != s->heap.k)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hb_topk_agg must rank with one k per group, not %d and %d",
+						s->heap.k, PG_GETARG_INT32(2))));
 
 	/* a NULL row has no score: it is not ranked */
 	if (PG_ARGISNULL(3))

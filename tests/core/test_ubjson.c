@@ -409,7 +409,7 @@ test_fixture(const char *dir, const char *name)
 	HbPlan	   *jp = NULL,
 			   *up = NULL;
 	HbError		err;
-	TuTable		in;
+	TuTable		in = {0};
 	double	   *x = NULL;
 	static const HbStrategy strategies[] = {HB_STRATEGY_TT, HB_STRATEGY_PTT,
 	HB_STRATEGY_GEMM};
@@ -454,14 +454,12 @@ test_fixture(const char *dir, const char *name)
 	if (!tu_read_csv(path, &in) || in.cols != jm->n_features + 1)
 	{
 		ok(false, "%s: cannot read %s", name, path);
-		free(in.v);
 		goto done;
 	}
 	x = malloc(sizeof(double) * in.rows * jm->n_features);
 	for (int r = 0; r < in.rows; r++)
 		for (int f = 0; f < jm->n_features; f++)
 			x[(size_t) r * jm->n_features + f] = in.v[(size_t) r * in.cols + f + 1];
-	free(in.v);
 	memset(&err, 0, sizeof(err));
 	if (!hb_plan_build(jm, &jp, &err) || !hb_plan_build(um, &up, &err))
 	{
@@ -488,6 +486,7 @@ test_fixture(const char *dir, const char *name)
 	}
 
 done:
+	tu_free_table(&in);
 	free(x);
 	hb_plan_free(jp);
 	hb_plan_free(up);
