@@ -38,6 +38,7 @@ typedef struct HbCacheEntry
 	HbFeatureType *feature_types;
 	int			n_outputs;
 	int			n_classes;
+	void	   *class_bounds;	/* HbClassBounds, built on first use (pg_class.c) */
 
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
@@ -153,5 +154,10 @@ typedef void (*HbBatchFn) (void *arg, const double *x, Datum *items,
 extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,
 							const char *query, TupleDesc rowdesc, int batch,
 							HbBatchFn fn, void *arg);
+
+/* pg_class.c */
+extern bool hb_early_exit;
+extern void hb_check_classifier(const HbCacheEntry *e, const char *fn);
+extern void hb_classify(HbCacheEntry *e, const double *x, size_t n, int32 *out);
 
 #endif							/* HBIRD_H */
