@@ -468,6 +468,82 @@ tiny_leaf(int t, int nt)
 
 /* ---------- the conformance corpus ---------- */
 
+/*
+ * The corpus's own outputs decide a class too: binary, probability > 0.5
+ * (margin > 0 for raw outputs and link-less models); multiclass, the first
+ * largest value.  Rows where the library's values sit within the case's
+ * tolerance of the boundary are counted apart: there the last bits decide.
+ * Returns the number of rows where the classes differ beyond that.
+ */
+static int
+library_disagrees(const char *dir, const HbJson *c, const HbModel *m,
+				  const int32_t *ours, int rows, int *checked, int *close)
+{
+	const HbJson *expected = hb_json_get(c, "expected");
+	const HbJson *tol = hb_json_get(c, "tolerance");
+	double		abs_tol = 0.0,
+				rel_tol = 0.0;
+	int			bad = 0;
+
+	hb_json_number(hb_json_get(tol, "abs"), &abs_tol);
+	hb_json_number(hb_json_get(tol, "rel"), &rel_tol);
+	for (size_t k = 0; k < hb_json_len(expected); k++)
+	{
+		const char *kind = hb_json_key_at(expected, k);
+		bool		raw = strcmp(kind, "raw") == 0 || strcmp(kind, "margin") == 0;
+		char		path[4096];
+		TuTable		want;
+		int			kk = m->task == HB_TASK_MULTICLASS ? m->n_classes : 1;
+
+		if (!raw && strcmp(kind, "transformed") != 0 && strcmp(kind, "pred") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir,
+				 hb_json_string(hb_json_value_at(expected, k)));
+		if (!tu_read_csv(path, &want) || want.rows != rows || want.cols != kk)
+		{
+			tu_free_table(&want);
+			continue;
+		}
+		for (int r = 0; r < rows; r++)
+		{
+			const double *v = want.v + (size_t) r * kk;
+			int			lib;
+			double		gap,
+						scale;
+
+			if (kk == 1)
+			{
+				double		thr = raw || m->link != HB_LINK_SIGMOID ? 0.0 : 0.5;
+
+				lib = v[0] > thr;
+				gap = fabs(v[0] - thr);
+				scale = fabs(v[0]);
+			}
+			else
+			{
+				int			second = -1;
+
+				lib = 0;
+				for (int j = 1; j < kk; j++)
+					if (v[j] > v[lib])
+						lib = j;
+				for (int j = 0; j < kk; j++)
+					if (j != lib && (second < 0 || v[j] > v[second]))
+						second = j;
+				gap = v[lib] - v[second];
+				scale = fabs(v[lib]);
+			}
+			(*checked)++;
+			if (gap <= abs_tol + rel_tol * scale)
+				(*close)++;
+			else if (lib != ours[r])
+				bad++;
+		}
+		tu_free_table(&want);
+	}
+	return bad;
+}
+
 static void
 conformance(Totals *tot)
 {
@@ -479,6 +555,8 @@ conformance(Totals *tot)
 	HbError		err = {0};
 	const HbJson *cases;
 	int			classifiers = 0;
+	int			lib_checked = 0,
+				lib_close = 0;
 
 	if (dir == NULL)
 		dir = "../shared/conformance";
@@ -552,6 +630,25 @@ conformance(Totals *tot)
 		why[0] = '\0';
 		{
 			bool		same = check_plan(p, x, in.rows, &st, why, sizeof(why));
+			int32_t    *ours = malloc(sizeof(int32_t) * (in.rows ? in.rows : 1));
+			HbClassBounds *b = hb_class_bounds(p);
+			int			checked = 0,
+						close = 0,
+						bad;
+
+			hb_early_exit_classes(p, b, x, in.rows, ours, NULL);
+			hb_class_bounds_free(b);
+			bad = library_disagrees(dir, c, m, ours, in.rows, &checked, &close);
+			free(ours);
+			lib_checked += checked;
+			lib_close += close;
+			if (checked == 0)
+				printf("ok %d - %s: classes vs the library # SKIP no raw or transformed outputs\n",
+					   ++n_test, id);
+			else
+				report(bad == 0,
+					   "%s: classes equal the library's on %d of %d outputs (%d within tolerance of a tie)",
+					   id, checked - close - bad, checked, close);
 
 			report(same, "%s (%s, %d trees, %d rows): early exit == full scoring; %lld rows exited early, %.1f%% of trees scored%s%s",
 				   id, hb_task_name(m->task), m->n_trees, in.rows,
@@ -565,7 +662,8 @@ conformance(Totals *tot)
 		hb_plan_free(p);
 		hb_model_free(m);
 	}
-	printf("# conformance: %d tree classifiers checked\n", classifiers);
+	printf("# conformance: %d tree classifiers checked; %d library outputs, %d within tolerance of a tie\n",
+		   classifiers, lib_checked, lib_close);
 	hb_json_free(doc);
 	free(bytes);
 }
