@@ -35,7 +35,8 @@
 
 #define EE_CHUNK		64		/* rows walked together (traversal path) */
 #define EE_PTT_CHUNK	1024	/* rows per chunk (PTT path) */
-#define EE_TT_BLOCK		8		/* trees between two checks (traversal) */
+#define EE_MIN_BLOCK	8		/* fewest trees between two checks */
+#define EE_SHRINK		0.7		/* check when the open width shrank this much */
 #define HB_EE_GAP		1e-5	/* binary: margins nearer 0 are not decided early */
 
 struct HbClassBounds
@@ -48,6 +49,9 @@ struct HbClassBounds
 	double	   *smax;			/* sum of leaf maxima */
 	double	   *sabs;			/* sum of the largest |leaf| */
 	int32_t    *scnt;			/* number of trees */
+	/* tree counts after which rows are checked, ascending, < n_trees */
+	int32_t    *checks;
+	int32_t		n_checks;
 };
 
 bool
@@ -56,6 +60,52 @@ hb_class_supported(const HbPlan *p)
 	return (p->task == HB_TASK_BINARY && p->n_outputs == 1) ||
 		(p->task == HB_TASK_MULTICLASS && p->n_outputs == p->n_classes &&
 		 p->n_classes >= 2);
+}
+
+/* Width of the interval the remaining trees t.. can still add, all outputs. */
+static double
+open_width(const HbClassBounds *b, int t)
+{
+	double		w = 0.0;
+
+	for (int g = 0; g < b->k; g++)
+		w += b->smax[(size_t) t * b->k + g] - b->smin[(size_t) t * b->k + g];
+	return w;
+}
+
+/*
+ * When to check.  A row can only be decided once the remaining trees'
+ * interval is narrower than its distance to the boundary, and in boosted
+ * ensembles that interval shrinks slowly (late trees still have large
+ * leaves for the rare rows they fit), so decisions cluster near the end.
+ * Checks are placed where the open width has shrunk by EE_SHRINK since the
+ * last one (at least EE_MIN_BLOCK trees apart, at most a quarter of the
+ * model): few checks early, where they would rarely decide anything and
+ * each costs the PTT kernel a recomputation of its keys, more near the end.
+ */
+static void
+plan_checks(HbClassBounds *b)
+{
+	int			k = b->k;
+	int			min_block = (EE_MIN_BLOCK + k - 1) / k * k;
+	int			max_gap = b->n_trees / 4 > min_block ? b->n_trees / 4 : min_block;
+	double		last_w = open_width(b, 0);
+	int			last = 0;
+
+	b->n_checks = 0;
+	for (int t = min_block; t < b->n_trees; t++)
+	{
+		double		w = open_width(b, t);
+
+		if (t - last < min_block)
+			continue;
+		if (w <= last_w * EE_SHRINK || t - last >= max_gap)
+		{
+			b->checks[b->n_checks++] = t;
+			last = t;
+			last_w = w;
+		}
+	}
 }
 
 HbClassBounds *
@@ -74,7 +124,8 @@ hb_class_bounds(const HbPlan *p)
 	b->smax = hb_alloc0(sizeof(double) * cells);
 	b->sabs = hb_alloc0(sizeof(double) * cells);
 	b->scnt = hb_alloc0(sizeof(int32_t) * cells);
-	if (!b->smin || !b->smax || !b->sabs || !b->scnt)
+	b->checks = hb_alloc0(sizeof(int32_t) * (nt + 1));
+	if (!b->smin || !b->smax || !b->sabs || !b->scnt || !b->checks)
 	{
 		hb_class_bounds_free(b);
 		return NULL;
@@ -123,6 +174,7 @@ hb_class_bounds(const HbPlan *p)
 		b->sabs[row + g] += ab;
 		b->scnt[row + g] += 1;
 	}
+	plan_checks(b);
 	return b;
 }
 
@@ -135,6 +187,7 @@ hb_class_bounds_free(HbClassBounds *b)
 	hb_free(b->smax);
 	hb_free(b->sabs);
 	hb_free(b->scnt);
+	hb_free(b->checks);
 	hb_free(b);
 }
 
@@ -251,19 +304,12 @@ full_classes(const HbPlan *p, const double *x, size_t n, int32_t *out,
 	}
 }
 
-/*
- * Trees between two checks on the PTT path: a twentieth of the model,
- * between 8 and 32 (each call of the range kernel recomputes the rows'
- * keys, so blocks should not be tiny), whole rounds of classes.
- */
-static int
-ptt_tree_block(const HbPlan *p)
+/* Trees [t0, t1) of segment c: from one check to the next (or the end). */
+static inline void
+segment(const HbClassBounds *b, int c, int n_trees, int *t0, int *t1)
 {
-	int			k = p->n_outputs;
-	int			tb = p->n_trees / 20;
-
-	tb = tb < 8 ? 8 : tb > 32 ? 32 : tb;
-	return (tb + k - 1) / k * k;
+	*t0 = c == 0 ? 0 : b->checks[c - 1];
+	*t1 = c < b->n_checks ? b->checks[c] : n_trees;
 }
 
 static bool
@@ -275,7 +321,6 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 	double	   *xl = hb_alloc(sizeof(double) * EE_PTT_CHUNK * nf);
 	double	   *acc = hb_alloc(sizeof(double) * EE_PTT_CHUNK * k);
 	size_t	   *ids = hb_alloc(sizeof(size_t) * EE_PTT_CHUNK);
-	int			tb = ptt_tree_block(p);
 
 	if (!xl || !acc || !ids)
 	{
@@ -296,11 +341,13 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 				acc[i * k + g] = base_of(p, g);
 			ids[i] = r0 + i;
 		}
-		for (int t0 = 0; t0 < p->n_trees && nlive > 0; t0 += tb)
+		for (int c = 0; c <= b->n_checks && nlive > 0; c++)
 		{
-			int			t1 = t0 + tb < p->n_trees ? t0 + tb : p->n_trees;
+			int			t0,
+						t1;
 			size_t		kept = 0;
 
+			segment(b, c, p->n_trees, &t0, &t1);
 			hb_ptt_accumulate(p, xl, nlive, t0, t1, acc);
 			st->trees_scored += (int64_t) nlive * (t1 - t0);
 			if (t1 == p->n_trees)
@@ -351,7 +398,6 @@ score_tt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 	int			k = p->n_outputs;
 	double		stack_acc[EE_CHUNK * 4];
 	double	   *acc = stack_acc;
-	int			tb = (EE_TT_BLOCK + k - 1) / k * k;
 
 	if (k > 4)
 	{
@@ -372,11 +418,13 @@ score_tt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 			for (int g = 0; g < k; g++)
 				acc[i * k + g] = base_of(p, g);
 		}
-		for (int t0 = 0; t0 < p->n_trees && nlive > 0; t0 += tb)
+		for (int c = 0; c <= b->n_checks && nlive > 0; c++)
 		{
-			int			t1 = t0 + tb < p->n_trees ? t0 + tb : p->n_trees;
+			int			t0,
+						t1;
 			int			kept = 0;
 
+			segment(b, c, p->n_trees, &t0, &t1);
 			for (int t = t0; t < t1; t++)
 			{
 				int64_t		root = p->tree_root[t];
