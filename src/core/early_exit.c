@@ -52,6 +52,9 @@ struct HbClassBounds
 	/* tree counts after which rows are checked, ascending, < n_trees */
 	int32_t    *checks;
 	int32_t		n_checks;
+	/* binary: max of smax over t.. (non-increasing), min of smin (non-decreasing) */
+	double	   *emax;
+	double	   *emin;
 };
 
 bool
@@ -125,7 +128,10 @@ hb_class_bounds(const HbPlan *p)
 	b->sabs = hb_alloc0(sizeof(double) * cells);
 	b->scnt = hb_alloc0(sizeof(int32_t) * cells);
 	b->checks = hb_alloc0(sizeof(int32_t) * (nt + 1));
-	if (!b->smin || !b->smax || !b->sabs || !b->scnt || !b->checks)
+	b->emax = hb_alloc0(sizeof(double) * (nt + 1));
+	b->emin = hb_alloc0(sizeof(double) * (nt + 1));
+	if (!b->smin || !b->smax || !b->sabs || !b->scnt || !b->checks ||
+		!b->emax || !b->emin)
 	{
 		hb_class_bounds_free(b);
 		return NULL;
@@ -175,6 +181,12 @@ hb_class_bounds(const HbPlan *p)
 		b->scnt[row + g] += 1;
 	}
 	plan_checks(b);
+	if (k == 1)
+		for (int t = nt - 1; t >= 0; t--)
+		{
+			b->emax[t] = fmax(b->smax[t], b->emax[t + 1]);
+			b->emin[t] = fmin(b->smin[t], b->emin[t + 1]);
+		}
 	return b;
 }
 
@@ -188,6 +200,8 @@ hb_class_bounds_free(HbClassBounds *b)
 	hb_free(b->sabs);
 	hb_free(b->scnt);
 	hb_free(b->checks);
+	hb_free(b->emax);
+	hb_free(b->emin);
 	hb_free(b);
 }
 
@@ -312,6 +326,46 @@ segment(const HbClassBounds *b, int c, int n_trees, int *t0, int *t1)
 	*t1 = c < b->n_checks ? b->checks[c] : n_trees;
 }
 
+/*
+ * Binary: the first tree count at which a row with this partial sum could
+ * be decided if the sum did not move, ignoring the rounding slack.  Only a
+ * guess for scheduling checks (sums do move); decisions use decided().
+ */
+static int
+earliest(const HbClassBounds *b, double a)
+{
+	int			lo = 0,
+				hi = b->n_trees + 1;
+	int			neg,
+				pos;
+
+	/* first t with a + emax[t] < -gap (emax does not increase) */
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (a + b->emax[mid] < -HB_EE_GAP)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	neg = lo;
+	lo = 0;
+	hi = b->n_trees + 1;
+	/* first t with a + emin[t] > gap (emin does not decrease) */
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (a + b->emin[mid] > HB_EE_GAP)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	pos = lo;
+	return neg < pos ? neg : pos;
+}
+
 static bool
 score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 		  int32_t *out, HbClassStats *st)
@@ -341,24 +395,23 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 				acc[i * k + g] = base_of(p, g);
 			ids[i] = r0 + i;
 		}
-		for (int c = 0; c <= b->n_checks && nlive > 0; c++)
+		for (int t0 = 0, t1, c = 0; nlive > 0; t0 = t1)
 		{
-			int			t0,
-						t1;
+			t1 = c < b->n_checks ? b->checks[c] : p->n_trees;
 			size_t		kept = 0;
+			int			tmin = p->n_trees;
 
-			segment(b, c, p->n_trees, &t0, &t1);
 			hb_ptt_accumulate(p, xl, nlive, t0, t1, acc);
 			st->trees_scored += (int64_t) nlive * (t1 - t0);
 			if (t1 == p->n_trees)
 				break;
 			for (size_t i = 0; i < nlive; i++)
 			{
-				int32_t		c = decided(p, b, acc + i * k, t1);
+				int32_t		cls = decided(p, b, acc + i * k, t1);
 
-				if (c >= 0)
+				if (cls >= 0)
 				{
-					out[ids[i]] = c;
+					out[ids[i]] = cls;
 					st->rows_early++;
 					continue;
 				}
@@ -368,9 +421,25 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 					memcpy(acc + kept * k, acc + i * k, sizeof(double) * k);
 					ids[kept] = ids[i];
 				}
+				if (k == 1)
+				{
+					int			e = earliest(b, acc[kept]);
+
+					if (e < tmin)
+						tmin = e;
+				}
 				kept++;
 			}
 			nlive = kept;
+
+			/*
+			 * Each check costs the kernel a recomputation of the rows' keys:
+			 * skip the checks before any open row could plausibly be decided.
+			 */
+			c++;
+			if (k == 1)
+				while (c < b->n_checks && b->checks[c] < tmin)
+					c++;
 		}
 		/* the rows still open ran every tree in model order: exact margins */
 		for (size_t i = 0; i < nlive; i++)
@@ -473,6 +542,79 @@ score_tt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 	return true;
 }
 
+/*
+ * One row, one margin (binary): the row-at-a-time path of SQL.  The running
+ * sum stays in a register; with the general loop's store to a possibly
+ * aliased accumulator after every tree, a PGXS build (no strict aliasing)
+ * reloaded the plan's arrays each time and walked a third slower than
+ * full scoring.
+ */
+static void
+score_one_binary(const HbPlan *p, const HbClassBounds *b, const double *x,
+				 int32_t *out, HbClassStats *st)
+{
+	const HbFlatNode *nodes = p->nodes;
+	const int32_t *root = p->tree_root;
+	int			nt = p->n_trees;
+	int			done = nt;
+	int32_t		cls = -1;
+
+	st->rows++;
+	st->trees_total += nt;
+	if (p->sum_f32)
+	{
+		float		s = (float) p->base_margin[0];
+
+		for (int c = 0; c <= b->n_checks; c++)
+		{
+			int			t0,
+						t1;
+			double		a;
+
+			segment(b, c, nt, &t0, &t1);
+			for (int t = t0; t < t1; t++)
+				s += nodes[hb_walk_f32(p, root[t], x)].thr;
+			a = s;
+			if (t1 < nt && (cls = decided(p, b, &a, t1)) >= 0)
+			{
+				done = t1;
+				break;
+			}
+		}
+		if (cls < 0)
+		{
+			double		a = s;
+
+			cls = class_of(p, &a);
+		}
+	}
+	else
+	{
+		double		s = p->base_margin[0];
+
+		for (int c = 0; c <= b->n_checks; c++)
+		{
+			int			t0,
+						t1;
+
+			segment(b, c, nt, &t0, &t1);
+			for (int t = t0; t < t1; t++)
+				s += p->leaf_d[hb_walk_f64(p, root[t], x)];
+			if (t1 < nt && (cls = decided(p, b, &s, t1)) >= 0)
+			{
+				done = t1;
+				break;
+			}
+		}
+		if (cls < 0)
+			cls = class_of(p, &s);
+	}
+	if (done < nt)
+		st->rows_early++;
+	st->trees_scored += done;
+	*out = cls;
+}
+
 bool
 hb_early_exit_classes(const HbPlan *p, const HbClassBounds *b, const double *x,
 					  size_t n, int32_t *out, HbClassStats *stats)
@@ -508,7 +650,12 @@ hb_early_exit_classes(const HbPlan *p, const HbClassBounds *b, const double *x,
 			snapped[i] = fabs(x[i]) <= HB_ZERO_THRESHOLD ? 0.0 : x[i];
 		x = snapped;
 	}
-	if (p->ptt && n >= EE_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
+	if (n == 1 && p->n_outputs == 1)
+	{
+		score_one_binary(p, b, x, out, stats);
+		ok = true;
+	}
+	else if (p->ptt && n >= EE_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
 		ok = score_ptt(p, b, x, n, out, stats);
 	else
 		ok = score_tt(p, b, x, n, out, stats);
