@@ -399,7 +399,8 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 		{
 			t1 = c < b->n_checks ? b->checks[c] : p->n_trees;
 			size_t		kept = 0;
-			int			tmin = p->n_trees;
+			double		amin = DBL_MAX,
+						amax = -DBL_MAX;
 
 			hb_ptt_accumulate(p, xl, nlive, t0, t1, acc);
 			st->trees_scored += (int64_t) nlive * (t1 - t0);
@@ -421,13 +422,10 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 					memcpy(acc + kept * k, acc + i * k, sizeof(double) * k);
 					ids[kept] = ids[i];
 				}
-				if (k == 1)
-				{
-					int			e = earliest(b, acc[kept]);
-
-					if (e < tmin)
-						tmin = e;
-				}
+				if (acc[kept * k] < amin)
+					amin = acc[kept * k];
+				if (acc[kept * k] > amax)
+					amax = acc[kept * k];
 				kept++;
 			}
 			nlive = kept;
@@ -437,9 +435,17 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 			 * skip the checks before any open row could plausibly be decided.
 			 */
 			c++;
-			if (k == 1)
+			if (k == 1 && nlive > 0)
+			{
+				/* the extreme sums are the first that can be decided */
+				int			tmin = earliest(b, amin);
+				int			e = earliest(b, amax);
+
+				if (e < tmin)
+					tmin = e;
 				while (c < b->n_checks && b->checks[c] < tmin)
 					c++;
+			}
 		}
 		/* the rows still open ran every tree in model order: exact margins */
 		for (size_t i = 0; i < nlive; i++)
