@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """A fraud-style binary classifier for bench/early_exit.sh.
 
-    /usr/bin/python3 bench/gen_fraud.py OUT.json [TREES]
+    /usr/bin/python3 bench/gen_fraud.py OUT.json [TREES] [regularized]
 
 20 numeric features f0..f19, standard normal, 5% missing; about 2% of the
 training rows are positive.  binary:logistic, depth 6, eta 0.1, TREES rounds
-(default 400), seeded.  bench/early_exit.sh generates the scoring table in
+(default 400), seeded.  "regularized" adds min_child_weight 10 and
+lambda 10: smaller leaves for the rare rows late trees fit.  bench/early_exit.sh generates the scoring table in
 SQL with the same feature distribution.
 """
 
@@ -21,6 +22,7 @@ N_FEATURES = 20
 def main():
     out = sys.argv[1]
     trees = int(sys.argv[2]) if len(sys.argv) > 2 else 400
+    regularized = len(sys.argv) > 3 and sys.argv[3] == "regularized"
     rng = np.random.default_rng(7)
     x = rng.normal(size=(N_TRAIN, N_FEATURES)).astype(np.float32)
     z = x.astype(np.float64)
@@ -33,6 +35,8 @@ def main():
     d = xgb.DMatrix(x, label=y, feature_names=names, missing=np.nan)
     params = {"objective": "binary:logistic", "max_depth": 6, "eta": 0.1,
               "tree_method": "hist", "nthread": 2, "seed": 0}
+    if regularized:
+        params.update({"min_child_weight": 10, "lambda": 10})
     booster = xgb.train(params, d, num_boost_round=trees)
     booster.save_model(out)
     p = booster.predict(d)
