@@ -92,6 +92,33 @@ SELECT id % 3 AS g,
 	   array_agg(hb_predict_class('multi_softmax', i) ORDER BY id) AS same
 FROM multi_softmax_in i GROUP BY 1 ORDER BY 1;
 
+-- PARALLEL SAFE: workers classify like the leader, and like hb_predict > 0.5
+CREATE TABLE class_big AS
+SELECT g AS id,
+	   CASE WHEN g % 11 = 0 THEN NULL ELSE sin(g) END AS amount,
+	   cos(g * 0.7) AS age,
+	   CASE WHEN g % 7 = 0 THEN NULL ELSE sin(g * 1.3) * 2 END AS balance,
+	   cos(g * 0.11) AS n_tx,
+	   sin(g * 0.05) AS risk,
+	   (g % 13) / 6.0 - 1 AS tenure
+FROM generate_series(1, 30000) g;
+ANALYZE class_big;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FILTER (WHERE hb_predict_class('binary_logistic', b) = 1) FROM class_big b;
+SELECT count(*) AS n,
+	   count(*) FILTER (WHERE hb_predict_class('binary_logistic', b) IS DISTINCT FROM
+							  (hb_predict('binary_logistic', b) > 0.5)::int) AS differ
+FROM class_big b;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+DROP TABLE class_big;
+
 -- LightGBM (tests/fixtures/lightgbm_tiny.txt, hand-written): margin = tree 0
 -- (x <= 5 or missing: -1, else +1) + tree 1 (color in {1, 3, 40}: +0.5, else
 -- -0.25); the class is margin > 0.
