@@ -397,11 +397,11 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 		}
 		for (int t0 = 0, t1, c = 0; nlive > 0; t0 = t1)
 		{
-			t1 = c < b->n_checks ? b->checks[c] : p->n_trees;
 			size_t		kept = 0;
 			double		amin = DBL_MAX,
 						amax = -DBL_MAX;
 
+			t1 = c < b->n_checks ? b->checks[c] : p->n_trees;
 			hb_ptt_accumulate(p, xl, nlive, t0, t1, acc);
 			st->trees_scored += (int64_t) nlive * (t1 - t0);
 			if (t1 == p->n_trees)
