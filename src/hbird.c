@@ -135,6 +135,15 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	hb_stat_init();
+	DefineCustomBoolVariable("hbird.early_exit",
+							 "Stops scoring a row once its class is settled.",
+							 "Class predictions of tree classifiers skip the remaining trees "
+							 "when no leaves of theirs could change the class; the answer is the same either way.",
+							 &hb_early_exit,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("hbird");
 }

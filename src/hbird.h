@@ -39,6 +39,7 @@ typedef struct HbCacheEntry
 	HbFeatureType *feature_types;
 	int			n_outputs;
 	int			n_classes;
+	void	   *class_bounds;	/* HbClassBounds, built on first use (pg_class.c) */
 
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
@@ -175,5 +176,9 @@ extern void hb_stat_batch(HbCacheEntry *e, int64 n, const instr_time *start,
 extern void hb_stat_call(HbCacheEntry *e);
 extern void hb_stat_topk(HbCacheEntry *e, const struct HbTopkStats *s);
 extern void hb_stat_cache(HbCacheEntry *e, const instr_time *compile_start);
+/* pg_class.c */
+extern bool hb_early_exit;
+extern void hb_check_classifier(const HbCacheEntry *e, const char *fn);
+extern void hb_classify(HbCacheEntry *e, const double *x, size_t n, int32 *out);
 
 #endif							/* HBIRD_H */

@@ -27,6 +27,8 @@
 
 PG_FUNCTION_INFO_V1(hb_predict_agg_sfunc);
 PG_FUNCTION_INFO_V1(hb_predict_agg_final);
+PG_FUNCTION_INFO_V1(hb_predict_class_agg_sfunc);
+PG_FUNCTION_INFO_V1(hb_predict_class_agg_final);
 PG_FUNCTION_INFO_V1(hb_predict_batch);
 PG_FUNCTION_INFO_V1(hb_compile);
 
@@ -64,6 +66,7 @@ typedef struct HbAggState
 	double	   *preds;			/* every prediction so far, in input order */
 	int64		npreds;
 	int64		pcap;
+	bool		classes;		/* hb_predict_class_agg: class indexes */
 } HbAggState;
 
 static void
@@ -88,8 +91,18 @@ agg_flush(HbAggState *s)
 		s->pcap = cap;
 	}
 	INSTR_TIME_SET_CURRENT(start);
-	hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
-					s->preds + s->npreds);
+	if (s->classes)
+	{
+		int32	   *cls = palloc(sizeof(int32) * s->nbuf);
+
+		hb_classify(s->entry, s->x, s->nbuf, cls);
+		for (int i = 0; i < s->nbuf; i++)
+			s->preds[s->npreds + i] = cls[i];
+		pfree(cls);
+	}
+	else
+		hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
+						s->preds + s->npreds);
 	hb_stat_batch(s->entry, s->nbuf, &start, false);
 	s->npreds += s->nbuf;
 	s->nbuf = 0;
@@ -121,17 +134,20 @@ agg_reserve(HbAggState *s)
 	s->cap = cap;
 }
 
-Datum
-hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
+static Datum
+agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 {
+	const char *fn = classes ? "hb_predict_class_agg" : "hb_predict_agg";
 	MemoryContext aggcxt;
 	HbAggState *s;
 	HbCallState *st;
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
-		elog(ERROR, "hb_predict_agg_sfunc called in non-aggregate context");
+		elog(ERROR, "%s called in non-aggregate context", fn);
 
 	st = hb_call_prepare(fcinfo, 1, false);
+	if (classes)
+		hb_check_classifier(st->entry, fn);
 	s = PG_ARGISNULL(0) ? NULL : (HbAggState *) PG_GETARG_POINTER(0);
 	if (s == NULL)
 	{
@@ -139,11 +155,12 @@ hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
 		s->entry = st->entry;
 		hb_cache_pin_for(st->entry, aggcxt);
 		s->batch = hb_batch_rows(st->entry);
+		s->classes = classes;
 	}
 	else if (!hb_cache_same(s->entry, st->entry))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("hb_predict_agg must score one model per group")));
+				 errmsg("%s must score one model per group", fn)));
 
 	agg_reserve(s);
 	if (PG_ARGISNULL(2))
@@ -164,6 +181,18 @@ hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
 }
 
 Datum
+hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
+{
+	return agg_sfunc(fcinfo, false);
+}
+
+Datum
+hb_predict_class_agg_sfunc(PG_FUNCTION_ARGS)
+{
+	return agg_sfunc(fcinfo, true);
+}
+
+Datum
 hb_predict_agg_final(PG_FUNCTION_ARGS)
 {
 	HbAggState   *s;
@@ -180,6 +209,23 @@ hb_predict_agg_final(PG_FUNCTION_ARGS)
 	PG_RETURN_ARRAYTYPE_P(construct_array(d, (int) s->npreds, FLOAT8OID,
 										  sizeof(float8), FLOAT8PASSBYVAL,
 										  TYPALIGN_DOUBLE));
+}
+
+Datum
+hb_predict_class_agg_final(PG_FUNCTION_ARGS)
+{
+	HbAggState *s;
+	Datum	   *d;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	s = (HbAggState *) PG_GETARG_POINTER(0);
+	agg_flush(s);
+	d = palloc_extended(sizeof(Datum) * Max(s->npreds, 1), MCXT_ALLOC_HUGE);
+	for (int64 i = 0; i < s->npreds; i++)
+		d[i] = Int32GetDatum((int32) s->preds[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(d, (int) s->npreds, INT4OID,
+										  sizeof(int32), true, TYPALIGN_INT));
 }
 
 /* ---- hb_predict_batch(name, rowtype, query) -> (score, item) ---- */

@@ -2,13 +2,17 @@
  * fuzz_common.h
  *	  What every hbird fuzz target does with a model it managed to read:
  *	  write and re-read its image, build a plan, and score awkward rows with
- *	  every strategy, the link functions and top-K.
+ *	  every strategy, the link functions, top-K and the early-exit classes.
  *
  * Besides crashes and sanitizer reports, the targets check two things the
  * core promises, and abort when they fail:
  *	- TT, PTT and GEMM give bit-identical margins (NaN matches any NaN),
  *	  for a batch of all rows and for rows one at a time;
- *	- a model re-read from its image scores exactly like the model.
+ *	- a model re-read from its image scores exactly like the model;
+ *	- classes with the early exit equal the classes of the full margins
+ *	  (fuzzed models are mostly too small to exit early, so this mainly runs
+ *	  the bounds over odd models under the sanitizers; test_early_exit.c
+ *	  covers the decisions).
  * Set HB_FUZZ_NO_DIFF=1 to look for crashes only.
  *
  * Included by exactly one .c file per target.
@@ -16,6 +20,7 @@
 #ifndef HB_FUZZ_COMMON_H
 #define HB_FUZZ_COMMON_H
 
+#include "early_exit.h"
 #include "json.h"
 #include "plan.h"
 #include "topk.h"
@@ -264,6 +269,27 @@ fuzz_exercise(const HbModel *m, const uint8_t *data, size_t size)
 
 			(void) hb_topk_score(p, b, x, rows, &threshold, fuzz_offer, best, &st);
 			hb_topk_bounds_free(b);
+		}
+	}
+
+	if (hb_class_supported(p))
+	{
+		HbClassBounds *cb = hb_class_bounds(p);
+		int32_t		want[FUZZ_ROWS];
+		int32_t		cls[FUZZ_ROWS];
+
+		if (cb != NULL)
+		{
+			hb_link_class(p, ref, rows, want);
+			if (hb_early_exit_classes(p, cb, x, rows, cls, NULL) && fuzz_diff)
+				for (int r = 0; r < rows; r++)
+					if (cls[r] != want[r])
+						fuzz_fail("early-exit classes", r, 0, cls[r], want[r]);
+			for (int r = 0; r < rows; r++)
+				if (hb_early_exit_classes(p, cb, x + (size_t) r * nf, 1, cls, NULL) &&
+					fuzz_diff && cls[0] != want[r])
+					fuzz_fail("early-exit classes, one row", r, 0, cls[0], want[r]);
+			hb_class_bounds_free(cb);
 		}
 	}
 

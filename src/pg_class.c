@@ -1,0 +1,181 @@
+/*
+ * pg_class.c
+ *	  Predicted classes: hb_predict_class (rows and arrays),
+ *	  hb_predict_class_batch, the scoring behind hb_predict_class_agg, and
+ *	  hb_class_stats.
+ *
+ * Tree classifiers take the exact early exit of src/core/early_exit.c
+ * unless hbird.early_exit is off: the answer is the same either way, only
+ * the number of trees walked differs.  The per-tree bounds are built once
+ * per compiled plan and live with it in the plan cache.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/typcache.h"
+
+#include "hbird.h"
+#include "early_exit.h"
+
+PG_FUNCTION_INFO_V1(hb_predict_class_record);
+PG_FUNCTION_INFO_V1(hb_predict_class_array);
+PG_FUNCTION_INFO_V1(hb_predict_class_batch);
+PG_FUNCTION_INFO_V1(hb_class_stats);
+PG_FUNCTION_INFO_V1(hb_class_stats_reset);
+
+bool		hb_early_exit = true;
+
+/* What this backend's class predictions scored, for hb_class_stats(). */
+static HbClassStats class_stats;
+
+void
+hb_check_classifier(const HbCacheEntry *e, const char *fn)
+{
+	if (!hb_class_supported(e->plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" is a %s model; %s needs a classifier",
+						e->name, hb_task_name(e->task), fn),
+				 errhint("Use hb_predict for its value.")));
+}
+
+/* The entry's class bounds, built on first use in the entry's context. */
+static const HbClassBounds *
+class_bounds(HbCacheEntry *e)
+{
+	if (e->class_bounds == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(e->cxt);
+
+		e->class_bounds = hb_class_bounds(e->plan);
+		MemoryContextSwitchTo(old);
+		if (e->class_bounds == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+	}
+	return (const HbClassBounds *) e->class_bounds;
+}
+
+/*
+ * Classes of n bound rows of e's classifier (checked by the caller), with
+ * the early exit unless hbird.early_exit is off.
+ */
+void
+hb_classify(HbCacheEntry *e, const double *x, size_t n, int32 *out)
+{
+	const HbClassBounds *b = hb_early_exit ? class_bounds(e) : NULL;
+
+	if (!hb_early_exit_classes(e->plan, b, x, n, out, &class_stats))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+}
+
+static Datum
+predict_class(FunctionCallInfo fcinfo, bool record)
+{
+	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
+	HbCacheEntry *e = st->entry;
+	int32		cls;
+
+	hb_check_classifier(e, "hb_predict_class");
+	if (PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	if (record)
+		hb_call_load_record(fcinfo, st, 1);
+	else
+		hb_array_row(PG_GETARG_ARRAYTYPE_P(1), e, st->x, e->name);
+	hb_classify(e, st->x, 1, &cls);
+	PG_RETURN_INT32(cls);
+}
+
+Datum
+hb_predict_class_record(PG_FUNCTION_ARGS)
+{
+	return predict_class(fcinfo, true);
+}
+
+Datum
+hb_predict_class_array(PG_FUNCTION_ARGS)
+{
+	return predict_class(fcinfo, false);
+}
+
+/* ---- hb_predict_class_batch(name, rowtype, query) -> (class, item) ---- */
+
+typedef struct ClassBatch
+{
+	HbCacheEntry *entry;
+	ReturnSetInfo *rsinfo;
+	int32	   *cls;
+} ClassBatch;
+
+static void
+class_batch(void *arg, const double *x, Datum *items, uint64 n)
+{
+	ClassBatch *b = arg;
+
+	hb_classify(b->entry, x, n, b->cls);
+	for (uint64 i = 0; i < n; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+
+		values[0] = Int32GetDatum(b->cls[i]);
+		values[1] = items[i];
+		tuplestore_putvalues(b->rsinfo->setResult, b->rsinfo->setDesc,
+							 values, nulls);
+	}
+}
+
+Datum
+hb_predict_class_batch(PG_FUNCTION_ARGS)
+{
+	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
+	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
+	ClassBatch	b;
+	char	   *query;
+	int			batch;
+
+	b.entry = st->entry;
+	hb_check_classifier(b.entry, "hb_predict_class_batch");
+	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InitMaterializedSRF(fcinfo, 0);
+	query = PG_ARGISNULL(2) ? hb_default_query(rowtype) :
+		text_to_cstring(PG_GETARG_TEXT_PP(2));
+	batch = hb_batch_rows(b.entry);
+	b.cls = palloc_extended(sizeof(int32) * batch, MCXT_ALLOC_HUGE);
+	hb_scan_batches(fcinfo, b.entry, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
+					batch, class_batch, &b);
+	return (Datum) 0;
+}
+
+/* ---- hb_class_stats() ---- */
+
+Datum
+hb_class_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int64GetDatum(class_stats.rows);
+	values[1] = Int64GetDatum(class_stats.rows_early);
+	values[2] = Int64GetDatum(class_stats.trees_scored);
+	values[3] = Int64GetDatum(class_stats.trees_total);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+Datum
+hb_class_stats_reset(PG_FUNCTION_ARGS)
+{
+	memset(&class_stats, 0, sizeof(class_stats));
+	PG_RETURN_VOID();
+}
