@@ -134,6 +134,8 @@ _PG_init(void)
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
+	hb_tune_define_gucs();
+
 	MarkGUCPrefixReserved("hbird");
 }
 

@@ -64,6 +64,7 @@ typedef struct HbAggState
 	double	   *preds;			/* every prediction so far, in input order */
 	int64		npreds;
 	int64		pcap;
+	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
 } HbAggState;
 
 static void
@@ -85,8 +86,12 @@ agg_flush(HbAggState *s)
 			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(double));
 		s->pcap = cap;
 	}
-	hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
-					s->preds + s->npreds);
+	if (s->cascade)
+		hb_cascade_run(s->entry->plan, s->cascade, s->x, s->nbuf,
+					   HB_CASCADE_PREDICT, s->preds + s->npreds, NULL);
+	else
+		hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
+						s->preds + s->npreds);
 	s->npreds += s->nbuf;
 	s->nbuf = 0;
 }
@@ -135,6 +140,7 @@ hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
 		s->entry = st->entry;
 		hb_cache_pin_for(st->entry, aggcxt);
 		s->batch = hb_batch_rows(st->entry);
+		s->cascade = hb_cascade_for(st->entry, aggcxt);
 	}
 	else if (!hb_cache_same(s->entry, st->entry))
 		ereport(ERROR,
@@ -292,6 +298,7 @@ typedef struct PredictBatch
 	ReturnSetInfo *rsinfo;
 	double	   *scratch;
 	double	   *pred;
+	HbCascade  *cascade;
 } PredictBatch;
 
 static void
@@ -299,7 +306,11 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 {
 	PredictBatch *b = arg;
 
-	hb_plan_predict(b->entry->plan, x, n, b->scratch, b->pred);
+	if (b->cascade)
+		hb_cascade_run(b->entry->plan, b->cascade, x, n, HB_CASCADE_PREDICT,
+					   b->pred, NULL);
+	else
+		hb_plan_predict(b->entry->plan, x, n, b->scratch, b->pred);
 	for (uint64 i = 0; i < n; i++)
 	{
 		Datum		values[2];
@@ -329,6 +340,7 @@ hb_predict_batch(PG_FUNCTION_ARGS)
 	batch = hb_batch_rows(b.entry);
 	b.scratch = palloc_extended(sizeof(double) * batch * b.entry->n_outputs, MCXT_ALLOC_HUGE);
 	b.pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
+	b.cascade = hb_cascade_for(b.entry, CurrentMemoryContext);
 	hb_scan_batches(fcinfo, b.entry, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
 					batch, predict_batch, &b);
 	return (Datum) 0;

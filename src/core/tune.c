@@ -766,7 +766,7 @@ check_spec(const HbPlan *p, size_t n, const HbTuneSpec *s, HbError *err)
 }
 
 bool
-hb_tune(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
+hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		HbTuneProgress progress, void *arg, HbTuneResult *res, HbError *err)
 {
 	Work		w;

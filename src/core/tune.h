@@ -74,7 +74,7 @@ typedef void (*HbTuneProgress) (void *arg, const char *msg);
  * Tune on n sample rows x (row-major, n_features each).  Fails with
  * HB_ERR_ARGUMENT on a sample or spec that cannot be tuned on.
  */
-extern bool hb_tune(const HbPlan *p, const double *x, size_t n,
+extern bool hb_tune_run(const HbPlan *p, const double *x, size_t n,
 					const HbTuneSpec *spec, HbTuneProgress progress,
 					void *arg, HbTuneResult *res, HbError *err);
 extern void hb_tune_result_free(HbTuneResult *res);

@@ -243,12 +243,12 @@ test_topk_tuning(void)
 				ok2;
 	int			n_linear = 0;
 
-	ok1 = hb_tune(p, x, n, &spec, NULL, NULL, &r1, &err);
+	ok1 = hb_tune_run(p, x, n, &spec, NULL, NULL, &r1, &err);
 	report(ok1 && r1.chosen >= 0, "top-K tuning of willump_rank: %d candidates, chosen %s (%s)",
 		   ok1 ? r1.n_cand : 0, ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].label : "none", err.msg);
 	if (!ok1 || r1.chosen < 0)
 		return;
-	ok2 = hb_tune(p, x, n, &spec, NULL, NULL, &r2, &err);
+	ok2 = hb_tune_run(p, x, n, &spec, NULL, NULL, &r2, &err);
 	report(ok2 && same_result(&r1, &r2), "top-K tuning is reproducible with the same seed");
 	for (int i = 0; i < r1.n_cand; i++)
 	{
@@ -339,12 +339,12 @@ test_cascade_tuning(const char *name, double target)
 	HbError		err = {0};
 	bool		ok1;
 
-	ok1 = hb_tune(p, x, n, &spec, NULL, NULL, &r1, &err);
+	ok1 = hb_tune_run(p, x, n, &spec, NULL, NULL, &r1, &err);
 	report(ok1 && r1.chosen >= 0, "%s: cascade tuning, chosen %s (%s)", name,
 		   ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].label : "none", err.msg);
 	if (!ok1 || r1.chosen < 0)
 		return;
-	report(hb_tune(p, x, n, &spec, NULL, NULL, &r2, &err) && same_result(&r1, &r2),
+	report(hb_tune_run(p, x, n, &spec, NULL, NULL, &r2, &err) && same_result(&r1, &r2),
 		   "%s: cascade tuning is reproducible with the same seed", name);
 	{
 		const HbTuneCandidate *c = &r1.cand[r1.chosen];
@@ -402,7 +402,7 @@ test_errors(void)
 	for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
 	{
 		HbError		err = {0};
-		bool		ok = hb_tune(cases[i].p, x, cases[i].n, &cases[i].s, NULL, NULL, &r, &err);
+		bool		ok = hb_tune_run(cases[i].p, x, cases[i].n, &cases[i].s, NULL, NULL, &r, &err);
 
 		report(!ok && err.code == cases[i].want, "refused: %s (%s)", cases[i].what, err.msg);
 		if (ok)
