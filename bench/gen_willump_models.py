@@ -8,7 +8,7 @@ in SQL (random() * 2 - 1), so the models are trained on the distribution
 they score.  Seeded and single-threaded.
 
     willump_rank.json   reg:squarederror, 50 features, 300 trees, depth 7
-    willump_fraud.json  binary:logistic, 20 features, 200 trees, depth 6,
+    willump_fraud.json  binary:logistic, 20 features, 400 trees, depth 7,
                         about 10% positives
 """
 
@@ -42,8 +42,8 @@ def main():
              + 0.2 * x[:, 5:].sum(axis=1) - 4.0)
     y = (logit + rng.logistic(size=n) > 0).astype(np.float64)
     d = xgb.DMatrix(x, label=y, feature_names=["f%d" % i for i in range(nf)])
-    b = xgb.train(dict(COMMON, objective="binary:logistic", max_depth=6, eta=0.1),
-                  d, num_boost_round=200)
+    b = xgb.train(dict(COMMON, objective="binary:logistic", max_depth=7, eta=0.05),
+                  d, num_boost_round=400)
     b.save_model(os.path.join(out, "willump_fraud.json"))
     print("positives in training: %.3f" % y.mean())
 
