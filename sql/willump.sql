@@ -99,6 +99,13 @@ FROM (SELECT rank, score, item, row_number() OVER (ORDER BY score DESC) AS r
 	  FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx')) t;
 SELECT rows, rows_fully_scored < rows / 4 AS few_rescored, pairs_scored < pairs_total / 4 AS cheap
 FROM hb_topk_stats();
+-- empty input, fewer rows than k, k above the tuned one
+SELECT count(*) AS none FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE false', mode => 'approx');
+SELECT cardinality(a) AS rows, a = e AS same_as_exact
+FROM (SELECT array_agg((item).id ORDER BY rank) AS a FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 129995', mode => 'approx')) x,
+	 (SELECT array_agg((item).id ORDER BY rank) AS e FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 129995', mode => 'exact')) y;
+SELECT count(*) AS rows, bool_and(score = hb_predict('wrank', item)) AS full_scores
+FROM hb_topk('wrank', 50, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx');
 -- negative scores: the same trees shifted by -100, tuned and checked again
 \set m `cat :fixtures/willump_rank.json`
 SELECT hb_model_upload('wneg', replace(:'m', '"base_score":"5E-1"', '"base_score":"-1E2"'));
