@@ -1,8 +1,8 @@
 -- Tuned approximations: hb_tune, approximate top-K, cascades, hb_tunings.
--- Models from tests/fixtures/gen_willump.py; its rows are a formula of the
+-- Models from tests/fixtures/willump/gen_willump.py; its rows are a formula of the
 -- row id, so the tests tune on some ids and check on others (held out).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/tests/fixtures/'
+\set fixtures :abs_srcdir '/tests/fixtures/willump/'
 \set m `cat :fixtures/willump_rank.json`
 SELECT hb_model_upload('wrank', :'m');
 \set m `cat :fixtures/willump_fraud.json`

@@ -6,8 +6,8 @@
  *	  computation, tuning is reproducible, and the chosen configurations meet
  *	  their targets on held-out rows.  TAP output.
  *
- * Run from the repository root (fixtures: tests/fixtures, or $HB_FIXTURES).
- * Rows come from the formula of tests/fixtures/gen_willump.py.
+ * Run from the repository root (fixtures: tests/fixtures/willump).
+ * Rows come from the formula of tests/fixtures/willump/gen_willump.py.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -56,7 +56,7 @@ rows(long first, size_t n, int nf)
 static HbPlan *
 load(const char *name)
 {
-	const char *dir = getenv("HB_FIXTURES") ? getenv("HB_FIXTURES") : "tests/fixtures";
+	const char *dir = "tests/fixtures/willump";
 	char		path[4096];
 	size_t		len;
 	char	   *bytes;

@@ -4,7 +4,7 @@
 # (tests/run_sql_tests.sh); prints TAP lines.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-fx=tests/fixtures
+fx=tests/fixtures/willump
 dump=$(mktemp /tmp/hbird-wdump.XXXXXX)
 trap 'rm -f "$dump"; dropdb --if-exists hb_w_src >/dev/null 2>&1; dropdb --if-exists hb_w_dst >/dev/null 2>&1' EXIT
 
