@@ -57,7 +57,8 @@ timed() {
 		sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1 | awk '{ printf "%.3f", $1 / 1000 }'
 }
 
-log "load average: $(cut -d' ' -f1-3 /proc/loadavg); $ROWS rows, samples of $SAMPLE"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+log "load average: $LOAD_START; $ROWS rows, samples of $SAMPLE"
 cols() { seq 0 $(($1 - 1)) | sed 's/.*/random() * 2 - 1 AS f&/' | paste -sd, -; }
 sql <<SQL >/dev/null
 \\set rank \`cat $DATA/willump_rank.json\`
@@ -136,7 +137,7 @@ done
 x() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1fx", a / b }'; }
 {
 	echo "hbird statistical shortcuts, $(date -u '+%Y-%m-%d %H:%M UTC'), $ROWS rows per table, tuning samples of $SAMPLE rows (separate tables)"
-	echo "load average at start: see log; one process (no parallel workers)"
+	echo "load average at start: $LOAD_START; one process (no parallel workers)"
 	echo
 	echo "ranking: items(50 features), 300 trees depth 7, top-10; hb_tune target precision@10 >= $TOPK_TARGET, confidence 0.95 (${T_TUNE_TOPK} s)"
 	echo "$TUNE_TOPK_TABLE"
