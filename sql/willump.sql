@@ -121,6 +121,11 @@ CREATE TABLE grp AS
 SELECT id % 5 AS g,
 	   (SELECT array_agg((r).id) FROM unnest(hb_topk_agg('wrank', 10, i ORDER BY id)) r) AS ids
 FROM items i WHERE id > 110000 GROUP BY 1;
+-- in a window the aggregate is finalized again and again, and fed more rows
+SELECT array_agg(cardinality(a) ORDER BY id) AS running_sizes,
+	   (array_agg((a[1]).id ORDER BY id DESC))[1] =
+	   (SELECT id FROM items i WHERE id > 129994 ORDER BY hb_predict('wrank', i) DESC, id LIMIT 1) AS last_has_best
+FROM (SELECT id, hb_topk_agg('wrank', 3, i) OVER (ORDER BY id) AS a FROM items i WHERE id > 129994) w;
 SET hbird.topk_mode = 'exact';
 CREATE TABLE grp_exact AS
 SELECT id % 5 AS g,

@@ -191,8 +191,10 @@ cmp_score(const void *a, const void *b)
 }
 
 /*
- * Finish: score the kept rows with the full model; the k best, best first,
- * with their scores.  Returns how many (at most k).
+ * The answer so far: the kept rows scored by the full model, the k best,
+ * best first, with their scores; returns how many (at most k).  The state
+ * is left as it was (an aggregate may be finalized and then fed more rows
+ * in a window); its memory goes with the context it was begun in.
  */
 int
 hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
@@ -205,6 +207,7 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	double	   *x = palloc_extended(sizeof(double) * Max(n, 1) * nf, MCXT_ALLOC_HUGE);
 	double	   *raw = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
 	double	   *sc = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
+	Kept	   *all = palloc_extended(sizeof(Kept) * Max(n, 1), MCXT_ALLOC_HUGE);
 	int			T = hb_plan_n_trees(p);
 
 	for (int i = 0; i < n; i++)
@@ -214,15 +217,16 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	}
 	hb_approx_finish(p, s->approx, x, n, raw);
 	hb_link_predict(p, raw, n, sc);
+	memcpy(all, s->heap, sizeof(Kept) * n);
 	for (int i = 0; i < n; i++)
-		s->heap[i].score = sc[i];
-	qsort(s->heap, n, sizeof(Kept), cmp_score);
+		all[i].score = sc[i];
+	qsort(all, n, sizeof(Kept), cmp_score);
 	*scores = palloc(sizeof(double) * Max(out, 1));
 	*items = palloc(sizeof(Datum) * Max(out, 1));
 	for (int i = 0; i < out; i++)
 	{
-		(*scores)[i] = s->heap[i].score;
-		(*items)[i] = datumCopy(s->heap[i].item, false, -1);
+		(*scores)[i] = all[i].score;
+		(*items)[i] = datumCopy(all[i].item, false, -1);
 	}
 	if (stats)
 	{
@@ -232,7 +236,9 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 		stats->rows_full = n;
 		stats->pairs_scored = s->ordinal * m + (int64) n * (T - m);
 	}
-	MemoryContextDelete(s->cxt);
-	s->n = 0;
+	pfree(x);
+	pfree(raw);
+	pfree(sc);
+	pfree(all);
 	return out;
 }

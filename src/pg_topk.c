@@ -507,7 +507,6 @@ hb_topk_agg_final(PG_FUNCTION_ARGS)
 		double	   *scores;
 		int			n = hb_approx_topk_end(s->approx, &scores, &items, &s->stats);
 
-		s->approx = NULL;
 		record_stats(&s->stats, s->entry);
 		PG_RETURN_ARRAYTYPE_P(construct_array(items, n, s->rowtype,
 											  typlen, typbyval, typalign));
