@@ -8,16 +8,18 @@
  * evaluation half that no candidate has seen: every accuracy figure comes
  * from the evaluation half only.
  *
- * Top-K: for a cheap model, what matters is how deep in its own ranking it
- * has to go to find the full model's top k.  On a bootstrap resample of the
- * evaluation rows (multiplicities, so that a resample costs O(rows)), the
- * full model's top k copies get their ranks under the cheap model; keeping
- * the cheap top R then has precision@k = (copies ranked below R) / k, and
- * the smallest R reaching the target is one order statistic of those ranks.
- * The chosen R is the confidence-quantile of that smallest R over the
- * resamples: at R, a share `confidence` of resamples reach the target,
- * i.e. the (1 - confidence) quantile of the bootstrap precision is at
- * least the target.  R is any integer, not a point of a coarse grid.
+ * Top-K: what matters is whether the cheap model keeps the rows the full
+ * model ranks first.  Among the evaluation half's `tail` best rows by the
+ * full model, a candidate misses those whose cheap score is below its cut;
+ * the one-sided Clopper-Pearson upper bound of the miss rate, after e
+ * misses, must leave precision >= target.  The cut is the lowest that keeps
+ * all but the most misses that bound allows.  `tail` is fixed in advance
+ * (twice the rows for which zero misses would meet the target), so the
+ * statement is about rows at least that far up the ranking; a bigger input's
+ * top k are further up, and are kept at least as often as long as the cheap
+ * model keeps a row no less often when its full score is higher.  The
+ * bootstrap of the sample's top rows, which Willump uses, understates how
+ * much a fresh set's top k vary (see docs/willump.md).
  *
  * Cascade: the cheap model decides a row when its confidence (the margin
  * gap, approx.c) is at least a threshold.  The accuracy loss of a threshold
