@@ -504,6 +504,18 @@ hb_tune(PG_FUNCTION_ARGS)
 					(errmsg("hb_tune \"%s\": the best configuration (%s) is expected to be %.2fx as fast as the full model",
 							e->name, c->label, c->speedup)));
 		store(fcinfo, e, kind, k, &spec, seed, n, &res);
+		if (spec.kind == HB_TUNE_TOPK)
+			ereport(NOTICE,
+					(errmsg("hb_tune \"%s\": version %d now ranks top-%d through %s, re-scoring %.2f%% of the rows, expected %.1fx",
+							e->name, e->version, k, c->label, 100.0 * c->coverage, c->speedup),
+					 errdetail("Precision@%d is at least %g with confidence %g (lower bound %.4f on %lld held-out rows).",
+							   k, spec.target, spec.confidence, c->bound, (long long) res.n_eval)));
+		else
+			ereport(NOTICE,
+					(errmsg("hb_tune \"%s\": version %d now cascades through %s, deciding %.1f%% of the rows cheaply, expected %.1fx",
+							e->name, e->version, c->label, 100.0 * c->coverage, c->speedup),
+					 errdetail("The accuracy loss is at most %g with confidence %g (upper bound %.5f on %lld held-out rows); SET hbird.cascade = on to use it.",
+							   spec.target, spec.confidence, c->bound, (long long) res.n_eval)));
 	}
 	else
 		ereport(WARNING,
