@@ -164,6 +164,17 @@ SELECT count(*) AS held_out,
 	   count(*) FILTER (WHERE c.p <> e.p) > 0 AS cheap_answers,
 	   count(*) FILTER (WHERE c.p = e.p) > 0 AS full_answers
 FROM casc_tx c JOIN exact_tx e USING (id) WHERE id > 110000;
+-- parallel workers read the same tuning under the statement's snapshot
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT count(*) AS differ
+FROM (SELECT id, hb_predict('wfraud', t) AS p FROM tx t) q JOIN casc_tx c USING (id) WHERE q.p <> c.p;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
 -- the batched forms run the same cascade
 SELECT count(*) AS differ
 FROM (SELECT unnest(hb_predict_agg('wfraud', t ORDER BY id)) AS p, unnest(array_agg(id ORDER BY id)) AS id FROM tx t) a
