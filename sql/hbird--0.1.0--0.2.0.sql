@@ -113,3 +113,144 @@ CREATE FUNCTION hb_class_stats_reset()
 RETURNS void
 AS 'MODULE_PATHNAME', 'hb_class_stats_reset'
 LANGUAGE C VOLATILE;
+/* ---- Statistical shortcuts: tuned approximations (approximate top-K, cascades) ---- */
+
+/*
+ * One tuned configuration per model version, kind and k (k = 0 for
+ * cascades): the chosen cheap model and its parameters, and what was
+ * measured.  A tuning belongs to one version: it is used only while that
+ * version is active, and goes with the version when it is dropped.
+ */
+CREATE TABLE hbird.tuning (
+	name			text COLLATE "C" NOT NULL,
+	version			integer NOT NULL,
+	kind			text NOT NULL CHECK (kind IN ('topk', 'cascade')),
+	k				integer NOT NULL CHECK (k >= 0),
+	target			double precision NOT NULL,
+	confidence		double precision NOT NULL,
+	seed			integer NOT NULL,
+	sample_rows		bigint NOT NULL,
+	eval_rows		bigint NOT NULL,
+	approximation	text NOT NULL,
+	approx_kind		text NOT NULL CHECK (approx_kind IN ('prefix', 'linear')),
+	approx_trees	integer NOT NULL,
+	approx_features integer[] NOT NULL,
+	approx_params	double precision[] NOT NULL,
+	ratio			double precision,	/* top-K: rows re-scored per row returned */
+	kept			integer,			/* top-K: at least this many re-scored */
+	cheap_cut		double precision,	/* top-K: rows at or above it are re-scored */
+	threshold		double precision,	/* cascade: confidence gap */
+	accuracy		double precision NOT NULL,
+	accuracy_bound	double precision NOT NULL,
+	coverage		double precision NOT NULL,
+	full_cost_us	double precision NOT NULL,
+	approx_cost_us	double precision NOT NULL,
+	expected_speedup double precision NOT NULL,
+	tuned_by		regrole NOT NULL,
+	tuned_at		timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	PRIMARY KEY (name, version, kind, k),
+	FOREIGN KEY (name, version) REFERENCES hbird.model_version (name, version)
+		ON DELETE CASCADE
+);
+
+/* every configuration a tuning measured, the chosen one marked */
+CREATE TABLE hbird.tuning_candidate (
+	name			text COLLATE "C" NOT NULL,
+	version			integer NOT NULL,
+	kind			text NOT NULL,
+	k				integer NOT NULL,
+	candidate		integer NOT NULL,
+	approximation	text NOT NULL,
+	ratio			double precision,
+	kept			integer,
+	threshold		double precision,
+	accuracy		double precision NOT NULL,
+	accuracy_bound	double precision NOT NULL,
+	coverage		double precision NOT NULL,
+	cost_us			double precision NOT NULL,
+	expected_speedup double precision NOT NULL,
+	chosen			boolean NOT NULL,
+	PRIMARY KEY (name, version, kind, k, candidate),
+	FOREIGN KEY (name, version, kind, k) REFERENCES hbird.tuning (name, version, kind, k)
+		ON DELETE CASCADE
+);
+
+SELECT pg_catalog.pg_extension_config_dump('hbird.tuning', '');
+SELECT pg_catalog.pg_extension_config_dump('hbird.tuning_candidate', '');
+
+/*
+ * Tune: runs the sample query with the caller's rights, measures the
+ * candidates, returns them, and stores the chosen one through
+ * hb_tune_store (which only the model's owner and model administrators
+ * may run, see below).
+ */
+CREATE FUNCTION hb_tune(name text, sample_query text, kind text,
+						k integer DEFAULT NULL,
+						target double precision DEFAULT NULL,
+						confidence double precision DEFAULT 0.95,
+						seed integer DEFAULT 0)
+RETURNS TABLE (candidate integer, approximation text, ratio double precision,
+			   kept integer, threshold double precision,
+			   accuracy double precision, accuracy_bound double precision,
+			   coverage double precision, cost_us double precision,
+			   expected_speedup double precision, chosen boolean)
+AS 'MODULE_PATHNAME', 'hb_tune'
+LANGUAGE C VOLATILE;
+
+/*
+ * Writing a tuning: superusers, members of the model's owner role, and
+ * roles that may run hb_model_upload (model administrators).  Callable by
+ * everyone, checked inside, so that an owner needs no extra grant.
+ */
+CREATE FUNCTION hb_tune_store(name text, version integer, kind text, k integer,
+							  target double precision, confidence double precision,
+							  seed integer, sample_rows bigint, eval_rows bigint,
+							  chosen integer, approx_kind text, approx_trees integer,
+							  approx_features integer[], approx_params double precision[],
+							  cheap_cut double precision, full_cost_us double precision,
+							  labels text[], measures double precision[])
+RETURNS void
+AS 'MODULE_PATHNAME', 'hb_tune_store'
+LANGUAGE C VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+
+/* forget a model's tunings (of one kind, or all); returns how many */
+CREATE FUNCTION hb_tune_drop(name text, kind text DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'hb_tune_drop'
+LANGUAGE C VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+
+CREATE VIEW hb_tunings AS
+SELECT t.name,
+	   t.version,
+	   (m.active_version IS NOT DISTINCT FROM t.version) AS active,
+	   t.kind,
+	   NULLIF(t.k, 0) AS k,
+	   t.target,
+	   t.confidence,
+	   t.seed,
+	   t.sample_rows,
+	   t.eval_rows,
+	   t.approximation,
+	   t.ratio,
+	   t.kept,
+	   t.threshold,
+	   t.accuracy,
+	   t.accuracy_bound,
+	   t.coverage,
+	   t.full_cost_us,
+	   t.approx_cost_us,
+	   t.expected_speedup,
+	   t.tuned_by,
+	   t.tuned_at
+FROM hbird.tuning t
+JOIN hbird.model m ON m.name OPERATOR(pg_catalog.=) t.name;
+
+CREATE VIEW hb_tuning_candidates AS
+SELECT name, version, kind, NULLIF(k, 0) AS k, candidate, approximation, ratio,
+	   kept, threshold, accuracy, accuracy_bound, coverage, cost_us,
+	   expected_speedup, chosen
+FROM hbird.tuning_candidate;
+
+GRANT SELECT ON hb_tunings, hb_tuning_candidates TO PUBLIC;

@@ -144,6 +144,7 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	hb_tune_define_gucs();
 
 	MarkGUCPrefixReserved("hbird");
 }

@@ -16,6 +16,8 @@
 #include "utils/snapshot.h"
 
 #include "plan.h"
+#include "approx.h"
+#include "topk.h"
 
 #define HB_SHA256_LEN 32
 
@@ -124,6 +126,8 @@ typedef struct HbCallSlot
 	double	   *scratch;
 	double	   *out;
 	uint64		used;
+	bool		cascade_loaded; /* cascade looked up (pg_tune.c) */
+	HbCascade  *cascade;		/* NULL: none tuned, or hbird.cascade off */
 } HbCallSlot;
 
 typedef struct HbCallState
@@ -180,5 +184,42 @@ extern void hb_stat_cache(HbCacheEntry *e, const instr_time *compile_start);
 extern bool hb_early_exit;
 extern void hb_check_classifier(const HbCacheEntry *e, const char *fn);
 extern void hb_classify(HbCacheEntry *e, const double *x, size_t n, int32 *out);
+/* pg_tune.c: tuned approximations */
+typedef enum HbTopkMode
+{
+	HB_TOPK_EXACT,
+	HB_TOPK_APPROX,
+	HB_TOPK_AUTO
+} HbTopkMode;
+
+extern bool hb_cascade_on;
+extern int	hb_topk_mode;
+
+typedef struct HbTuning
+{
+	bool		found;
+	int32		k;				/* top-K: the k it was tuned for */
+	HbApprox   *approx;
+	double		threshold;		/* cascade */
+	double		ratio;			/* top-K */
+	int32		kept;
+	double		cheap_cut;
+} HbTuning;
+
+extern void hb_tune_define_gucs(void);
+extern bool hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
+						   MemoryContext cxt, HbTuning *out);
+extern HbCascade *hb_cascade_for(const HbCacheEntry *e, MemoryContext cxt);
+extern HbCascade *hb_call_cascade(HbCallState *st);
+
+/* pg_approx.c: approximate top-K over batches of rows */
+typedef struct HbApproxTopk HbApproxTopk;
+
+extern HbApproxTopk *hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t,
+										  int k, MemoryContext parent);
+extern void hb_approx_topk_batch(HbApproxTopk *s, const double *x,
+								 Datum *items, int n);
+extern int	hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
+							   HbTopkStats *stats);
 
 #endif							/* HBIRD_H */

@@ -67,6 +67,7 @@ typedef struct HbAggState
 	int64		npreds;
 	int64		pcap;
 	bool		classes;		/* hb_predict_class_agg: class indexes */
+	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
 } HbAggState;
 
 static void
@@ -100,6 +101,9 @@ agg_flush(HbAggState *s)
 			s->preds[s->npreds + i] = cls[i];
 		pfree(cls);
 	}
+	else if (s->cascade)
+		hb_cascade_run(s->entry->plan, s->cascade, s->x, s->nbuf,
+					   HB_CASCADE_PREDICT, s->preds + s->npreds, NULL);
 	else
 		hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
 						s->preds + s->npreds);
@@ -156,6 +160,7 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 		hb_cache_pin_for(st->entry, aggcxt);
 		s->batch = hb_batch_rows(st->entry);
 		s->classes = classes;
+		s->cascade = hb_cascade_for(st->entry, aggcxt);
 	}
 	else if (!hb_cache_same(s->entry, st->entry))
 		ereport(ERROR,
@@ -343,6 +348,7 @@ typedef struct PredictBatch
 	ReturnSetInfo *rsinfo;
 	double	   *scratch;
 	double	   *pred;
+	HbCascade  *cascade;
 } PredictBatch;
 
 static void
@@ -352,7 +358,11 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 	instr_time	start;			/* hb_stat_models */
 
 	INSTR_TIME_SET_CURRENT(start);
-	hb_plan_predict(b->entry->plan, x, n, b->scratch, b->pred);
+	if (b->cascade)
+		hb_cascade_run(b->entry->plan, b->cascade, x, n, HB_CASCADE_PREDICT,
+					   b->pred, NULL);
+	else
+		hb_plan_predict(b->entry->plan, x, n, b->scratch, b->pred);
 	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -383,6 +393,7 @@ hb_predict_batch(PG_FUNCTION_ARGS)
 	batch = hb_batch_rows(b.entry);
 	b.scratch = palloc_extended(sizeof(double) * batch * b.entry->n_outputs, MCXT_ALLOC_HUGE);
 	b.pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
+	b.cascade = hb_cascade_for(b.entry, CurrentMemoryContext);
 	hb_scan_batches(fcinfo, b.entry, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
 					batch, predict_batch, &b);
 	hb_stat_call(b.entry);

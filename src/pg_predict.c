@@ -174,6 +174,8 @@ hb_call_prepare(FunctionCallInfo fcinfo, int name_arg, bool classifier)
 		slot->entry = e;
 		hb_cache_pin(e);
 		slot->bound = false;
+		slot->cascade_loaded = false;
+		slot->cascade = NULL;
 		slot->x = MemoryContextAlloc(slot->cxt, sizeof(double) * e->n_features);
 		slot->scratch = MemoryContextAlloc(slot->cxt, sizeof(double) * nout);
 		slot->out = MemoryContextAlloc(slot->cxt, sizeof(double) * nout);
@@ -233,7 +235,11 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 	switch (kind)
 	{
 		case SCORE_PREDICT:
-			hb_plan_predict(e->plan, st->x, 1, st->scratch, st->out);
+			if (hb_cascade_on && hb_call_cascade(st) != NULL)
+				hb_cascade_run(e->plan, hb_call_cascade(st), st->x, 1,
+							   HB_CASCADE_PREDICT, st->out, NULL);
+			else
+				hb_plan_predict(e->plan, st->x, 1, st->scratch, st->out);
 			result = Float8GetDatum(st->out[0]);
 			break;
 		case SCORE_PROBA:

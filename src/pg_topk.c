@@ -216,26 +216,38 @@ check_topk_model(const HbCacheEntry *e)
 						e->name, e->n_outputs)));
 }
 
-/* 'exact' or 'auto' run exactly; 'approx' needs a tuned configuration. */
-static void
-check_mode(FunctionCallInfo fcinfo, int argno, const HbCacheEntry *e)
+/*
+ * Exact or approximate?  'exact' and 'approx' say so ('approx' needs a
+ * tuning, hb_tune); 'auto' (or no mode) follows hbird.topk_mode, whose own
+ * 'auto' approximates when the model's active version has a tuning.  The
+ * tuning, if used, lands in *t.
+ */
+static bool
+use_approx(const char *mode, const HbCacheEntry *e, int k, HbTuning *t)
 {
-	char	   *mode;
+	bool		want;
 
-	if (PG_ARGISNULL(argno))
-		return;
-	mode = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (strcmp(mode, "exact") == 0 || strcmp(mode, "auto") == 0)
-		return;
-	if (strcmp(mode, "approx") == 0)
+	if (mode == NULL || strcmp(mode, "auto") == 0)
+		want = hb_topk_mode == HB_TOPK_APPROX ? true :
+			hb_topk_mode == HB_TOPK_EXACT ? false :
+			hb_tuning_load(e, "topk", k, CurrentMemoryContext, t);
+	else if (strcmp(mode, "exact") == 0)
+		want = false;
+	else if (strcmp(mode, "approx") == 0)
+		want = true;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown top-K mode \"%s\"", mode),
+				 errhint("Modes are 'exact', 'approx' and 'auto'.")));
+	if (want && !t->found && !hb_tuning_load(e, "topk", k, CurrentMemoryContext, t))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("model \"%s\" has no tuned approximate top-K configuration", e->name),
-				 errhint("Use mode 'exact' or 'auto'.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown top-K mode \"%s\"", mode),
-			 errhint("Modes are 'exact', 'approx' and 'auto'.")));
+				 errmsg("model \"%s\" version %d has no tuned approximate top-K configuration",
+						e->name, e->version),
+				 errhint("Tune one with hb_tune('%s', <sample query>, kind => 'topk', k => %d, target => 0.99), or rank with mode 'exact'.",
+						 e->name, k)));
+	return want;
 }
 
 /* The bounds of an entry's plan, built once per statement. */
@@ -285,6 +297,12 @@ topk_batch(void *arg, const double *x, Datum *items, uint64 n)
 	s->heap->next_ordinal += n;
 }
 
+static void
+approx_batch(void *arg, const double *x, Datum *items, uint64 n)
+{
+	hb_approx_topk_batch((HbApproxTopk *) arg, x, items, (int) n);
+}
+
 Datum
 hb_topk(PG_FUNCTION_ARGS)
 {
@@ -296,12 +314,38 @@ hb_topk(PG_FUNCTION_ARGS)
 	TopHeap		heap;
 	TopkScan	scan = {0};
 	char	   *query;
+	HbTuning	tuning = {0};
+	bool		approx;
 
 	check_topk_model(e);
-	check_mode(fcinfo, 4, e);
+	approx = use_approx(PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
+						e, k, &tuning);
 	InitMaterializedSRF(fcinfo, 0);
 	query = PG_ARGISNULL(3) ? hb_default_query(rowtype) :
 		text_to_cstring(PG_GETARG_TEXT_PP(3));
+	if (approx)
+	{
+		HbApproxTopk *a = hb_approx_topk_begin(e, &tuning, k, CurrentMemoryContext);
+		double	   *scores;
+		Datum	   *items;
+		int			n;
+
+		hb_scan_batches(fcinfo, e, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
+						Min(hb_batch_rows(e), 4096), approx_batch, a);
+		n = hb_approx_topk_end(a, &scores, &items, &scan.stats);
+		for (int i = 0; i < n; i++)
+		{
+			Datum		values[3];
+			bool		nulls[3] = {false, false, false};
+
+			values[0] = Int32GetDatum(i + 1);
+			values[1] = Float8GetDatum(scores[i]);
+			values[2] = items[i];
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+		record_stats(&scan.stats, e);
+		return (Datum) 0;
+	}
 
 	heap_init(&heap, k, e->plan, CurrentMemoryContext);
 	scan.entry = e;
@@ -342,6 +386,7 @@ typedef struct TopAggState
 	Datum	   *items;
 	MemoryContext buf_cxt;		/* the buffered rows; reset per batch */
 	HbTopkStats stats;
+	HbApproxTopk *approx;		/* tuned approximation, or NULL: exact */
 } TopAggState;
 
 static void
@@ -353,8 +398,10 @@ topagg_flush(TopAggState *s)
 		return;
 	s->heap.batch_items = s->items;
 	INSTR_TIME_SET_CURRENT(start);
-	if (!hb_topk_score(s->entry->plan, s->bounds, s->x, s->nbuf, &s->threshold,
-					   heap_offer, &s->heap, &s->stats))
+	if (s->approx)
+		hb_approx_topk_batch(s->approx, s->x, s->items, s->nbuf);
+	else if (!hb_topk_score(s->entry->plan, s->bounds, s->x, s->nbuf, &s->threshold,
+							heap_offer, &s->heap, &s->stats))
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	hb_stat_batch(s->entry, s->nbuf, &start, true);
 	s->heap.next_ordinal += s->nbuf;
@@ -410,6 +457,14 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("hb_topk_agg ranks rows: its third argument must be a row, not %s",
 							format_type_be(s->rowtype))));
+		{
+			HbTuning	t = {0};
+			MemoryContext old = MemoryContextSwitchTo(aggcxt);
+
+			if (use_approx(NULL, st->entry, k, &t))
+				s->approx = hb_approx_topk_begin(st->entry, &t, k, aggcxt);
+			MemoryContextSwitchTo(old);
+		}
 		s->bounds = bounds_for(st->entry, aggcxt);
 		heap_init(&s->heap, k, st->entry->plan, aggcxt);
 		s->threshold = -INFINITY;
@@ -459,11 +514,20 @@ hb_topk_agg_final(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	s = (TopAggState *) PG_GETARG_POINTER(0);
 	topagg_flush(s);
+	get_typlenbyvalalign(s->rowtype, &typlen, &typbyval, &typalign);
+	if (s->approx)
+	{
+		double	   *scores;
+		int			n = hb_approx_topk_end(s->approx, &scores, &items, &s->stats);
+
+		record_stats(&s->stats, s->entry);
+		PG_RETURN_ARRAYTYPE_P(construct_array(items, n, s->rowtype,
+											  typlen, typbyval, typalign));
+	}
 	heap_sort(&s->heap);
 	items = palloc(sizeof(Datum) * Max(s->heap.n, 1));
 	for (int i = 0; i < s->heap.n; i++)
 		items[i] = s->heap.e[i].item;
-	get_typlenbyvalalign(s->rowtype, &typlen, &typbyval, &typalign);
 	record_stats(&s->stats, s->entry);
 	PG_RETURN_ARRAYTYPE_P(construct_array(items, s->heap.n, s->rowtype,
 										  typlen, typbyval, typalign));

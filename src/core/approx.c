@@ -1,0 +1,379 @@
+/*
+ * approx.c
+ *	  Cheap approximations of a plan and the cascade that uses them.
+ *
+ * A prefix approximation scores the first trees with the plan's own
+ * executors and keeps the running sums: a row that needs the full model
+ * then only adds the remaining trees, in model order, so its margin has
+ * exactly the bits full scoring gives.  The cheap margin is the partial
+ * sum calibrated (scale, shift) to the full margin, which also puts a
+ * random forest's prefix (an average of fewer trees) on the right scale.
+ */
+#include "plan_int.h"
+#include "approx.h"
+
+#include <stdio.h>
+#include <string.h>
+
+HbApprox *
+hb_approx_new(HbApproxKind kind, int32_t n_outputs, int32_t n_trees,
+			  int32_t n_feat)
+{
+	HbApprox   *a = hb_alloc0(sizeof(HbApprox));
+
+	if (a == NULL)
+		return NULL;
+	a->kind = kind;
+	a->n_outputs = n_outputs;
+	a->n_trees = n_trees;
+	a->n_feat = n_feat;
+	if (kind == HB_APPROX_PREFIX)
+	{
+		a->scale = hb_alloc0(sizeof(double) * n_outputs);
+		a->shift = hb_alloc0(sizeof(double) * n_outputs);
+		if (!a->scale || !a->shift)
+		{
+			hb_approx_free(a);
+			return NULL;
+		}
+		for (int g = 0; g < n_outputs; g++)
+			a->scale[g] = 1.0;
+	}
+	else
+	{
+		a->feat = hb_alloc0(sizeof(int32_t) * (n_feat + 1));
+		a->fill = hb_alloc0(sizeof(double) * (n_feat + 1));
+		a->weight = hb_alloc0(sizeof(double) * ((size_t) n_feat * n_outputs + 1));
+		a->bias = hb_alloc0(sizeof(double) * n_outputs);
+		if (!a->feat || !a->fill || !a->weight || !a->bias)
+		{
+			hb_approx_free(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+void
+hb_approx_free(HbApprox *a)
+{
+	if (a == NULL)
+		return;
+	hb_free(a->scale);
+	hb_free(a->shift);
+	hb_free(a->feat);
+	hb_free(a->fill);
+	hb_free(a->weight);
+	hb_free(a->bias);
+	hb_free(a);
+}
+
+int
+hb_approx_n_params(const HbApprox *a)
+{
+	if (a->kind == HB_APPROX_PREFIX)
+		return 2 * a->n_outputs;
+	return a->n_feat + a->n_feat * a->n_outputs + a->n_outputs;
+}
+
+void
+hb_approx_params(const HbApprox *a, double *out)
+{
+	int			k = a->n_outputs;
+
+	if (a->kind == HB_APPROX_PREFIX)
+	{
+		memcpy(out, a->scale, sizeof(double) * k);
+		memcpy(out + k, a->shift, sizeof(double) * k);
+		return;
+	}
+	memcpy(out, a->fill, sizeof(double) * a->n_feat);
+	memcpy(out + a->n_feat, a->weight, sizeof(double) * a->n_feat * k);
+	memcpy(out + a->n_feat + a->n_feat * k, a->bias, sizeof(double) * k);
+}
+
+bool
+hb_approx_from_params(const HbPlan *p, HbApproxKind kind, int32_t n_trees,
+					  const int32_t *feat, int32_t n_feat,
+					  const double *params, int32_t n_params,
+					  HbApprox **out, HbError *err)
+{
+	int			k = p->n_outputs;
+	HbApprox   *a;
+
+	*out = NULL;
+	if (kind == HB_APPROX_PREFIX)
+	{
+		if (p->estimator != HB_EST_TREES || n_trees < 1 || n_trees > p->n_trees)
+			return hb_fail(err, HB_ERR_INVALID,
+						   "approximation uses %d trees of a model with %d",
+						   n_trees, p->n_trees);
+		n_feat = 0;
+	}
+	else if (kind == HB_APPROX_LINEAR)
+	{
+		if (n_feat < 0 || n_feat > p->n_features)
+			return hb_fail(err, HB_ERR_INVALID,
+						   "approximation uses %d features of a model with %d",
+						   n_feat, p->n_features);
+		for (int j = 0; j < n_feat; j++)
+			if (feat[j] < 0 || feat[j] >= p->n_features)
+				return hb_fail(err, HB_ERR_INVALID,
+							   "approximation uses feature %d of a model with %d",
+							   feat[j], p->n_features);
+		n_trees = 0;
+	}
+	else
+		return hb_fail(err, HB_ERR_INVALID, "unknown approximation kind %d", (int) kind);
+
+	a = hb_approx_new(kind, k, n_trees, n_feat);
+	if (a == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	if (n_params != hb_approx_n_params(a))
+	{
+		hb_approx_free(a);
+		return hb_fail(err, HB_ERR_INVALID,
+					   "approximation has %d parameters, expected %d",
+					   n_params, hb_approx_n_params(a));
+	}
+	for (int i = 0; i < n_params; i++)
+		if (!isfinite(params[i]))
+		{
+			hb_approx_free(a);
+			return hb_fail(err, HB_ERR_INVALID,
+						   "approximation parameter %d is not finite", i);
+		}
+	if (kind == HB_APPROX_PREFIX)
+	{
+		memcpy(a->scale, params, sizeof(double) * k);
+		memcpy(a->shift, params + k, sizeof(double) * k);
+	}
+	else
+	{
+		memcpy(a->feat, feat, sizeof(int32_t) * n_feat);
+		memcpy(a->fill, params, sizeof(double) * n_feat);
+		memcpy(a->weight, params + n_feat, sizeof(double) * n_feat * k);
+		memcpy(a->bias, params + n_feat + n_feat * k, sizeof(double) * k);
+	}
+	*out = a;
+	return true;
+}
+
+void
+hb_approx_describe(const HbPlan *p, const HbApprox *a, char *buf, size_t len)
+{
+	if (a->kind == HB_APPROX_PREFIX)
+		snprintf(buf, len, "prefix: %d of %d trees", a->n_trees, p->n_trees);
+	else
+		snprintf(buf, len, "linear: %d of %d features", a->n_feat, p->n_features);
+}
+
+void
+hb_plan_base_margins(const HbPlan *p, size_t n, double *margins)
+{
+	int			k = p->n_outputs;
+
+	for (size_t r = 0; r < n; r++)
+		for (int g = 0; g < k; g++)
+			margins[r * k + g] = p->sum_f32 ?
+				(double) (float) p->base_margin[g] : p->base_margin[g];
+}
+
+/* TT over a tree range, per row, in model order (float32 sums stay exact). */
+static void
+accumulate_tt(const HbPlan *p, const double *x, size_t n, int t0, int t1,
+			  double *margins)
+{
+	int			k = p->n_outputs;
+	int			nf = p->n_features;
+
+	for (size_t r = 0; r < n; r++)
+	{
+		const double *row = x + r * nf;
+		double	   *m = margins + r * k;
+
+		if (p->sum_f32)
+			for (int t = t0; t < t1; t++)
+			{
+				int			g = p->tree_group[t];
+
+				m[g] = (double) ((float) m[g] +
+								 p->nodes[hb_walk_f32(p, p->tree_root[t], row)].thr);
+			}
+		else
+			for (int t = t0; t < t1; t++)
+				m[p->tree_group[t]] += p->leaf_d[hb_walk_f64(p, p->tree_root[t], row)];
+		if ((r & 1023) == 1023)
+			hb_check_interrupts();
+	}
+}
+
+void
+hb_plan_accumulate(const HbPlan *p, const double *x, size_t n, int t0, int t1,
+				   double *margins)
+{
+	double	   *snapped = NULL;
+
+	if (t1 <= t0 || n == 0)
+		return;
+	if (p->zero_snap)
+	{
+		/* LightGBM's zero snapping, as hb_plan_margins does it */
+		snapped = hb_alloc_must(sizeof(double) * n * p->n_features);
+		for (size_t i = 0; i < n * (size_t) p->n_features; i++)
+			snapped[i] = fabs(x[i]) <= HB_ZERO_THRESHOLD ? 0.0 : x[i];
+		x = snapped;
+	}
+	if (p->ptt && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
+		hb_ptt_accumulate(p, x, n, t0, t1, margins);
+	else
+		accumulate_tt(p, x, n, t0, t1, margins);
+	hb_free(snapped);
+}
+
+void
+hb_approx_margins(const HbPlan *p, const HbApprox *a, const double *x,
+				  size_t n, double *raw, double *cheap)
+{
+	int			k = a->n_outputs;
+
+	if (a->kind == HB_APPROX_PREFIX)
+	{
+		double	   *partial = raw ? raw : hb_alloc_must(sizeof(double) * n * k);
+
+		hb_plan_base_margins(p, n, partial);
+		hb_plan_accumulate(p, x, n, 0, a->n_trees, partial);
+		for (size_t r = 0; r < n; r++)
+			for (int g = 0; g < k; g++)
+				cheap[r * k + g] = a->scale[g] * partial[r * k + g] + a->shift[g];
+		if (raw == NULL)
+			hb_free(partial);
+		return;
+	}
+	for (size_t r = 0; r < n; r++)
+	{
+		const double *row = x + r * p->n_features;
+
+		for (int g = 0; g < k; g++)
+			cheap[r * k + g] = a->bias[g];
+		for (int j = 0; j < a->n_feat; j++)
+		{
+			double		v = row[a->feat[j]];
+			const double *w = a->weight + (size_t) j * k;
+
+			if (isnan(v))
+				v = a->fill[j];
+			for (int g = 0; g < k; g++)
+				cheap[r * k + g] += w[g] * v;
+		}
+	}
+}
+
+void
+hb_approx_finish(const HbPlan *p, const HbApprox *a, const double *x,
+				 size_t n, double *raw)
+{
+	if (a->kind == HB_APPROX_PREFIX)
+		hb_plan_accumulate(p, x, n, a->n_trees, p->n_trees, raw);
+	else
+		hb_plan_margins(p, x, n, raw);
+}
+
+double
+hb_approx_confidence(const HbPlan *p, const double *m, int *cls)
+{
+	int			k = p->n_outputs;
+	int			best = 0;
+	double		second = -INFINITY;
+
+	if (k == 1)
+	{
+		*cls = m[0] > 0.0;
+		return fabs(m[0]);
+	}
+	for (int g = 1; g < k; g++)
+		if (m[g] > m[best])
+			best = g;
+	for (int g = 0; g < k; g++)
+		if (g != best && m[g] > second)
+			second = m[g];
+	*cls = best;
+	return m[best] - second;
+}
+
+int
+hb_margin_class(const HbPlan *p, const double *m)
+{
+	int			cls;
+
+	(void) hb_approx_confidence(p, m, &cls);
+	return cls;
+}
+
+/*
+ * Rows are taken in blocks: cheap margins for the block, then the rows the
+ * cheap model is not sure of are compacted and finished together, so the
+ * full model still sees batches (PTT needs them to be fast).
+ */
+#define CASCADE_BLOCK 1024
+
+void
+hb_cascade_run(const HbPlan *p, const HbCascade *c, const double *x,
+			   size_t n, HbCascadeOut what, double *out, HbCascadeStats *stats)
+{
+	const HbApprox *a = c->approx;
+	int			k = p->n_outputs;
+	int			nf = p->n_features;
+	size_t		blk = n < CASCADE_BLOCK ? n : CASCADE_BLOCK;
+	double	   *raw = hb_alloc_must(sizeof(double) * blk * k);
+	double	   *cheap = hb_alloc_must(sizeof(double) * blk * k);
+	double	   *xs = hb_alloc_must(sizeof(double) * blk * nf);
+	double	   *rs = hb_alloc_must(sizeof(double) * blk * k);
+	size_t	   *ids = hb_alloc_must(sizeof(size_t) * blk);
+
+	for (size_t r0 = 0; r0 < n; r0 += blk)
+	{
+		size_t		nb = n - r0 < blk ? n - r0 : blk;
+		size_t		nu = 0;
+
+		hb_approx_margins(p, a, x + r0 * nf, nb, raw, cheap);
+		for (size_t i = 0; i < nb; i++)
+		{
+			int			cls;
+			double		conf = hb_approx_confidence(p, cheap + i * k, &cls);
+
+			if (conf >= c->threshold)
+			{
+				if (what == HB_CASCADE_CLASS)
+					out[r0 + i] = cls;
+				else
+					hb_link_predict(p, cheap + i * k, 1, &out[r0 + i]);
+				continue;
+			}
+			memcpy(xs + nu * nf, x + (r0 + i) * nf, sizeof(double) * nf);
+			memcpy(rs + nu * k, raw + i * k, sizeof(double) * k);
+			ids[nu++] = r0 + i;
+		}
+		if (nu > 0)
+		{
+			hb_approx_finish(p, a, xs, nu, rs);
+			for (size_t i = 0; i < nu; i++)
+			{
+				if (what == HB_CASCADE_CLASS)
+					out[ids[i]] = hb_margin_class(p, rs + i * k);
+				else
+					hb_link_predict(p, rs + i * k, 1, &out[ids[i]]);
+			}
+		}
+		if (stats)
+		{
+			stats->rows += nb;
+			stats->rows_full += nu;
+		}
+	}
+	hb_free(raw);
+	hb_free(cheap);
+	hb_free(xs);
+	hb_free(rs);
+	hb_free(ids);
+}

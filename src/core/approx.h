@@ -1,0 +1,125 @@
+/*
+ * approx.h
+ *	  Cheap approximations of a compiled model (approx.c): what approximate
+ *	  top-K and classification cascades score every row with, so that only
+ *	  the rows that matter pay for the full model.
+ *
+ * Two kinds, both tuned by tune.c:
+ *	- a prefix of the ensemble: the first n_trees trees, calibrated per output
+ *	  (cheap = scale * partial + shift, fitted by least squares to the full
+ *	  margin).  Its partial sums are kept, so finishing a row costs only the
+ *	  remaining trees and gives exactly the full model's margin;
+ *	- a linear model on a few cheap, important features, fitted to the full
+ *	  model's margins; finishing a row runs the full model.
+ */
+#ifndef HB_APPROX_H
+#define HB_APPROX_H
+
+#include "plan.h"
+
+typedef enum HbApproxKind
+{
+	HB_APPROX_PREFIX = 1,
+	HB_APPROX_LINEAR = 2
+} HbApproxKind;
+
+typedef struct HbApprox
+{
+	HbApproxKind kind;
+	int32_t		n_outputs;
+
+	/* PREFIX: trees [0, n_trees) of the plan */
+	int32_t		n_trees;
+	double	   *scale;			/* n_outputs */
+	double	   *shift;			/* n_outputs */
+
+	/* LINEAR: margin g = bias[g] + sum_j weight[j * n_outputs + g] * x_j */
+	int32_t		n_feat;
+	int32_t    *feat;			/* model feature index of each x_j */
+	double	   *fill;			/* value of a missing x_j (its mean) */
+	double	   *weight;
+	double	   *bias;
+} HbApprox;
+
+/*
+ * The catalog form: kind, n_trees, the feature list and one array of
+ * doubles.  PREFIX: scale[0..k), shift[0..k).  LINEAR: fill[0..f),
+ * weight[0..f*k), bias[0..k).  hb_approx_from_params checks every length
+ * and index against the plan (the catalog row may be anyone's bytes).
+ */
+extern int	hb_approx_n_params(const HbApprox *a);
+extern void hb_approx_params(const HbApprox *a, double *out);
+extern bool hb_approx_from_params(const HbPlan *p, HbApproxKind kind,
+								  int32_t n_trees, const int32_t *feat,
+								  int32_t n_feat, const double *params,
+								  int32_t n_params, HbApprox **out,
+								  HbError *err);
+extern HbApprox *hb_approx_new(HbApproxKind kind, int32_t n_outputs,
+							   int32_t n_trees, int32_t n_feat);
+extern void hb_approx_free(HbApprox *a);
+extern void hb_approx_describe(const HbPlan *p, const HbApprox *a, char *buf,
+							   size_t len);
+
+/*
+ * Cheap margins of n rows (n x n_outputs).  raw, when not NULL, receives
+ * what hb_approx_finish continues from (PREFIX: the partial sums; LINEAR:
+ * nothing useful).
+ */
+extern void hb_approx_margins(const HbPlan *p, const HbApprox *a,
+							  const double *x, size_t n, double *raw,
+							  double *cheap);
+
+/* raw (from hb_approx_margins, same rows) becomes the full margins. */
+extern void hb_approx_finish(const HbPlan *p, const HbApprox *a,
+							 const double *x, size_t n, double *raw);
+
+/*
+ * Trees [t0, t1) added to running margins (n x n_outputs), in model order;
+ * with t0 = 0 the margins must start at the base margin (float-rounded for
+ * float32 models), and trees [0, T) give hb_plan_margins' bits.
+ */
+extern void hb_plan_accumulate(const HbPlan *p, const double *x, size_t n,
+							   int t0, int t1, double *margins);
+extern void hb_plan_base_margins(const HbPlan *p, size_t n, double *margins);
+
+/*
+ * How sure the cheap model is of its class: binary, |margin| (the gap to
+ * the decision boundary at margin 0); multiclass, the gap between the two
+ * largest margins.  *cls gets the class.
+ */
+extern double hb_approx_confidence(const HbPlan *p, const double *margins,
+								   int *cls);
+
+/* ---- cascades ---- */
+
+typedef struct HbCascade
+{
+	HbApprox   *approx;
+	double		threshold;		/* confidence at or above it: cheap answer */
+} HbCascade;
+
+typedef struct HbCascadeStats
+{
+	int64_t		rows;
+	int64_t		rows_full;		/* rows the full model decided */
+} HbCascadeStats;
+
+/*
+ * What hb_predict returns (HB_CASCADE_PREDICT: probability, ranking value
+ * or class index) or the class index (HB_CASCADE_CLASS), for n rows: the
+ * cheap model's answer where it is confident, the full model's elsewhere.
+ */
+typedef enum HbCascadeOut
+{
+	HB_CASCADE_PREDICT,
+	HB_CASCADE_CLASS
+} HbCascadeOut;
+
+extern void hb_cascade_run(const HbPlan *p, const HbCascade *c,
+						   const double *x, size_t n, HbCascadeOut what,
+						   double *out, HbCascadeStats *stats);
+
+/* The class of full margins (binary: margin > 0). */
+extern int	hb_margin_class(const HbPlan *p, const double *margins);
+
+#endif							/* HB_APPROX_H */

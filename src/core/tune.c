@@ -1,0 +1,949 @@
+/*
+ * tune.c
+ *	  Candidate approximations of a model, measured on a sample, and the
+ *	  choice of the cheapest one that meets an accuracy target.
+ *
+ * The sample is split once, by a seeded shuffle, into a fitting half
+ * (permutation importances, least-squares fits, calibrations) and an
+ * evaluation half that no candidate has seen: every accuracy figure comes
+ * from the evaluation half only.
+ *
+ * Top-K: what matters is whether the cheap model keeps the rows the full
+ * model ranks first.  Among the evaluation half's `tail` best rows by the
+ * full model, a candidate misses those whose cheap score is below its cut;
+ * the one-sided Clopper-Pearson upper bound of the miss rate, after e
+ * misses, must leave precision >= target.  The cut is the lowest that keeps
+ * all but the most misses that bound allows.  `tail` is fixed in advance
+ * (twice the rows for which zero misses would meet the target), so the
+ * statement is about rows at least that far up the ranking; a bigger input's
+ * top k are further up, and are kept at least as often as long as the cheap
+ * model keeps a row no less often when its full score is higher.  The
+ * bootstrap of the sample's top rows, which Willump uses, understates how
+ * much a fresh set's top k vary (see docs/willump.md).
+ *
+ * Cascade: the cheap model decides a row when its confidence (the margin
+ * gap, approx.c) is at least a threshold.  The accuracy loss of a threshold
+ * is the share of evaluation rows that the cheap model decides differently
+ * from the full model.  Thresholds are tested on a fixed grid from the most
+ * to the least conservative (fixed-sequence testing): each one passes when
+ * the one-sided Clopper-Pearson upper bound of its loss is at most the
+ * target, and the first failure stops the walk.  The level is split over
+ * the candidates (Bonferroni), so the chosen configuration's loss is at
+ * most the target with the requested confidence, whichever candidate wins.
+ */
+#include "plan_int.h"
+#include "tune.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* LAPACK least squares (OpenBLAS ships LAPACK) */
+extern void dgels_(const char *trans, const int *m, const int *n,
+				   const int *nrhs, double *a, const int *lda, double *b,
+				   const int *ldb, double *work, const int *lwork, int *info);
+
+#define TIMING_ROWS 8192
+#define MAX_CANDIDATES 48
+
+/* ---- random numbers: splitmix64, fully determined by the seed ---- */
+
+void
+hb_rng_seed(HbRng *r, uint64_t seed)
+{
+	r->s = seed ^ 0x9E3779B97F4A7C15ull;
+}
+
+uint64_t
+hb_rng_next(HbRng *r)
+{
+	uint64_t	z = (r->s += 0x9E3779B97F4A7C15ull);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+uint64_t
+hb_rng_below(HbRng *r, uint64_t n)
+{
+	/* Lemire's multiply-shift; the bias is below 2^-32 for any n used here */
+	return (uint64_t) (((unsigned __int128) hb_rng_next(r) * n) >> 64);
+}
+
+/* ---- binomial bounds ---- */
+
+/* P(Bin(n, p) <= e) */
+static double
+binomial_cdf(int64_t e, int64_t n, double p)
+{
+	double		lp,
+				lq,
+				base,
+				sum = 0.0;
+
+	if (p <= 0.0)
+		return 1.0;
+	if (p >= 1.0)
+		return e >= n ? 1.0 : 0.0;
+	lp = log(p);
+	lq = log1p(-p);
+	base = lgamma((double) n + 1.0);
+	for (int64_t i = 0; i <= e && i <= n; i++)
+		sum += exp(base - lgamma((double) i + 1.0) - lgamma((double) (n - i) + 1.0) +
+				   i * lp + (n - i) * lq);
+	return sum > 1.0 ? 1.0 : sum;
+}
+
+double
+hb_binomial_upper(int64_t e, int64_t n, double confidence)
+{
+	double		alpha = 1.0 - confidence;
+	double		lo,
+				hi;
+
+	if (n <= 0 || e >= n)
+		return 1.0;
+	if (e == 0)
+		return 1.0 - pow(alpha, 1.0 / (double) n);
+	/* the p at which seeing e or fewer becomes as rare as alpha */
+	lo = (double) e / (double) n;
+	hi = 1.0;
+	for (int it = 0; it < 60; it++)
+	{
+		double		mid = 0.5 * (lo + hi);
+
+		if (binomial_cdf(e, n, mid) > alpha)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return hi;
+}
+
+/* ---- helpers ---- */
+
+static double
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
+}
+
+typedef struct Work
+{
+	const HbPlan *p;
+	const HbTuneSpec *spec;
+	HbTuneProgress progress;
+	void	   *arg;
+	int			nf;
+	int			k;				/* outputs */
+	size_t		n_fit;
+	size_t		n_eval;
+	int			tail;			/* top-K: evaluation rows whose misses count */
+	size_t		n_time;			/* timing rows: the first of the evaluation rows */
+	double	   *x_fit;
+	double	   *x_eval;
+	double	   *m_fit;			/* full margins */
+	double	   *m_eval;
+	double	   *buf;			/* n_time x k scratch, twice */
+	HbTuneResult *res;
+} Work;
+
+static void
+say(Work *w, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+
+static void
+say(Work *w, const char *fmt,...)
+{
+	char		msg[256];
+	va_list		ap;
+
+	if (w->progress == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	w->progress(w->arg, msg);
+}
+
+/* Seconds are noisy on a shared machine: the best of a few runs. */
+static double
+time_full(Work *w)
+{
+	double		best = INFINITY;
+
+	for (int rep = 0; rep < 3; rep++)
+	{
+		double		t0 = now_ns();
+
+		hb_plan_margins(w->p, w->x_eval, w->n_time, w->buf);
+		t0 = now_ns() - t0;
+		if (t0 < best)
+			best = t0;
+	}
+	return best / (double) w->n_time;
+}
+
+static double
+time_cheap(Work *w, const HbApprox *a)
+{
+	double		best = INFINITY;
+	double	   *raw = w->buf + w->n_time * w->k;
+
+	for (int rep = 0; rep < 3; rep++)
+	{
+		double		t0 = now_ns();
+
+		hb_approx_margins(w->p, a, w->x_eval, w->n_time, raw, w->buf);
+		t0 = now_ns() - t0;
+		if (t0 < best)
+			best = t0;
+	}
+	return best / (double) w->n_time;
+}
+
+/* ---- candidates ---- */
+
+static HbTuneCandidate *
+add_candidate(Work *w, HbApprox *a)
+{
+	HbTuneResult *res = w->res;
+	HbTuneCandidate *c;
+
+	if (res->n_cand >= MAX_CANDIDATES)
+	{
+		hb_approx_free(a);
+		return NULL;
+	}
+	c = &res->cand[res->n_cand++];
+	memset(c, 0, sizeof(*c));
+	c->approx = a;
+	hb_approx_describe(w->p, a, c->label, sizeof(c->label));
+	return c;
+}
+
+/* Least squares y ~ scale * x + shift, per output. */
+static void
+calibrate(Work *w, HbApprox *a, const double *partial)
+{
+	for (int g = 0; g < w->k; g++)
+	{
+		double		mx = 0,
+					my = 0,
+					sxx = 0,
+					sxy = 0;
+
+		for (size_t i = 0; i < w->n_fit; i++)
+		{
+			mx += partial[i * w->k + g];
+			my += w->m_fit[i * w->k + g];
+		}
+		mx /= (double) w->n_fit;
+		my /= (double) w->n_fit;
+		for (size_t i = 0; i < w->n_fit; i++)
+		{
+			double		dx = partial[i * w->k + g] - mx;
+
+			sxx += dx * dx;
+			sxy += dx * (w->m_fit[i * w->k + g] - my);
+		}
+		a->scale[g] = sxx > 0 ? sxy / sxx : 1.0;
+		a->shift[g] = my - a->scale[g] * mx;
+	}
+}
+
+static int
+next_round(int r)
+{
+	int			g = (int) ceil(r * 1.5);
+
+	return g > r + 1 ? g : r + 1;
+}
+
+/* The most candidates a model can get: the level is split over them. */
+static int
+max_candidates(const HbPlan *p)
+{
+	int			n = 5;			/* linear: budgets 1/32 .. 1/2 */
+	int			rounds = p->n_outputs > 0 ? p->n_trees / p->n_outputs : 0;
+
+	for (int r = 1; r < rounds; r = next_round(r))
+		n++;
+	return n < MAX_CANDIDATES ? n : MAX_CANDIDATES;
+}
+
+/*
+ * Prefixes of 1, 2, 3, 5, 8, ... boosting rounds (a round is one tree per
+ * output), each calibrated on the fitting rows.  Partial sums grow from one
+ * prefix to the next, so all of them together cost one pass of the model.
+ */
+static bool
+prefix_candidates(Work *w, HbError *err)
+{
+	const HbPlan *p = w->p;
+	int			rounds = p->n_trees / w->k;
+	double	   *partial;
+	int			done = 0;
+
+	if (p->estimator != HB_EST_TREES || rounds < 2)
+		return true;
+	partial = hb_alloc(sizeof(double) * w->n_fit * w->k);
+	if (partial == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	hb_plan_base_margins(p, w->n_fit, partial);
+	for (int r = 1; r < rounds; r = next_round(r))
+	{
+		int			m = r * w->k;
+		HbApprox   *a = hb_approx_new(HB_APPROX_PREFIX, w->k, m, 0);
+
+		if (a == NULL)
+		{
+			hb_free(partial);
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		}
+		hb_plan_accumulate(p, w->x_fit, w->n_fit, done, m, partial);
+		done = m;
+		calibrate(w, a, partial);
+		if (add_candidate(w, a) == NULL)
+			break;
+		hb_check_interrupts();
+	}
+	hb_free(partial);
+	return true;
+}
+
+typedef struct Ranked
+{
+	double		key;
+	int32_t		idx;
+} Ranked;
+
+static int
+cmp_ranked_desc(const void *a, const void *b)
+{
+	const Ranked *x = a,
+			   *y = b;
+
+	if (x->key > y->key)
+		return -1;
+	if (x->key < y->key)
+		return 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * Permutation importance of each feature on the fitting rows: how much the
+ * full model's margins move (mean squared) when that column is shuffled.
+ */
+static bool
+importances(Work *w, double *imp, HbError *err)
+{
+	size_t		nr = w->n_fit;
+	int			nf = w->nf;
+	size_t		cap = 200000 / (size_t) (nf > 0 ? nf : 1);
+	double	   *xb,
+			   *mb,
+			   *col;
+	HbRng		rng;
+
+	if (cap < 200)
+		cap = 200;
+	if (cap < nr)
+		nr = cap;
+	xb = hb_alloc(sizeof(double) * nr * nf);
+	mb = hb_alloc(sizeof(double) * nr * w->k);
+	col = hb_alloc(sizeof(double) * nr);
+	if (!xb || !mb || !col)
+	{
+		hb_free(xb);
+		hb_free(mb);
+		hb_free(col);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	memcpy(xb, w->x_fit, sizeof(double) * nr * nf);
+	hb_rng_seed(&rng, w->spec->seed * 7919 + 17);
+	for (int j = 0; j < nf; j++)
+	{
+		double		s = 0.0;
+
+		for (size_t i = 0; i < nr; i++)
+			col[i] = xb[i * nf + j];
+		for (size_t i = nr; i > 1; i--)
+		{
+			size_t		r = hb_rng_below(&rng, i);
+			double		t = xb[(i - 1) * nf + j];
+
+			xb[(i - 1) * nf + j] = xb[r * nf + j];
+			xb[r * nf + j] = t;
+		}
+		hb_plan_margins(w->p, xb, nr, mb);
+		for (size_t i = 0; i < nr * w->k; i++)
+		{
+			double		d = mb[i] - w->m_fit[i];
+
+			s += d * d;
+		}
+		imp[j] = s / (double) nr;
+		for (size_t i = 0; i < nr; i++)
+			xb[i * nf + j] = col[i];
+		hb_check_interrupts();
+	}
+	hb_free(xb);
+	hb_free(mb);
+	hb_free(col);
+	return true;
+}
+
+/*
+ * Least squares of the full margins on the chosen features (centred, a
+ * tiny ridge so that duplicate or constant columns stay solvable) with
+ * LAPACK's dgels.
+ */
+static bool
+fit_linear(Work *w, HbApprox *a, HbError *err)
+{
+	int			f = a->n_feat;
+	int			k = w->k;
+	int			m = (int) w->n_fit + f;
+	int			ncol = f + 1;
+	int			lwork = -1,
+				info = 0;
+	double		wq;
+	double	   *A = hb_alloc(sizeof(double) * (size_t) m * ncol);
+	double	   *B = hb_alloc0(sizeof(double) * (size_t) m * k);
+	double	   *work;
+
+	if (!A || !B)
+	{
+		hb_free(A);
+		hb_free(B);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	memset(A, 0, sizeof(double) * (size_t) m * ncol);
+	for (int j = 0; j < f; j++)
+	{
+		int			fj = a->feat[j];
+		double		mean = 0.0,
+					ss = 0.0;
+		size_t		cnt = 0;
+
+		for (size_t i = 0; i < w->n_fit; i++)
+		{
+			double		v = w->x_fit[i * w->nf + fj];
+
+			if (!isnan(v))
+			{
+				mean += v;
+				cnt++;
+			}
+		}
+		mean = cnt ? mean / (double) cnt : 0.0;
+		a->fill[j] = mean;
+		for (size_t i = 0; i < w->n_fit; i++)
+		{
+			double		v = w->x_fit[i * w->nf + fj];
+			double		c = isnan(v) ? 0.0 : v - mean;
+
+			A[i + (size_t) j * m] = c;
+			ss += c * c;
+		}
+		A[w->n_fit + j + (size_t) j * m] = sqrt(1e-6 * ss + 1e-12);
+	}
+	for (size_t i = 0; i < w->n_fit; i++)
+	{
+		A[i + (size_t) f * m] = 1.0;
+		for (int g = 0; g < k; g++)
+			B[i + (size_t) g * m] = w->m_fit[i * k + g];
+	}
+	dgels_("N", &m, &ncol, &k, A, &m, B, &m, &wq, &lwork, &info);
+	lwork = info == 0 && wq > 1 ? (int) wq : m * ncol;
+	work = hb_alloc(sizeof(double) * lwork);
+	if (work == NULL)
+	{
+		hb_free(A);
+		hb_free(B);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	dgels_("N", &m, &ncol, &k, A, &m, B, &m, work, &lwork, &info);
+	if (info != 0)
+	{
+		hb_free(A);
+		hb_free(B);
+		hb_free(work);
+		return hb_fail(err, HB_ERR_INVALID, "least-squares fit failed (dgels info %d)", info);
+	}
+	for (int g = 0; g < k; g++)
+	{
+		double		bias = B[f + (size_t) g * m];
+
+		for (int j = 0; j < f; j++)
+		{
+			a->weight[(size_t) j * k + g] = B[j + (size_t) g * m];
+			bias -= B[j + (size_t) g * m] * a->fill[j];
+		}
+		a->bias[g] = bias;
+	}
+	hb_free(A);
+	hb_free(B);
+	hb_free(work);
+	return true;
+}
+
+/*
+ * Linear models on the features a greedy knapsack picks: by importance per
+ * unit of cost, within budgets of 1/32 .. 1/2 of the total feature cost.
+ */
+static bool
+linear_candidates(Work *w, HbError *err)
+{
+	int			nf = w->nf;
+	double	   *imp = hb_alloc0(sizeof(double) * (nf + 1));
+	Ranked	   *order = hb_alloc(sizeof(Ranked) * (nf + 1));
+	int32_t    *sel = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int32_t    *prev = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int			nprev = -1;
+	double		total = 0.0;
+	int			n_imp = 0;
+	bool		ok = true;
+
+	if (!imp || !order || !sel || !prev)
+	{
+		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	say(w, "permutation importance of %d features on %zu rows", nf,
+		w->n_fit < 200000 / (size_t) nf ? w->n_fit : 200000 / (size_t) nf);
+	if (!(ok = importances(w, imp, err)))
+		goto done;
+	for (int j = 0; j < nf; j++)
+	{
+		double		c = w->spec->feature_cost ? w->spec->feature_cost[j] : 1.0;
+
+		if (!(c > 0))
+			c = 1e-9;
+		if (imp[j] > 0)
+		{
+			order[n_imp].key = imp[j] / c;
+			order[n_imp].idx = j;
+			n_imp++;
+			total += c;
+		}
+	}
+	qsort(order, n_imp, sizeof(Ranked), cmp_ranked_desc);
+	for (int b = 32; b >= 2 && n_imp > 0; b /= 2)
+	{
+		double		budget = total / b;
+		double		used = 0.0;
+		int			ns = 0;
+		HbApprox   *a;
+
+		for (int i = 0; i < n_imp; i++)
+		{
+			int			j = order[i].idx;
+			double		c = w->spec->feature_cost ? w->spec->feature_cost[j] : 1.0;
+
+			if (!(c > 0))
+				c = 1e-9;
+			if (ns == 0 || used + c <= budget)
+			{
+				sel[ns++] = j;
+				used += c;
+			}
+		}
+		/* a fit needs clearly more rows than coefficients */
+		if ((size_t) ns * 4 > w->n_fit)
+			continue;
+		if (ns == nprev && memcmp(sel, prev, sizeof(int32_t) * ns) == 0)
+			continue;
+		memcpy(prev, sel, sizeof(int32_t) * ns);
+		nprev = ns;
+		a = hb_approx_new(HB_APPROX_LINEAR, w->k, 0, ns);
+		if (a == NULL)
+		{
+			ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
+			goto done;
+		}
+		memcpy(a->feat, sel, sizeof(int32_t) * ns);
+		if (!fit_linear(w, a, err))
+		{
+			hb_approx_free(a);
+			ok = false;
+			goto done;
+		}
+		if (add_candidate(w, a) == NULL)
+			break;
+	}
+done:
+	hb_free(imp);
+	hb_free(order);
+	hb_free(sel);
+	hb_free(prev);
+	return ok;
+}
+
+/* ---- evaluation ---- */
+
+static int
+cmp_int32(const void *a, const void *b)
+{
+	int32_t		x = *(const int32_t *) a,
+				y = *(const int32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Top-K (see the header comment): the smallest cheap-model cut that keeps
+ * all but e_max of the evaluation rows' full top `tail`, where e_max is the
+ * most misses whose Clopper-Pearson bound still meets the target.
+ * full_order is the evaluation rows by full margin, best first; cheap is
+ * the candidate's margins on them.
+ */
+static bool
+eval_topk(Work *w, HbTuneCandidate *c, const double *cheap,
+		  const int32_t *full_order, double level, HbError *err)
+{
+	const HbTuneSpec *spec = w->spec;
+	size_t		n = w->n_eval;
+	int			tail = w->tail;
+	Ranked	   *co = hb_alloc(sizeof(Ranked) * n);
+	int32_t    *rank = hb_alloc(sizeof(int32_t) * n);
+	int32_t    *cr = hb_alloc(sizeof(int32_t) * tail);
+	int			e_max = -1,
+				e = 0;
+	int32_t		kept;
+
+	if (!co || !rank || !cr)
+	{
+		hb_free(co);
+		hb_free(rank);
+		hb_free(cr);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+	{
+		co[i].key = cheap[i];
+		co[i].idx = (int32_t) i;
+	}
+	qsort(co, n, sizeof(Ranked), cmp_ranked_desc);
+	for (size_t i = 0; i < n; i++)
+		rank[co[i].idx] = (int32_t) i;
+	for (int j = 0; j < tail; j++)
+		cr[j] = rank[full_order[j]];
+	qsort(cr, tail, sizeof(int32_t), cmp_int32);
+
+	while (e_max + 1 < tail &&
+		   hb_binomial_upper(e_max + 1, tail, level) <= 1.0 - spec->target)
+		e_max++;
+	if (e_max < 0)
+		e_max = 0;				/* cannot happen: tail is sized for it */
+	kept = cr[tail - e_max - 1] + 1;
+	if (kept < spec->k)
+		kept = spec->k;
+	for (int j = 0; j < tail; j++)
+		e += cr[j] >= kept;
+
+	c->kept = kept;
+	c->ratio = (double) kept / spec->k;
+	c->tau = co[kept - 1].key;
+	c->coverage = (double) kept / (double) n;
+	c->accuracy = 1.0 - (double) e / tail;
+	c->bound = 1.0 - hb_binomial_upper(e, tail, level);
+	c->expected_ns = c->cost_ns + c->coverage * c->rest_ns;
+	c->feasible = true;
+	hb_free(co);
+	hb_free(rank);
+	hb_free(cr);
+	return true;
+}
+
+/*
+ * Fixed grid of confidence gaps, most conservative first: 64 * 0.9^j down
+ * to about 1e-4, then 0 (every row).  Fixed in advance, so that testing it
+ * in order is a valid fixed-sequence procedure.
+ */
+#define GRID_STEPS 128
+
+static double
+grid_threshold(int j)
+{
+	return j >= GRID_STEPS ? 0.0 : 64.0 * pow(0.9, j);
+}
+
+static bool
+eval_cascade(Work *w, HbTuneCandidate *c, const double *cheap,
+			 const int32_t *full_cls, double level, HbError *err)
+{
+	size_t		n = w->n_eval;
+	Ranked	   *conf = hb_alloc(sizeof(Ranked) * (n + 1));
+	bool	   *wrong = hb_alloc(sizeof(bool) * (n + 1));
+	size_t		pos = 0;
+	int64_t		e = 0;
+	int			last = -1;
+	int64_t		last_e = 0;
+	size_t		last_cov = 0;
+
+	if (!conf || !wrong)
+	{
+		hb_free(conf);
+		hb_free(wrong);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+	{
+		int			cls;
+
+		conf[i].key = hb_approx_confidence(w->p, cheap + i * w->k, &cls);
+		conf[i].idx = (int32_t) i;
+		wrong[i] = cls != full_cls[i];
+	}
+	qsort(conf, n, sizeof(Ranked), cmp_ranked_desc);
+
+	for (int j = 0; j <= GRID_STEPS; j++)
+	{
+		double		th = grid_threshold(j);
+
+		while (pos < n && conf[pos].key >= th)
+			e += wrong[conf[pos++].idx];
+		if (hb_binomial_upper(e, (int64_t) n, level) > w->spec->target)
+			break;
+		last = j;
+		last_e = e;
+		last_cov = pos;
+	}
+	c->threshold = last >= 0 ? grid_threshold(last) : INFINITY;
+	c->coverage = last >= 0 ? (double) last_cov / (double) n : 0.0;
+	c->accuracy = 1.0 - (double) last_e / (double) n;
+	c->bound = hb_binomial_upper(last_e, (int64_t) n, level);
+	c->feasible = last >= 0 && last_cov > 0;
+	c->expected_ns = c->cost_ns + (1.0 - c->coverage) * c->rest_ns;
+	hb_free(conf);
+	hb_free(wrong);
+	return true;
+}
+
+/* ---- the whole tuning ---- */
+
+void
+hb_tune_result_free(HbTuneResult *res)
+{
+	if (res->cand)
+		for (int i = 0; i < res->n_cand; i++)
+			hb_approx_free(res->cand[i].approx);
+	hb_free(res->cand);
+	memset(res, 0, sizeof(*res));
+}
+
+static bool
+check_spec(const HbPlan *p, size_t n, const HbTuneSpec *s, HbError *err)
+{
+	if (!(s->target > 0.0 && s->target < 1.0))
+		return hb_fail(err, HB_ERR_ARGUMENT, "target must be between 0 and 1 (exclusive), not %g", s->target);
+	if (!(s->confidence > 0.0 && s->confidence < 1.0))
+		return hb_fail(err, HB_ERR_ARGUMENT, "confidence must be between 0 and 1 (exclusive), not %g", s->confidence);
+	if (p->estimator != HB_EST_TREES)
+		return hb_fail(err, HB_ERR_UNSUPPORTED, "only tree ensembles can be approximated");
+	if (s->kind == HB_TUNE_TOPK)
+	{
+		if (p->n_outputs != 1)
+			return hb_fail(err, HB_ERR_UNSUPPORTED, "top-K ranks models with one score per row, this one has %d", p->n_outputs);
+		if (s->k <= 0)
+			return hb_fail(err, HB_ERR_ARGUMENT, "k must be positive, not %d", s->k);
+	}
+	else if (s->kind == HB_TUNE_CASCADE)
+	{
+		if (p->n_classes < 2)
+			return hb_fail(err, HB_ERR_UNSUPPORTED, "cascades need a classifier");
+		if (n < 2)
+			return hb_fail(err, HB_ERR_ARGUMENT, "a sample of %zu rows is too small to tune a cascade", n);
+	}
+	else
+		return hb_fail(err, HB_ERR_ARGUMENT, "unknown tuning kind %d", (int) s->kind);
+	return true;
+}
+
+bool
+hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
+		HbTuneProgress progress, void *arg, HbTuneResult *res, HbError *err)
+{
+	Work		w;
+	size_t	   *perm = NULL;
+	int32_t    *full_order = NULL;
+	int32_t    *full_cls = NULL;
+	double	   *cheap = NULL;
+	HbRng		rng;
+	bool		ok = false;
+	double		level;
+	int			tail = 0;
+
+	memset(res, 0, sizeof(*res));
+	res->chosen = -1;
+	if (!check_spec(p, n, spec, err))
+		return false;
+	level = 1.0 - (1.0 - spec->confidence) / max_candidates(p);
+	if (spec->kind == HB_TUNE_TOPK)
+	{
+		/* enough tail rows that zero misses would meet the target, twice */
+		int			tmin = (int) ceil(log(1.0 - level) / log(spec->target));
+
+		tail = 2 * tmin > spec->k ? 2 * tmin : spec->k;
+		if ((double) (n - n / 2) < tail)
+		{
+			hb_fail(err, HB_ERR_ARGUMENT,
+					"a sample of %zu rows is too small to tune top-%d to precision %g with confidence %g",
+					n, spec->k, spec->target, spec->confidence);
+			hb_fail_detail(err, "Misses are counted among the %d best of the held-out half of the sample: at least %d rows are needed.",
+						   tail, 2 * tail);
+			return false;
+		}
+	}
+
+	memset(&w, 0, sizeof(w));
+	w.p = p;
+	w.spec = spec;
+	w.progress = progress;
+	w.arg = arg;
+	w.nf = p->n_features;
+	w.k = p->n_outputs;
+	w.res = res;
+	w.n_fit = n / 2;
+	w.n_eval = n - w.n_fit;
+	w.tail = tail;
+	res->tail = tail;
+	w.n_time = w.n_eval < TIMING_ROWS ? w.n_eval : TIMING_ROWS;
+	res->n_fit = (int64_t) w.n_fit;
+	res->n_eval = (int64_t) w.n_eval;
+
+	perm = hb_alloc(sizeof(size_t) * n);
+	w.x_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.nf);
+	w.x_eval = hb_alloc(sizeof(double) * w.n_eval * w.nf);
+	w.m_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.k);
+	w.m_eval = hb_alloc(sizeof(double) * w.n_eval * w.k);
+	w.buf = hb_alloc(sizeof(double) * 2 * w.n_time * w.k);
+	res->cand = hb_alloc0(sizeof(HbTuneCandidate) * MAX_CANDIDATES);
+	cheap = hb_alloc(sizeof(double) * w.n_eval * w.k);
+	full_order = hb_alloc(sizeof(int32_t) * w.n_eval);
+	full_cls = hb_alloc(sizeof(int32_t) * w.n_eval);
+	if (!perm || !w.x_fit || !w.x_eval || !w.m_fit || !w.m_eval || !w.buf ||
+		!res->cand || !cheap || !full_order || !full_cls)
+	{
+		hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+
+	/* the seeded split: fitting half, evaluation half */
+	hb_rng_seed(&rng, spec->seed ^ 0xA5A5A5A5ull);
+	for (size_t i = 0; i < n; i++)
+		perm[i] = i;
+	for (size_t i = n; i > 1; i--)
+	{
+		size_t		r = hb_rng_below(&rng, i);
+		size_t		t = perm[i - 1];
+
+		perm[i - 1] = perm[r];
+		perm[r] = t;
+	}
+	for (size_t i = 0; i < w.n_fit; i++)
+		memcpy(w.x_fit + i * w.nf, x + perm[i] * w.nf, sizeof(double) * w.nf);
+	for (size_t i = 0; i < w.n_eval; i++)
+		memcpy(w.x_eval + i * w.nf, x + perm[w.n_fit + i] * w.nf, sizeof(double) * w.nf);
+
+	hb_plan_margins(p, w.x_fit, w.n_fit, w.m_fit);
+	hb_plan_margins(p, w.x_eval, w.n_eval, w.m_eval);
+	res->full_ns = time_full(&w);
+	say(&w, "%zu rows: %zu to fit, %zu to evaluate; full model %.3f us/row",
+		n, w.n_fit, w.n_eval, res->full_ns / 1000.0);
+
+	if (spec->kind == HB_TUNE_TOPK)
+	{
+		Ranked	   *fo = hb_alloc(sizeof(Ranked) * w.n_eval);
+
+		if (fo == NULL)
+		{
+			hb_fail(err, HB_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < w.n_eval; i++)
+		{
+			fo[i].key = w.m_eval[i];
+			fo[i].idx = (int32_t) i;
+		}
+		qsort(fo, w.n_eval, sizeof(Ranked), cmp_ranked_desc);
+		for (size_t i = 0; i < w.n_eval; i++)
+			full_order[i] = fo[i].idx;
+		hb_free(fo);
+	}
+	else
+		for (size_t i = 0; i < w.n_eval; i++)
+			full_cls[i] = hb_margin_class(p, w.m_eval + i * w.k);
+
+	if (!prefix_candidates(&w, err))
+		goto out;
+	if (w.n_fit >= 8 && !linear_candidates(&w, err))
+		goto out;
+	if (res->n_cand == 0)
+	{
+		hb_fail(err, HB_ERR_UNSUPPORTED, "the model is too small to approximate");
+		goto out;
+	}
+
+	for (int i = 0; i < res->n_cand; i++)
+	{
+		HbTuneCandidate *c = &res->cand[i];
+		const HbApprox *a = c->approx;
+
+		c->cost_ns = time_cheap(&w, a);
+		c->rest_ns = a->kind == HB_APPROX_PREFIX ?
+			res->full_ns * (double) (p->n_trees - a->n_trees) / (double) p->n_trees :
+			res->full_ns;
+		hb_approx_margins(p, a, w.x_eval, w.n_eval, NULL, cheap);
+		if (spec->kind == HB_TUNE_TOPK)
+			ok = eval_topk(&w, c, cheap, full_order, level, err);
+		else
+			ok = eval_cascade(&w, c, cheap, full_cls, level, err);
+		if (!ok)
+			goto out;
+		ok = false;
+		c->speedup = c->expected_ns > 0 ? res->full_ns / c->expected_ns : 0.0;
+		if (spec->kind == HB_TUNE_TOPK)
+			say(&w, "candidate %d of %d, %s: ratio %.2f, mean precision %.4f, %.1fx",
+				i + 1, res->n_cand, c->label, c->ratio, c->accuracy, c->speedup);
+		else
+			say(&w, "candidate %d of %d, %s: threshold %.4g, decides %.1f%%, loss bound %.5f, %.1fx",
+				i + 1, res->n_cand, c->label, c->threshold, 100.0 * c->coverage,
+				c->bound, c->speedup);
+		hb_check_interrupts();
+	}
+
+	/* the cheapest feasible configuration; ties to the earlier candidate */
+	for (int i = 0; i < res->n_cand; i++)
+	{
+		HbTuneCandidate *c = &res->cand[i];
+
+		if (c->feasible && (res->chosen < 0 ||
+							c->expected_ns < res->cand[res->chosen].expected_ns))
+			res->chosen = i;
+	}
+	if (res->chosen >= 0)
+		res->cand[res->chosen].chosen = true;
+	ok = true;
+
+out:
+	hb_free(perm);
+	hb_free(w.x_fit);
+	hb_free(w.x_eval);
+	hb_free(w.m_fit);
+	hb_free(w.m_eval);
+	hb_free(w.buf);
+	hb_free(cheap);
+	hb_free(full_order);
+	hb_free(full_cls);
+	if (!ok)
+		hb_tune_result_free(res);
+	return ok;
+}

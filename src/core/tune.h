@@ -1,0 +1,98 @@
+/*
+ * tune.h
+ *	  Building and tuning cheap approximations on a sample (tune.c).
+ *
+ * Given a sample of rows, hb_tune builds candidate approximations of the
+ * model (ensemble prefixes, linear models on the cheap important features),
+ * measures what each costs per row and how well it does against the full
+ * model on rows it was not fitted on, and picks the cheapest configuration
+ * whose accuracy meets the target with the requested confidence.  See
+ * docs/willump.md for the statements the numbers carry.
+ */
+#ifndef HB_TUNE_H
+#define HB_TUNE_H
+
+#include "approx.h"
+
+typedef enum HbTuneKind
+{
+	HB_TUNE_TOPK = 1,			/* approximate top-K: precision@k */
+	HB_TUNE_CASCADE = 2			/* cascade: accuracy loss */
+} HbTuneKind;
+
+typedef struct HbTuneSpec
+{
+	HbTuneKind	kind;
+	int32_t		k;				/* top-K only */
+	double		target;			/* top-K: precision@k; cascade: accuracy loss */
+	double		confidence;
+	uint64_t	seed;
+	const double *feature_cost; /* per model feature; NULL: all alike */
+} HbTuneSpec;
+
+typedef struct HbTuneCandidate
+{
+	char		label[64];
+	HbApprox   *approx;
+	double		cost_ns;		/* measured: cheap model per row */
+	double		rest_ns;		/* finishing a row the cheap model cannot decide */
+
+	/* top-K */
+	double		ratio;			/* kept / k */
+	int32_t		kept;			/* rows re-scored with the full model */
+	double		tau;			/* cheap score of the kept-th best evaluation row */
+
+	/* cascade */
+	double		threshold;		/* confidence gap taking the cheap answer */
+
+	double		accuracy;		/* top-K: mean precision@k; cascade: agreement */
+	double		bound;			/* top-K: lower precision quantile; cascade:
+								 * upper bound of the accuracy loss */
+	double		coverage;		/* top-K: share re-scored; cascade: share decided
+								 * by the cheap model */
+	double		expected_ns;
+	double		speedup;
+	bool		feasible;
+	bool		chosen;
+} HbTuneCandidate;
+
+typedef struct HbTuneResult
+{
+	int32_t		n_cand;
+	HbTuneCandidate *cand;
+	int32_t		chosen;			/* index, -1 if none */
+	double		full_ns;		/* measured: full model per row */
+	int64_t		n_fit;
+	int64_t		n_eval;
+	int32_t		tail;			/* top-K: the evaluation rows' top `tail` by the
+								 * full model are what misses are counted on */
+} HbTuneResult;
+
+typedef void (*HbTuneProgress) (void *arg, const char *msg);
+
+/*
+ * Tune on n sample rows x (row-major, n_features each).  Fails with
+ * HB_ERR_ARGUMENT on a sample or spec that cannot be tuned on.
+ */
+extern bool hb_tune_run(const HbPlan *p, const double *x, size_t n,
+					const HbTuneSpec *spec, HbTuneProgress progress,
+					void *arg, HbTuneResult *res, HbError *err);
+extern void hb_tune_result_free(HbTuneResult *res);
+
+/*
+ * One-sided Clopper-Pearson upper bound of a binomial proportion after
+ * e successes in n trials, at the given confidence.
+ */
+extern double hb_binomial_upper(int64_t e, int64_t n, double confidence);
+
+/* The seeded generator every random choice of tuning draws from. */
+typedef struct HbRng
+{
+	uint64_t	s;
+} HbRng;
+
+extern void hb_rng_seed(HbRng *r, uint64_t seed);
+extern uint64_t hb_rng_next(HbRng *r);
+extern uint64_t hb_rng_below(HbRng *r, uint64_t n);
+
+#endif							/* HB_TUNE_H */

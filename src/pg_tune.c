@@ -1,0 +1,721 @@
+/*
+ * pg_tune.c
+ *	  hb_tune, the tuning catalog (hb_tune_store, hb_tune_drop), reading a
+ *	  tuning back for scoring, and the GUCs of the statistical shortcuts.
+ *
+ * hb_tune runs with the caller's rights: the sample query is the caller's
+ * SQL and sees only what the caller may see.  Only the write goes through
+ * hb_tune_store, a SECURITY DEFINER function that lets the model's owner
+ * and model administrators (those who may run hb_model_upload) store a
+ * tuning, and nobody else.  Scoring reads tunings with direct scans under
+ * the statement's snapshot, like the model catalog (pg_catalog.c).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "parser/parse_func.h"
+#include "utils/regproc.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "hbird.h"
+#include "tune.h"
+
+PG_FUNCTION_INFO_V1(hb_tune);
+PG_FUNCTION_INFO_V1(hb_tune_store);
+PG_FUNCTION_INFO_V1(hb_tune_drop);
+
+bool		hb_cascade_on = false;
+int			hb_topk_mode = HB_TOPK_AUTO;
+
+static const struct config_enum_entry topk_mode_options[] = {
+	{"exact", HB_TOPK_EXACT, false},
+	{"approx", HB_TOPK_APPROX, false},
+	{"auto", HB_TOPK_AUTO, false},
+	{NULL, 0, false}
+};
+
+/* Rows a sample may have: its feature matrix is held in memory. */
+#define HB_TUNE_MAX_ROWS 4000000
+
+void
+hb_tune_define_gucs(void)
+{
+	DefineCustomBoolVariable("hbird.cascade",
+							 "Score classifiers through their tuned cascade.",
+							 "When on, hb_predict and the batched forms let a tuned cheap model "
+							 "answer the rows it is confident about (see hb_tune).",
+							 &hb_cascade_on,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("hbird.topk_mode",
+							 "How hb_topk_agg (and hb_topk with mode 'auto') rank.",
+							 "exact scores every row exactly; approx uses the tuned approximation "
+							 "(an error without one); auto uses it when one exists.",
+							 &hb_topk_mode,
+							 HB_TOPK_AUTO,
+							 topk_mode_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/* ---- reading a tuning back ---- */
+
+static AttrNumber
+column(TupleDesc desc, const char *colname)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		if (!a->attisdropped && strcmp(NameStr(a->attname), colname) == 0)
+			return a->attnum;
+	}
+	elog(ERROR, "hbird.tuning has no column %s", colname);
+	return InvalidAttrNumber;
+}
+
+static Datum
+get(HeapTuple tup, TupleDesc desc, const char *colname, bool *isnull)
+{
+	return heap_getattr(tup, column(desc, colname), desc, isnull);
+}
+
+static double
+get_float(HeapTuple tup, TupleDesc desc, const char *colname, double dflt)
+{
+	bool		isnull;
+	Datum		d = get(tup, desc, colname, &isnull);
+
+	return isnull ? dflt : DatumGetFloat8(d);
+}
+
+/*
+ * The tuning of kind ("topk" / "cascade") for the entry's model version,
+ * under the statement's snapshot; for top-K the one tuned for the
+ * smallest k >= k_query, else the largest k.  False when there is none
+ * (also when the extension's schema predates tunings).  The cheap model
+ * is built in cxt and checked against the plan.
+ */
+bool
+hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
+			   MemoryContext cxt, HbTuning *out)
+{
+	Oid			nsp = get_namespace_oid("hbird", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("tuning", nsp) : InvalidOid;
+	Relation	rel;
+	TupleDesc	desc;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	HeapTuple	best = NULL;
+	int			best_k = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!OidIsValid(relid))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	ScanKeyInit(&key, column(desc, "name"), BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(e->name));
+	scan = systable_beginscan(rel, InvalidOid, false,
+							  ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot(),
+							  1, &key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		int32		version = DatumGetInt32(get(tup, desc, "version", &isnull));
+		char	   *tkind = TextDatumGetCString(get(tup, desc, "kind", &isnull));
+		int32		k = DatumGetInt32(get(tup, desc, "k", &isnull));
+		bool		better;
+
+		if (version != e->version || strcmp(tkind, kind) != 0)
+			continue;
+		if (best == NULL)
+			better = true;
+		else if (best_k >= k_query)
+			better = k >= k_query && k < best_k;
+		else
+			better = k > best_k;
+		if (better)
+		{
+			if (best)
+				heap_freetuple(best);
+			best = heap_copytuple(tup);
+			best_k = k;
+		}
+	}
+	systable_endscan(scan);
+
+	if (best != NULL)
+	{
+		bool		isnull;
+		char	   *akind = TextDatumGetCString(get(best, desc, "approx_kind", &isnull));
+		int32		ntrees = DatumGetInt32(get(best, desc, "approx_trees", &isnull));
+		ArrayType  *feats = DatumGetArrayTypeP(get(best, desc, "approx_features", &isnull));
+		ArrayType  *params = DatumGetArrayTypeP(get(best, desc, "approx_params", &isnull));
+		HbError		err = {0};
+		MemoryContext old;
+		Datum	   *fd,
+				   *pd;
+		bool	   *fn,
+				   *pn;
+		int			nfeat,
+					nparam;
+		int32	   *fv;
+		double	   *pv;
+		bool		ok;
+
+		deconstruct_array(feats, INT4OID, 4, true, TYPALIGN_INT, &fd, &fn, &nfeat);
+		deconstruct_array(params, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+						  &pd, &pn, &nparam);
+		fv = palloc(sizeof(int32) * (nfeat + 1));
+		pv = palloc(sizeof(double) * (nparam + 1));
+		for (int i = 0; i < nfeat; i++)
+			fv[i] = fn[i] ? -1 : DatumGetInt32(fd[i]);
+		for (int i = 0; i < nparam; i++)
+			pv[i] = pn[i] ? NAN : DatumGetFloat8(pd[i]);
+
+		old = MemoryContextSwitchTo(cxt);
+		ok = hb_approx_from_params(e->plan,
+								   strcmp(akind, "prefix") == 0 ? HB_APPROX_PREFIX :
+								   strcmp(akind, "linear") == 0 ? HB_APPROX_LINEAR : 0,
+								   ntrees, fv, nfeat, pv, nparam, &out->approx, &err);
+		MemoryContextSwitchTo(old);
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("tuning of model \"%s\" version %d is invalid: %s",
+							e->name, e->version, err.msg),
+					 errhint("Run hb_tune again, or hb_tune_drop('%s').", e->name)));
+		out->found = true;
+		out->k = best_k;
+		out->threshold = get_float(best, desc, "threshold", INFINITY);
+		out->ratio = get_float(best, desc, "ratio", 1.0);
+		out->kept = DatumGetInt32(get(best, desc, "kept", &isnull));
+		if (isnull)
+			out->kept = best_k;
+		out->cheap_cut = get_float(best, desc, "cheap_cut", INFINITY);
+		heap_freetuple(best);
+	}
+	table_close(rel, AccessShareLock);
+	return out->found;
+}
+
+/*
+ * The cascade of an entry's model version when hbird.cascade is on and one
+ * is tuned; NULL otherwise.  What a class path (hb_predict_class) calls:
+ *
+ *		HbCascade *c = hb_cascade_for(e, cxt);
+ *		if (c) hb_cascade_run(e->plan, c, x, n, HB_CASCADE_CLASS, out, NULL);
+ */
+HbCascade *
+hb_cascade_for(const HbCacheEntry *e, MemoryContext cxt)
+{
+	HbTuning	t;
+	HbCascade  *c;
+
+	if (!hb_cascade_on || e->n_classes < 2)
+		return NULL;
+	if (!hb_tuning_load(e, "cascade", 0, cxt, &t))
+		return NULL;
+	c = MemoryContextAlloc(cxt, sizeof(HbCascade));
+	c->approx = t.approx;
+	c->threshold = t.threshold;
+	return c;
+}
+
+/* ---- hb_tune ---- */
+
+static void
+progress_notice(void *arg, const char *msg)
+{
+	ereport(NOTICE, (errmsg("hb_tune \"%s\": %s", (const char *) arg, msg)));
+}
+
+static double
+float_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	double		v;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	v = PG_GETARG_FLOAT8(argno);
+	if (!(v > 0.0 && v < 1.0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between 0 and 1 (exclusive), not %g", what, v)));
+	return v;
+}
+
+/*
+ * Run the sample query (as the caller) and bind its rows to the model's
+ * features by column name.  Returns the row-major matrix; *n its rows.
+ */
+static double *
+read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
+			size_t *n_out)
+{
+	SPIPlanPtr	plan;
+	Portal		portal;
+	HbBinding	bind;
+	size_t		n = 0,
+				cap = 0;
+	double	   *x = NULL;
+	MemoryContext outer = CurrentMemoryContext;
+
+	SPI_connect();
+	plan = SPI_prepare(query, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare sample query: %s", SPI_result_code_string(SPI_result));
+	if (!SPI_is_cursor_plan(plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("sample query must be a single SELECT that returns rows")));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	hb_bind_desc(&bind, e, portal->tupDesc, outer, e->name);
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		if (n + SPI_processed > HB_TUNE_MAX_ROWS)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("sample of model \"%s\" has more than %d rows", e->name,
+							HB_TUNE_MAX_ROWS),
+					 errhint("A sample of 10,000 to 100,000 rows is plenty; use TABLESAMPLE or LIMIT.")));
+		if (n + SPI_processed > cap)
+		{
+			size_t		ncap = Max(cap * 2, n + SPI_processed);
+			Size		bytes = sizeof(double) * ncap * e->n_features;
+
+			x = x ? repalloc_huge(x, bytes) : MemoryContextAllocHuge(outer, bytes);
+			cap = ncap;
+		}
+		for (uint64 i = 0; i < SPI_processed; i++)
+			hb_bind_tuple(&bind, e, SPI_tuptable->vals[i], x + (n + i) * e->n_features);
+		n += SPI_processed;
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+	*n_out = n;
+	return x;
+}
+
+/* NaN for "not this kind's figure": stored as NULL. */
+#define MEASURES 9
+
+static void
+store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
+	  const HbTuneSpec *spec, int32 seed, size_t n, const HbTuneResult *res)
+{
+	const HbTuneCandidate *ch = &res->cand[res->chosen];
+	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+	char	   *sql;
+	Oid			types[18] = {TEXTOID, INT4OID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID,
+		INT4OID, INT8OID, INT8OID, INT4OID, TEXTOID, INT4OID, INT4ARRAYOID,
+	FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID, TEXTARRAYOID, FLOAT8ARRAYOID};
+	Datum		v[18];
+	Datum	   *fd,
+			   *pd,
+			   *ld,
+			   *md;
+	int			np = hb_approx_n_params(ch->approx);
+	double	   *params = palloc(sizeof(double) * (np + 1));
+	int			dims[2] = {res->n_cand, MEASURES};
+	int			lbs[2] = {1, 1};
+	bool	   *mnulls;
+
+	hb_approx_params(ch->approx, params);
+	fd = palloc(sizeof(Datum) * (ch->approx->n_feat + 1));
+	for (int i = 0; i < ch->approx->n_feat; i++)
+		fd[i] = Int32GetDatum(ch->approx->feat[i]);
+	pd = palloc(sizeof(Datum) * (np + 1));
+	for (int i = 0; i < np; i++)
+		pd[i] = Float8GetDatum(params[i]);
+	ld = palloc(sizeof(Datum) * res->n_cand);
+	md = palloc(sizeof(Datum) * res->n_cand * MEASURES);
+	mnulls = palloc0(sizeof(bool) * res->n_cand * MEASURES);
+	for (int i = 0; i < res->n_cand; i++)
+	{
+		const HbTuneCandidate *c = &res->cand[i];
+		double		m[MEASURES] = {
+			spec->kind == HB_TUNE_TOPK ? c->ratio : NAN,
+			spec->kind == HB_TUNE_TOPK ? c->kept : NAN,
+			spec->kind == HB_TUNE_CASCADE && isfinite(c->threshold) ? c->threshold : NAN,
+			c->accuracy,
+			spec->kind == HB_TUNE_CASCADE ? 1.0 - c->bound : c->bound,
+			c->coverage,
+			c->cost_ns / 1000.0,
+			c->speedup,
+			c->chosen ? 1.0 : 0.0
+		};
+
+		ld[i] = CStringGetTextDatum(c->label);
+		for (int j = 0; j < MEASURES; j++)
+		{
+			md[i * MEASURES + j] = Float8GetDatum(isnan(m[j]) ? 0.0 : m[j]);
+			mnulls[i * MEASURES + j] = isnan(m[j]);
+		}
+	}
+
+	v[0] = CStringGetTextDatum(e->name);
+	v[1] = Int32GetDatum(e->version);
+	v[2] = CStringGetTextDatum(kind);
+	v[3] = Int32GetDatum(k);
+	v[4] = Float8GetDatum(spec->target);
+	v[5] = Float8GetDatum(spec->confidence);
+	v[6] = Int32GetDatum(seed);
+	v[7] = Int64GetDatum((int64) n);
+	v[8] = Int64GetDatum(res->n_eval);
+	v[9] = Int32GetDatum(res->chosen + 1);
+	v[10] = CStringGetTextDatum(ch->approx->kind == HB_APPROX_PREFIX ? "prefix" : "linear");
+	v[11] = Int32GetDatum(ch->approx->n_trees);
+	v[12] = PointerGetDatum(construct_array(fd, ch->approx->n_feat, INT4OID, 4, true, TYPALIGN_INT));
+	v[13] = PointerGetDatum(construct_array(pd, np, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	v[14] = Float8GetDatum(spec->kind == HB_TUNE_TOPK ? ch->tau : 0.0);
+	v[15] = Float8GetDatum(res->full_ns / 1000.0);
+	v[16] = PointerGetDatum(construct_array(ld, res->n_cand, TEXTOID, -1, false, TYPALIGN_INT));
+	v[17] = PointerGetDatum(construct_md_array(md, mnulls, 2, dims, lbs, FLOAT8OID, 8,
+											   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+
+	/* the function next to hb_tune, whatever the caller's search_path */
+	sql = psprintf("SELECT %s.hb_tune_store($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+				   "$11, $12, $13, $14, $15, $16, $17, $18)",
+				   quote_identifier(get_namespace_name(nsp)));
+	SPI_connect();
+	if (SPI_execute_with_args(sql, 18, types, v, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not store the tuning of model \"%s\"", e->name);
+	SPI_finish();
+}
+
+Datum
+hb_tune(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HbCallState *st;
+	HbCacheEntry *e;
+	char	   *kind;
+	char	   *query;
+	HbTuneSpec	spec = {0};
+	HbTuneResult res;
+	HbError		err = {0};
+	int32		seed;
+	int			k = 0;
+	size_t		n;
+	double	   *x;
+	MemoryContext work,
+				old;
+
+	query = text_to_cstring(hb_require_text(fcinfo, 1, "sample query"));
+	kind = text_to_cstring(hb_require_text(fcinfo, 2, "kind"));
+	if (strcmp(kind, "topk") == 0)
+		spec.kind = HB_TUNE_TOPK;
+	else if (strcmp(kind, "cascade") == 0)
+		spec.kind = HB_TUNE_CASCADE;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown tuning kind \"%s\"", kind),
+				 errhint("Kinds are 'topk' and 'cascade'.")));
+	if (spec.kind == HB_TUNE_TOPK)
+	{
+		if (PG_ARGISNULL(3))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("top-K tuning needs k"),
+					 errhint("Pass the k of the queries to speed up, as in k => 10.")));
+		k = PG_GETARG_INT32(3);
+		if (k <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("k must be positive, not %d", k)));
+	}
+	else if (!PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k applies to top-K tuning only")));
+	spec.k = k;
+	spec.target = float_arg(fcinfo, 4, "target");
+	spec.confidence = float_arg(fcinfo, 5, "confidence");
+	seed = PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6);
+	spec.seed = (uint64) (uint32) seed;
+
+	st = hb_call_prepare(fcinfo, 0, false);
+	e = st->entry;
+	if (spec.kind == HB_TUNE_CASCADE && e->n_classes < 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" is a %s model; cascades need a classifier",
+						e->name, hb_task_name(e->task))));
+	if (spec.kind == HB_TUNE_TOPK && e->n_outputs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" has %d outputs; top-K ranks models with one score per row",
+						e->name, e->n_outputs)));
+	if (hb_plan_n_trees(e->plan) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("model \"%s\" is not a tree ensemble; only tree ensembles are approximated",
+						e->name)));
+
+	InitMaterializedSRF(fcinfo, 0);
+	work = AllocSetContextCreate(CurrentMemoryContext, "hbird tune",
+								 ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(work);
+	x = read_sample(fcinfo, e, query, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("sample query of model \"%s\" returned no rows", e->name)));
+	if (!hb_tune_run(e->plan, x, n, &spec, progress_notice, e->name, &res, &err))
+		hb_report(&err, "cannot tune model", e->name);
+
+	if (res.chosen >= 0)
+	{
+		const HbTuneCandidate *c = &res.cand[res.chosen];
+
+		if (c->speedup < 1.0)
+			ereport(NOTICE,
+					(errmsg("hb_tune \"%s\": the best configuration (%s) is expected to be %.2fx as fast as the full model",
+							e->name, c->label, c->speedup)));
+		store(fcinfo, e, kind, k, &spec, seed, n, &res);
+		if (spec.kind == HB_TUNE_TOPK)
+			ereport(NOTICE,
+					(errmsg("hb_tune \"%s\": version %d now ranks top-%d through %s, re-scoring %.2f%% of the rows, expected %.1fx",
+							e->name, e->version, k, c->label, 100.0 * c->coverage, c->speedup),
+					 errdetail("Precision@%d is at least %g with confidence %g (lower bound %.4f on %lld held-out rows).",
+							   k, spec.target, spec.confidence, c->bound, (long long) res.n_eval)));
+		else
+			ereport(NOTICE,
+					(errmsg("hb_tune \"%s\": version %d now cascades through %s, deciding %.1f%% of the rows cheaply, expected %.1fx",
+							e->name, e->version, c->label, 100.0 * c->coverage, c->speedup),
+					 errdetail("The accuracy loss is at most %g with confidence %g (upper bound %.5f on %lld held-out rows); SET hbird.cascade = on to use it.",
+							   spec.target, spec.confidence, c->bound, (long long) res.n_eval)));
+	}
+	else
+		ereport(WARNING,
+				(errmsg("no configuration of model \"%s\" meets the target on this sample; nothing was stored",
+						e->name),
+				 errhint("A larger sample tightens the bounds; a looser target or confidence helps too.")));
+
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < res.n_cand; i++)
+	{
+		const HbTuneCandidate *c = &res.cand[i];
+		Datum		v[11];
+		bool		nulls[11] = {0};
+		bool		topk = spec.kind == HB_TUNE_TOPK;
+
+		v[0] = Int32GetDatum(i + 1);
+		v[1] = CStringGetTextDatum(c->label);
+		v[2] = Float8GetDatum(c->ratio);
+		nulls[2] = !topk;
+		v[3] = Int32GetDatum(c->kept);
+		nulls[3] = !topk;
+		v[4] = Float8GetDatum(c->threshold);
+		nulls[4] = topk || !isfinite(c->threshold);
+		v[5] = Float8GetDatum(c->accuracy);
+		v[6] = Float8GetDatum(topk ? c->bound : 1.0 - c->bound);
+		v[7] = Float8GetDatum(c->coverage);
+		v[8] = Float8GetDatum(c->cost_ns / 1000.0);
+		v[9] = Float8GetDatum(c->speedup);
+		v[10] = BoolGetDatum(c->chosen);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	hb_tune_result_free(&res);
+	MemoryContextDelete(work);
+	return (Datum) 0;
+}
+
+/* ---- writing and dropping tunings (SECURITY DEFINER) ---- */
+
+static void
+run_sql(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
+		int expect)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+
+	if (rc != expect)
+		elog(ERROR, "hbird catalog statement failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+/*
+ * Lock the model's row and check that the caller (outside this SECURITY
+ * DEFINER function) may change its tunings: a superuser, a member of the
+ * owner role, or a model administrator (may run hb_model_upload).
+ */
+static void
+lock_and_check(const char *name, Oid fn_oid)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	Oid			caller = GetOuterUserId();
+	Oid			owner;
+	bool		isnull;
+
+	run_sql("SELECT owner FROM hbird.model WHERE name = $1 FOR UPDATE",
+			1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist", name)));
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	if (superuser_arg(caller) || has_privs_of_role(caller, owner))
+		return;
+	{
+		Oid			nsp = get_func_namespace(fn_oid);
+		List	   *qname = list_make2(makeString(get_namespace_name(nsp)),
+									   makeString("hb_model_upload"));
+		Oid			argtypes[4] = {TEXTOID, BYTEAOID, TEXTOID, TEXTARRAYOID};
+		Oid			upload = LookupFuncName(qname, 4, argtypes, true);
+
+		if (OidIsValid(upload) &&
+			pg_proc_aclcheck(upload, caller, ACL_EXECUTE) == ACLCHECK_OK)
+			return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to tune model \"%s\"", name),
+			 errhint("Tunings are stored by the model's owner or a model administrator.")));
+}
+
+Datum
+hb_tune_store(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(hb_require_text(fcinfo, 0, "model name"));
+
+	for (int i = 1; i < 16; i++)
+		if (i != 14 && PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument %d of hb_tune_store must not be null", i + 1)));
+	SPI_connect();
+	lock_and_check(name, fcinfo->flinfo->fn_oid);
+	{
+		Oid			t[2] = {TEXTOID, INT4OID};
+		Datum		v[2] = {CStringGetTextDatum(name), PG_GETARG_DATUM(1)};
+
+		run_sql("SELECT 1 FROM hbird.model_version WHERE name = $1 AND version = $2",
+				2, t, v, NULL, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("model \"%s\" has no version %d", name, PG_GETARG_INT32(1))));
+	}
+	{
+		Oid			t[4] = {TEXTOID, INT4OID, TEXTOID, INT4OID};
+		Datum		v[4] = {CStringGetTextDatum(name), PG_GETARG_DATUM(1),
+		PG_GETARG_DATUM(2), PG_GETARG_DATUM(3)};
+
+		run_sql("DELETE FROM hbird.tuning WHERE name = $1 AND version = $2 AND kind = $3 AND k = $4",
+				4, t, v, NULL, SPI_OK_DELETE);
+	}
+	{
+		/* the chosen candidate's row of the measures supplies its figures */
+		Oid			t[19];
+		Datum		v[19];
+		char		nulls[19];
+
+		for (int i = 0; i < 18; i++)
+		{
+			t[i] = get_fn_expr_argtype(fcinfo->flinfo, i);
+			v[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+			nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+		}
+		t[0] = TEXTOID;
+		v[0] = CStringGetTextDatum(name);
+		t[18] = REGROLEOID;
+		v[18] = ObjectIdGetDatum(GetOuterUserId());
+		nulls[18] = ' ';
+		run_sql("WITH m AS (SELECT $18::float8[] AS m, $17::text[] AS l), "
+				"c AS (SELECT i, l[i] AS approximation, m[i][1] AS ratio, m[i][2]::integer AS kept, "
+				"       m[i][3] AS threshold, m[i][4] AS accuracy, m[i][5] AS accuracy_bound, "
+				"       m[i][6] AS coverage, m[i][7] AS cost_us, m[i][8] AS expected_speedup, "
+				"       m[i][9] = 1 AS chosen "
+				"       FROM m, generate_series(1, array_length(l, 1)) AS i), "
+				"t AS (INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed, "
+				"       sample_rows, eval_rows, approximation, approx_kind, approx_trees, "
+				"       approx_features, approx_params, ratio, kept, cheap_cut, threshold, "
+				"       accuracy, accuracy_bound, coverage, full_cost_us, approx_cost_us, "
+				"       expected_speedup, tuned_by) "
+				"     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, c.approximation, $11, $12, $13, $14, "
+				"       c.ratio, c.kept, CASE WHEN $3 = 'topk' THEN $15 END, c.threshold, "
+				"       c.accuracy, c.accuracy_bound, c.coverage, $16, c.cost_us, c.expected_speedup, $19 "
+				"     FROM c WHERE c.i = $10 RETURNING 1) "
+				"INSERT INTO hbird.tuning_candidate (name, version, kind, k, candidate, approximation, "
+				"  ratio, kept, threshold, accuracy, accuracy_bound, coverage, cost_us, "
+				"  expected_speedup, chosen) "
+				"SELECT $1, $2, $3, $4, c.i, c.approximation, c.ratio, c.kept, c.threshold, "
+				"  c.accuracy, c.accuracy_bound, c.coverage, c.cost_us, c.expected_speedup, c.chosen "
+				"FROM c WHERE (SELECT count(*) FROM t) = 1",
+				19, t, v, nulls, SPI_OK_INSERT);
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("chosen candidate %d of the tuning of model \"%s\" does not exist",
+							PG_GETARG_INT32(9), name)));
+	}
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+Datum
+hb_tune_drop(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(hb_require_text(fcinfo, 0, "model name"));
+	Oid			t[2] = {TEXTOID, TEXTOID};
+	Datum		v[2] = {CStringGetTextDatum(name), PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1)};
+	char		nulls[3] = {' ', PG_ARGISNULL(1) ? 'n' : ' ', '\0'};
+	int			n;
+
+	SPI_connect();
+	lock_and_check(name, fcinfo->flinfo->fn_oid);
+	run_sql("DELETE FROM hbird.tuning WHERE name = $1 AND ($2 IS NULL OR kind = $2)",
+			2, t, v, nulls, SPI_OK_DELETE);
+	n = (int) SPI_processed;
+	SPI_finish();
+	PG_RETURN_INT32(n);
+}
+
+/* The cascade of a call site's current model, looked up once per slot. */
+HbCascade *
+hb_call_cascade(HbCallState *st)
+{
+	HbCallSlot *slot = st->cur;
+
+	if (!hb_cascade_on)
+		return NULL;
+	if (!slot->cascade_loaded)
+	{
+		slot->cascade = hb_cascade_for(slot->entry, slot->cxt);
+		slot->cascade_loaded = true;
+	}
+	return slot->cascade;
+}
