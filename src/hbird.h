@@ -183,7 +183,8 @@ extern void hb_stat_cache(HbCacheEntry *e, const instr_time *compile_start);
 /* pg_class.c */
 extern bool hb_early_exit;
 extern void hb_check_classifier(const HbCacheEntry *e, const char *fn);
-extern void hb_classify(HbCacheEntry *e, const double *x, size_t n, int32 *out);
+extern void hb_classify(HbCacheEntry *e, const HbCascade *cascade,
+						const double *x, size_t n, int32 *out);
 /* pg_tune.c: tuned approximations */
 typedef enum HbTopkMode
 {

@@ -96,7 +96,7 @@ agg_flush(HbAggState *s)
 	{
 		int32	   *cls = palloc(sizeof(int32) * s->nbuf);
 
-		hb_classify(s->entry, s->x, s->nbuf, cls);
+		hb_classify(s->entry, s->cascade, s->x, s->nbuf, cls);
 		for (int i = 0; i < s->nbuf; i++)
 			s->preds[s->npreds + i] = cls[i];
 		pfree(cls);

@@ -66,10 +66,23 @@ class_bounds(HbCacheEntry *e)
  * the early exit unless hbird.early_exit is off.
  */
 void
-hb_classify(HbCacheEntry *e, const double *x, size_t n, int32 *out)
+hb_classify(HbCacheEntry *e, const HbCascade *cascade, const double *x,
+			size_t n, int32 *out)
 {
-	const HbClassBounds *b = hb_early_exit ? class_bounds(e) : NULL;
+	const HbClassBounds *b;
 
+	if (cascade != NULL)
+	{
+		/* tuned cascade (hbird.cascade): the cheap model's confident rows */
+		double	   *cls = palloc(sizeof(double) * Max(n, 1));
+
+		hb_cascade_run(e->plan, cascade, x, n, HB_CASCADE_CLASS, cls, NULL);
+		for (size_t i = 0; i < n; i++)
+			out[i] = (int32) cls[i];
+		pfree(cls);
+		return;
+	}
+	b = hb_early_exit ? class_bounds(e) : NULL;
 	if (!hb_early_exit_classes(e->plan, b, x, n, out, &class_stats))
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -90,7 +103,7 @@ predict_class(FunctionCallInfo fcinfo, bool record)
 		hb_call_load_record(fcinfo, st, 1);
 	else
 		hb_array_row(PG_GETARG_ARRAYTYPE_P(1), e, st->x, e->name);
-	hb_classify(e, st->x, 1, &cls);
+	hb_classify(e, hb_call_cascade(st), st->x, 1, &cls);
 	PG_RETURN_INT32(cls);
 }
 
@@ -113,6 +126,7 @@ typedef struct ClassBatch
 	HbCacheEntry *entry;
 	ReturnSetInfo *rsinfo;
 	int32	   *cls;
+	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
 } ClassBatch;
 
 static void
@@ -120,7 +134,7 @@ class_batch(void *arg, const double *x, Datum *items, uint64 n)
 {
 	ClassBatch *b = arg;
 
-	hb_classify(b->entry, x, n, b->cls);
+	hb_classify(b->entry, b->cascade, x, n, b->cls);
 	for (uint64 i = 0; i < n; i++)
 	{
 		Datum		values[2];
@@ -143,6 +157,7 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 	int			batch;
 
 	b.entry = st->entry;
+	b.cascade = hb_cascade_for(b.entry, CurrentMemoryContext);
 	hb_check_classifier(b.entry, "hb_predict_class_batch");
 	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	InitMaterializedSRF(fcinfo, 0);
