@@ -535,6 +535,7 @@ dev_copy(HbCudaPlan *cp, const void *src, size_t bytes, const void **out,
 		 char *why, size_t why_len)
 {
 	void	   *p = NULL;
+	size_t		alloc = bytes > 0 ? bytes : 16;	/* a valid pointer even when empty */
 
 	*out = NULL;
 	if (cp->n_allocs >= (int) (sizeof(cp->allocs) / sizeof(cp->allocs[0])))
@@ -542,13 +543,11 @@ dev_copy(HbCudaPlan *cp, const void *src, size_t bytes, const void **out,
 		set_why(why, why_len, "too many device arrays for one plan");
 		return false;
 	}
-	if (bytes == 0)
-		bytes = 16;				/* a valid pointer even for empty arrays */
-	if (!ck(cudaMalloc(&p, bytes), "cudaMalloc (plan)", why, why_len))
+	if (!ck(cudaMalloc(&p, alloc), "cudaMalloc (plan)", why, why_len))
 		return false;
 	cp->allocs[cp->n_allocs++] = p;
-	cp->bytes += bytes;
-	if (src != NULL &&
+	cp->bytes += alloc;
+	if (src != NULL && bytes > 0 &&
 		!ck(cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice),
 			"cudaMemcpy (plan)", why, why_len))
 		return false;
