@@ -398,10 +398,12 @@ hb_device_margins(const HbPlan *p, const double *x, size_t n, double *margins,
 {
 #ifdef HB_USE_CUDA
 	char		why[256] = "";
+	int			rc;
 
 	if (!hb_device_plan_upload(p, err))
 		return false;
-	if (!hb_cuda_margins(p->dev->cp, x, n, margins, why, sizeof(why)))
+	rc = hb_cuda_margins(p->dev->cp, x, n, margins, why, sizeof(why));
+	if (rc < 0)
 	{
 		/* the context may be gone: nothing more is sent to the device */
 		broken = true;
@@ -409,6 +411,8 @@ hb_device_margins(const HbPlan *p, const double *x, size_t n, double *margins,
 		evict(p->dev);
 		return hb_fail(err, HB_ERR_DEVICE, "CUDA error: %s", why);
 	}
+	if (rc == 0)
+		return hb_fail(err, HB_ERR_DEVICE, "no room on the CUDA device for the batch: %s", why);
 	n_batches++;
 	n_rows += (int64_t) n;
 	return true;
@@ -435,6 +439,13 @@ hb_device_wanted(const HbPlan *p, size_t n, HbError *err)
 	{
 		if (mode == HB_DEVICE_AUTO)
 			memset(err, 0, sizeof(*err));
+		return false;
+	}
+	/* a plan already found too big for hbird.gpu_memory */
+	if (p->dev != NULL && p->dev->refused_budget == budget && budget > 0)
+	{
+		if (mode == HB_DEVICE_GPU)
+			hb_fail(err, HB_ERR_DEVICE, "%s", p->dev->refused);
 		return false;
 	}
 	return true;

@@ -871,7 +871,11 @@ hb_cuda_margins(HbCudaPlan *cp, const double *x, size_t n, double *margins,
 		!reserve((void **) &buf_dm, &cap_dm, chunk * k * sizeof(double), false, why, why_len) ||
 		(cp->input_f32 &&
 		 !reserve(&buf_hx, &cap_hx, chunk * nf * sizeof(float), true, why, why_len)))
+	{
+		/* out of device or pinned memory: the context itself is fine */
+		hb_cuda_release_buffers();
 		return 0;
+	}
 
 	for (size_t r0 = 0; r0 < n; r0 += chunk)
 	{
@@ -888,7 +892,7 @@ hb_cuda_margins(HbCudaPlan *cp, const double *x, size_t n, double *margins,
 			TRY(cudaMemcpy(buf_dx, xb, nb * nf * sizeof(double),
 						   cudaMemcpyHostToDevice), "cudaMemcpy (inputs)");
 		if (!launch(cp, buf_dx, nb, buf_dm, 0, why, why_len))
-			return 0;
+			return -1;
 		/* synchronous: also reports faults of the kernel */
 		TRY(cudaMemcpy(margins + r0 * k, buf_dm, nb * k * sizeof(double),
 					   cudaMemcpyDeviceToHost), "running the kernel");
@@ -896,7 +900,7 @@ hb_cuda_margins(HbCudaPlan *cp, const double *x, size_t n, double *margins,
 	return 1;
 
 fail:
-	return 0;
+	return -1;
 }
 
 /* ---------- benchmark helpers ---------- */

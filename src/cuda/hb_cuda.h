@@ -101,7 +101,9 @@ extern void hb_cuda_plan_free(HbCudaPlan *cp);
  * Margins (n x n_outputs doubles, host) of n host rows (n x n_features
  * doubles, NaN missing).  The rows go in chunks through pinned staging
  * buffers that this module keeps between calls (hb_cuda_release_buffers
- * frees them).
+ * frees them).  1: done; 0: the buffers could not be allocated (the device
+ * is still usable); -1: a copy or the kernel failed (the CUDA context may be
+ * unusable from now on).
  */
 extern int	hb_cuda_margins(HbCudaPlan *cp, const double *x, size_t n,
 							double *margins, char *why, size_t why_len);

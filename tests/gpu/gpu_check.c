@@ -615,6 +615,79 @@ check_dispatch(void)
 	hb_model_free(m);
 }
 
+/* The device memory budget: refusals, and least recently used out. */
+static void
+check_budget(void)
+{
+	GenOpts		o;
+	HbModel    *m[2] = {NULL, NULL};
+	HbPlan	   *p[2] = {NULL, NULL};
+	HbError		err = {0};
+	HbDeviceStats st;
+	size_t		one;
+
+	if (!have_device)
+	{
+		skip("device memory budget", "no CUDA device");
+		return;
+	}
+	memset(&o, 0, sizeof(o));
+	o.depth = 8;
+	o.cmp = HB_CMP_LT_F32;
+	o.n_outputs = 1;
+	o.n_trees = 50;
+	o.n_features = 10;
+	o.default_left = -1;
+	o.full = true;
+	for (int i = 0; i < 2; i++)
+	{
+		m[i] = random_model(&o);
+		if (m[i] == NULL || !hb_plan_build(m[i], &p[i], &err))
+		{
+			report(false, "budget model: %s", err.msg);
+			goto done;
+		}
+	}
+
+	hb_device_set_budget(1024);
+	memset(&err, 0, sizeof(err));
+	report(!hb_device_plan_upload(p[0], &err) && err.code == HB_ERR_DEVICE &&
+		   strstr(err.msg, "hbird.gpu_memory") != NULL,
+		   "a plan over the budget is refused (%s)", err.msg);
+
+	hb_device_set_budget(HB_DEVICE_DEFAULT_BUDGET);
+	memset(&err, 0, sizeof(err));
+	if (!hb_device_plan_upload(p[0], &err))
+	{
+		report(false, "budget: upload: %s", err.msg);
+		goto done;
+	}
+	hb_device_stats(&st);
+	one = st.resident_bytes;
+	/* room for one of the two: the second upload evicts the first */
+	hb_device_set_budget(one + one / 2);
+	memset(&err, 0, sizeof(err));
+	report(hb_device_plan_upload(p[1], &err), "second plan uploaded under a budget for one (%s)",
+		   err.msg);
+	hb_device_stats(&st);
+	report(st.resident_plans == 1 && st.resident_bytes <= one + one / 2,
+		   "least recently used plan evicted: %d resident, %zu bytes", st.resident_plans,
+		   st.resident_bytes);
+	hb_device_plan_free(p[1]);
+	hb_device_stats(&st);
+	report(st.resident_plans == 0 && st.resident_bytes == 0,
+		   "freeing the plan frees its device copy (%d resident, %zu bytes)",
+		   st.resident_plans, st.resident_bytes);
+
+done:
+	hb_device_set_budget(HB_DEVICE_DEFAULT_BUDGET);
+	for (int i = 0; i < 2; i++)
+	{
+		hb_plan_free(p[i]);
+		hb_model_free(m[i]);
+	}
+}
+
 static void
 check_conformance(const char *dir)
 {
@@ -906,7 +979,10 @@ main(int argc, char **argv)
 	}
 
 	if (!cpu_only)
+	{
 		check_dispatch();
+		check_budget();
+	}
 	check_random_models();
 	check_conformance(conformance);
 #ifdef HB_USE_CUDA

@@ -8,14 +8,17 @@
 #
 #   bash tests/gpu/run.sh [--cpu-only] [--no-bench] [--conformance DIR]
 #
-# Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
+# Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc;
+# none: without CUDA),
 # CC (gcc), CUDA_ARCH (nvcc -gencode flags; default sm_90 code + PTX),
-# HB_CONFORMANCE (corpus; default ../shared/conformance, then shared/conformance).
+# HB_CONFORMANCE (corpus; default ../shared/conformance, then shared/conformance),
+# HB_BLAS=none (build without OpenBLAS even where it is installed).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
 CC=${CC:-gcc}
 NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })}
+[ "$NVCC" = none ] && NVCC=""	# NVCC=none: build without CUDA
 CUDA_ARCH=${CUDA_ARCH:-"-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90"}
 out=tests/gpu/bin
 mkdir -p "$out"
@@ -35,8 +38,9 @@ fi
 cflags=(-std=gnu11 -O2 -g -Wall -fno-strict-aliasing -fwrapv -Isrc/core -Itests/core)
 libs=(-lm)
 
-# BLAS: OpenBLAS when it is installed, else plain loops (tests/gpu/compat)
-if printf '#include <cblas.h>\nint main(void){return 0;}\n' |
+# BLAS: OpenBLAS when it is installed, else plain loops (tests/gpu/compat;
+# HB_BLAS=none forces them)
+if [ "${HB_BLAS:-}" != none ] && printf '#include <cblas.h>\nint main(void){return 0;}\n' |
 	$CC -x c - -lopenblas -o "$out/.blas_probe" >/dev/null 2>&1; then
 	libs=(-lopenblas "${libs[@]}")
 	echo "# BLAS: OpenBLAS"
