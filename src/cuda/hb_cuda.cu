@@ -292,10 +292,10 @@ stage_key(const DevPlan &d, const XT *xr, int c, KT *dst)
 /*
  * PTT, one row.  KT: key type (unsigned for float32 models, unsigned long
  * long for double ones), AT: accumulator (float / double), XT: input type.
- * kr: the row's staged keys, or NULL to compute each key from xr.
+ * STAGED: kr holds the row's staged keys; else each key comes from xr.
  * mrow: the row's k margins.
  */
-template <typename KT, typename AT, typename XT>
+template <typename KT, typename AT, typename XT, bool STAGED>
 __host__ __device__ __forceinline__ void
 ptt_row(const DevPlan &d, const XT *xr, const KT *kr, double *mrow)
 {
@@ -320,7 +320,7 @@ ptt_row(const DevPlan &d, const XT *xr, const KT *kr, double *mrow)
 						key;
 
 			ptt_node(d, tr.node_off + i, &fsel, &tk);
-			if (kr != NULL)
+			if (STAGED)
 				key = kr[fsel];
 			else
 				key = side_key<KT>(snap(d, (double) xr[d.used[fsel >> 1]]), fsel & 1);
@@ -475,7 +475,7 @@ ptt_kernel(DevPlan d, const XT *__restrict__ x, long long n,
 	}
 	if (threadIdx.x >= nb)
 		return;					/* no barrier below this point */
-	ptt_row<KT, AT, XT>(d, x + (size_t) row * (size_t) d.nf,
+	ptt_row<KT, AT, XT, SMEM>(d, x + (size_t) row * (size_t) d.nf,
 						SMEM ? skeys + (size_t) threadIdx.x * stride : NULL,
 						m + (size_t) row * (size_t) d.k);
 }
@@ -1048,9 +1048,13 @@ emulate_ptt(const DevPlan &d, const XT *x, size_t n, bool staged, KT *keys,
 		const XT   *xr = x + r * (size_t) d.nf;
 
 		if (staged)
+		{
 			for (int c = 0; c < d.n_used; c++)
 				stage_key<KT, XT>(d, xr, c, keys);
-		ptt_row<KT, AT, XT>(d, xr, staged ? keys : NULL, m + r * (size_t) d.k);
+			ptt_row<KT, AT, XT, true>(d, xr, keys, m + r * (size_t) d.k);
+		}
+		else
+			ptt_row<KT, AT, XT, false>(d, xr, NULL, m + r * (size_t) d.k);
 	}
 }
 
