@@ -506,7 +506,7 @@ hb_device_plan_handle(const HbPlan *p)
 }
 
 bool
-hb_device_emulate_margins(const HbPlan *p, bool global_keys, const double *x,
+hb_device_emulate_margins(const HbPlan *p, int variant, const double *x,
 						  size_t n, double *margins, const char **kernel,
 						  HbError *err)
 {
@@ -524,14 +524,14 @@ hb_device_emulate_margins(const HbPlan *p, bool global_keys, const double *x,
 	*kernel = k == HB_CUDA_KERNEL_PTT ? "ptt" : "tt";
 	if (!build_desc(p, k, &desc, &trees))
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
-	ok = hb_cuda_emulate(&desc, x, n, margins, global_keys, why, sizeof(why));
+	ok = hb_cuda_emulate(&desc, x, n, margins, variant, why, sizeof(why));
 	free(trees);
 	if (!ok)
 		return hb_fail(err, HB_ERR_DEVICE, "%s", why);
 	return true;
 #else
 	(void) p;
-	(void) global_keys;
+	(void) variant;
 	(void) x;
 	(void) n;
 	(void) margins;

@@ -107,10 +107,11 @@ extern void *hb_device_plan_handle(const HbPlan *p);
 /*
  * For tests: the margins the device would compute, by the kernels' own
  * per-row code run on the CPU (no driver needed).  *kernel: "ptt" or "tt",
- * chosen as for the device.  global_keys: the PTT variant for models whose
- * keys don't fit shared memory.
+ * chosen as for the device.  variant: 0 the row kernel as launched, 1 the
+ * PTT row kernel reading inputs instead of staged keys (wide models), 2 the
+ * (row, tree) kernel and reduction of small batches.
  */
-extern bool hb_device_emulate_margins(const HbPlan *p, bool global_keys,
+extern bool hb_device_emulate_margins(const HbPlan *p, int variant,
 									  const double *x, size_t n,
 									  double *margins, const char **kernel,
 									  HbError *err);

@@ -42,6 +42,8 @@
 #define HB_CUDA_SMEM_MAX	49152	/* staged keys per block, without opt-in */
 #define HB_CUDA_CHUNK_BYTES	((size_t) 64 << 20)	/* inputs per transfer */
 #define HB_CUDA_MAX_STEPS	80		/* > HB_MAX_DEPTH: a bad plan can't hang */
+#define HB_CUDA_PAIRS_MAX_ROWS	16384	/* (row, tree) kernels up to this batch */
+#define HB_CUDA_PAIRS_MAX_VALS	((size_t) 8 << 20)	/* and this many leaf values */
 #define HB_ZERO_THR			((double) 1e-35f)
 #define HB_MAX_CAT			16777216.0
 
@@ -290,11 +292,36 @@ stage_key(const DevPlan &d, const XT *xr, int c, KT *dst)
 }
 
 /*
- * PTT, one row.  KT: key type (unsigned for float32 models, unsigned long
- * long for double ones), AT: accumulator (float / double), XT: input type.
- * STAGED: kr holds the row's staged keys; else each key comes from xr.
- * mrow: the row's k margins.
+ * PTT, one tree of one row: the leaf value.  KT: key type (unsigned for
+ * float32 models, unsigned long long for double ones), AT: accumulator
+ * (float / double), XT: input type.  STAGED: kr holds the row's staged
+ * keys; else each key comes from xr.
  */
+template <typename KT, typename AT, typename XT, bool STAGED>
+__host__ __device__ __forceinline__ AT
+ptt_leaf_of(const DevPlan &d, const XT *xr, const KT *kr, int t)
+{
+	const DevTree tr = d.trees[t];
+	int			i = 0;
+
+	for (int lv = 0; lv < tr.depth; lv++)
+	{
+		int			fsel;
+		KT			tk,
+					key;
+
+		ptt_node(d, tr.node_off + i, &fsel, &tk);
+		if (STAGED)
+			key = kr[fsel];
+		else
+			key = side_key<KT>(snap(d, (double) xr[d.used[fsel >> 1]]), fsel & 1);
+		i = 2 * i + 1 + (key >= tk);
+	}
+	i -= (1 << tr.depth) - 1;
+	return ptt_leaf(d, tr.leaf_off + i, (AT) 0);
+}
+
+/* PTT, one row: the leaves summed per output in model tree order. */
 template <typename KT, typename AT, typename XT, bool STAGED>
 __host__ __device__ __forceinline__ void
 ptt_row(const DevPlan &d, const XT *xr, const KT *kr, double *mrow)
@@ -309,29 +336,16 @@ ptt_row(const DevPlan &d, const XT *xr, const KT *kr, double *mrow)
 
 	for (int t = 0; t < d.n_trees; t++)
 	{
-		const DevTree tr = d.trees[t];
-		int			i = 0;
-		AT			v;
+		AT			v = ptt_leaf_of<KT, AT, XT, STAGED>(d, xr, kr, t);
 
-		for (int lv = 0; lv < tr.depth; lv++)
-		{
-			int			fsel;
-			KT			tk,
-						key;
-
-			ptt_node(d, tr.node_off + i, &fsel, &tk);
-			if (STAGED)
-				key = kr[fsel];
-			else
-				key = side_key<KT>(snap(d, (double) xr[d.used[fsel >> 1]]), fsel & 1);
-			i = 2 * i + 1 + (key >= tk);
-		}
-		i -= (1 << tr.depth) - 1;
-		v = ptt_leaf(d, tr.leaf_off + i, (AT) 0);
 		if (d.k == 1)
 			acc = add_leaf(acc, v);
 		else
-			mrow[tr.group] = (double) add_leaf((AT) mrow[tr.group], v);
+		{
+			int			g = d.trees[t].group;
+
+			mrow[g] = (double) add_leaf((AT) mrow[g], v);
+		}
 	}
 	if (d.k == 1)
 		mrow[0] = (double) acc;
@@ -385,10 +399,41 @@ step_general(const DevPlan &d, int flags, int left, float thr, long long idx,
 }
 
 /*
- * TT, one row: exec_tt.c's walk.  F32 is both the compare and the sum
- * precision (plans pair them).  Nodes are HbFlatNode read as int4:
- * x = thr bits, y = feature, z = left, w's low byte = flags.
+ * TT, one tree of one row: exec_tt.c's walk to the leaf, and its value.
+ * F32 is both the compare and the sum precision (plans pair them).  Nodes
+ * are HbFlatNode read as int4: x = thr bits, y = feature, z = left, w's
+ * low byte = flags.
  */
+template <typename XT, bool F32>
+__host__ __device__ __forceinline__ typename std::conditional<F32, float, double>::type
+tt_leaf_of(const DevPlan &d, const XT *xr, int t)
+{
+	long long	idx = d.root[t];
+	int4		q = LDG(&d.nodes[idx]);
+
+	/* validated plans are acyclic; the bound only guards a bad one */
+	for (int s = 0; q.y >= 0 && s < HB_CUDA_MAX_STEPS; s++)
+	{
+		int			flags = q.w & 0xff;
+		float		thr = bits_f32(q.x);
+		double		xv = snap(d, (double) xr[q.y]);
+
+		if (flags & ~HB_CUDA_FN_DEFAULT_LEFT)
+			idx = step_general<F32>(d, flags, q.z, thr, idx, xv);
+		else if (xv != xv)
+			idx = q.z + !(flags & HB_CUDA_FN_DEFAULT_LEFT);
+		else if (F32)
+			idx = q.z + !((float) xv < thr);
+		else
+			idx = q.z + !(xv <= d.thr_d[idx]);
+		q = LDG(&d.nodes[idx]);
+	}
+	if (F32)
+		return bits_f32(q.x);	/* a leaf's value is its thr */
+	return d.leaf_d[idx];
+}
+
+/* TT, one row: the leaves summed per output in model tree order. */
 template <typename XT, bool F32>
 __host__ __device__ __forceinline__ void
 tt_row(const DevPlan &d, const XT *xr, double *mrow)
@@ -404,31 +449,8 @@ tt_row(const DevPlan &d, const XT *xr, double *mrow)
 
 	for (int t = 0; t < d.n_trees; t++)
 	{
-		long long	idx = d.root[t];
-		int4		q = LDG(&d.nodes[idx]);
-		AT			v;
+		AT			v = tt_leaf_of<XT, F32>(d, xr, t);
 
-		/* validated plans are acyclic; the bound only guards a bad one */
-		for (int s = 0; q.y >= 0 && s < HB_CUDA_MAX_STEPS; s++)
-		{
-			int			flags = q.w & 0xff;
-			float		thr = bits_f32(q.x);
-			double		xv = snap(d, (double) xr[q.y]);
-
-			if (flags & ~HB_CUDA_FN_DEFAULT_LEFT)
-				idx = step_general<F32>(d, flags, q.z, thr, idx, xv);
-			else if (xv != xv)
-				idx = q.z + !(flags & HB_CUDA_FN_DEFAULT_LEFT);
-			else if (F32)
-				idx = q.z + !((float) xv < thr);
-			else
-				idx = q.z + !(xv <= d.thr_d[idx]);
-			q = LDG(&d.nodes[idx]);
-		}
-		if (F32)
-			v = (AT) bits_f32(q.x);	/* a leaf's value is its thr */
-		else
-			v = (AT) d.leaf_d[idx];
 		if (d.k == 1)
 			acc = add_leaf(acc, v);
 		else
@@ -436,6 +458,36 @@ tt_row(const DevPlan &d, const XT *xr, double *mrow)
 	}
 	if (d.k == 1)
 		mrow[0] = (double) acc;
+}
+
+/*
+ * Small batches: one thread per (row, tree) writes the leaf value into
+ * vals[row * n_trees + tree], then one thread per row adds them up in tree
+ * order, so the sums are those of the row kernels.  groups: each tree's
+ * output (the PTT tree list or the TT group array).
+ */
+template <typename AT>
+__host__ __device__ __forceinline__ void
+reduce_row(const DevPlan &d, const AT *vals, double *mrow)
+{
+	AT			acc = 0;
+
+	if (d.k == 1)
+	{
+		acc = (AT) d.base[0];
+		for (int t = 0; t < d.n_trees; t++)
+			acc = add_leaf(acc, vals[t]);
+		mrow[0] = (double) acc;
+		return;
+	}
+	for (int g = 0; g < d.k; g++)
+		mrow[g] = (double) (AT) d.base[g];
+	for (int t = 0; t < d.n_trees; t++)
+	{
+		int			g = d.trees ? d.trees[t].group : d.group[t];
+
+		mrow[g] = (double) add_leaf((AT) mrow[g], vals[t]);
+	}
 }
 
 /* ---------- kernels: one thread per row ---------- */
@@ -490,6 +542,51 @@ tt_kernel(DevPlan d, const XT *__restrict__ x, long long n,
 	if (row >= n)
 		return;
 	tt_row<XT, F32>(d, x + (size_t) row * (size_t) d.nf, m + (size_t) row * (size_t) d.k);
+}
+
+template <typename KT, typename AT, typename XT>
+__global__ void __launch_bounds__(HB_CUDA_THREADS)
+ptt_pairs_kernel(DevPlan d, const XT *__restrict__ x, long long n,
+				 AT *__restrict__ vals)
+{
+	const long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x;
+	long long	row;
+	int			t;
+
+	if (i >= n * d.n_trees)
+		return;
+	row = i / d.n_trees;
+	t = (int) (i - row * d.n_trees);
+	vals[i] = ptt_leaf_of<KT, AT, XT, false>(d, x + (size_t) row * (size_t) d.nf,
+											 (const KT *) NULL, t);
+}
+
+template <typename XT, bool F32>
+__global__ void __launch_bounds__(HB_CUDA_THREADS)
+tt_pairs_kernel(DevPlan d, const XT *__restrict__ x, long long n,
+				typename std::conditional<F32, float, double>::type *__restrict__ vals)
+{
+	const long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x;
+	long long	row;
+	int			t;
+
+	if (i >= n * d.n_trees)
+		return;
+	row = i / d.n_trees;
+	t = (int) (i - row * d.n_trees);
+	vals[i] = tt_leaf_of<XT, F32>(d, x + (size_t) row * (size_t) d.nf, t);
+}
+
+template <typename AT>
+__global__ void __launch_bounds__(HB_CUDA_THREADS)
+reduce_kernel(DevPlan d, const AT *__restrict__ vals, long long n,
+			  double *__restrict__ m)
+{
+	const long long row = (long long) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (row >= n)
+		return;
+	reduce_row<AT>(d, vals + (size_t) row * (size_t) d.n_trees, m + (size_t) row * (size_t) d.k);
 }
 
 /* ---------- runtime ---------- */
@@ -729,10 +826,29 @@ ptt_threads(int f32, int n_used)
 	return 0;
 }
 
-/* Launch the plan's kernel on n rows in device memory (asynchronous). */
+/*
+ * Small batches use the (row, tree) kernels: a row kernel would give a few
+ * threads per multiprocessor.  Bytes of their scratch, or 0 for the row
+ * kernels.
+ */
+static size_t
+pairs_bytes(const HbCudaPlan *cp, size_t n)
+{
+	if (n > HB_CUDA_PAIRS_MAX_ROWS ||
+		(double) n * cp->d.n_trees > (double) HB_CUDA_PAIRS_MAX_VALS ||
+		cp->d.n_trees == 0)
+		return 0;
+	return n * (size_t) cp->d.n_trees * (cp->f32 ? sizeof(float) : sizeof(double));
+}
+
+/*
+ * Launch the plan's kernels on n rows in device memory (asynchronous).
+ * dv: dv_cap bytes of scratch for the (row, tree) kernels, which run when
+ * pairs_bytes(cp, n) is not 0 and fits; otherwise the row kernels do.
+ */
 static bool
-launch(HbCudaPlan *cp, const void *dx, size_t n, double *dm, cudaStream_t st,
-	   char *why, size_t why_len)
+launch(HbCudaPlan *cp, const void *dx, size_t n, double *dm, void *dv,
+	   size_t dv_cap, cudaStream_t st, char *why, size_t why_len)
 {
 	int			threads = HB_CUDA_THREADS;
 	size_t		smem = 0;
@@ -741,6 +857,44 @@ launch(HbCudaPlan *cp, const void *dx, size_t n, double *dm, cudaStream_t st,
 
 	if (n == 0)
 		return true;
+	if (pairs_bytes(cp, n) > 0 && dv != NULL && pairs_bytes(cp, n) <= dv_cap)
+	{
+		/* n * n_trees <= HB_CUDA_PAIRS_MAX_VALS: the grid fits */
+		size_t		pb = (n * (size_t) cp->d.n_trees + threads - 1) / threads;
+		unsigned	rb = (unsigned) ((n + threads - 1) / threads);
+
+		if (cp->kernel == HB_CUDA_KERNEL_PTT)
+		{
+			if (cp->f32 && cp->input_f32)
+				ptt_pairs_kernel<unsigned, float, float><<<(unsigned) pb, threads, 0, st>>>
+					(cp->d, (const float *) dx, ln, (float *) dv);
+			else if (cp->f32)
+				ptt_pairs_kernel<unsigned, float, double><<<(unsigned) pb, threads, 0, st>>>
+					(cp->d, (const double *) dx, ln, (float *) dv);
+			else
+				ptt_pairs_kernel<unsigned long long, double, double><<<(unsigned) pb, threads, 0, st>>>
+					(cp->d, (const double *) dx, ln, (double *) dv);
+		}
+		else
+		{
+			if (cp->f32 && cp->input_f32)
+				tt_pairs_kernel<float, true><<<(unsigned) pb, threads, 0, st>>>
+					(cp->d, (const float *) dx, ln, (float *) dv);
+			else if (cp->f32)
+				tt_pairs_kernel<double, true><<<(unsigned) pb, threads, 0, st>>>
+					(cp->d, (const double *) dx, ln, (float *) dv);
+			else
+				tt_pairs_kernel<double, false><<<(unsigned) pb, threads, 0, st>>>
+					(cp->d, (const double *) dx, ln, (double *) dv);
+		}
+		if (!ck(cudaGetLastError(), "kernel launch", why, why_len))
+			return false;
+		if (cp->f32)
+			reduce_kernel<float><<<rb, threads, 0, st>>>(cp->d, (const float *) dv, ln, dm);
+		else
+			reduce_kernel<double><<<rb, threads, 0, st>>>(cp->d, (const double *) dv, ln, dm);
+		return ck(cudaGetLastError(), "kernel launch", why, why_len);
+	}
 	if (cp->kernel == HB_CUDA_KERNEL_PTT)
 	{
 		int			t = ptt_threads(cp->f32, cp->d.n_used);
@@ -797,14 +951,16 @@ launch(HbCudaPlan *cp, const void *dx, size_t n, double *dm, cudaStream_t st,
 static void *buf_hx = NULL;		/* pinned host: inputs converted to float */
 static void *buf_dx = NULL;		/* device inputs */
 static double *buf_dm = NULL;	/* device margins */
+static void *buf_dv = NULL;		/* device leaf values of small batches */
 static size_t cap_hx = 0,
 			cap_dx = 0,
-			cap_dm = 0;
+			cap_dm = 0,
+			cap_dv = 0;
 
 extern "C" size_t
 hb_cuda_buffer_bytes(void)
 {
-	return cap_hx + cap_dx + cap_dm;
+	return cap_hx + cap_dx + cap_dm + cap_dv;
 }
 
 extern "C" void
@@ -816,9 +972,11 @@ hb_cuda_release_buffers(void)
 		cudaFree(buf_dx);
 	if (buf_dm)
 		cudaFree(buf_dm);
-	buf_hx = buf_dx = NULL;
+	if (buf_dv)
+		cudaFree(buf_dv);
+	buf_hx = buf_dx = buf_dv = NULL;
 	buf_dm = NULL;
-	cap_hx = cap_dx = cap_dm = 0;
+	cap_hx = cap_dx = cap_dm = cap_dv = 0;
 }
 
 static bool
@@ -870,7 +1028,9 @@ hb_cuda_margins(HbCudaPlan *cp, const double *x, size_t n, double *margins,
 	if (!reserve(&buf_dx, &cap_dx, chunk * nf * xsize, false, why, why_len) ||
 		!reserve((void **) &buf_dm, &cap_dm, chunk * k * sizeof(double), false, why, why_len) ||
 		(cp->input_f32 &&
-		 !reserve(&buf_hx, &cap_hx, chunk * nf * sizeof(float), true, why, why_len)))
+		 !reserve(&buf_hx, &cap_hx, chunk * nf * sizeof(float), true, why, why_len)) ||
+		(pairs_bytes(cp, chunk) > 0 &&
+		 !reserve(&buf_dv, &cap_dv, pairs_bytes(cp, chunk), false, why, why_len)))
 	{
 		/* out of device or pinned memory: the context itself is fine */
 		hb_cuda_release_buffers();
@@ -891,7 +1051,7 @@ hb_cuda_margins(HbCudaPlan *cp, const double *x, size_t n, double *margins,
 		else
 			TRY(cudaMemcpy(buf_dx, xb, nb * nf * sizeof(double),
 						   cudaMemcpyHostToDevice), "cudaMemcpy (inputs)");
-		if (!launch(cp, buf_dx, nb, buf_dm, 0, why, why_len))
+		if (!launch(cp, buf_dx, nb, buf_dm, buf_dv, cap_dv, 0, why, why_len))
 			return -1;
 		/* synchronous: also reports faults of the kernel */
 		TRY(cudaMemcpy(margins + r0 * k, buf_dm, nb * k * sizeof(double),
@@ -953,16 +1113,19 @@ hb_cuda_time_resident(HbCudaPlan *cp, const void *dx, size_t n, void *dm,
 				e1 = NULL;
 	float		ms = 0.0f;
 	double		result = -1.0;
+	void	   *dv = NULL;
 
+	if (pairs_bytes(cp, n) > 0)
+		TRY(cudaMalloc(&dv, pairs_bytes(cp, n)), "cudaMalloc (leaf values)");
 	TRY(cudaEventCreate(&e0), "cudaEventCreate");
 	TRY(cudaEventCreate(&e1), "cudaEventCreate");
 	/* one untimed run: first-launch costs are not throughput */
-	if (!launch(cp, dx, n, (double *) dm, 0, why, why_len))
+	if (!launch(cp, dx, n, (double *) dm, dv, pairs_bytes(cp, n), 0, why, why_len))
 		goto fail;
 	TRY(cudaDeviceSynchronize(), "running the kernel");
 	TRY(cudaEventRecord(e0, 0), "cudaEventRecord");
 	for (int i = 0; i < reps; i++)
-		if (!launch(cp, dx, n, (double *) dm, 0, why, why_len))
+		if (!launch(cp, dx, n, (double *) dm, dv, pairs_bytes(cp, n), 0, why, why_len))
 			goto fail;
 	TRY(cudaEventRecord(e1, 0), "cudaEventRecord");
 	TRY(cudaEventSynchronize(e1), "running the kernel");
@@ -974,6 +1137,8 @@ fail:
 		cudaEventDestroy(e0);
 	if (e1)
 		cudaEventDestroy(e1);
+	if (dv)
+		cudaFree(dv);
 	return result;
 }
 
@@ -1066,14 +1231,43 @@ emulate_tt(const DevPlan &d, const XT *x, size_t n, double *m)
 		tt_row<XT, F32>(d, x + r * (size_t) d.nf, m + r * (size_t) d.k);
 }
 
+/* the (row, tree) kernels and the reduction, row by row; vals: n_trees */
+template <typename KT, typename AT, typename XT>
+static void
+emulate_ptt_pairs(const DevPlan &d, const XT *x, size_t n, AT *vals, double *m)
+{
+	for (size_t r = 0; r < n; r++)
+	{
+		for (int t = 0; t < d.n_trees; t++)
+			vals[t] = ptt_leaf_of<KT, AT, XT, false>(d, x + r * (size_t) d.nf,
+													 (const KT *) NULL, t);
+		reduce_row<AT>(d, vals, m + r * (size_t) d.k);
+	}
+}
+
+template <typename XT, bool F32>
+static void
+emulate_tt_pairs(const DevPlan &d, const XT *x, size_t n,
+				 typename std::conditional<F32, float, double>::type *vals,
+				 double *m)
+{
+	for (size_t r = 0; r < n; r++)
+	{
+		for (int t = 0; t < d.n_trees; t++)
+			vals[t] = tt_leaf_of<XT, F32>(d, x + r * (size_t) d.nf, t);
+		reduce_row(d, vals, m + r * (size_t) d.k);
+	}
+}
+
 extern "C" int
 hb_cuda_emulate(const HbCudaDesc *s, const double *x, size_t n,
-				double *margins, int global_keys, char *why, size_t why_len)
+				double *margins, int variant, char *why, size_t why_len)
 {
 	DevPlan		d;
 	void	   *nodes = NULL;
 	void	   *pn = NULL;
 	void	   *keys = NULL;
+	void	   *vals = NULL;
 	float	   *xf = NULL;
 	bool		staged = false;
 	int			ok = 0;
@@ -1089,6 +1283,9 @@ hb_cuda_emulate(const HbCudaDesc *s, const double *x, size_t n,
 		set_why(why, why_len, "plan not supported on the device");
 		return 0;
 	}
+	vals = malloc(sizeof(double) * ((size_t) s->n_trees + 1));
+	if (vals == NULL)
+		goto nomem;
 	if (s->input_f32)
 	{
 		xf = (float *) malloc(sizeof(float) * n * (size_t) d.nf + 16);
@@ -1113,7 +1310,16 @@ hb_cuda_emulate(const HbCudaDesc *s, const double *x, size_t n,
 		d.cat_words = s->cat_words;
 		d.cat_off = s->cat_off;
 		d.cat_nwords = s->cat_nwords;
-		if (s->cmp_f32 && s->input_f32)
+		if (variant == 2)
+		{
+			if (s->cmp_f32 && s->input_f32)
+				emulate_tt_pairs<float, true>(d, xf, n, (float *) vals, margins);
+			else if (s->cmp_f32)
+				emulate_tt_pairs<double, true>(d, x, n, (float *) vals, margins);
+			else
+				emulate_tt_pairs<double, false>(d, x, n, (double *) vals, margins);
+		}
+		else if (s->cmp_f32 && s->input_f32)
 			emulate_tt<float, true>(d, xf, n, margins);
 		else if (s->cmp_f32)
 			emulate_tt<double, true>(d, x, n, margins);
@@ -1134,8 +1340,18 @@ hb_cuda_emulate(const HbCudaDesc *s, const double *x, size_t n,
 		d.leaf_f = s->leaf_f;
 		d.pleaf_d = s->pleaf_d;
 		/* what launch does: staged keys when a block of them fits */
-		staged = !global_keys && ptt_threads(s->cmp_f32, s->n_used) > 0;
-		if (s->cmp_f32 && s->input_f32)
+		staged = variant == 0 && ptt_threads(s->cmp_f32, s->n_used) > 0;
+		if (variant == 2)
+		{
+			if (s->cmp_f32 && s->input_f32)
+				emulate_ptt_pairs<unsigned, float, float>(d, xf, n, (float *) vals, margins);
+			else if (s->cmp_f32)
+				emulate_ptt_pairs<unsigned, float, double>(d, x, n, (float *) vals, margins);
+			else
+				emulate_ptt_pairs<unsigned long long, double, double>(d, x, n, (double *) vals,
+																	  margins);
+		}
+		else if (s->cmp_f32 && s->input_f32)
 			emulate_ptt<unsigned, float, float>(d, xf, n, staged, (unsigned *) keys, margins);
 		else if (s->cmp_f32)
 			emulate_ptt<unsigned, float, double>(d, x, n, staged, (unsigned *) keys, margins);
@@ -1153,5 +1369,6 @@ done:
 	free(nodes);
 	free(pn);
 	free(keys);
+	free(vals);
 	return ok;
 }

@@ -137,11 +137,14 @@ extern double hb_cuda_h2d_bandwidth(size_t bytes, int pinned, char *why,
 /*
  * The kernels' per-row code run on the host, on the host arrays of the
  * description: what the device would compute, for checking the kernels'
- * arithmetic on machines without a GPU.  global_keys: the PTT variant that
- * reads inputs instead of staged keys.  Needs no driver.
+ * arithmetic on machines without a GPU.  variant: HB_CUDA_EMU_*.  Needs no
+ * driver.
  */
+#define HB_CUDA_EMU_ROWS		0	/* the row kernel as launched */
+#define HB_CUDA_EMU_ROWS_GLOBAL	1	/* PTT: keys from the inputs, not staged */
+#define HB_CUDA_EMU_PAIRS		2	/* (row, tree) kernel, then the reduction */
 extern int	hb_cuda_emulate(const HbCudaDesc *d, const double *x, size_t n,
-							double *margins, int global_keys, char *why,
+							double *margins, int variant, char *why,
 							size_t why_len);
 
 #ifdef __cplusplus

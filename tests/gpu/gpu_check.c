@@ -13,7 +13,9 @@
  * 3. Random models (numeric, categorical, the three missing modes, float32
  *	  and double semantics, one and three outputs, inputs with NaN, +-Inf,
  *	  +-0 and values on the thresholds) and the conformance corpus: the
- *	  device's margins must be the CPU's to the bit, with each kernel.
+ *	  device's margins must be the CPU's to the bit, with each kernel (PTT,
+ *	  TT; the row kernels and the (row, tree) kernels of small batches), and
+ *	  so must the kernels' row code emulated on the CPU.
  * 4. Throughput of the 500-tree depth-8 28-feature model for batches of
  *	  1 to 1,000,000 rows, with the rows already on the device and copied
  *	  from the host, and the host-to-device bandwidth bound.
@@ -399,23 +401,23 @@ check_plan(const char *name, const HbPlan *p, const double *x, size_t n)
 
 		hb_set_strategy_override(forced[i]);
 		/* the kernels' row code on the CPU: runs without a device */
-		for (int global = 0; global < 2 && hb_device_built(); global++)
+		for (int variant = 0; variant < 3 && hb_device_built(); variant++)
 		{
+			static const char *vname[] = {"", " (keys from inputs)", " (row x tree, then reduction)"};
 			const char *kernel = "";
 
 			memset(gpu, 0x7f, sizeof(double) * cells);
 			memset(&err, 0, sizeof(err));
-			if (!hb_device_emulate_margins(p, global, x, n, gpu, &kernel, &err))
+			if (!hb_device_emulate_margins(p, variant, x, n, gpu, &kernel, &err))
 				report(false, "%s: emulated kernel: %s", name, err.msg);
-			else if (global && strcmp(kernel, "ptt") != 0)
+			else if (variant == 1 && strcmp(kernel, "ptt") != 0)
 				continue;		/* the variant is PTT's alone */
 			else if ((bad = first_difference(gpu, cpu, cells)) >= 0)
 				report(false, "%s: emulated %s kernel%s: row %ld output %ld: %a, cpu %a",
-					   name, kernel, global ? " (keys from inputs)" : "",
-					   bad / k, bad % k, gpu[bad], cpu[bad]);
+					   name, kernel, vname[variant], bad / k, bad % k, gpu[bad], cpu[bad]);
 			else
 				report(true, "%s: %zu rows x %d outputs, emulated %s kernel%s: bit-identical",
-					   name, n, k, kernel, global ? " (keys from inputs)" : "");
+					   name, n, k, kernel, vname[variant]);
 		}
 		memset(&err, 0, sizeof(err));
 
@@ -434,6 +436,37 @@ check_plan(const char *name, const HbPlan *p, const double *x, size_t n)
 				   bad / k, bad % k, gpu[bad], cpu[bad]);
 		else
 			report(true, "%s: bit-identical", what);
+
+		/*
+		 * Small batches take the (row, tree) kernels: the same rows again
+		 * as a batch big enough for the row kernels.
+		 */
+		if (n > 0 && n <= 16384)
+		{
+			size_t		reps = 16385 / n + 1;
+			size_t		nf = (size_t) hb_plan_n_features(p);
+			double	   *x2 = malloc(sizeof(double) * reps * n * nf);
+			double	   *cpu2 = malloc(sizeof(double) * reps * cells);
+			double	   *gpu2 = malloc(sizeof(double) * reps * cells);
+
+			for (size_t r = 0; r < reps; r++)
+			{
+				memcpy(x2 + r * n * nf, x, sizeof(double) * n * nf);
+				memcpy(cpu2 + r * cells, cpu, sizeof(double) * cells);
+			}
+			memset(gpu2, 0x7f, sizeof(double) * reps * cells);
+			memset(&err, 0, sizeof(err));
+			if (!hb_device_margins(p, x2, reps * n, gpu2, &err))
+				report(false, "%s, %zu rows: %s", what, reps * n, err.msg);
+			else if ((bad = first_difference(gpu2, cpu2, reps * cells)) >= 0)
+				report(false, "%s, %zu rows: row %ld output %ld: gpu %a, cpu %a", what,
+					   reps * n, bad / k, bad % k, gpu2[bad], cpu2[bad]);
+			else
+				report(true, "%s, as %zu rows (row kernel): bit-identical", what, reps * n);
+			free(x2);
+			free(cpu2);
+			free(gpu2);
+		}
 	}
 	hb_set_strategy_override(HB_STRATEGY_AUTO);
 	free(cpu);
