@@ -254,3 +254,18 @@ SELECT name, version, kind, NULLIF(k, 0) AS k, candidate, approximation, ratio,
 FROM hbird.tuning_candidate;
 
 GRANT SELECT ON hb_tunings, hb_tuning_candidates TO PUBLIC;
+/* ---- GPU execution (docs/gpu.md) ---- */
+
+/*
+ * Where batched scoring runs in this backend: hbird.device, whether hbird
+ * was built with CUDA, whether a device is usable (its name) or why not,
+ * and what this backend holds on it.  Probes the device at the first call.
+ */
+CREATE FUNCTION hb_device(OUT setting text, OUT cuda_built boolean,
+						  OUT available boolean, OUT device text,
+						  OUT reason text, OUT min_batch bigint,
+						  OUT memory_budget bigint, OUT memory_used bigint,
+						  OUT gpu_batches bigint, OUT fallbacks bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'hb_device'
+LANGUAGE C VOLATILE;

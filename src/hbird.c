@@ -14,6 +14,7 @@
 #include "utils/memutils.h"
 
 #include "hbird.h"
+#include "device.h"
 
 PG_MODULE_MAGIC;
 
@@ -34,6 +35,49 @@ assign_tree_strategy(int newval, void *extra)
 	hb_set_strategy_override((HbStrategy) newval);
 }
 int			hb_plan_cache_entries = 32;
+
+/* GPU execution (device.h, docs/gpu.md) */
+static int	hb_device_setting = HB_DEVICE_AUTO;
+static int	hb_gpu_min_batch = HB_DEVICE_DEFAULT_MIN_BATCH;
+static int	hb_gpu_memory_mb = (int) (HB_DEVICE_DEFAULT_BUDGET >> 20);
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", HB_DEVICE_AUTO, false},
+	{"cpu", HB_DEVICE_CPU, false},
+	{"gpu", HB_DEVICE_GPU, false},
+	{NULL, 0, false}
+};
+
+static void
+assign_device(int newval, void *extra)
+{
+	hb_device_set_mode((HbDeviceMode) newval);
+}
+
+static void
+assign_gpu_min_batch(int newval, void *extra)
+{
+	hb_device_set_min_batch(newval);
+}
+
+static void
+assign_gpu_memory(int newval, void *extra)
+{
+	hb_device_set_budget((size_t) newval << 20);
+}
+
+/*
+ * Mode gpu and a batch that cannot run there.  The device code has
+ * released what it held before calling this.
+ */
+static void
+hb_pg_device_error(const HbError *err)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("hbird.device is gpu, but %s", err->msg),
+			 errhint("SET hbird.device = auto runs batches on the CPU when no GPU can take them.")));
+}
 
 void		_PG_init(void);
 
@@ -82,6 +126,7 @@ _PG_init(void)
 
 	hb_set_allocator(&pg_allocator);
 	hb_interrupt_hook = hb_pg_interrupts;
+	hb_device_error_hook = hb_pg_device_error;
 
 	/*
 	 * A backend is one of many processes on the machine: OpenBLAS must not
@@ -145,6 +190,45 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	hb_tune_define_gucs();
+	/*
+	 * The device is probed at the first batch that could use it, in the
+	 * backend: CUDA must never be initialised in the postmaster, whose
+	 * children it would not survive.
+	 */
+	DefineCustomEnumVariable("hbird.device",
+							 "Where batched scoring runs.",
+							 "auto: on a CUDA GPU when one is usable and the batch has at least "
+							 "hbird.gpu_min_batch rows, else on the CPU; cpu: always the CPU; "
+							 "gpu: batches on the GPU, an error when there is none.  "
+							 "Single rows always run on the CPU.",
+							 &hb_device_setting,
+							 HB_DEVICE_AUTO,
+							 device_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, assign_device, NULL);
+
+	DefineCustomIntVariable("hbird.gpu_min_batch",
+							"Smallest batch that hbird.device = auto sends to the GPU.",
+							NULL,
+							&hb_gpu_min_batch,
+							HB_DEVICE_DEFAULT_MIN_BATCH,
+							2,
+							INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, assign_gpu_min_batch, NULL);
+
+	DefineCustomIntVariable("hbird.gpu_memory",
+							"GPU memory each backend may hold for compiled models.",
+							"Least recently used models leave the GPU beyond this.",
+							&hb_gpu_memory_mb,
+							(int) (HB_DEVICE_DEFAULT_BUDGET >> 20),
+							1,
+							1024 * 1024,
+							PGC_SUSET,
+							GUC_UNIT_MB,
+							NULL, assign_gpu_memory, NULL);
 
 	MarkGUCPrefixReserved("hbird");
 }
@@ -165,6 +249,8 @@ hb_errcode(HbErrCode code)
 			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 		case HB_ERR_NOMEM:
 			return ERRCODE_OUT_OF_MEMORY;
+		case HB_ERR_DEVICE:
+			return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
 		case HB_OK:
 			break;
 	}

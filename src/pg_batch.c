@@ -24,6 +24,7 @@
 #include "utils/typcache.h"
 
 #include "hbird.h"
+#include "device.h"
 
 PG_FUNCTION_INFO_V1(hb_predict_agg_sfunc);
 PG_FUNCTION_INFO_V1(hb_predict_agg_final);
@@ -411,6 +412,7 @@ hb_compile(PG_FUNCTION_ARGS)
 	HbPlanOp	ops[128];
 	int			batch;
 	int			n;
+	bool		on_gpu;
 
 	if (PG_ARGISNULL(1))
 		batch = hb_batch_rows(e);
@@ -424,6 +426,14 @@ hb_compile(PG_FUNCTION_ARGS)
 	}
 	InitMaterializedSRF(fcinfo, 0);
 	n = hb_plan_ops(e->plan, batch, ops, lengthof(ops));
+	{
+		/* where a batch of this size runs; mode gpu without one is an error */
+		HbError		derr = {0};
+
+		on_gpu = hb_device_wanted(e->plan, batch, &derr);
+		if (derr.code != HB_OK)
+			hb_device_error_hook(&derr);
+	}
 	for (int i = 0; i < n; i++)
 	{
 		Datum		values[8];
@@ -436,7 +446,7 @@ hb_compile(PG_FUNCTION_ARGS)
 		values[4] = CStringGetTextDatum(ops[i].out_shape);
 		values[5] = Int64GetDatum(ops[i].param_bytes);
 		values[6] = Float8GetDatum(ops[i].flops);
-		values[7] = CStringGetTextDatum("cpu");
+		values[7] = CStringGetTextDatum(on_gpu ? "gpu" : "cpu");
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

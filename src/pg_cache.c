@@ -17,6 +17,7 @@
 #include "utils/memutils.h"
 
 #include "hbird.h"
+#include "device.h"
 
 static MemoryContext cache_cxt = NULL;
 static dlist_head cache_lru = DLIST_STATIC_INIT(cache_lru);	/* newest first */
@@ -52,6 +53,7 @@ evict_unpinned(void)
 		{
 			dlist_delete(&e->lru);
 			cache_count--;
+			hb_device_plan_free(e->plan);	/* GPU memory is not in cxt */
 			MemoryContextDelete(e->cxt);
 		}
 		cur = prev;

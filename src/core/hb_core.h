@@ -23,7 +23,8 @@ typedef enum HbErrCode
 	HB_ERR_UNSUPPORTED,			/* valid model using something hbird lacks */
 	HB_ERR_LIMIT,				/* beyond a size or depth limit */
 	HB_ERR_NOMEM,				/* an allocation failed */
-	HB_ERR_ARGUMENT				/* bad argument from the caller */
+	HB_ERR_ARGUMENT,			/* bad argument from the caller */
+	HB_ERR_DEVICE				/* no usable GPU, or the GPU failed */
 } HbErrCode;
 
 typedef struct HbError

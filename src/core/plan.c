@@ -7,6 +7,7 @@
  * node is 16 bytes: four nodes share a cache line.
  */
 #include "plan_int.h"
+#include "device.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -296,6 +297,7 @@ hb_plan_free(HbPlan *p)
 {
 	if (p == NULL)
 		return;
+	hb_device_plan_free(p);
 	hb_free(p->base_margin);
 	hb_free(p->weights);
 	hb_free(p->bias);
@@ -504,6 +506,12 @@ hb_set_strategy_override(HbStrategy s)
 	strategy_override = s;
 }
 
+HbStrategy
+hb_strategy_override(void)
+{
+	return strategy_override;
+}
+
 const char *
 hb_strategy_name(HbStrategy s)
 {
@@ -608,6 +616,9 @@ margins_unsnapped(const HbPlan *p, HbStrategy s, const double *x, size_t n,
 void
 hb_plan_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 {
+	/* batches go to the GPU when hbird.device says so (device.h) */
+	if (hb_device_try_margins(p, x, n, margins))
+		return;
 	hb_plan_margins_with(p, hb_plan_strategy(p, n), x, n, margins);
 }
 

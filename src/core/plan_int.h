@@ -91,6 +91,9 @@ struct HbPlan
 	/* optional strategy layouts, built on request (NULL when absent) */
 	HbPtt	   *ptt;
 	HbGemm	   *gemm;
+
+	/* copy on a CUDA device (device.c), made at first use; NULL if none */
+	struct HbDevPlan *dev;
 };
 
 /* strategy_ptt.c: perfect-tree traversal; false (HB_ERR_LIMIT) when too big */
@@ -104,6 +107,24 @@ extern void hb_ptt_accumulate(const HbPlan *p, const double *x, size_t n,
 							  int t_begin, int t_end, double *margins);
 extern int	hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
+/* The PTT layout, read-only, for copying it to a device (device.c). */
+typedef struct HbPttView
+{
+	int32_t		n_used;
+	const int32_t *used;
+	int64_t		n_nodes;
+	int64_t		n_leaves;
+	const int32_t *fsel;
+	const uint32_t *tk32;
+	const uint64_t *tk64;
+	const float *leaf_f;
+	const double *leaf_d;
+	bool		general;		/* some tree needs hb_step_general */
+} HbPttView;
+extern bool hb_ptt_view(const HbPlan *p, HbPttView *v);
+extern void hb_ptt_view_tree(const HbPlan *p, int i, int64_t *node_off,
+							 int64_t *leaf_off, int32_t *depth, int32_t *group);
+
 /* strategy_gemm.c: Hummingbird's GEMM strategy over OpenBLAS */
 extern bool hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes,
 						  HbError *err);
@@ -114,6 +135,9 @@ extern void hb_gemm_margins(const HbPlan *p, const double *x, size_t n,
 extern int	hb_gemm_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
 /* plan.c: append one op row for hb_*_ops; false when the array is full */
+/* plan.c: the strategy hbird.tree_strategy forces, or AUTO */
+extern HbStrategy hb_strategy_override(void);
+
 extern bool hb_plan_add_op(HbPlanOp *ops, int max_ops, int *n, const char *op,
 						   const char *in, const char *out, int64_t param_bytes,
 						   double flops);

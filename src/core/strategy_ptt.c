@@ -678,3 +678,37 @@ hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 	hb_plan_add_op(ops, max_ops, &n, "reduce", in, out, 0, (double) batch * t->n_trees);
 	return n;
 }
+
+bool
+hb_ptt_view(const HbPlan *p, HbPttView *v)
+{
+	const HbPtt *t = p->ptt;
+
+	memset(v, 0, sizeof(*v));
+	if (t == NULL)
+		return false;
+	v->n_used = t->n_used;
+	v->used = t->used;
+	v->n_nodes = t->n_nodes;
+	v->n_leaves = t->n_leaves;
+	v->fsel = t->fsel;
+	v->tk32 = t->tk32;
+	v->tk64 = t->tk64;
+	v->leaf_f = t->leaf_f;
+	v->leaf_d = t->leaf_d;
+	for (int i = 0; i < t->n_trees && !v->general; i++)
+		v->general = t->trees[i].general;
+	return true;
+}
+
+void
+hb_ptt_view_tree(const HbPlan *p, int i, int64_t *node_off, int64_t *leaf_off,
+				 int32_t *depth, int32_t *group)
+{
+	const HbPttTree *tr = &p->ptt->trees[i];
+
+	*node_off = tr->node_off;
+	*leaf_off = tr->leaf_off;
+	*depth = tr->depth;
+	*group = tr->group;
+}

@@ -16,6 +16,7 @@
  * that full scoring would have kept.
  */
 #include "plan_int.h"
+#include "device.h"
 #include "topk.h"
 
 #include <float.h>
@@ -204,6 +205,30 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 {
 	int			nf = p->n_features;
 	double	   *snapped = NULL;
+
+	/*
+	 * Batches the GPU takes get every margin computed there, exact, and
+	 * offered in row order: pruning would save the GPU little, and a row it
+	 * would have dropped is below the threshold anyway, so the top K are
+	 * the same rows.
+	 */
+	if (n >= 2 && hb_device_mode() != HB_DEVICE_CPU)
+	{
+		double	   *m = hb_alloc(sizeof(double) * n);
+
+		if (m != NULL && hb_device_try_margins(p, x, n, m))
+		{
+			for (size_t r = 0; r < n; r++)
+				if (m[r] >= *threshold)
+					*threshold = offer(arg, r, m[r]);
+			stats->rows += n;
+			stats->rows_full += n;
+			stats->pairs_scored += (int64_t) n * p->n_trees;
+			hb_free(m);
+			return true;
+		}
+		hb_free(m);
+	}
 
 	/* LightGBM's zero snapping, once per row rather than per node */
 	if (p->zero_snap)
