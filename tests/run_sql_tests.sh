@@ -4,6 +4,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+mkdir -p tests/log
+
 # pg_regress: one line per suite
 make -s installcheck >tests/log/installcheck.log 2>&1
 awk '
