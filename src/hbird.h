@@ -38,6 +38,7 @@ typedef struct HbCacheEntry
 	HbFeatureType *feature_types;
 	int			n_outputs;
 	int			n_classes;
+	HbPipeline *pipeline;		/* featurizers: rows bind to its inputs */
 
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
@@ -87,6 +88,10 @@ typedef struct HbBinding
 	Oid		   *atttype;		/* per feature: base type of that column */
 	Datum	   *values;			/* deform buffers, natts long */
 	bool	   *nulls;
+	/* a model with a pipeline binds its inputs, then featurizes */
+	const HbPipeline *pipeline;
+	double	   *num;			/* one row's numeric inputs */
+	HbText	   *text;			/* one row's text inputs */
 } HbBinding;
 
 extern void hb_bind_record(HbBinding *b, const HbCacheEntry *e,

@@ -169,6 +169,8 @@ extern bool hb_model_image_write(const HbModel *m, char **out, size_t *len,
 								 HbError *err);
 extern bool hb_model_image_read(const char *bytes, size_t len, HbModel **out,
 								HbError *err);
+extern bool hb_pipeline_copy(const HbPipeline *p, HbPipeline **out,
+							 HbError *err);
 
 /* Readers. */
 extern bool hb_read_xgboost_json(const char *bytes, size_t len,

@@ -586,3 +586,42 @@ hb_model_image_read(const char *bytes, size_t len, HbModel **out, HbError *err)
 	*out = m;
 	return true;
 }
+
+/*
+ * A deep copy of a pipeline in the current allocator's memory (a backend's
+ * cache keeps it next to the compiled plan): through its image form, so the
+ * copy and the image can never disagree.
+ */
+bool
+hb_pipeline_copy(const HbPipeline *p, HbPipeline **out, HbError *err)
+{
+	Buf			b = {0};
+	Rd			r;
+	bool		nomem = false;
+	HbPipeline *c;
+
+	*out = NULL;
+	put_pipeline(&b, p);
+	if (b.failed)
+	{
+		hb_free(b.data);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	r.p = b.data;
+	r.end = b.data + b.len;
+	r.bad = false;
+	c = get_pipeline(&r, &nomem);
+	hb_free(b.data);
+	if (nomem || r.bad || c == NULL)
+	{
+		hb_pipeline_free(c);
+		return hb_fail(err, nomem ? HB_ERR_NOMEM : HB_ERR_INVALID, "could not copy the pipeline");
+	}
+	if (!hb_pipeline_validate(c, p->n_features, err))
+	{
+		hb_pipeline_free(c);
+		return false;
+	}
+	*out = c;
+	return true;
+}
