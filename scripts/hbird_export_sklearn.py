@@ -158,9 +158,10 @@ class Exporter:
                 self.use(r, "numeric")
         if isinstance(t, pp.StandardScaler):
             kw = {}
-            if t.mean_ is not None:
+            # mean_ is fitted even with with_mean=False, but not subtracted
+            if t.with_mean and t.mean_ is not None:
                 kw["mean"] = _nums(t.mean_)
-            if t.scale_ is not None:
+            if t.with_std and t.scale_ is not None:
                 kw["scale"] = _nums(t.scale_)
             return self.outs(self.add("standard_scaler", **{"in": refs}, **kw), len(refs))
         if isinstance(t, pp.MinMaxScaler):

@@ -222,6 +222,10 @@ sort_categories(const HbPipeline *p, HbStep *s, bool text, HbError *err)
 		s->category_pos[i] = cs[i].pos;
 		if (s->label_values)
 			s->label_values[i] = cs[i].label;
+	}
+	/* only once every entry is written back: the table owns its strings */
+	for (int32_t i = 0; i < n; i++)
+	{
 		if (i > 0 && (text ? cmp_cat_text(&cs[i - 1], &cs[i]) == 0 :
 					  cmp_cat_num(&cs[i - 1], &cs[i]) == 0))
 		{
@@ -487,6 +491,9 @@ validate_step(const HbPipeline *p, HbStep *s, int32_t k, int32_t next,
 					{
 						s->vocab_terms[i] = (char *) cs[i].text;
 						s->vocab_cols[i] = cs[i].pos;
+					}
+					for (int32_t i = 0; i < s->n_vocab; i++)
+					{
 						if (i > 0 && strcmp(cs[i - 1].text, cs[i].text) == 0)
 						{
 							hb_fail(err, HB_ERR_INVALID,

@@ -261,6 +261,79 @@ test_fixtures(void)
 	}
 }
 
+/*
+ * Every featurizer on its own (all_steps: a ColumnTransformer of each
+ * scaler, imputer, indicator, binarizer, discretizer, normalizer,
+ * polynomial, encoder and vectorizer): our feature vector against
+ * scikit-learn's transform output, column by column.
+ */
+static void
+test_all_steps(void)
+{
+	HbModel    *m = read_fixture("all_steps", NULL, NULL);
+	TuTable		exp;
+	int			bad = 0;
+	double		worst = 0;
+
+	if (m == NULL)
+		return;
+	if (!tu_read_csv(DIR "all_steps.expected.csv", &exp))
+	{
+		ok(false, "all_steps.expected.csv unreadable");
+		hb_model_free(m);
+		return;
+	}
+	ok(exp.cols - 1 == m->n_features, "all_steps: %d features, scikit-learn has %d",
+	   m->n_features, exp.cols - 1);
+	for (int i = 0; i < exp.rows && exp.cols - 1 == m->n_features; i++)
+	{
+		const HbPipeline *p = m->pipeline;
+		int			id = (int) exp.v[(size_t) i * exp.cols];
+		double		num[16];
+		HbText		text[16];
+		double	   *x = malloc(sizeof(double) * m->n_features);
+		HbRawRows	raw = {1, num, text};
+		HbError		err = {0};
+
+		for (int k = 0; k < p->n_inputs; k++)
+		{
+			const char *cell = rows.cells[id][column_of(p->inputs[k].name)];
+
+			if (p->inputs[k].type == HB_INPUT_NUMERIC)
+				num[p->inputs[k].index] = cell ? strtod(cell, NULL) : NAN;
+			else
+			{
+				text[p->inputs[k].index].ptr = cell;
+				text[p->inputs[k].index].len = cell ? (int32_t) strlen(cell) : 0;
+			}
+		}
+		if (!hb_pipeline_run(p, &raw, x, &err))
+		{
+			bad++;
+			fprintf(stderr, "  all_steps row %d: %s\n", id, err.msg);
+		}
+		else
+			for (int j = 0; j < m->n_features; j++)
+			{
+				double		want = exp.v[(size_t) i * exp.cols + 1 + j];
+
+				if (isnan(want) ? !isnan(x[j]) : !close_enough(x[j], want))
+				{
+					if (bad++ < 5)
+						fprintf(stderr, "  all_steps row %d feature %d (%s): got %.17g want %.17g\n",
+								id, j, m->features[j].name, x[j], want);
+				}
+				else if (!isnan(want) && fabs(x[j] - want) > worst)
+					worst = fabs(x[j] - want);
+			}
+		free(x);
+	}
+	ok(bad == 0, "all_steps: %d rows x %d features equal scikit-learn's transform (max abs diff %.3g)",
+	   exp.rows, m->n_features, worst);
+	tu_free_table(&exp);
+	hb_model_free(m);
+}
+
 /* handle_unknown='error': the unknown city is an error naming input and value */
 static void
 test_strict(void)
@@ -406,6 +479,7 @@ main(void)
 {
 	load_rows();
 	test_fixtures();
+	test_all_steps();
 	test_strict();
 	test_errors();
 	test_embedded();
