@@ -329,10 +329,17 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 											   -1, false, TYPALIGN_INT));
 		v[4] = PointerGetDatum(construct_md_array(fcosts, fcost_nulls, 1, dims, lbs,
 												  TEXTOID, -1, false, TYPALIGN_INT));
-		run_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type, cost) "
-				"SELECT $1, $2, u.ord::integer, u.f, u.t, u.c "
-				"FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(f, t, c, ord)",
-				5, t, v, NULL, SPI_OK_INSERT);
+		/* cost came with 0.2.0: a 0.1.0 catalog still takes other models */
+		if (m->pipeline)
+			run_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type, cost) "
+					"SELECT $1, $2, u.ord::integer, u.f, u.t, u.c "
+					"FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(f, t, c, ord)",
+					5, t, v, NULL, SPI_OK_INSERT);
+		else
+			run_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type) "
+					"SELECT $1, $2, u.ord::integer, u.f, u.t "
+					"FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(f, t, ord)",
+					4, t, v, NULL, SPI_OK_INSERT);
 	}
 	{
 		Oid			t[2] = {TEXTOID, INT4OID};
