@@ -917,14 +917,6 @@ murmur3_32(const char *key, size_t len, uint32_t seed)
 	return (int32_t) h1;
 }
 
-int32_t		hb_murmur3_32(const char *key, size_t len, uint32_t seed);
-
-int32_t
-hb_murmur3_32(const char *key, size_t len, uint32_t seed)
-{
-	return murmur3_32(key, len, seed);
-}
-
 /* bytes vs NUL-terminated string, in strcmp order */
 static int
 cmp_bytes_str(const char *a, size_t alen, const char *b)
