@@ -1262,6 +1262,8 @@ read_native(Reader *r, const HbJson *jm, int32_t nf, HbModel **out)
 	if (m == NULL)
 		return nomem(r);
 	*out = m;
+	if (kind == NULL)
+		return fail(r, HB_ERR_INVALID, "model.kind must be \"linear\" or \"trees\"");
 	m->n_features = nf;
 	m->cmp = HB_CMP_LE_F64;
 	m->objective = hb_strdup(kind);

@@ -392,6 +392,8 @@ test_errors(void)
 				 "\"model\":{\"kind\":\"linear\",\"coef\":[[1,2]]}}", HB_ERR_INVALID, "model.coef[0]");
 	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
 				 "\"model\":{\"format\":\"lightgbm-text\",\"text\":\"nonsense\"}}", HB_ERR_PARSE, "");
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":5,\"coef\":[[1]]}}", HB_ERR_INVALID, "model.kind");
 	expect_error(HEAD "\"inputs\":[{\"name\":\"t\",\"type\":\"text\"}],\"steps\":[{\"op\":\"tfidf_vectorizer\","
 				 "\"input\":\"t\",\"vocabulary\":{\"a\":0},\"token_pattern\":\"[a-z]+\"}],"
 				 "\"features\":[\"tfidf_vectorizer\"]," LIN, HB_ERR_UNSUPPORTED, "token_pattern");
