@@ -20,7 +20,9 @@ OrdinalEncoder, PolynomialFeatures, HashingVectorizer, CountVectorizer,
 TfidfVectorizer, then LogisticRegression, LinearRegression, Ridge, Lasso,
 ElasticNet, SGDClassifier/Regressor, LinearSVC/LinearSVR, DecisionTree,
 RandomForest, ExtraTrees and GradientBoosting classifiers/regressors, and
-XGBoost's XGBClassifier/XGBRegressor.  Anything else is refused by name.
+XGBoost's XGBClassifier/XGBRegressor (and LightGBM's LGBMClassifier /
+LGBMRegressor, written as the booster's text model).  Anything else is
+refused by name.
 Tested with scikit-learn 1.2.
 """
 import json
@@ -404,6 +406,9 @@ def _estimator(est, nf):
                 raise Unsupported("GradientBoostingRegressor(loss=%r)" % est.loss)
             m.update(task="regression", link="identity")
         return m
+    if type(est).__module__.startswith("lightgbm"):
+        # LGBMClassifier / LGBMRegressor: the booster's text model
+        return {"format": "lightgbm-text", "text": est.booster_.model_to_string()}
     if type(est).__module__.startswith("xgboost"):
         raw = est.get_booster().save_raw(raw_format="json")
         return {"format": "xgboost-json", "model": json.loads(bytes(raw).decode())}
@@ -456,7 +461,8 @@ def export(pipe, columns=None, costs=None):
         if r in ex.columns:
             ex.use(r, "numeric")
     model = _estimator(final, len(refs))
-    if "format" in model and any(getattr(s, "sparse_output_", False) for s in steps[:-1]):
+    if model.get("format") == "xgboost-json" and \
+            any(getattr(s, "sparse_output_", False) for s in steps[:-1]):
         # XGBoost reads the zeros a sparse matrix leaves out as missing values
         model["zero_is_missing"] = True
     if "kind" in model:
