@@ -92,6 +92,7 @@ typedef struct HbBinding
 	const HbPipeline *pipeline;
 	double	   *num;			/* one row's numeric inputs */
 	HbText	   *text;			/* one row's text inputs */
+	double	   *slots;			/* the pipeline's scratch, one row */
 } HbBinding;
 
 extern void hb_bind_record(HbBinding *b, const HbCacheEntry *e,

@@ -88,6 +88,8 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	{
 		b->num = palloc(sizeof(double) * Max(p->n_num_inputs, 1));
 		b->text = palloc0(sizeof(HbText) * Max(p->n_text_inputs, 1));
+		b->slots = palloc_extended(sizeof(double) * hb_pipeline_row_slots(p),
+								   MCXT_ALLOC_HUGE);
 	}
 
 	for (int f = 0; f < n_bind; f++)
@@ -194,7 +196,7 @@ featurize_row(const HbBinding *b, const HbCacheEntry *e, double *x)
 	HbRawRows	raw = {1, b->num, b->text};
 	HbError		err = {0};
 
-	if (!hb_pipeline_run(b->pipeline, &raw, x, &err))
+	if (!hb_pipeline_run_with(b->pipeline, &raw, x, b->slots, &err))
 		hb_report(&err, "could not featurize a row for model", e->name);
 }
 

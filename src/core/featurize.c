@@ -1507,7 +1507,20 @@ bool
 hb_pipeline_run(const HbPipeline *p, const HbRawRows *rows, double *x,
 				HbError *err)
 {
-	double	   *slots;
+	double	   *slots = hb_alloc(sizeof(double) * hb_pipeline_row_slots(p));
+	bool		ok;
+
+	if (slots == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	ok = hb_pipeline_run_with(p, rows, x, slots, err);
+	hb_free(slots);
+	return ok;
+}
+
+bool
+hb_pipeline_run_with(const HbPipeline *p, const HbRawRows *rows, double *x,
+					 double *slots, HbError *err)
+{
 	TextScratch ts;
 	bool		ok = true;
 	static const HbText no_text = {NULL, 0};
@@ -1515,9 +1528,6 @@ hb_pipeline_run(const HbPipeline *p, const HbRawRows *rows, double *x,
 	memset(&ts, 0, sizeof(ts));
 	if (p->n_text_inputs > 0 && rows->text == NULL)
 		return hb_fail(err, HB_ERR_ARGUMENT, "pipeline has text inputs but none were bound");
-	slots = hb_alloc(sizeof(double) * hb_pipeline_row_slots(p));
-	if (slots == NULL)
-		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	for (size_t r = 0; r < rows->n && ok; r++)
 	{
 		const double *num = rows->num ? rows->num + r * p->n_num_inputs : NULL;
@@ -1534,7 +1544,6 @@ hb_pipeline_run(const HbPipeline *p, const HbRawRows *rows, double *x,
 			for (int32_t j = 0; j < p->n_features; j++)
 				xr[j] = slots[p->feature_slot[j]];
 	}
-	hb_free(slots);
 	scratch_free(&ts);
 	return ok;
 }

@@ -252,6 +252,14 @@ extern bool hb_pipeline_run(const HbPipeline *p, const HbRawRows *rows,
 /* Scratch doubles hb_pipeline_run needs per row (slots). */
 extern size_t hb_pipeline_row_slots(const HbPipeline *p);
 
+/*
+ * hb_pipeline_run on the caller's scratch of hb_pipeline_row_slots(p)
+ * doubles, for callers that featurize one row at a time: wide pipelines
+ * (tens of thousands of slots) then allocate nothing large per row.
+ */
+extern bool hb_pipeline_run_with(const HbPipeline *p, const HbRawRows *rows,
+								 double *x, double *slots, HbError *err);
+
 extern void hb_pipeline_free(HbPipeline *p);
 
 #endif							/* HB_FEATURIZE_H */
