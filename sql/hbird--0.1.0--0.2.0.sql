@@ -269,3 +269,17 @@ CREATE FUNCTION hb_device(OUT setting text, OUT cuda_built boolean,
 RETURNS record
 AS 'MODULE_PATHNAME', 'hb_device'
 LANGUAGE C VOLATILE;
+/* ---- featurizer pipelines (hbird pipeline JSON, text and categorical inputs) ---- */
+
+/*
+ * A model with featurizers binds rows to its raw inputs: model_feature
+ * lists those (type 'numeric' or 'text') with their featurization cost
+ * class; for other models cost stays NULL.
+ */
+ALTER TABLE hbird.model_feature ADD COLUMN cost text;
+
+CREATE OR REPLACE VIEW hb_model_features AS
+SELECT name, version, position, feature, type, cost
+FROM hbird.model_feature;
+
+/* ---- end of featurizer pipelines ---- */

@@ -42,6 +42,7 @@ typedef struct HbCacheEntry
 	int			n_outputs;
 	int			n_classes;
 	void	   *class_bounds;	/* HbClassBounds, built on first use (pg_class.c) */
+	HbPipeline *pipeline;		/* featurizers: rows bind to its inputs */
 
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
@@ -93,6 +94,11 @@ typedef struct HbBinding
 	Oid		   *atttype;		/* per feature: base type of that column */
 	Datum	   *values;			/* deform buffers, natts long */
 	bool	   *nulls;
+	/* a model with a pipeline binds its inputs, then featurizes */
+	const HbPipeline *pipeline;
+	double	   *num;			/* one row's numeric inputs */
+	HbText	   *text;			/* one row's text inputs */
+	double	   *slots;			/* the pipeline's scratch, one row */
 } HbBinding;
 
 extern void hb_bind_record(HbBinding *b, const HbCacheEntry *e,

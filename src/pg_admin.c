@@ -189,6 +189,9 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 	int32		version;
 	Datum	   *fnames;
 	Datum	   *ftypes;
+	Datum	   *fcosts;
+	bool	   *fcost_nulls;
+	int			n_listed;
 	bool		isnull;
 
 	if (!PG_ARGISNULL(2))
@@ -230,12 +233,31 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 	sha256(bytes, len, digest);
 	MemoryContextSwitchTo(old);
 
-	fnames = palloc(sizeof(Datum) * m->n_features);
-	ftypes = palloc(sizeof(Datum) * m->n_features);
-	for (int i = 0; i < m->n_features; i++)
+	/* what rows bind to: the features, or a pipeline's raw inputs */
+	n_listed = m->pipeline ? m->pipeline->n_inputs : m->n_features;
+	fnames = palloc(sizeof(Datum) * n_listed);
+	ftypes = palloc(sizeof(Datum) * n_listed);
+	fcosts = palloc(sizeof(Datum) * n_listed);
+	fcost_nulls = palloc(sizeof(bool) * n_listed);
+	for (int i = 0; i < n_listed; i++)
 	{
-		fnames[i] = CStringGetTextDatum(m->features[i].name);
-		ftypes[i] = CStringGetTextDatum(feature_type_name(m->features[i].type));
+		if (m->pipeline)
+		{
+			const HbInput *in = &m->pipeline->inputs[i];
+			static const char *const costs[] = {NULL, "cheap", "medium", "expensive"};
+
+			fnames[i] = CStringGetTextDatum(in->name);
+			ftypes[i] = CStringGetTextDatum(in->type == HB_INPUT_TEXT ? "text" : "numeric");
+			fcost_nulls[i] = costs[in->cost] == NULL;
+			fcosts[i] = fcost_nulls[i] ? (Datum) 0 : CStringGetTextDatum(costs[in->cost]);
+		}
+		else
+		{
+			fnames[i] = CStringGetTextDatum(m->features[i].name);
+			ftypes[i] = CStringGetTextDatum(feature_type_name(m->features[i].type));
+			fcost_nulls[i] = true;
+			fcosts[i] = (Datum) 0;
+		}
 	}
 
 	SPI_connect();
@@ -294,19 +316,30 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 				16, t, v, nulls, SPI_OK_INSERT);
 	}
 	{
-		Oid			t[4] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTARRAYOID};
-		Datum		v[4];
+		Oid			t[5] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+		Datum		v[5];
+		int			dims[1] = {n_listed};
+		int			lbs[1] = {1};
 
 		v[0] = CStringGetTextDatum(name);
 		v[1] = Int32GetDatum(version);
-		v[2] = PointerGetDatum(construct_array(fnames, m->n_features, TEXTOID,
+		v[2] = PointerGetDatum(construct_array(fnames, n_listed, TEXTOID,
 											   -1, false, TYPALIGN_INT));
-		v[3] = PointerGetDatum(construct_array(ftypes, m->n_features, TEXTOID,
+		v[3] = PointerGetDatum(construct_array(ftypes, n_listed, TEXTOID,
 											   -1, false, TYPALIGN_INT));
-		run_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type) "
-				"SELECT $1, $2, u.ord::integer, u.f, u.t "
-				"FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(f, t, ord)",
-				4, t, v, NULL, SPI_OK_INSERT);
+		v[4] = PointerGetDatum(construct_md_array(fcosts, fcost_nulls, 1, dims, lbs,
+												  TEXTOID, -1, false, TYPALIGN_INT));
+		/* cost came with 0.2.0: a 0.1.0 catalog still takes other models */
+		if (m->pipeline)
+			run_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type, cost) "
+					"SELECT $1, $2, u.ord::integer, u.f, u.t, u.c "
+					"FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(f, t, c, ord)",
+					5, t, v, NULL, SPI_OK_INSERT);
+		else
+			run_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type) "
+					"SELECT $1, $2, u.ord::integer, u.f, u.t "
+					"FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(f, t, ord)",
+					4, t, v, NULL, SPI_OK_INSERT);
 	}
 	{
 		Oid			t[2] = {TEXTOID, INT4OID};

@@ -7,9 +7,12 @@
  * PostgreSQL folds unquoted column names to lower case while training data
  * often has "Amount").  The mapping and the per-column conversion are worked
  * out once per row type and statement; per row only the values move.
+ *
+ * A model with featurizers (a pipeline) binds its raw inputs instead,
+ * numeric and text columns by the same rules, and each bound row is
+ * featurized into the model's feature vector right here, so that every
+ * scoring path (row by row, aggregates, batches, top-K) sees features.
  */
-#include "postgres.h"
-
 #include "postgres.h"
 
 #include <math.h>
@@ -42,6 +45,12 @@ type_is_bindable(Oid t)
 	}
 }
 
+static bool
+type_is_text(Oid t)
+{
+	return t == TEXTOID || t == VARCHAROID || t == BPCHAROID || t == NAMEOID;
+}
+
 void
 hb_bind_record(HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
 			   MemoryContext mcxt, const char *model)
@@ -63,18 +72,30 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	Oid			tupType = desc->tdtypeid;
 	int32		tupTypmod = desc->tdtypmod;
 	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	const HbPipeline *p = e->pipeline;
+	int			n_bind = p ? p->n_inputs : e->n_features;
+	const char *what = p ? "input" : "feature";
 
 	b->tupType = tupType;
 	b->tupTypmod = tupTypmod;
 	b->natts = desc->natts;
-	b->attnum = palloc(sizeof(int) * e->n_features);
-	b->atttype = palloc(sizeof(Oid) * e->n_features);
+	b->pipeline = p;
+	b->attnum = palloc(sizeof(int) * Max(n_bind, 1));
+	b->atttype = palloc(sizeof(Oid) * Max(n_bind, 1));
 	b->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
 	b->nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
-
-	for (int f = 0; f < e->n_features; f++)
+	if (p)
 	{
-		const char *fname = e->feature_names[f];
+		b->num = palloc(sizeof(double) * Max(p->n_num_inputs, 1));
+		b->text = palloc0(sizeof(HbText) * Max(p->n_text_inputs, 1));
+		b->slots = palloc_extended(sizeof(double) * hb_pipeline_row_slots(p),
+								   MCXT_ALLOC_HUGE);
+	}
+
+	for (int f = 0; f < n_bind; f++)
+	{
+		const char *fname = p ? p->inputs[f].name : e->feature_names[f];
+		bool		want_text = p && p->inputs[f].type == HB_INPUT_TEXT;
 		int			exact = -1;
 		int			folded = -1;
 		int			nfolded = 0;
@@ -102,23 +123,25 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 nfolded > 1 ?
-					 errmsg("feature \"%s\" of model \"%s\" matches more than one column of the row",
-							fname, model) :
-					 errmsg("row has no column for feature \"%s\" of model \"%s\"",
-							fname, model),
+					 errmsg("%s \"%s\" of model \"%s\" matches more than one column of the row",
+							what, fname, model) :
+					 errmsg("row has no column for %s \"%s\" of model \"%s\"",
+							what, fname, model),
 					 OidIsValid(tupType) && tupType != RECORDOID ?
-					 errdetail("The row is of type %s; features bind to columns by name.",
-							   format_type_with_typemod(tupType, tupTypmod)) :
-					 errdetail("Features bind to columns by name.")));
+					 errdetail("The row is of type %s; %ss bind to columns by name.",
+							   format_type_with_typemod(tupType, tupTypmod), what) :
+					 errdetail("%s bind to columns by name.", p ? "Inputs" : "Features")));
 		att = exact >= 0 ? exact : folded;
 		base = getBaseType(TupleDescAttr(desc, att)->atttypid);
-		if (!type_is_bindable(base))
+		if (want_text ? !type_is_text(base) : !type_is_bindable(base))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" is of type %s, which cannot feed feature \"%s\" of model \"%s\"",
+					 errmsg("column \"%s\" is of type %s, which cannot feed %s%s \"%s\" of model \"%s\"",
 							NameStr(TupleDescAttr(desc, att)->attname),
 							format_type_be(TupleDescAttr(desc, att)->atttypid),
-							fname, model),
+							want_text ? "text " : "", what, fname, model),
+					 want_text ?
+					 errhint("Text inputs take text, varchar, char and name columns; cast the column.") :
 					 errhint("Features take integer, floating-point, numeric and boolean columns; cast the column.")));
 		b->attnum[f] = att;
 		b->atttype[f] = base;
@@ -166,18 +189,72 @@ hb_bind_row(const HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
 	hb_bind_tuple(b, e, &tuple, x);
 }
 
+/* Featurize the bound row in b->num / b->text into x. */
+static void
+featurize_row(const HbBinding *b, const HbCacheEntry *e, double *x)
+{
+	HbRawRows	raw = {1, b->num, b->text};
+	HbError		err = {0};
+
+	if (!hb_pipeline_run_with(b->pipeline, &raw, x, b->slots, &err))
+		hb_report(&err, "could not featurize a row for model", e->name);
+}
+
 void
 hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
 			  double *x)
 {
+	const HbPipeline *p = b->pipeline;
+
 	heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
 
-	for (int f = 0; f < e->n_features; f++)
+	if (p == NULL)
 	{
-		int			a = b->attnum[f];
+		for (int f = 0; f < e->n_features; f++)
+		{
+			int			a = b->attnum[f];
 
-		x[f] = b->nulls[a] ? NAN : datum_to_double(b->values[a], b->atttype[f]);
+			x[f] = b->nulls[a] ? NAN : datum_to_double(b->values[a], b->atttype[f]);
+		}
+		return;
 	}
+
+	for (int i = 0; i < p->n_inputs; i++)
+	{
+		const HbInput *in = &p->inputs[i];
+		int			a = b->attnum[i];
+
+		if (in->type == HB_INPUT_NUMERIC)
+		{
+			b->num[in->index] = b->nulls[a] ? NAN :
+				datum_to_double(b->values[a], b->atttype[i]);
+			continue;
+		}
+		if (b->nulls[a])
+		{
+			b->text[in->index].ptr = NULL;
+			b->text[in->index].len = 0;
+		}
+		else if (b->atttype[i] == NAMEOID)
+		{
+			b->text[in->index].ptr = NameStr(*DatumGetName(b->values[a]));
+			b->text[in->index].len = (int32) strlen(b->text[in->index].ptr);
+		}
+		else
+		{
+			/* the detoasted copy lives in the per-row context */
+			struct varlena *v = PG_DETOAST_DATUM_PACKED(b->values[a]);
+			char	   *ptr = VARDATA_ANY(v);
+			int			len = VARSIZE_ANY_EXHDR(v);
+
+			/* char(n): the padding is not part of the value */
+			if (b->atttype[i] == BPCHAROID)
+				len = bpchartruelen(ptr, len);
+			b->text[in->index].ptr = ptr;
+			b->text[in->index].len = len;
+		}
+	}
+	featurize_row(b, e, x);
 }
 
 /* An array binds by position; NULL elements are missing values. */
@@ -190,12 +267,33 @@ hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 	bits8	   *bitmap = ARR_NULLBITMAP(arr);
 	char	   *data = ARR_DATA_PTR(arr);
 
+	const HbPipeline *p = e->pipeline;
+	double	   *num = NULL;
+
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("feature array must have one dimension, not %d",
 						ARR_NDIM(arr))));
-	if (n != e->n_features)
+	if (p)
+	{
+		/* an array holds the numeric inputs, in the order of the inputs */
+		for (int i = 0; i < p->n_inputs; i++)
+			if (p->inputs[i].type == HB_INPUT_TEXT)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("model \"%s\" has text input \"%s\", which an array cannot hold",
+								model, p->inputs[i].name),
+						 errhint("Score it with a row: hb_predict('%s', t) over a table or ROW(...) whose columns are named like the inputs.",
+								 model)));
+		if (n != p->n_num_inputs)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("input array has %d elements, but model \"%s\" has %d inputs",
+							n, model, p->n_num_inputs)));
+		num = palloc(sizeof(double) * Max(n, 1));
+	}
+	else if (n != e->n_features)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("feature array has %d elements, but model \"%s\" has %d features",
@@ -203,20 +301,32 @@ hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 
 	for (int i = 0; i < n; i++)
 	{
+		double		v;
+
 		if (bitmap && !(bitmap[i / 8] & (1 << (i % 8))))
+			v = NAN;
+		else if (elt == FLOAT8OID)
 		{
-			x[i] = NAN;
-			continue;
-		}
-		if (elt == FLOAT8OID)
-		{
-			x[i] = *(float8 *) data;
+			v = *(float8 *) data;
 			data += sizeof(float8);
 		}
 		else
 		{
-			x[i] = *(float4 *) data;
+			v = *(float4 *) data;
 			data += sizeof(float4);
 		}
+		if (num)
+			num[p->inputs[i].index] = v;
+		else
+			x[i] = v;
+	}
+	if (p)
+	{
+		HbRawRows	raw = {1, num, NULL};
+		HbError		err = {0};
+
+		if (!hb_pipeline_run(p, &raw, x, &err))
+			hb_report(&err, "could not featurize a row for model", model);
+		pfree(num);
 	}
 }

@@ -18,6 +18,7 @@ static const struct
 	{HB_FORMAT_XGBOOST_JSON, "xgboost-json"},
 	{HB_FORMAT_LIGHTGBM_TEXT, "lightgbm-text"},
 	{HB_FORMAT_XGBOOST_UBJSON, "xgboost-ubj"},
+	{HB_FORMAT_HBIRD_PIPELINE, "hbird-pipeline"},
 };
 
 const char *
@@ -98,7 +99,8 @@ detect_format(const char *bytes, size_t len)
 					   bytes[i] == '\n' || bytes[i] == '\r'))
 		i++;
 	if (i < len && bytes[i] == '{')
-		return HB_FORMAT_XGBOOST_JSON;
+		return hb_is_hbird_pipeline(bytes + i, len - i) ?
+			HB_FORMAT_HBIRD_PIPELINE : HB_FORMAT_XGBOOST_JSON;
 	/* LightGBM: "tree" alone on the first line, or a bare "Tree=" block */
 	if (len - i >= 5 && memcmp(bytes + i, "tree", 4) == 0 &&
 		(bytes[i + 4] == '\n' || bytes[i + 4] == '\r'))
@@ -136,6 +138,9 @@ hb_model_read(const char *bytes, size_t len, HbFormat format,
 			break;
 		case HB_FORMAT_XGBOOST_UBJSON:
 			ok = hb_read_xgboost_ubjson(bytes, len, &m, err);
+			break;
+		case HB_FORMAT_HBIRD_PIPELINE:
+			ok = hb_read_hbird_pipeline(bytes, len, &m, err);
 			break;
 		default:
 			return hb_fail(err, HB_ERR_UNSUPPORTED, "unsupported model format");
@@ -177,6 +182,7 @@ hb_model_free(HbModel *m)
 	hb_free(m->cat_words);
 	hb_free(m->weights);
 	hb_free(m->bias);
+	hb_pipeline_free(m->pipeline);
 	hb_free(m);
 }
 
@@ -415,6 +421,9 @@ hb_model_validate(HbModel *m, HbError *err)
 	for (int i = 0; i < m->n_features; i++)
 		if ((unsigned) m->features[i].type > HB_FEATURE_CATEGORICAL)
 			return hb_fail(err, HB_ERR_INVALID, "feature %d has an unknown type", i);
+
+	if (m->pipeline && !hb_pipeline_validate(m->pipeline, m->n_features, err))
+		return false;
 
 	if (m->estimator == HB_EST_LINEAR)
 	{

@@ -18,7 +18,8 @@ typedef enum HbFormat
 	HB_FORMAT_AUTO = 0,
 	HB_FORMAT_XGBOOST_JSON,
 	HB_FORMAT_LIGHTGBM_TEXT,
-	HB_FORMAT_XGBOOST_UBJSON	/* XGBoost's .ubj: the JSON model in UBJSON */
+	HB_FORMAT_XGBOOST_UBJSON,	/* XGBoost's .ubj: the JSON model in UBJSON */
+	HB_FORMAT_HBIRD_PIPELINE	/* hbird pipeline JSON (read_pipeline.c) */
 } HbFormat;
 
 typedef enum HbTask
@@ -168,6 +169,8 @@ extern bool hb_model_image_write(const HbModel *m, char **out, size_t *len,
 								 HbError *err);
 extern bool hb_model_image_read(const char *bytes, size_t len, HbModel **out,
 								HbError *err);
+extern bool hb_pipeline_copy(const HbPipeline *p, HbPipeline **out,
+							 HbError *err);
 
 /* Readers. */
 extern bool hb_read_xgboost_json(const char *bytes, size_t len,
@@ -176,6 +179,9 @@ extern bool hb_read_xgboost_ubjson(const char *bytes, size_t len,
 								   HbModel **out, HbError *err);
 extern bool hb_read_lightgbm_text(const char *bytes, size_t len,
 								  HbModel **out, HbError *err);
+extern bool hb_read_hbird_pipeline(const char *bytes, size_t len,
+								   HbModel **out, HbError *err);
+extern bool hb_is_hbird_pipeline(const char *bytes, size_t len);
 
 /* LightGBM's kZeroThreshold: the float 1e-35f, not the double 1e-35 */
 #define HB_ZERO_THRESHOLD ((double) 1e-35f)

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define IMAGE_MAGIC		0x52494248u	/* "HBIR" little-endian */
-#define IMAGE_VERSION	1u
+#define IMAGE_VERSION	2u			/* 2: featurizer pipelines */
 
 typedef struct Buf
 {
@@ -65,6 +65,112 @@ put_str(Buf *b, const char *s)
 		put(b, s, n);
 }
 
+/* An array with its element count; NULL is written as UINT32_MAX. */
+static void
+put_arr(Buf *b, const void *a, size_t count, size_t elem)
+{
+	if (a == NULL)
+	{
+		put_u32(b, UINT32_MAX);
+		return;
+	}
+	put_u32(b, (uint32_t) count);
+	put(b, a, count * elem);
+}
+
+static void
+put_strs(Buf *b, char *const *a, int32_t n)
+{
+	if (a == NULL)
+	{
+		put_u32(b, UINT32_MAX);
+		return;
+	}
+	put_u32(b, (uint32_t) n);
+	for (int32_t i = 0; i < n; i++)
+		put_str(b, a[i]);
+}
+
+static void
+put_f64(Buf *b, double v)
+{
+	put(b, &v, sizeof(v));
+}
+
+static void
+put_pipeline(Buf *b, const HbPipeline *p)
+{
+	put_u32(b, p ? 1 : 0);
+	if (p == NULL)
+		return;
+	put_u32(b, (uint32_t) p->n_inputs);
+	for (int32_t i = 0; i < p->n_inputs; i++)
+	{
+		put_str(b, p->inputs[i].name);
+		put_u32(b, (uint32_t) p->inputs[i].type);
+		put_u32(b, (uint32_t) p->inputs[i].cost);
+		put_u32(b, (uint32_t) p->inputs[i].index);
+	}
+	put_u32(b, (uint32_t) p->n_num_inputs);
+	put_u32(b, (uint32_t) p->n_text_inputs);
+	put_u32(b, (uint32_t) p->n_steps);
+	for (int32_t k = 0; k < p->n_steps; k++)
+	{
+		const HbStep *s = &p->steps[k];
+		uint32_t	flags = (s->f32 ? 1 : 0) | (s->has_missing_value ? 2 : 0) |
+			(s->onehot ? 4 : 0) | (s->drop_first ? 8 : 0) |
+			(s->alternate_sign ? 16 : 0) | (s->binary ? 32 : 0) |
+			(s->sublinear_tf ? 64 : 0) | (s->tok.lowercase ? 128 : 0) |
+			(s->tok.char_ngrams ? 256 : 0);
+
+		put_u32(b, (uint32_t) s->kind);
+		put_str(b, s->name);
+		put_u32(b, flags);
+		put_u32(b, (uint32_t) s->n_in);
+		put_u32(b, (uint32_t) s->text_input);
+		put_u32(b, (uint32_t) s->out);
+		put_u32(b, (uint32_t) s->n_out);
+		put_u32(b, (uint32_t) s->order);
+		put_u32(b, (uint32_t) s->arith);
+		put_u32(b, (uint32_t) s->norm);
+		put_u32(b, (uint32_t) s->unknown);
+		put_u32(b, (uint32_t) s->n_edges);
+		put_u32(b, (uint32_t) s->n_categories);
+		put_u32(b, (uint32_t) s->tok.ngram_min);
+		put_u32(b, (uint32_t) s->tok.ngram_max);
+		put_u32(b, (uint32_t) s->tok.min_token_len);
+		put_u32(b, (uint32_t) s->tok.n_stop_words);
+		put_u32(b, (uint32_t) s->n_vocab);
+		put_u32(b, (uint32_t) s->n_used);
+		put(b, &s->n_cols, sizeof(s->n_cols));
+		put_f64(b, s->missing_value);
+		put_f64(b, s->threshold);
+		put_f64(b, s->lo);
+		put_f64(b, s->hi);
+		put_f64(b, s->unknown_value);
+		put_arr(b, s->in, s->n_in, sizeof(int32_t));
+		put_arr(b, s->sub, s->n_in, sizeof(double));
+		put_arr(b, s->mul, s->n_in, sizeof(double));
+		put_arr(b, s->add, s->n_in, sizeof(double));
+		put_arr(b, s->value, s->n_in, sizeof(double));
+		put_arr(b, s->constant, s->n_in, sizeof(double));
+		put_arr(b, s->powers, (size_t) s->n_out * s->n_in, sizeof(int32_t));
+		put_arr(b, s->edges, s->n_edges, sizeof(double));
+		put_arr(b, s->categories_num, s->n_categories, sizeof(double));
+		put_strs(b, s->categories_text, s->n_categories);
+		put_arr(b, s->category_pos, s->n_categories, sizeof(int32_t));
+		put_arr(b, s->label_values, s->n_categories, sizeof(double));
+		put_strs(b, s->tok.stop_words, s->tok.n_stop_words);
+		put_strs(b, s->vocab_terms, s->n_vocab);
+		put_arr(b, s->vocab_cols, s->n_vocab, sizeof(int32_t));
+		put_arr(b, s->idf, (size_t) s->n_cols, sizeof(double));
+		put_arr(b, s->used_cols, s->n_used, sizeof(int64_t));
+	}
+	put_u32(b, (uint32_t) p->n_slots);
+	put_u32(b, (uint32_t) p->n_features);
+	put_arr(b, p->feature_slot, p->n_features, sizeof(int32_t));
+}
+
 bool
 hb_model_image_write(const HbModel *m, char **out, size_t *len, HbError *err)
 {
@@ -109,6 +215,7 @@ hb_model_image_write(const HbModel *m, char **out, size_t *len, HbError *err)
 		put_u32(&b, (uint32_t) m->n_cat_words);
 		put(&b, m->cat_words, sizeof(uint32_t) * m->n_cat_words);
 	}
+	put_pipeline(&b, m->pipeline);
 	if (b.failed)
 	{
 		hb_free(b.data);
@@ -189,6 +296,181 @@ get_array(Rd *r, size_t count, size_t elem, bool *nomem)
 	}
 	get(r, a, count * elem);
 	return a;
+}
+
+/*
+ * An array written by put_arr: NULL when written as NULL; its count must be
+ * the one the step's sizes imply, else the image is corrupt.
+ */
+static void *
+get_arr(Rd *r, size_t want, size_t elem, bool *nomem)
+{
+	uint32_t	n = get_u32(r);
+
+	if (r->bad || n == UINT32_MAX)
+		return NULL;
+	if ((size_t) n != want)
+	{
+		r->bad = true;
+		return NULL;
+	}
+	return get_array(r, n, elem, nomem);
+}
+
+static char **
+get_strs(Rd *r, size_t want, bool *nomem)
+{
+	uint32_t	n = get_u32(r);
+	char	  **a;
+
+	if (r->bad || n == UINT32_MAX)
+		return NULL;
+	if ((size_t) n != want || n > (size_t) (r->end - r->p) / 4)
+	{
+		r->bad = true;
+		return NULL;
+	}
+	a = hb_alloc0(sizeof(char *) * (n + 1));
+	if (a == NULL)
+	{
+		*nomem = r->bad = true;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n && !r->bad; i++)
+		a[i] = get_str(r, nomem);
+	return a;
+}
+
+static double
+get_f64(Rd *r)
+{
+	double		v = 0;
+
+	get(r, &v, sizeof(v));
+	return v;
+}
+
+/* Sizes are bounded by what is left of the image before anything is allocated. */
+static bool
+count_ok(Rd *r, int64_t n)
+{
+	if (r->bad || n < 0 || n > (int64_t) (r->end - r->p) + 1)
+		r->bad = true;
+	return !r->bad;
+}
+
+static HbPipeline *
+get_pipeline(Rd *r, bool *nomem)
+{
+	HbPipeline *p;
+
+	if (get_u32(r) != 1 || r->bad)
+		return NULL;
+	p = hb_alloc0(sizeof(HbPipeline));
+	if (p == NULL)
+	{
+		*nomem = r->bad = true;
+		return NULL;
+	}
+	p->n_inputs = (int32_t) get_u32(r);
+	if (count_ok(r, p->n_inputs))
+	{
+		p->inputs = hb_alloc0(sizeof(HbInput) * (p->n_inputs + 1));
+		if (p->inputs == NULL)
+			*nomem = r->bad = true;
+	}
+	for (int32_t i = 0; i < p->n_inputs && !r->bad; i++)
+	{
+		p->inputs[i].name = get_str(r, nomem);
+		p->inputs[i].type = (HbInputType) get_u32(r);
+		p->inputs[i].cost = (HbCostClass) get_u32(r);
+		p->inputs[i].index = (int32_t) get_u32(r);
+	}
+	p->n_num_inputs = (int32_t) get_u32(r);
+	p->n_text_inputs = (int32_t) get_u32(r);
+	p->n_steps = (int32_t) get_u32(r);
+	if (count_ok(r, p->n_steps))
+	{
+		p->steps = hb_alloc0(sizeof(HbStep) * (p->n_steps + 1));
+		if (p->steps == NULL)
+			*nomem = r->bad = true;
+	}
+	for (int32_t k = 0; k < p->n_steps && !r->bad; k++)
+	{
+		HbStep	   *s = &p->steps[k];
+		uint32_t	flags;
+
+		s->kind = (HbStepKind) get_u32(r);
+		s->name = get_str(r, nomem);
+		flags = get_u32(r);
+		s->f32 = (flags & 1) != 0;
+		s->has_missing_value = (flags & 2) != 0;
+		s->onehot = (flags & 4) != 0;
+		s->drop_first = (flags & 8) != 0;
+		s->alternate_sign = (flags & 16) != 0;
+		s->binary = (flags & 32) != 0;
+		s->sublinear_tf = (flags & 64) != 0;
+		s->tok.lowercase = (flags & 128) != 0;
+		s->tok.char_ngrams = (flags & 256) != 0;
+		s->n_in = (int32_t) get_u32(r);
+		s->text_input = (int32_t) get_u32(r);
+		s->out = (int32_t) get_u32(r);
+		s->n_out = (int32_t) get_u32(r);
+		s->order = (HbAffineOrder) get_u32(r);
+		s->arith = (HbArithOp) get_u32(r);
+		s->norm = (HbNorm) get_u32(r);
+		s->unknown = (HbUnknown) get_u32(r);
+		s->n_edges = (int32_t) get_u32(r);
+		s->n_categories = (int32_t) get_u32(r);
+		s->tok.ngram_min = (int32_t) get_u32(r);
+		s->tok.ngram_max = (int32_t) get_u32(r);
+		s->tok.min_token_len = (int32_t) get_u32(r);
+		s->tok.n_stop_words = (int32_t) get_u32(r);
+		s->n_vocab = (int32_t) get_u32(r);
+		s->n_used = (int32_t) get_u32(r);
+		get(r, &s->n_cols, sizeof(s->n_cols));
+		s->missing_value = get_f64(r);
+		s->threshold = get_f64(r);
+		s->lo = get_f64(r);
+		s->hi = get_f64(r);
+		s->unknown_value = get_f64(r);
+		if (!count_ok(r, s->n_in) || !count_ok(r, s->n_out) || !count_ok(r, s->n_edges) ||
+			!count_ok(r, s->n_categories) || !count_ok(r, s->tok.n_stop_words) ||
+			!count_ok(r, s->n_vocab) || !count_ok(r, s->n_used) ||
+			s->n_cols < 0 || s->n_cols > INT32_MAX)
+		{
+			/* counts an array-free step never uses are still bounded */
+			r->bad = true;
+			break;
+		}
+		s->in = get_arr(r, s->n_in, sizeof(int32_t), nomem);
+		s->sub = get_arr(r, s->n_in, sizeof(double), nomem);
+		s->mul = get_arr(r, s->n_in, sizeof(double), nomem);
+		s->add = get_arr(r, s->n_in, sizeof(double), nomem);
+		s->value = get_arr(r, s->n_in, sizeof(double), nomem);
+		s->constant = get_arr(r, s->n_in, sizeof(double), nomem);
+		s->powers = get_arr(r, (size_t) s->n_out * s->n_in, sizeof(int32_t), nomem);
+		s->edges = get_arr(r, s->n_edges, sizeof(double), nomem);
+		s->categories_num = get_arr(r, s->n_categories, sizeof(double), nomem);
+		s->categories_text = get_strs(r, s->n_categories, nomem);
+		s->category_pos = get_arr(r, s->n_categories, sizeof(int32_t), nomem);
+		s->label_values = get_arr(r, s->n_categories, sizeof(double), nomem);
+		s->tok.stop_words = get_strs(r, s->tok.n_stop_words, nomem);
+		s->vocab_terms = get_strs(r, s->n_vocab, nomem);
+		s->vocab_cols = get_arr(r, s->n_vocab, sizeof(int32_t), nomem);
+		s->idf = get_arr(r, (size_t) s->n_cols, sizeof(double), nomem);
+		s->used_cols = get_arr(r, s->n_used, sizeof(int64_t), nomem);
+		/* arrays the executor indexes must be there */
+		if (!r->bad && ((s->n_in > 0 && s->in == NULL) ||
+						(s->n_categories > 0 && s->category_pos == NULL) ||
+						(s->kind == HB_STEP_IMPUTE && s->n_in > 0 && s->value == NULL)))
+			r->bad = true;
+	}
+	p->n_slots = (int32_t) get_u32(r);
+	p->n_features = (int32_t) get_u32(r);
+	if (count_ok(r, p->n_features))
+		p->feature_slot = get_arr(r, p->n_features, sizeof(int32_t), nomem);
+	return p;
 }
 
 /*
@@ -283,6 +565,8 @@ hb_model_image_read(const char *bytes, size_t len, HbModel **out, HbError *err)
 				m->cat_words = get_array(&r, m->n_cat_words, sizeof(uint32_t), &nomem);
 		}
 	}
+	if (!r.bad)
+		m->pipeline = get_pipeline(&r, &nomem);
 	if (!r.bad && r.p != r.end)
 		r.bad = true;
 
@@ -300,5 +584,44 @@ hb_model_image_read(const char *bytes, size_t len, HbModel **out, HbError *err)
 		return false;
 	}
 	*out = m;
+	return true;
+}
+
+/*
+ * A deep copy of a pipeline in the current allocator's memory (a backend's
+ * cache keeps it next to the compiled plan): through its image form, so the
+ * copy and the image can never disagree.
+ */
+bool
+hb_pipeline_copy(const HbPipeline *p, HbPipeline **out, HbError *err)
+{
+	Buf			b = {0};
+	Rd			r;
+	bool		nomem = false;
+	HbPipeline *c;
+
+	*out = NULL;
+	put_pipeline(&b, p);
+	if (b.failed)
+	{
+		hb_free(b.data);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	r.p = b.data;
+	r.end = b.data + b.len;
+	r.bad = false;
+	c = get_pipeline(&r, &nomem);
+	hb_free(b.data);
+	if (nomem || r.bad || c == NULL)
+	{
+		hb_pipeline_free(c);
+		return hb_fail(err, nomem ? HB_ERR_NOMEM : HB_ERR_INVALID, "could not copy the pipeline");
+	}
+	if (!hb_pipeline_validate(c, p->n_features, err))
+	{
+		hb_pipeline_free(c);
+		return false;
+	}
+	*out = c;
 	return true;
 }

@@ -439,7 +439,13 @@ hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 	{
 		const double *m = margins + r * k;
 
-		if (p->task == HB_TASK_MULTICLASS)
+		if (p->task == HB_TASK_MULTICLASS && p->link == HB_LINK_IDENTITY)
+		{
+			/* averaged class probabilities (scikit-learn forests) */
+			for (int i = 0; i < k; i++)
+				out[r * k + i] = m[i];
+		}
+		else if (p->task == HB_TASK_MULTICLASS)
 			softmax(p, m, k, out + r * k);
 		else
 		{

@@ -3,7 +3,7 @@
 #
 #   bash tests/fuzz/run.sh [seconds-per-target] [target...]
 #
-# Targets: xgboost_json xgboost_ubj lightgbm model_image (default: all),
+# Targets: xgboost_json xgboost_ubj lightgbm model_image pipeline (default: all),
 # 20 seconds each by default.  Prints one TAP line per target:
 #   ok - fuzz <target>: N runs, no crash (cov: ...)
 #   not ok - fuzz <target>: <what>, input saved as <file>
@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-20}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(xgboost_json xgboost_ubj lightgbm model_image)
+[ ${#targets[@]} -gt 0 ] || targets=(xgboost_json xgboost_ubj lightgbm model_image pipeline)
 build=${HB_FUZZ_BUILD:-tests/fuzz/build}
 core=${HB_FUZZ_CORE:-src/core}
 artifacts=${HB_FUZZ_ARTIFACTS:-tests/fuzz/artifacts}
@@ -53,7 +53,7 @@ trap 'rm -rf "$probe" "$work"' EXIT
 # model_image seeds: images of every model seed and fixture
 mkdir -p "$work/seed_model_image"
 "$build/mkimage" "$work/seed_model_image" tests/fuzz/corpus/xgboost_json/* \
-	tests/fuzz/corpus/lightgbm/* tests/fixtures/*.json >/dev/null 2>&1
+	tests/fuzz/corpus/lightgbm/* tests/fuzz/corpus/pipeline/* tests/fixtures/*.json >/dev/null 2>&1
 
 # extra seeds from the conformance corpus, when present: small models only
 conf=${HB_CONFORMANCE:-../shared/conformance}
