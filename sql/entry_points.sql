@@ -3,6 +3,8 @@
 -- the input is accepted).  The output is the table of docs/reliability.md.
 -- Models come from setup: binary_logistic (6 features: amount, age,
 -- balance, n_tx, risk, tenure), multi_softprob (3 classes), rank_pairwise.
+-- The statistics functions need hbird in shared_preload_libraries (how CI
+-- runs); expected/entry_points_1.out is the output without it (55000).
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set fixtures :abs_srcdir '/tests/fixtures/'
 \set reg `cat :fixtures/reg_squarederror.json`
@@ -34,9 +36,11 @@ CREATE TABLE ep_huge AS SELECT array_fill(1.0::float8, ARRAY[1000000]) AS a;
 CREATE TEMP TABLE catalog_before AS
 SELECT (SELECT count(*) FROM hbird.model) AS models,
 	   (SELECT count(*) FROM hbird.model_version) AS versions,
-	   (SELECT count(*) FROM hbird.model_grant) AS grants;
+	   (SELECT count(*) FROM hbird.model_grant) AS grants,
+	   (SELECT count(*) FROM hbird.tuning) AS tunings;
 
 \set x6 'ARRAY[1, 2, 3, 4, 5, 6]'
+\set store 'SELECT hb_tune_store(''binary_logistic'', 1, ''cascade'', 0, 0.01, 0.95, 0, 100, 50, 1, ''prefix'', 1, ''{0}''::integer[], ''{0}''::float8[], NULL, 1.0, ''{c1}'', ''{{NULL,NULL,0.5,0.99,0.99,0.5,0.5,2,1}}'')'
 CREATE TEMP TABLE ep_case (n serial, entry text, bad text, stmt text);
 INSERT INTO ep_case (entry, bad, stmt) VALUES
 -- hb_model_upload(text, text, text, text[]) and (text, bytea, ...)
@@ -197,7 +201,126 @@ INSERT INTO ep_case (entry, bad, stmt) VALUES
 ('hb_topk_agg_sfunc', 'called directly (no internal value in SQL)', $$SELECT hb_topk_agg_sfunc(NULL::internal, 'binary_logistic'::text, 3, r) FROM ep_rows r LIMIT 1$$),
 ('hb_topk_agg_final', 'called directly (no internal value in SQL)', $$SELECT hb_topk_agg_final(NULL::internal, 'binary_logistic'::text, 3, NULL::ep_rows) IS NULL$$),
 -- no arguments
-('hb_topk_stats', 'no top-K yet in a new backend', $$SELECT rows >= 0 FROM hb_topk_stats()$$);
+('hb_topk_stats', 'no top-K yet in a new backend', $$SELECT rows >= 0 FROM hb_topk_stats()$$),
+-- 0.2.0: hb_predict_class(name, record | float8[] | real[])
+('hb_predict_class(record)', 'NULL name', $$SELECT hb_predict_class(NULL, r) FROM ep_rows r LIMIT 1$$),
+('hb_predict_class(record)', 'empty name', $$SELECT hb_predict_class('', r) FROM ep_rows r LIMIT 1$$),
+('hb_predict_class(record)', 'unknown model', $$SELECT hb_predict_class('nosuch', r) FROM ep_rows r LIMIT 1$$),
+('hb_predict_class(record)', 'NULL row', $$SELECT hb_predict_class('binary_logistic', NULL::ep_rows) IS NULL$$),
+('hb_predict_class(record)', 'regression model', $$SELECT hb_predict_class('reg_squarederror', r) FROM reg_squarederror_in r LIMIT 1$$),
+('hb_predict_class(record)', 'ranking model', $$SELECT hb_predict_class('rank_pairwise', r) FROM rank_pairwise_in r LIMIT 1$$),
+('hb_predict_class(record)', 'missing columns', $$SELECT hb_predict_class('binary_logistic', r) FROM ep_short r$$),
+('hb_predict_class(record)', 'text column', $$SELECT hb_predict_class('binary_logistic', r) FROM ep_wrong r$$),
+('hb_predict_class(record)', 'anonymous row', $$SELECT hb_predict_class('binary_logistic', ROW(1, 2, 3, 4, 5, 6))$$),
+('hb_predict_class(record)', 'NaN/Infinity columns', $$SELECT hb_predict_class('binary_logistic', ROW(1, 'NaN', 'Infinity', '-Infinity', 'NaN', 0, 0)::ep_rows) IN (0, 1)$$),
+('hb_predict_class(float8[])', 'NULL name', format('SELECT hb_predict_class(NULL, %s::float8[])', :'x6')),
+('hb_predict_class(float8[])', 'unknown model', format('SELECT hb_predict_class(%L, %s::float8[])', 'nosuch', :'x6')),
+('hb_predict_class(float8[])', 'NULL array', $$SELECT hb_predict_class('binary_logistic', NULL::float8[]) IS NULL$$),
+('hb_predict_class(float8[])', 'empty array', $$SELECT hb_predict_class('binary_logistic', '{}'::float8[])$$),
+('hb_predict_class(float8[])', 'too short', $$SELECT hb_predict_class('multi_softprob', ARRAY[1, 2, 3, 4, 5]::float8[])$$),
+('hb_predict_class(float8[])', '2-D 2x3', $$SELECT hb_predict_class('binary_logistic', ARRAY[[1, 2, 3], [4, 5, 6]]::float8[])$$),
+('hb_predict_class(float8[])', 'regression model', $$SELECT hb_predict_class('reg_squarederror', ARRAY[1, 2, 3, 4, 5, 6, 7, 8]::float8[])$$),
+('hb_predict_class(float8[])', 'NULL elements', $$SELECT hb_predict_class('multi_softprob', ARRAY[NULL, NULL, NULL, NULL, NULL, NULL]::float8[]) BETWEEN 0 AND 2$$),
+('hb_predict_class(real[])', 'too long', $$SELECT hb_predict_class('binary_logistic', ARRAY[1, 2, 3, 4, 5, 6, 7]::real[])$$),
+('hb_predict_class(real[])', 'NULL array', $$SELECT hb_predict_class('multi_softprob', NULL::real[]) IS NULL$$),
+('hb_predict_class(real[])', 'huge (1M elements)', $$SELECT hb_predict_class('binary_logistic', a::real[]) FROM ep_huge$$),
+-- hb_predict_class_agg(name, record)
+('hb_predict_class_agg', 'NULL name', $$SELECT hb_predict_class_agg(NULL, r) FROM ep_rows r$$),
+('hb_predict_class_agg', 'unknown model', $$SELECT hb_predict_class_agg('nosuch', r) FROM ep_rows r$$),
+('hb_predict_class_agg', 'no rows', $$SELECT hb_predict_class_agg('binary_logistic', r) IS NULL FROM ep_empty r$$),
+('hb_predict_class_agg', 'NULL rows', $$SELECT array_length(hb_predict_class_agg('binary_logistic', NULL::ep_rows), 1) FROM ep_rows$$),
+('hb_predict_class_agg', 'regression model', $$SELECT hb_predict_class_agg('reg_squarederror', r) FROM reg_squarederror_in r$$),
+('hb_predict_class_agg', 'text column', $$SELECT hb_predict_class_agg('binary_logistic', r) FROM ep_wrong r$$),
+('hb_predict_class_agg', 'two models in a group', $$SELECT hb_predict_class_agg(CASE WHEN id = 1 THEN 'binary_logistic' ELSE 'binary_logitraw' END, r ORDER BY id) FROM ep_rows r$$),
+('hb_predict_class_agg_sfunc', 'called directly (no internal value in SQL)', $$SELECT hb_predict_class_agg_sfunc(NULL::internal, 'binary_logistic'::text, r) FROM ep_rows r LIMIT 1$$),
+('hb_predict_class_agg_final', 'called directly (no internal value in SQL)', $$SELECT hb_predict_class_agg_final(NULL::internal) IS NULL$$),
+-- hb_predict_class_batch(name, rowtype, query)
+('hb_predict_class_batch', 'NULL name', $$SELECT count(*) FROM hb_predict_class_batch(NULL, NULL::ep_rows)$$),
+('hb_predict_class_batch', 'unknown model', $$SELECT count(*) FROM hb_predict_class_batch('nosuch', NULL::ep_rows)$$),
+('hb_predict_class_batch', 'regression model', $$SELECT count(*) FROM hb_predict_class_batch('reg_squarederror', NULL::reg_squarederror_in)$$),
+('hb_predict_class_batch', 'record rowtype', $$SELECT count(*) FROM hb_predict_class_batch('binary_logistic', NULL::record)$$),
+('hb_predict_class_batch', 'wrong columns', $$SELECT count(*) FROM hb_predict_class_batch('binary_logistic', NULL::ep_wrong)$$),
+('hb_predict_class_batch', 'empty query', $$SELECT count(*) FROM hb_predict_class_batch('binary_logistic', NULL::ep_rows, '')$$),
+('hb_predict_class_batch', 'syntax error', $$SELECT count(*) FROM hb_predict_class_batch('binary_logistic', NULL::ep_rows, 'SELEC')$$),
+('hb_predict_class_batch', 'DML query', $$SELECT count(*) FROM hb_predict_class_batch('binary_logistic', NULL::ep_rows, 'DELETE FROM ep_rows RETURNING *')$$),
+('hb_predict_class_batch', 'utility query', $$SELECT count(*) FROM hb_predict_class_batch('binary_logistic', NULL::ep_rows, 'VACUUM ep_rows')$$),
+('hb_predict_class_batch', 'no rows', $$SELECT count(*) FROM hb_predict_class_batch('binary_logistic', NULL::ep_rows, 'SELECT * FROM ep_empty')$$),
+('hb_predict_class_batch', 'NULL rows', $$SELECT count(class) FROM hb_predict_class_batch('binary_logistic', NULL::ep_rows, 'SELECT (NULL::ep_rows).* FROM ep_rows')$$),
+('hb_class_stats', 'no class yet in a new backend', $$SELECT rows >= 0 FROM hb_class_stats()$$),
+('hb_class_stats_reset', 'no arguments', $$SELECT hb_class_stats_reset()$$),
+-- hb_tune(name, sample_query, kind, k, target, confidence, seed)
+('hb_tune', 'NULL name', $$SELECT count(*) FROM hb_tune(NULL, 'SELECT * FROM ep_rows', 'topk', 3, 0.9)$$),
+('hb_tune', 'empty name', $$SELECT count(*) FROM hb_tune('', 'SELECT * FROM ep_rows', 'topk', 3, 0.9)$$),
+('hb_tune', 'unknown model', $$SELECT count(*) FROM hb_tune('nosuch', 'SELECT * FROM ep_rows', 'topk', 3, 0.9)$$),
+('hb_tune', 'NULL sample query', $$SELECT count(*) FROM hb_tune('binary_logistic', NULL, 'topk', 3, 0.9)$$),
+('hb_tune', 'empty sample query', $$SELECT count(*) FROM hb_tune('binary_logistic', '', 'topk', 3, 0.9)$$),
+('hb_tune', 'syntax error', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELEC', 'topk', 3, 0.9)$$),
+('hb_tune', 'two statements', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows; SELECT * FROM ep_rows', 'topk', 3, 0.9)$$),
+('hb_tune', 'DML sample', $$SELECT count(*) FROM hb_tune('binary_logistic', 'DELETE FROM ep_rows RETURNING *', 'topk', 3, 0.9)$$),
+('hb_tune', 'utility sample', $$SELECT count(*) FROM hb_tune('binary_logistic', 'VACUUM ep_rows', 'topk', 3, 0.9)$$),
+('hb_tune', 'sample without the features', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_short', 'topk', 3, 0.9)$$),
+('hb_tune', 'sample with a text feature', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_wrong', 'topk', 3, 0.9)$$),
+('hb_tune', 'sample of no rows', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_empty', 'topk', 3, 0.9)$$),
+('hb_tune', 'sample of 1 row (cascade)', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows WHERE id = 1', 'cascade', target => 0.01)$$),
+('hb_tune', 'sample of 5 rows (top-3)', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, 0.9)$$),
+('hb_tune', 'NULL kind', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', NULL, 3, 0.9)$$),
+('hb_tune', 'empty kind', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', '', 3, 0.9)$$),
+('hb_tune', 'unknown kind', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'exact', 3, 0.9)$$),
+('hb_tune', 'top-K, NULL k', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', NULL, 0.9)$$),
+('hb_tune', 'top-K, k = 0', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 0, 0.9)$$),
+('hb_tune', 'top-K, k = -1', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', -1, 0.9)$$),
+('hb_tune', 'cascade with a k', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'cascade', 3, 0.01)$$),
+('hb_tune', 'NULL target', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, NULL)$$),
+('hb_tune', 'target 0', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, 0)$$),
+('hb_tune', 'target 1', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, 1)$$),
+('hb_tune', 'target -0.5', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, -0.5)$$),
+('hb_tune', 'target NaN', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, 'NaN')$$),
+('hb_tune', 'NULL confidence', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, 0.9, NULL)$$),
+('hb_tune', 'confidence 0', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, 0.9, 0)$$),
+('hb_tune', 'confidence 1', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, 0.9, 1)$$),
+('hb_tune', 'confidence Infinity', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_rows', 'topk', 3, 0.9, 'Infinity')$$),
+('hb_tune', 'NULL seed = 0 (then: no rows)', $$SELECT count(*) FROM hb_tune('binary_logistic', 'SELECT * FROM ep_empty', 'topk', 3, 0.9, 0.95, NULL)$$),
+('hb_tune', 'cascade of a regression model', $$SELECT count(*) FROM hb_tune('reg_squarederror', 'SELECT * FROM reg_squarederror_in', 'cascade', target => 0.01)$$),
+('hb_tune', 'cascade of a ranking model', $$SELECT count(*) FROM hb_tune('rank_pairwise', 'SELECT * FROM rank_pairwise_in', 'cascade', target => 0.01)$$),
+('hb_tune', 'top-K of a multi-class model', $$SELECT count(*) FROM hb_tune('multi_softprob', 'SELECT * FROM multi_softprob_in', 'topk', 3, 0.9)$$),
+-- hb_tune_store(...): what hb_tune stores; a valid call is :store with one argument replaced
+('hb_tune_store', 'valid arguments', :'store'),
+('hb_tune_store', 'NULL name', replace(:'store', '''binary_logistic''', 'NULL')),
+('hb_tune_store', 'unknown model', replace(:'store', '''binary_logistic''', '''nosuch''')),
+('hb_tune_store', 'NULL version', replace(:'store', '''binary_logistic'', 1,', '''binary_logistic'', NULL,')),
+('hb_tune_store', 'unknown version', replace(:'store', '''binary_logistic'', 1,', '''binary_logistic'', 99,')),
+('hb_tune_store', 'NULL kind', replace(:'store', '''cascade''', 'NULL')),
+('hb_tune_store', 'unknown kind', replace(:'store', '''cascade''', '''exact''')),
+('hb_tune_store', 'cascade with k = 3', replace(:'store', '''cascade'', 0,', '''cascade'', 3,')),
+('hb_tune_store', 'top-K with k = 0', replace(:'store', '''cascade'', 0,', '''topk'', 0,')),
+('hb_tune_store', 'target 1.5', replace(:'store', '0.01, 0.95', '1.5, 0.95')),
+('hb_tune_store', 'confidence 0', replace(:'store', '0.01, 0.95', '0.01, 0')),
+('hb_tune_store', 'unknown approximation kind', replace(:'store', '''prefix''', '''cubic''')),
+('hb_tune_store', 'chosen candidate 0', replace(:'store', '50, 1,', '50, 0,')),
+('hb_tune_store', 'chosen candidate 2 of 1', replace(:'store', '50, 1,', '50, 2,')),
+('hb_tune_store', 'NULL labels', replace(:'store', '''{c1}''', 'NULL')),
+('hb_tune_store', 'NULL measures', regexp_replace(:'store', '''\{\{.*\}\}''', 'NULL')),
+('hb_tune_store', 'measures of the wrong shape', regexp_replace(:'store', '''\{\{.*\}\}''', '''{1,2,3}''')),
+-- hb_tune_drop(name, kind)
+('hb_tune_drop', 'NULL name', $$SELECT hb_tune_drop(NULL)$$),
+('hb_tune_drop', 'empty name', $$SELECT hb_tune_drop('')$$),
+('hb_tune_drop', 'unknown model', $$SELECT hb_tune_drop('nosuch')$$),
+('hb_tune_drop', 'NULL kind = all kinds', $$SELECT hb_tune_drop('binary_logistic', NULL)$$),
+('hb_tune_drop', 'empty kind', $$SELECT hb_tune_drop('binary_logistic', '')$$),
+('hb_tune_drop', 'unknown kind', $$SELECT hb_tune_drop('binary_logistic', 'exact')$$),
+-- settings of 0.2.0
+('hbird.cascade', 'not a boolean', $$SELECT set_config('hbird.cascade', 'maybe', true)$$),
+('hbird.topk_mode', 'unknown mode', $$SELECT set_config('hbird.topk_mode', 'fast', true)$$),
+('hbird.device', 'unknown device', $$SELECT set_config('hbird.device', 'tpu', true)$$),
+('hbird.gpu_min_batch', 'negative', $$SELECT set_config('hbird.gpu_min_batch', '-1', true)$$),
+('hb_device', 'no arguments', $$SELECT cuda_built IS NOT NULL AND memory_used >= 0 FROM hb_device()$$),
+-- statistics (hbird in shared_preload_libraries; without it expected/entry_points_1.out)
+('stat_models', 'no arguments', $$SELECT count(*) >= 0 FROM hbird.stat_models()$$),
+('hb_stat_models_reset', 'all', $$SELECT hb_stat_models_reset()$$),
+('hb_stat_models_reset(name)', 'NULL name', $$SELECT hb_stat_models_reset(NULL)$$),
+('hb_stat_models_reset(name)', 'empty name', $$SELECT hb_stat_models_reset('')$$),
+('hb_stat_models_reset(name)', 'unknown model', $$SELECT hb_stat_models_reset('nosuch')$$),
+('hb_stat_models_reset(name)', 'a model', $$SELECT hb_stat_models_reset('binary_logistic')$$);
 
 SELECT n, entry, bad, ep_try(stmt) AS result FROM ep_case ORDER BY n;
 
@@ -212,7 +335,8 @@ ORDER BY 1;
 -- nothing was written by any case
 SELECT (SELECT count(*) FROM hbird.model) = models AS models_same,
 	   (SELECT count(*) FROM hbird.model_version) = versions AS versions_same,
-	   (SELECT count(*) FROM hbird.model_grant) = grants AS grants_same
+	   (SELECT count(*) FROM hbird.model_grant) = grants AS grants_same,
+	   (SELECT count(*) FROM hbird.tuning) = tunings AS tunings_same
 FROM catalog_before;
 
 DROP TABLE ep_rows, ep_wrong, ep_short, ep_empty, ep_huge;

@@ -10,6 +10,8 @@
 --   public       no grant at all
 -- Each case runs in a subtransaction that is rolled back whatever happens,
 -- so the cases see the same catalog and cannot affect each other.
+-- hb_stat_models needs hbird in shared_preload_libraries (how CI runs);
+-- expected/privilege_matrix_1.out is the output without it (55000).
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set fixtures :abs_srcdir '/tests/fixtures/'
 \set bin `cat :fixtures/binary_logistic.json`
@@ -27,6 +29,9 @@ GRANT EXECUTE ON FUNCTION hb_model_upload(text, text, text, text[]),
 	TO regress_pm_owner, regress_pm_admin;
 CREATE TABLE pm_rows AS SELECT * FROM binary_logistic_in WHERE id <= 20;
 GRANT SELECT ON pm_rows TO PUBLIC;
+-- a tuning sample big enough for top-5 at precision 0.5, confidence 0.5
+CREATE TABLE pm_sample AS SELECT * FROM binary_logistic_in;
+GRANT SELECT ON pm_sample TO PUBLIC;
 SET ROLE regress_pm_owner;
 SELECT hb_model_upload('pm_model', :'bin') AS v1, hb_model_upload('pm_model', :'bin') AS v2;
 SELECT hb_model_grant('pm_model', 'regress_pm_scorer');
@@ -76,6 +81,25 @@ INSERT INTO pm_fn (fn, stmt) VALUES
 ('hb_topk', $$SELECT count(*) FROM hb_topk('pm_model', 3, NULL::pm_rows)$$),
 ('hb_topk_agg', $$SELECT hb_topk_agg('pm_model', 3, r) FROM pm_rows r$$),
 ('hb_topk_stats', $$SELECT * FROM hb_topk_stats()$$),
+('hb_predict_class(record)', $$SELECT hb_predict_class('pm_model', r) FROM pm_rows r$$),
+('hb_predict_class(float8[])', $$SELECT hb_predict_class('pm_model', ARRAY[1, 2, 3, 4, 5, 6]::float8[])$$),
+('hb_predict_class(real[])', $$SELECT hb_predict_class('pm_model', ARRAY[1, 2, 3, 4, 5, 6]::real[])$$),
+('hb_predict_class_agg', $$SELECT hb_predict_class_agg('pm_model', r ORDER BY id) FROM pm_rows r$$),
+('hb_predict_class_batch', $$SELECT count(*) FROM hb_predict_class_batch('pm_model', NULL::pm_rows)$$),
+('hb_class_stats', $$SELECT * FROM hb_class_stats()$$),
+('hb_class_stats_reset', $$SELECT hb_class_stats_reset()$$),
+('hb_tune (stores the result)', $$SELECT count(*) FROM hb_tune('pm_model', 'SELECT * FROM pm_sample', 'topk', 5, 0.5, 0.5)$$),
+('hb_tune_store', $$SELECT hb_tune_store('pm_model', 1, 'cascade', 0, 0.01, 0.95, 0, 100, 50, 1, 'prefix', 1, '{0}', '{0}', NULL, 1.0, '{c1}', '{{NULL,NULL,0.5,0.99,0.99,0.5,0.5,2,1}}')$$),
+('hb_tune_drop', $$SELECT hb_tune_drop('pm_model')$$),
+('hb_device', $$SELECT * FROM hb_device()$$),
+('stat_models (hbird schema)', $$SELECT count(*) FROM hbird.stat_models()$$),
+('hb_stat_models_reset()', $$SELECT hb_stat_models_reset()$$),
+('hb_stat_models_reset(name)', $$SELECT hb_stat_models_reset('pm_model')$$),
+('view hb_stat_models', $$SELECT count(*) FROM hb_stat_models$$),
+('view hb_tunings', $$SELECT count(*) FROM hb_tunings$$),
+('view hb_tuning_candidates', $$SELECT count(*) FROM hb_tuning_candidates$$),
+('SELECT hbird.tuning', $$SELECT count(*) FROM hbird.tuning$$),
+('DELETE hbird.tuning', $$DELETE FROM hbird.tuning$$),
 ('view hb_models', $$SELECT count(*) FROM hb_models$$),
 ('view hb_model_features', $$SELECT count(*) FROM hb_model_features$$),
 ('view hb_model_grants', $$SELECT count(*) FROM hb_model_grants$$),
@@ -124,6 +148,11 @@ SELECT hbt_try($$SELECT count(*) FROM hb_predict_batch('pm_model', NULL::pm_secr
 SELECT hbt_try($$SELECT count(*) FROM hb_predict_batch('pm_model', NULL::pm_rows, 'SELECT * FROM pm_secret')$$) AS batch_query;
 SELECT hbt_try($$SELECT count(*) FROM hb_topk('pm_model', 3, NULL::pm_rows, 'SELECT * FROM pm_secret')$$) AS topk_query;
 SELECT hbt_try($$SELECT count(*) FROM hb_topk('pm_model', 3, NULL::pm_rows, 'SELECT r.* FROM pm_rows r WHERE hb_model_drop(''pm_model'') > 0')$$) AS topk_query_calls_admin;
+SELECT hbt_try($$SELECT count(*) FROM hb_predict_class_batch('pm_model', NULL::pm_secret)$$) AS class_batch_default_query;
+SELECT hbt_try($$SELECT count(*) FROM hb_tune('pm_model', 'SELECT * FROM pm_secret', 'topk', 5, 0.5, 0.5)$$) AS tune_sample;
+-- the sample is read as the scorer (its rows pass the filter, the tuning
+-- runs), but storing the tuning needs the owner or a model administrator
+SELECT hbt_try($$SELECT count(*) FROM hb_tune('pm_model', 'SELECT r.* FROM pm_sample r WHERE current_user = ''regress_pm_scorer''', 'topk', 5, 0.5, 0.5)$$) AS tune_as_scorer;
 -- the query sees the caller as current_user (all 20 rows pass its filter)
 SELECT count(*) AS rows_as_scorer
 FROM hb_predict_batch('pm_model', NULL::pm_rows, 'SELECT r.* FROM pm_rows r WHERE current_user = ''regress_pm_scorer''');
@@ -141,7 +170,7 @@ SELECT name FROM hb_models WHERE name LIKE 'x%' OR name = 'pm_model' ORDER BY na
 SELECT hb_model_drop($$x'); DELETE FROM hbird.model; --$$);
 
 SELECT hb_model_drop('pm_model');
-DROP TABLE pm_rows, pm_secret;
+DROP TABLE pm_rows, pm_secret, pm_sample;
 DROP FUNCTION pm_try(name, text);
 REVOKE EXECUTE ON FUNCTION hb_model_upload(text, text, text, text[]),
 	hb_model_upload(text, bytea, text, text[]),

@@ -677,6 +677,15 @@ hb_stat_models_reset_all(PG_FUNCTION_ARGS)
 Datum
 hb_stat_models_reset_name(PG_FUNCTION_ARGS)
 {
-	stat_reset(text_to_cstring(hb_require_text(fcinfo, 0, "model name")));
+	char	   *name = text_to_cstring(hb_require_text(fcinfo, 0, "model name"));
+	HbCatalogRef ref;
+
+	/* a misspelt name would otherwise reset nothing, silently */
+	require_shared();
+	if (!hb_catalog_lookup(name, &ref))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist", name)));
+	stat_reset(name);
 	PG_RETURN_VOID();
 }

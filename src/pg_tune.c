@@ -606,16 +606,67 @@ lock_and_check(const char *name, Oid fn_oid)
 			 errhint("Tunings are stored by the model's owner or a model administrator.")));
 }
 
+/*
+ * hb_tune_store is callable by everyone: refuse what the catalog's
+ * constraints would reject with a less telling error (or not at all).
+ */
+static void
+check_store_args(FunctionCallInfo fcinfo, const char *name)
+{
+	char	   *kind = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *akind = text_to_cstring(PG_GETARG_TEXT_PP(10));
+	bool		topk = strcmp(kind, "topk") == 0;
+	int32		k = PG_GETARG_INT32(3);
+	double		target = PG_GETARG_FLOAT8(4);
+	double		confidence = PG_GETARG_FLOAT8(5);
+	ArrayType  *labels = PG_GETARG_ARRAYTYPE_P(16);
+	ArrayType  *measures = PG_GETARG_ARRAYTYPE_P(17);
+	int			n = ArrayGetNItems(ARR_NDIM(labels), ARR_DIMS(labels));
+	int32		chosen = PG_GETARG_INT32(9);
+
+	if (!topk && strcmp(kind, "cascade") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown tuning kind \"%s\"", kind),
+				 errhint("Kinds are 'topk' and 'cascade'.")));
+	if (topk ? k <= 0 : k != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k of a %s tuning of model \"%s\" must be %s, not %d",
+						kind, name, topk ? "positive" : "0", k)));
+	if (!(target > 0.0 && target < 1.0) || !(confidence > 0.0 && confidence < 1.0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target and confidence must be between 0 and 1 (exclusive), not %g and %g",
+						target, confidence)));
+	if (strcmp(akind, "prefix") != 0 && strcmp(akind, "linear") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown approximation kind \"%s\"", akind)));
+	if (ARR_NDIM(labels) != 1 || n == 0 || ARR_NDIM(measures) != 2 ||
+		ARR_DIMS(measures)[0] != n || ARR_DIMS(measures)[1] != MEASURES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the measures of the tuning of model \"%s\" must be one row of %d per candidate label",
+						name, MEASURES)));
+	if (chosen < 1 || chosen > n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chosen candidate %d of the tuning of model \"%s\" does not exist",
+						chosen, name)));
+}
+
 Datum
 hb_tune_store(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(hb_require_text(fcinfo, 0, "model name"));
 
-	for (int i = 1; i < 16; i++)
+	for (int i = 1; i < 18; i++)
 		if (i != 14 && PG_ARGISNULL(i))
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("argument %d of hb_tune_store must not be null", i + 1)));
+	check_store_args(fcinfo, name);
 	SPI_connect();
 	lock_and_check(name, fcinfo->flinfo->fn_oid);
 	{
@@ -695,6 +746,16 @@ hb_tune_drop(PG_FUNCTION_ARGS)
 	char		nulls[3] = {' ', PG_ARGISNULL(1) ? 'n' : ' ', '\0'};
 	int			n;
 
+	if (!PG_ARGISNULL(1))
+	{
+		char	   *kind = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+		if (strcmp(kind, "topk") != 0 && strcmp(kind, "cascade") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown tuning kind \"%s\"", kind),
+					 errhint("Kinds are 'topk' and 'cascade'; NULL drops both.")));
+	}
 	SPI_connect();
 	lock_and_check(name, fcinfo->flinfo->fn_oid);
 	run_sql("DELETE FROM hbird.tuning WHERE name = $1 AND ($2 IS NULL OR kind = $2)",
