@@ -72,8 +72,12 @@ typedef enum HbStepKind
 
 	/* text to sparse, kept columns only */
 	HB_STEP_HASHING,			/* HashingVectorizer */
-	HB_STEP_TFIDF				/* CountVectorizer / TfidfVectorizer */
+	HB_STEP_TFIDF,				/* CountVectorizer / TfidfVectorizer */
+
+	HB_STEP_LABEL_NUM			/* number -> number by a table (LabelEncoder) */
 } HbStepKind;
+
+#define HB_STEP_KIND_MAX HB_STEP_LABEL_NUM
 
 typedef enum HbAffineOrder
 {
@@ -120,6 +124,7 @@ typedef struct HbTokenizer
 typedef struct HbStep
 {
 	HbStepKind	kind;
+	char	   *name;			/* for messages (source column), or NULL */
 	int32_t		n_in;
 	int32_t    *in;				/* input slots (text steps: text_input) */
 	int32_t		text_input;		/* text steps: index among text inputs */
@@ -152,12 +157,26 @@ typedef struct HbStep
 	/* POLY: n_out monomials, each n_in exponents (row-major n_out x n_in) */
 	int32_t    *powers;
 
-	/* KBINS (one input): n_edges ascending edges; one-hot or ordinal */
+	/*
+	 * KBINS (one input): the n_edges inner edges, ascending (scikit-learn's
+	 * bin_edges_[1:-1]); the bin is the number of edges <= x, so n_edges + 1
+	 * bins; one-hot or ordinal.  NaN gives NaN outputs.
+	 */
 	int32_t		n_edges;
 	double	   *edges;
 	bool		onehot;			/* KBINS, ONEHOT_*: one-hot (else ordinal) */
 
-	/* ONEHOT_NUM / ONEHOT_TEXT / LABEL_TEXT (one input) */
+	/*
+	 * ONEHOT_NUM / ONEHOT_TEXT / LABEL_TEXT / LABEL_NUM (one input).  A NaN
+	 * in categories_num or a NULL in categories_text is the missing category
+	 * (NULL / NaN input); missing without it is an unknown category.
+	 * category_pos: NULL means the position as given; -1 is a dropped
+	 * category (all-zero one-hot).  drop_first is turned into that by
+	 * hb_pipeline_validate.  Ordinal output (onehot false) is
+	 * label_values[i] when given, else category_pos[i].  LABEL_*: the value
+	 * is label_values[i], an unknown one unknown_value (HB_UNKNOWN_VALUE),
+	 * NaN (IGNORE) or an error.
+	 */
 	int32_t		n_categories;
 	double	   *categories_num;
 	char	  **categories_text;	/* UTF-8, sorted for bsearch by the reader

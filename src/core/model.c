@@ -184,6 +184,7 @@ hb_model_free(HbModel *m)
 	hb_free(m->cat_words);
 	hb_free(m->weights);
 	hb_free(m->bias);
+	hb_pipeline_free(m->pipeline);
 	hb_free(m);
 }
 
@@ -423,6 +424,9 @@ hb_model_validate(HbModel *m, HbError *err)
 	for (int i = 0; i < m->n_features; i++)
 		if ((unsigned) m->features[i].type > HB_FEATURE_CATEGORICAL)
 			return hb_fail(err, HB_ERR_INVALID, "feature %d has an unknown type", i);
+
+	if (m->pipeline && !hb_pipeline_validate(m->pipeline, m->n_features, err))
+		return false;
 
 	if (m->estimator == HB_EST_LINEAR)
 	{
