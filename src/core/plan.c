@@ -419,7 +419,7 @@ probit_ort(double v)
 	a = 2.0f / (3.14159f * 0.147f) + 0.5f * lg;
 	b = 1.0f / 0.147f * lg;
 	c = -a + sqrtf(a * a - b);
-	return (double) (1.41421356f * (sgn * sqrtf(c - a)));
+	return (double) (1.41421356f * (sgn * sqrtf(c)));
 }
 
 /* onnxruntime's SOFTMAX_ZERO: zero margins stay zero, in float32 */

@@ -33,7 +33,8 @@
  * comparison is false).  A leaf may feed several classes
  * (class_ids / target_ids): the tree is emitted once per class it feeds,
  * each copy adding to that class's margin.  AVERAGE divides the leaves by
- * the number of trees; base_values are the base margins.
+ * the number of trees; base_values are added last, as a one-leaf tree per
+ * output (onnxruntime adds them after the sum, in float32).
  *
  * Classifiers: two class labels with a single score column are binary
  * (the column is the positive class's score); two columns are binary too
@@ -816,7 +817,8 @@ emit(TreeBuild *b, int32_t idx, int depth)
 				bool		eq = on->mode == MODE_EQ;
 				int32_t		same = eq ? on->t_idx : on->f_idx;
 				int32_t		diff = eq ? on->f_idx : on->t_idx;
-				bool		nan_to_true = on->mtt;
+				/* NaN != t holds, so NEQ sends NaN true whatever mtt says */
+				bool		nan_to_true = eq ? on->mtt : true;
 				bool		nan_to_same = eq ? nan_to_true : !nan_to_true;
 				int32_t		a = tb_new(b),
 							l,
@@ -1140,10 +1142,6 @@ read_tree_ensemble(Reader *r, const OnnxNode *n, bool classifier)
 		refuse(r, n, "base_values does not have one value per output");
 		goto done;
 	}
-	for (size_t i = 0; i < n_base; i++)
-	{
-		m->base_margin[i] = m->sum_f32 ? (double) (float) base[i] : base[i];
-	}
 
 	{
 		TreeBuild	b = {0};
@@ -1217,6 +1215,38 @@ read_tree_ensemble(Reader *r, const OnnxNode *n, bool classifier)
 				tree->n_nodes = b.n_out;
 				tree->group = c;
 			}
+		}
+
+		/*
+		 * onnxruntime adds base_values after summing the trees, and float32
+		 * addition is not associative, so the base becomes a last one-leaf
+		 * tree per output rather than the IR's base margin (added first).
+		 */
+		for (size_t g = 0; g < n_base; g++)
+		{
+			HbTree	   *tree;
+			HbNode	   *leafnode;
+
+			if (base[g] == 0.0)
+				continue;
+			tree = hb_grow(m->trees, &cap_trees, (size_t) m->n_trees + 1,
+						   sizeof(HbTree));
+			leafnode = hb_alloc0(sizeof(HbNode));
+			if (tree == NULL || leafnode == NULL)
+			{
+				hb_free(leafnode);
+				hb_fail(err, HB_ERR_NOMEM, "out of memory");
+				goto done;
+			}
+			m->trees = tree;
+			leafnode->left = HB_LEAF;
+			leafnode->right = HB_LEAF;
+			leafnode->value = m->sum_f32 ? (double) (float) base[g] : base[g];
+			tree = &m->trees[m->n_trees++];
+			memset(tree, 0, sizeof(*tree));
+			tree->nodes = leafnode;
+			tree->n_nodes = 1;
+			tree->group = (int32_t) g;
 		}
 	}
 	ok = true;
