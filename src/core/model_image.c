@@ -73,6 +73,10 @@ hb_model_image_write(const HbModel *m, char **out, size_t *len, HbError *err)
 		(m->predict_class ? 2 : 0) | (m->sum_f32 ? 4 : 0) |
 		(m->zero_snap ? 8 : 0);
 
+	/* the image has no place for featurizers yet: refuse rather than drop */
+	if (m->pipeline != NULL)
+		return hb_fail(err, HB_ERR_UNSUPPORTED,
+					   "models with featurizers (a pipeline) cannot be stored yet");
 	put_u32(&b, IMAGE_MAGIC);
 	put_u32(&b, IMAGE_VERSION);
 	put_u32(&b, (uint32_t) sizeof(HbNode));

@@ -388,6 +388,8 @@ typedef struct OnnxVal
 	ValKind		kind;
 	const OnnxTensor *tensor;	/* VAL_CONST */
 	int			elem;			/* VAL_INPUT: element type reaching here */
+	int32_t		width;			/* VAL_INPUT: columns, -1 when unknown */
+	int32_t    *slots;			/* VAL_INPUT: their featurizer slots (owned) */
 } OnnxVal;
 
 typedef struct Reader
@@ -398,12 +400,22 @@ typedef struct Reader
 	size_t		n_vals;
 	size_t		cap_vals;
 
+	/* what feeds the estimator being read */
 	const char *input_name;
 	int			input_elem;
-	int64_t		input_width;	/* last dimension, or -1 when unknown */
+	int64_t		input_width;	/* columns, or -1 when unknown */
 
 	HbModel    *m;				/* set by the estimator */
 	bool		two_col_binary; /* binary model from two opposite columns */
+
+	/* featurizers: the pipeline under construction (featurize.h) */
+	HbInput    *inputs;
+	size_t		cap_inputs;
+	int32_t		n_inputs;
+	HbStep	   *steps;
+	size_t		cap_steps;
+	int32_t		n_steps;
+	int32_t		next_slot;
 
 	/* trees under construction */
 	int64_t		total_nodes;
@@ -420,6 +432,31 @@ val_find(Reader *r, const char *name)
 	return NULL;
 }
 
+static OnnxVal *
+val_new(Reader *r, const char *name, ValKind kind)
+{
+	OnnxVal    *v;
+
+	if (r->n_vals == r->cap_vals)
+	{
+		OnnxVal    *nv = hb_grow(r->vals, &r->cap_vals, r->n_vals + 1,
+								 sizeof(OnnxVal));
+
+		if (nv == NULL)
+		{
+			hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+			return NULL;
+		}
+		r->vals = nv;
+	}
+	v = &r->vals[r->n_vals++];
+	memset(v, 0, sizeof(*v));
+	v->name = name;
+	v->kind = kind;
+	v->width = -1;
+	return v;
+}
+
 static bool
 val_add(Reader *r, const char *name, ValKind kind, const OnnxTensor *t,
 		int elem)
@@ -428,20 +465,40 @@ val_add(Reader *r, const char *name, ValKind kind, const OnnxTensor *t,
 
 	if (name == NULL || name[0] == '\0')
 		return true;			/* an unused optional output */
-	if (r->n_vals == r->cap_vals)
-	{
-		OnnxVal    *nv = hb_grow(r->vals, &r->cap_vals, r->n_vals + 1,
-								 sizeof(OnnxVal));
-
-		if (nv == NULL)
-			return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
-		r->vals = nv;
-	}
-	v = &r->vals[r->n_vals++];
-	v->name = name;
-	v->kind = kind;
+	v = val_new(r, name, kind);
+	if (v == NULL)
+		return false;
 	v->tensor = t;
 	v->elem = elem;
+	return true;
+}
+
+/* A feature vector: width columns in the given slots (copied). */
+static bool
+val_add_slots(Reader *r, const char *name, int elem, const int32_t *slots,
+			  int32_t width)
+{
+	OnnxVal    *v;
+	int32_t    *copy = NULL;
+
+	if (name == NULL || name[0] == '\0')
+		return true;
+	if (width > 0)
+	{
+		copy = hb_alloc(sizeof(int32_t) * width);
+		if (copy == NULL)
+			return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		memcpy(copy, slots, sizeof(int32_t) * width);
+	}
+	v = val_new(r, name, VAL_INPUT);
+	if (v == NULL)
+	{
+		hb_free(copy);
+		return false;
+	}
+	v->elem = elem;
+	v->width = width;
+	v->slots = copy;
 	return true;
 }
 
@@ -1555,6 +1612,473 @@ read_matmul(Reader *r, const OnnxNode *n, const OnnxTensor *t)
 }
 
 /* ---------------------------------------------------------------------
+ * Featurizers: steps of the model's pipeline (featurize.h)
+ * ---------------------------------------------------------------------
+ */
+
+/* A new step reading n_in slots and writing n_out fresh ones. */
+static HbStep *
+add_step(Reader *r, const OnnxNode *n, HbStepKind kind, const int32_t *in,
+		 int32_t n_in, int32_t n_out)
+{
+	HbStep	   *steps;
+	HbStep	   *s;
+
+	if (r->n_steps >= ONNX_MAX_NODES || n_out > ONNX_MAX_NODES ||
+		r->next_slot > INT32_MAX / 2 - n_out)
+	{
+		hb_fail(r->err, HB_ERR_LIMIT, "ONNX graph makes too many features");
+		return NULL;
+	}
+	steps = hb_grow(r->steps, &r->cap_steps, (size_t) r->n_steps + 1, sizeof(HbStep));
+	if (steps == NULL)
+	{
+		hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	r->steps = steps;
+	s = &steps[r->n_steps++];
+	memset(s, 0, sizeof(*s));
+	s->kind = kind;
+	s->n_in = n_in;
+	s->n_out = n_out;
+	s->out = r->next_slot;
+	s->name = hb_strdup(node_label(n));
+	if (n_in > 0)
+	{
+		s->in = hb_alloc(sizeof(int32_t) * n_in);
+		if (s->in)
+			memcpy(s->in, in, sizeof(int32_t) * n_in);
+	}
+	if (s->name == NULL || (n_in > 0 && s->in == NULL))
+	{
+		hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	r->next_slot += n_out;
+	return s;
+}
+
+/* Output slots of step s: out .. out + n_out - 1. */
+static int32_t *
+step_slots(Reader *r, const HbStep *s)
+{
+	int32_t    *v = hb_alloc(sizeof(int32_t) * (s->n_out > 0 ? s->n_out : 1));
+
+	if (v == NULL)
+	{
+		hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (int32_t i = 0; i < s->n_out; i++)
+		v[i] = s->out + i;
+	return v;
+}
+
+static bool
+add_step_value(Reader *r, const OnnxNode *n, const HbStep *s, int elem)
+{
+	int32_t    *slots = step_slots(r, s);
+	bool		ok;
+
+	if (slots == NULL)
+		return false;
+	ok = n->n_output < 1 || val_add_slots(r, n->output[0], elem, slots, s->n_out);
+	hb_free(slots);
+	return ok;
+}
+
+/*
+ * Per-column parameters: a list of 1 (broadcast) or width values, as
+ * doubles (hb_alloc'd, width long).
+ */
+static bool
+per_column(Reader *r, const OnnxNode *n, const char *name, int32_t width,
+		   double dflt, bool required, double **out)
+{
+	double	   *v = NULL;
+	size_t		len;
+	double	   *res;
+
+	*out = NULL;
+	if (!attr_doubles(n, name, &v, &len, r->err))
+		return false;
+	if (len == 0 && required)
+	{
+		char		why[128];
+
+		snprintf(why, sizeof(why), "attribute %s is missing", name);
+		return refuse(r, n, why);
+	}
+	if (len != 0 && len != 1 && len != (size_t) width)
+	{
+		char		why[160];
+
+		hb_free(v);
+		snprintf(why, sizeof(why), "attribute %s has %zu values for %d columns",
+				 name, len, width);
+		return refuse(r, n, why);
+	}
+	res = hb_alloc(sizeof(double) * width);
+	if (res == NULL)
+	{
+		hb_free(v);
+		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+	}
+	for (int32_t i = 0; i < width; i++)
+		res[i] = len == 0 ? dflt : len == 1 ? v[0] : v[i];
+	hb_free(v);
+	*out = res;
+	return true;
+}
+
+static bool
+slots_known(Reader *r, const OnnxNode *n, const OnnxVal *v)
+{
+	if (v->width <= 0)
+		return refuse(r, n, "the width of its input is not known (declare the graph input's last dimension)");
+	return true;
+}
+
+/* Scaler, Normalizer, Imputer, Binarizer: one step over the columns. */
+static bool
+featurize_elementwise(Reader *r, const OnnxNode *n, const OnnxVal *in)
+{
+	const char *op = op_of(n);
+	HbStep	   *s;
+
+	if (!slots_known(r, n, in))
+		return false;
+	if (strcmp(op, "Normalizer") == 0)
+	{
+		char		norm[16];
+		HbNorm		nm;
+
+		attr_str(n, "norm", norm, sizeof(norm));
+		nm = strcmp(norm, "L1") == 0 ? HB_NORM_L1 :
+			strcmp(norm, "L2") == 0 ? HB_NORM_L2 :
+			strcmp(norm, "MAX") == 0 ? HB_NORM_MAX : HB_NORM_NONE;
+		if (nm == HB_NORM_NONE)
+			return refuse(r, n, "unknown norm");
+		s = add_step(r, n, HB_STEP_NORMALIZE, in->slots, in->width, in->width);
+		if (s == NULL)
+			return false;
+		s->norm = nm;
+		return add_step_value(r, n, s, ONNX_FLOAT);
+	}
+	if (strcmp(op, "Binarizer") == 0)
+	{
+		const OnnxAttr *a = attr(n, "threshold");
+
+		s = add_step(r, n, HB_STEP_BINARIZE, in->slots, in->width, in->width);
+		if (s == NULL)
+			return false;
+		/* onnxruntime compares in the input's type (float) */
+		s->threshold = a && a->has_f ? (double) a->f : 0.0;
+		return add_step_value(r, n, s, in->elem);
+	}
+	if (strcmp(op, "Scaler") == 0)
+	{
+		double	   *offset,
+				   *scale;
+
+		if (!per_column(r, n, "offset", in->width, 0.0, false, &offset))
+			return false;
+		if (!per_column(r, n, "scale", in->width, 1.0, false, &scale))
+		{
+			hb_free(offset);
+			return false;
+		}
+		s = add_step(r, n, HB_STEP_AFFINE, in->slots, in->width, in->width);
+		if (s == NULL)
+		{
+			hb_free(offset);
+			hb_free(scale);
+			return false;
+		}
+		/* onnxruntime: (x - offset) * scale, in float */
+		s->order = HB_AFFINE_SUB_MUL_ADD;
+		s->sub = offset;
+		s->mul = scale;
+		s->f32 = true;
+		return add_step_value(r, n, s, ONNX_FLOAT);
+	}
+	/* Imputer */
+	{
+		double	   *value;
+		const OnnxAttr *rv = attr(n, "replaced_value_float");
+		double		replaced = rv && rv->has_f ? (double) rv->f : 0.0;
+
+		if (attr(n, "imputed_value_floats") == NULL &&
+			attr(n, "imputed_value_int64s") == NULL)
+			return refuse(r, n, "no imputed values");
+		if (!per_column(r, n, attr(n, "imputed_value_floats") ?
+						"imputed_value_floats" : "imputed_value_int64s",
+						in->width, 0.0, true, &value))
+			return false;
+		if (attr(n, "replaced_value_int64"))
+			replaced = (double) attr_int(n, "replaced_value_int64", 0);
+		s = add_step(r, n, HB_STEP_IMPUTE, in->slots, in->width, in->width);
+		if (s == NULL)
+		{
+			hb_free(value);
+			return false;
+		}
+		s->value = value;
+		if (!isnan(replaced))
+		{
+			s->has_missing_value = true;
+			s->missing_value = replaced;
+		}
+		return add_step_value(r, n, s, in->elem);
+	}
+}
+
+/* Add / Sub / Mul / Div between the features and a constant */
+static bool
+featurize_arith(Reader *r, const OnnxNode *n, const OnnxVal *a, const OnnxVal *b)
+{
+	const char *op = op_of(n);
+	const OnnxVal *x = a->kind == VAL_INPUT ? a : b;
+	const OnnxVal *c = a->kind == VAL_INPUT ? b : a;
+	bool		const_first = x == b;
+	double	   *v = NULL,
+			   *cv;
+	size_t		len;
+	HbStep	   *s;
+	HbArithOp	aop;
+
+	if (!slots_known(r, n, x))
+		return false;
+	if (c->kind != VAL_CONST)
+		return refuse(r, n, "only arithmetic between the features and a constant is supported");
+	if (!tensor_doubles(c->tensor, "B", &v, &len, r->err))
+		return false;
+	if (len != 1 && len != (size_t) x->width)
+	{
+		hb_free(v);
+		return refuse(r, n, "the constant does not broadcast over the features");
+	}
+	cv = hb_alloc(sizeof(double) * x->width);
+	if (cv == NULL)
+	{
+		hb_free(v);
+		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+	}
+	for (int32_t i = 0; i < x->width; i++)
+		cv[i] = len == 1 ? v[0] : v[i];
+	hb_free(v);
+	aop = strcmp(op, "Add") == 0 ? HB_ARITH_ADD :
+		strcmp(op, "Mul") == 0 ? HB_ARITH_MUL :
+		strcmp(op, "Sub") == 0 ? (const_first ? HB_ARITH_RSUB : HB_ARITH_SUB) :
+		(const_first ? HB_ARITH_RDIV : HB_ARITH_DIV);
+	s = add_step(r, n, HB_STEP_ARITH, x->slots, x->width, x->width);
+	if (s == NULL)
+	{
+		hb_free(cv);
+		return false;
+	}
+	s->arith = aop;
+	s->constant = cv;
+	s->f32 = x->elem != ONNX_DOUBLE;
+	return add_step_value(r, n, s, x->elem);
+}
+
+/* OneHotEncoder over integer categories, one step per column */
+static bool
+featurize_onehot(Reader *r, const OnnxNode *n, const OnnxVal *in)
+{
+	size_t		n_cats;
+	const int64_t *cats = attr_ints(n, "cats_int64s", &n_cats);
+	bool		zeros = attr_int(n, "zeros", 1) != 0;
+	int32_t    *all;
+	int32_t		width = 0;
+	bool		ok;
+
+	if (!slots_known(r, n, in))
+		return false;
+	if (attr(n, "cats_strings"))
+		return refuse(r, n, "string categories (text inputs) are not supported");
+	if (n_cats == 0 || n_cats > 100000 || (size_t) in->width * n_cats > ONNX_MAX_NODES)
+		return refuse(r, n, "cats_int64s is empty or too long");
+	all = hb_alloc(sizeof(int32_t) * in->width * n_cats);
+	if (all == NULL)
+		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+	for (int32_t c = 0; c < in->width; c++)
+	{
+		HbStep	   *s = add_step(r, n, HB_STEP_ONEHOT_NUM, &in->slots[c], 1,
+								 (int32_t) n_cats);
+
+		if (s == NULL)
+		{
+			hb_free(all);
+			return false;
+		}
+		s->onehot = true;
+		s->n_categories = (int32_t) n_cats;
+		s->categories_num = hb_alloc(sizeof(double) * n_cats);
+		if (s->categories_num == NULL)
+		{
+			hb_free(all);
+			return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		}
+		for (size_t k = 0; k < n_cats; k++)
+		{
+			s->categories_num[k] = (double) cats[k];
+			all[width++] = s->out + (int32_t) k;
+		}
+		s->unknown = zeros ? HB_UNKNOWN_IGNORE : HB_UNKNOWN_ERROR;
+	}
+	ok = n->n_output < 1 || val_add_slots(r, n->output[0], ONNX_FLOAT, all, width);
+	hb_free(all);
+	return ok;
+}
+
+/* Concat, FeatureVectorizer: the columns of several inputs side by side */
+static bool
+featurize_concat(Reader *r, const OnnxNode *n)
+{
+	size_t		n_dims;
+	const int64_t *dims = attr_ints(n, "inputdimensions", &n_dims);
+	int32_t    *all = NULL;
+	int32_t		width = 0;
+	int			elem = ONNX_FLOAT;
+	bool		ok;
+
+	if (strcmp(op_of(n), "Concat") == 0)
+	{
+		int64_t		axis = attr_int(n, "axis", 1);
+
+		if (axis != 1 && axis != -1)
+			return refuse(r, n, "only a concatenation of columns (axis 1) is supported");
+	}
+	else if (n_dims != 0 && n_dims != n->n_input)
+		return refuse(r, n, "inputdimensions does not have one entry per input");
+	for (size_t i = 0; i < n->n_input; i++)
+	{
+		OnnxVal    *v = val_find(r, n->input[i]);
+		int32_t    *grown;
+
+		if (v == NULL || v->kind != VAL_INPUT)
+		{
+			hb_free(all);
+			return refuse(r, n, "only feature columns can be concatenated");
+		}
+		if (!slots_known(r, n, v))
+		{
+			hb_free(all);
+			return false;
+		}
+		if (n_dims && dims[i] != v->width)
+		{
+			hb_free(all);
+			return refuse(r, n, "an input's width differs from inputdimensions");
+		}
+		if (width > ONNX_MAX_NODES)
+		{
+			hb_free(all);
+			return hb_fail(r->err, HB_ERR_LIMIT, "ONNX graph makes too many features");
+		}
+		grown = hb_realloc(all, sizeof(int32_t) * (width + v->width));
+		if (grown == NULL)
+		{
+			hb_free(all);
+			return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		}
+		all = grown;
+		memcpy(all + width, v->slots, sizeof(int32_t) * v->width);
+		width += v->width;
+		if (v->elem == ONNX_DOUBLE)
+			elem = ONNX_DOUBLE;
+	}
+	ok = n->n_output < 1 || val_add_slots(r, n->output[0], elem, all, width);
+	hb_free(all);
+	return ok;
+}
+
+/* ArrayFeatureExtractor with constant indexes: a column selection */
+static bool
+featurize_select(Reader *r, const OnnxNode *n, const OnnxVal *in, const OnnxVal *idx)
+{
+	double	   *v = NULL;
+	size_t		len;
+	int32_t    *sel;
+	bool		ok;
+
+	if (!slots_known(r, n, in))
+		return false;
+	if (idx == NULL || idx->kind != VAL_CONST)
+		return refuse(r, n, "only constant indexes are supported");
+	if (!tensor_doubles(idx->tensor, "indices", &v, &len, r->err))
+		return false;
+	if (len == 0 || len > (size_t) ONNX_MAX_NODES)
+	{
+		hb_free(v);
+		return refuse(r, n, "no indexes");
+	}
+	sel = hb_alloc(sizeof(int32_t) * len);
+	if (sel == NULL)
+	{
+		hb_free(v);
+		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < len; i++)
+	{
+		if (!(v[i] >= 0 && v[i] < in->width))
+		{
+			double		bad = v[i];
+
+			hb_free(v);
+			hb_free(sel);
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "ONNX node \"%s\" (op %s) selects column %g of %d",
+						   node_label(n), op_of(n), bad, in->width);
+		}
+		sel[i] = in->slots[(int32_t) v[i]];
+	}
+	hb_free(v);
+	ok = n->n_output < 1 || val_add_slots(r, n->output[0], in->elem, sel, (int32_t) len);
+	hb_free(sel);
+	return ok;
+}
+
+/*
+ * Give the model read from value v its pipeline, unless v is the graph's
+ * only input, untouched.
+ */
+static bool
+attach_pipeline(Reader *r, const OnnxVal *v)
+{
+	HbPipeline *p;
+	bool		plain = r->n_steps == 0 && v->width == r->n_inputs;
+
+	for (int32_t i = 0; plain && i < v->width; i++)
+		plain = v->slots[i] == i;
+	if (plain || v->width <= 0)
+		return true;
+	p = hb_alloc0(sizeof(HbPipeline));
+	if (p == NULL)
+		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+	r->m->pipeline = p;
+	p->n_inputs = r->n_inputs;
+	p->n_num_inputs = r->n_inputs;
+	p->inputs = r->inputs;
+	r->inputs = NULL;
+	r->n_inputs = 0;
+	p->n_steps = r->n_steps;
+	p->steps = r->steps;
+	r->steps = NULL;
+	r->n_steps = 0;
+	p->n_slots = r->next_slot;
+	p->n_features = v->width;
+	p->feature_slot = hb_alloc(sizeof(int32_t) * v->width);
+	if (p->feature_slot == NULL)
+		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+	memcpy(p->feature_slot, v->slots, sizeof(int32_t) * v->width);
+	return true;
+}
+
+/* ---------------------------------------------------------------------
  * The graph
  * ---------------------------------------------------------------------
  */
@@ -1577,40 +2101,48 @@ op_is(const OnnxNode *n, const char *op, bool ml)
 	return strcmp(op_of(n), op) == 0 && (ml ? is_ml_domain(n) : is_std_domain(n));
 }
 
-/* The one graph input that is not an initializer: the features. */
+/*
+ * The graph inputs that are not initializers: numeric tensors of
+ * [rows, columns], each column a numeric input of the pipeline, named f0,
+ * f1, ... for a graph of one input, else after the input (with _<i> when
+ * it has several columns).
+ */
 static bool
-find_input(Reader *r)
+find_inputs(Reader *r)
 {
 	const Hbonnx__GraphProto *g = r->g;
-	int			found = 0;
+	int			n_graph_inputs = 0;
 
 	for (size_t i = 0; i < g->n_initializer; i++)
 		if (!val_add(r, g->initializer[i]->name, VAL_CONST, g->initializer[i], 0))
 			return false;
 	for (size_t i = 0; i < g->n_input; i++)
+		if (g->input[i]->name && !val_find(r, g->input[i]->name))
+			n_graph_inputs++;
+	if (n_graph_inputs == 0)
+		return hb_fail(r->err, HB_ERR_INVALID, "ONNX graph has no input");
+	for (size_t i = 0; i < g->n_input; i++)
 	{
 		const Hbonnx__ValueInfoProto *vi = g->input[i];
 		const Hbonnx__TypeProto__Tensor *tt;
+		int			elem;
+		int64_t		width = -1;
+		int32_t    *slots;
+		bool		ok;
 
 		if (vi->name == NULL || val_find(r, vi->name))
 			continue;
-		if (++found > 1)
-			return hb_fail(r->err, HB_ERR_UNSUPPORTED,
-						   "ONNX graph has more than one input (\"%s\", \"%s\"): hbird reads one feature vector",
-						   r->input_name, vi->name);
-		r->input_name = vi->name;
 		tt = vi->type ? vi->type->tensor_type : NULL;
 		if (tt == NULL)
 			return hb_fail(r->err, HB_ERR_UNSUPPORTED,
 						   "ONNX graph input \"%s\" is not a tensor (maps and sequences are not supported)",
 						   vi->name);
-		r->input_elem = tt->has_elem_type ? tt->elem_type : ONNX_FLOAT;
-		if (r->input_elem != ONNX_FLOAT && r->input_elem != ONNX_DOUBLE &&
-			r->input_elem != ONNX_INT64 && r->input_elem != ONNX_INT32)
+		elem = tt->has_elem_type ? tt->elem_type : ONNX_FLOAT;
+		if (elem != ONNX_FLOAT && elem != ONNX_DOUBLE &&
+			elem != ONNX_INT64 && elem != ONNX_INT32)
 			return hb_fail(r->err, HB_ERR_UNSUPPORTED,
 						   "ONNX graph input \"%s\" has element type %d; hbird reads numeric tensors (float, double, int32, int64)",
-						   vi->name, (int) r->input_elem);
-		r->input_width = -1;
+						   vi->name, elem);
 		if (tt->shape && tt->shape->n_dim > 0)
 		{
 			const Hbonnx__TensorShapeProto__Dimension *d =
@@ -1621,13 +2153,62 @@ find_input(Reader *r)
 							   "ONNX graph input \"%s\" has %zu dimensions; hbird reads [rows, features]",
 							   vi->name, tt->shape->n_dim);
 			if (d->has_dim_value && d->dim_value > 0)
-				r->input_width = d->dim_value;
+				width = d->dim_value;
 		}
-		if (!val_add(r, vi->name, VAL_INPUT, NULL, r->input_elem))
+		if (width > HB_MAX_FEATURES || r->n_inputs > HB_MAX_FEATURES - width)
+			return hb_fail(r->err, HB_ERR_LIMIT,
+						   "ONNX graph input \"%s\" has too many columns", vi->name);
+		if (width < 0)
+		{
+			if (n_graph_inputs > 1)
+				return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+							   "ONNX graph input \"%s\" does not declare its number of columns",
+							   vi->name);
+			/* one input of unknown width: the estimator will say */
+			if (!val_add_slots(r, vi->name, elem, NULL, -1))
+				return false;
+			continue;
+		}
+		slots = hb_alloc(sizeof(int32_t) * width);
+		if (slots == NULL)
+			return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		for (int64_t c = 0; c < width; c++)
+		{
+			HbInput    *in;
+			char		name[300];
+
+			in = hb_grow(r->inputs, &r->cap_inputs, (size_t) r->n_inputs + 1,
+						 sizeof(HbInput));
+			if (in == NULL)
+			{
+				hb_free(slots);
+				return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+			}
+			r->inputs = in;
+			in = &r->inputs[r->n_inputs];
+			memset(in, 0, sizeof(*in));
+			if (n_graph_inputs == 1)
+				snprintf(name, sizeof(name), "f%lld", (long long) c);
+			else if (width == 1)
+				snprintf(name, sizeof(name), "%.250s", vi->name);
+			else
+				snprintf(name, sizeof(name), "%.250s_%lld", vi->name, (long long) c);
+			in->name = hb_strdup(name);
+			if (in->name == NULL)
+			{
+				hb_free(slots);
+				return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+			}
+			in->type = HB_INPUT_NUMERIC;
+			in->index = r->n_inputs;
+			slots[c] = r->n_inputs++;
+		}
+		ok = val_add_slots(r, vi->name, elem, slots, (int32_t) width);
+		hb_free(slots);
+		if (!ok)
 			return false;
 	}
-	if (found == 0)
-		return hb_fail(r->err, HB_ERR_INVALID, "ONNX graph has no input");
+	r->next_slot = r->n_inputs;
 	return true;
 }
 
@@ -1650,10 +2231,32 @@ const_index(Reader *r, const OnnxVal *v, int64_t *out)
 	return ok;
 }
 
+/* Operators read_node handles in some form */
+static bool
+op_known(const OnnxNode *n)
+{
+	static const char *const ml[] = {
+		"TreeEnsembleClassifier", "TreeEnsembleRegressor", "LinearClassifier",
+		"LinearRegressor", "SVMClassifier", "SVMRegressor", "ZipMap", "Normalizer",
+		"ArrayFeatureExtractor", "Scaler", "Imputer", "Binarizer", "OneHotEncoder",
+	"FeatureVectorizer"};
+	static const char *const std[] = {
+	"MatMul", "Identity", "Cast", "Concat", "Add", "Sub", "Mul", "Div"};
+
+	for (size_t i = 0; i < sizeof(ml) / sizeof(ml[0]); i++)
+		if (op_is(n, ml[i], true))
+			return true;
+	for (size_t i = 0; i < sizeof(std) / sizeof(std[0]); i++)
+		if (op_is(n, std[i], false))
+			return true;
+	return false;
+}
+
 static bool
 read_node(Reader *r, const OnnxNode *n)
 {
 	OnnxVal    *in0 = n->n_input > 0 ? val_find(r, n->input[0]) : NULL;
+	OnnxVal    *in1 = n->n_input > 1 ? val_find(r, n->input[1]) : NULL;
 	const char *op = op_of(n);
 
 	/* the estimators */
@@ -1662,35 +2265,32 @@ read_node(Reader *r, const OnnxNode *n)
 		op_is(n, "LinearClassifier", true) ||
 		op_is(n, "LinearRegressor", true) ||
 		op_is(n, "SVMClassifier", true) ||
-		op_is(n, "SVMRegressor", true))
+		op_is(n, "SVMRegressor", true) ||
+		(op_is(n, "MatMul", false) && in0 && in0->kind == VAL_INPUT))
 	{
 		bool		classifier = strstr(op, "Classifier") != NULL;
 		bool		ok;
 
 		if (in0 == NULL || in0->kind != VAL_INPUT)
-			return refuse(r, n, "its input is not the graph's feature vector (featurizers are not supported)");
+			return refuse(r, n, "its input is not a feature vector");
+		r->input_name = in0->name;
+		r->input_elem = in0->elem;
+		r->input_width = in0->width;
 		if (strncmp(op, "Tree", 4) == 0)
 			ok = read_tree_ensemble(r, n, classifier);
 		else if (strncmp(op, "Linear", 6) == 0)
 			ok = read_linear(r, n, classifier);
-		else
+		else if (strncmp(op, "SVM", 3) == 0)
 			ok = read_svm(r, n, classifier);
-		if (!ok)
+		else if (n->n_input != 2 || in1 == NULL || in1->kind != VAL_CONST)
+			return refuse(r, n, "only a product with a constant matrix is supported");
+		else
+			ok = read_matmul(r, n, in1->tensor);
+		if (!ok || !attach_pipeline(r, in0))
 			return false;
 		if (classifier)
 			return (n->n_output < 1 || val_add(r, n->output[0], VAL_LABEL, NULL, 0)) &&
 				(n->n_output < 2 || val_add(r, n->output[1], VAL_SCORES, NULL, 0));
-		return n->n_output < 1 || val_add(r, n->output[0], VAL_SCORES, NULL, 0);
-	}
-	if (op_is(n, "MatMul", false) && in0 && in0->kind == VAL_INPUT &&
-		n->n_input == 2)
-	{
-		OnnxVal    *b = val_find(r, n->input[1]);
-
-		if (b == NULL || b->kind != VAL_CONST)
-			return refuse(r, n, "only a product with a constant matrix is supported");
-		if (!read_matmul(r, n, b->tensor))
-			return false;
 		return n->n_output < 1 || val_add(r, n->output[0], VAL_SCORES, NULL, 0);
 	}
 
@@ -1698,22 +2298,29 @@ read_node(Reader *r, const OnnxNode *n)
 	if ((op_is(n, "Identity", false) || op_is(n, "Cast", false)) && in0 &&
 		n->n_input == 1 && n->n_output >= 1)
 	{
-		int			elem = in0->elem;
-
-		if (op_is(n, "Cast", false) && in0->kind == VAL_INPUT)
-		{
-			int64_t		to = attr_int(n, "to", 0);
-
-			if (to != ONNX_FLOAT && to != ONNX_DOUBLE)
-				return refuse(r, n, "a cast of the features to a non-floating type is not supported");
-			/* casting to float rounds: the comparison follows the type */
-			elem = (int) to;
-			if (to == ONNX_DOUBLE && in0->elem == ONNX_FLOAT)
-				elem = ONNX_FLOAT;
-		}
 		if (in0->kind == VAL_INPUT)
-			r->input_elem = elem;
-		return val_add(r, n->output[0], in0->kind, in0->tensor, elem);
+		{
+			int			elem = in0->elem;
+
+			if (op_is(n, "Cast", false))
+			{
+				int64_t		to = attr_int(n, "to", 0);
+
+				if (to != ONNX_FLOAT && to != ONNX_DOUBLE)
+					return refuse(r, n, "a cast of the features to a non-floating type is not supported");
+				if (to == ONNX_FLOAT && in0->elem == ONNX_DOUBLE && in0->width > 0)
+				{
+					HbStep	   *s = add_step(r, n, HB_STEP_CAST_F32, in0->slots,
+											 in0->width, in0->width);
+
+					return s != NULL && add_step_value(r, n, s, ONNX_FLOAT);
+				}
+				/* float stays float when widened: the values are floats */
+				elem = to == ONNX_DOUBLE && in0->elem == ONNX_FLOAT ? ONNX_FLOAT : (int) to;
+			}
+			return val_add_slots(r, n->output[0], elem, in0->slots, in0->width);
+		}
+		return val_add(r, n->output[0], in0->kind, in0->tensor, in0->elem);
 	}
 	if (op_is(n, "ZipMap", true) && in0 && in0->kind == VAL_SCORES)
 		return n->n_output < 1 || val_add(r, n->output[0], VAL_SCORES, NULL, 0);
@@ -1740,15 +2347,72 @@ read_node(Reader *r, const OnnxNode *n)
 	{
 		int64_t		idx;
 
-		if (r->two_col_binary &&
-			const_index(r, val_find(r, n->input[1]), &idx) && idx == 1)
+		if (r->two_col_binary && const_index(r, in1, &idx) && idx == 1)
 			return n->n_output < 1 || val_add(r, n->output[0], VAL_SCORES, NULL, 0);
 		if (r->err->code != HB_OK)
 			return false;
 		return refuse(r, n, "only the positive-class column of a binary model's scores can be selected");
 	}
 
+	/* featurizers, before the estimator */
+	if (in0 && in0->kind == VAL_INPUT && r->m == NULL)
+	{
+		if (op_is(n, "Scaler", true) || op_is(n, "Normalizer", true) ||
+			op_is(n, "Imputer", true) || op_is(n, "Binarizer", true))
+			return featurize_elementwise(r, n, in0);
+		if (op_is(n, "OneHotEncoder", true))
+			return featurize_onehot(r, n, in0);
+		if (op_is(n, "ArrayFeatureExtractor", true) && n->n_input == 2)
+			return featurize_select(r, n, in0, in1);
+		if (op_is(n, "FeatureVectorizer", true) || op_is(n, "Concat", false))
+			return featurize_concat(r, n);
+	}
+	if ((op_is(n, "Add", false) || op_is(n, "Sub", false) ||
+		 op_is(n, "Mul", false) || op_is(n, "Div", false)) && n->n_input == 2 &&
+		in0 && in1 && r->m == NULL &&
+		(in0->kind == VAL_INPUT || in1->kind == VAL_INPUT))
+		return featurize_arith(r, n, in0, in1);
+
 	return refuse(r, n, "operator not supported");
+}
+
+/*
+ * A graph of featurizers alone: a model whose outputs are the features
+ * (an identity linear map), so hb_predict_margin returns them.
+ */
+static bool
+transform_only(Reader *r)
+{
+	const Hbonnx__GraphProto *g = r->g;
+	OnnxVal    *out = g->n_output > 0 ? val_find(r, g->output[0]->name) : NULL;
+	HbModel    *m;
+	double	   *eye;
+	bool		ok;
+	OnnxNode	fake = HBONNX__NODE_PROTO__INIT;
+
+	if (out == NULL || out->kind != VAL_INPUT || out->width <= 0)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "ONNX graph has no estimator (TreeEnsemble*, Linear*, SVM*) and its output is not a feature vector");
+	if (out->width > 4096)
+		return hb_fail(r->err, HB_ERR_LIMIT,
+					   "ONNX graph of featurizers alone has %d outputs (at most 4096)",
+					   out->width);
+	fake.name = (char *) "featurizers";
+	fake.op_type = (char *) "featurizers";
+	r->input_width = out->width;
+	r->input_elem = out->elem;
+	if (!new_model(r, &fake, out->width, out->width))
+		return false;
+	m = r->m;
+	m->task = HB_TASK_REGRESSION;
+	eye = hb_alloc0(sizeof(double) * out->width * out->width);
+	if (eye == NULL)
+		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+	for (int32_t i = 0; i < out->width; i++)
+		eye[(size_t) i * out->width + i] = 1.0;
+	ok = set_linear(r, eye, NULL, out->width, out->width);
+	hb_free(eye);
+	return ok && attach_pipeline(r, out);
 }
 
 static bool
@@ -1780,21 +2444,18 @@ read_graph(Reader *r, const Hbonnx__ModelProto *mp)
 		}
 	}
 	/*
-	 * Refuse the first unsupported operator whatever the input looks like,
+	 * Refuse the first unsupported operator whatever the inputs look like,
 	 * so that the message names what the graph needs.
 	 */
-	if (!find_input(r))
+	if (!find_inputs(r))
 	{
 		HbError		save = *r->err;
 
-		memset(r->err, 0, sizeof(HbError));
 		for (size_t i = 0; i < g->n_node; i++)
-			if (!read_node(r, g->node[i]))
+			if (!op_known(g->node[i]))
 			{
-				if (r->err->code != HB_ERR_UNSUPPORTED ||
-					strstr(r->err->msg, "operator not supported") == NULL)
-					*r->err = save;
-				return false;
+				memset(r->err, 0, sizeof(HbError));
+				return refuse(r, g->node[i], "operator not supported");
 			}
 		*r->err = save;
 		return false;
@@ -1807,9 +2468,34 @@ read_graph(Reader *r, const Hbonnx__ModelProto *mp)
 			return false;
 	}
 	if (r->m == NULL)
-		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
-					   "ONNX graph has no estimator (TreeEnsemble*, Linear*, SVM*): graphs of featurizers alone are not supported");
+		return transform_only(r);
 	return true;
+}
+
+static void
+reader_free(Reader *r)
+{
+	for (size_t i = 0; i < r->n_vals; i++)
+		hb_free(r->vals[i].slots);
+	hb_free(r->vals);
+	if (r->inputs)
+	{
+		for (int32_t i = 0; i < r->n_inputs; i++)
+			hb_free(r->inputs[i].name);
+		hb_free(r->inputs);
+	}
+	if (r->steps)
+	{
+		/* steps not handed to a model: free them through a pipeline */
+		HbPipeline *p = hb_alloc0(sizeof(HbPipeline));
+
+		if (p)
+		{
+			p->steps = r->steps;
+			p->n_steps = r->n_steps;
+			hb_pipeline_free(p);
+		}
+	}
 }
 
 bool
@@ -1840,7 +2526,7 @@ hb_read_onnx(const char *bytes, size_t len, HbModel **out, HbError *err)
 	}
 	r.err = err;
 	ok = read_graph(&r, mp);
-	hb_free(r.vals);
+	reader_free(&r);
 	hbonnx__model_proto__free_unpacked(mp, &alloc);
 	if (!ok)
 	{

@@ -81,9 +81,22 @@ fixture_case(const char *name)
 	tu_read_csv(path, &want);
 	nf = m->n_features;
 	x = calloc((size_t) in.rows * nf, sizeof(double));
-	for (int r = 0; r < in.rows; r++)
-		for (int f = 0; f < nf && f < in.cols; f++)
-			x[(size_t) r * nf + f] = in.v[(size_t) r * in.cols + f];
+	if (m->pipeline)
+	{
+		/* raw columns through the featurizers first */
+		HbRawRows	rows = {0};
+
+		rows.n = in.rows;
+		rows.num = in.v;
+		snprintf(msg, sizeof(msg), "%s: %d raw inputs featurized into %d features",
+				 name, m->pipeline->n_num_inputs, nf);
+		check(in.cols == m->pipeline->n_num_inputs &&
+			  hb_pipeline_run(m->pipeline, &rows, x, &err), msg, err.msg);
+	}
+	else
+		for (int r = 0; r < in.rows; r++)
+			for (int f = 0; f < nf && f < in.cols; f++)
+				x[(size_t) r * nf + f] = in.v[(size_t) r * in.cols + f];
 	got = calloc((size_t) in.rows * (m->n_outputs + m->n_classes + 1), sizeof(double));
 	mt = calloc((size_t) in.rows * m->n_outputs, sizeof(double));
 	mp = calloc((size_t) in.rows * m->n_outputs, sizeof(double));
@@ -309,7 +322,7 @@ main(void)
 {
 	static const char *const fixtures[] = {
 		"tree_modes", "tree_softmax", "tree_softmax_zero", "tree_binary_logistic",
-		"tree_probit", "tree_double", "linear_logistic",
+		"tree_probit", "tree_double", "linear_logistic", "featurized_trees",
 	};
 	FILE	   *probe = fopen(FIXTURES "tree_modes.onnx", "rb");
 
@@ -327,8 +340,24 @@ main(void)
 	refused("tree_cycle", HB_ERR_LIMIT, "deeper than", NULL);
 	hostile_bytes("tree_modes");
 	hostile_bytes("linear_logistic");
+	hostile_bytes("featurized_trees");
 	decode_budget();
 	detection();
+	{
+		size_t		len;
+		char	   *bytes = read_fixture("featurized_trees", ".onnx", &len);
+		HbModel    *m = NULL;
+		HbError		err = {0};
+		char	   *image = NULL;
+		size_t		image_len;
+
+		check(bytes && hb_model_read(bytes, len, HB_FORMAT_ONNX, &m, &err) &&
+			  !hb_model_image_write(m, &image, &image_len, &err) &&
+			  err.code == HB_ERR_UNSUPPORTED,
+			  "a model with featurizers is not written to an image it cannot hold", err.msg);
+		free(bytes);
+		hb_model_free(m);
+	}
 	printf("# onnx reader: %d checks, %d failed\n", n_test, n_fail);
 	return n_fail ? 1 : 0;
 }
