@@ -21,7 +21,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-$(ONNX_PB).c $(ONNX_PB).h: $(ONNX_PROTO)
+$(ONNX_PB).c $(ONNX_PB).h &: $(ONNX_PROTO)
 	protoc-c --proto_path=src/core/onnx --c_out=src/core/onnx $(ONNX_PROTO)
 src/core/read_onnx.o: $(ONNX_PB).h
 
