@@ -678,6 +678,8 @@ typedef struct OnnxTreeNode
 	int32_t		f_idx;
 	int32_t		w_first;		/* leaf weights: [w_first, w_first + w_n) */
 	int32_t		w_n;
+	int32_t		set_first;		/* BRANCH_MEMBER: sorted values in */
+	int32_t		set_n;			/* TreeBuild.set_vals */
 } OnnxTreeNode;
 
 typedef struct LeafWeight
@@ -696,6 +698,8 @@ typedef struct TreeBuild
 	bool		f32;			/* HB_CMP_LT_F32, else HB_CMP_LE_F64 */
 	double		scale;			/* AVERAGE: 1 / trees */
 	int			cls;			/* class of the copy being emitted */
+	const double *set_vals;		/* BRANCH_MEMBER sets */
+	bool		hit;			/* a leaf of class cls was emitted */
 	HbNode	   *out;
 	int32_t		n_out;
 	size_t		cap_out;
@@ -789,6 +793,8 @@ thr_at_most(const TreeBuild *b, double t)
 }
 
 static int32_t emit(TreeBuild *b, int32_t idx, int depth);
+static int32_t emit_member(TreeBuild *b, const OnnxTreeNode *on, int32_t k,
+						   int depth);
 
 /* One IR split node: "x < thr" (or "x <= thr") goes left. */
 static int32_t
@@ -848,7 +854,10 @@ emit(TreeBuild *b, int32_t idx, int depth)
 					return -1;
 				for (int32_t i = on->w_first; i < on->w_first + on->w_n; i++)
 					if (b->weights[i].cls == b->cls)
+					{
 						v += b->weights[i].w;
+						b->hit = true;
+					}
 				b->out[id].value = v * b->scale;
 				return id;
 			}
@@ -911,12 +920,72 @@ emit(TreeBuild *b, int32_t idx, int depth)
 				b->out[second].missing = HB_MISSING_NAN;
 				return a;
 			}
+		case MODE_MEMBER:
+			return emit_member(b, on, 0, depth);
 		default:
 			hb_fail(b->r->err, HB_ERR_UNSUPPORTED,
-					"ONNX node \"%s\" (op %s): node mode BRANCH_MEMBER is not supported",
+					"ONNX node \"%s\" (op %s): unknown node mode",
 					node_label(b->n), op_of(b->n));
 			return -1;
 	}
+}
+
+/*
+ * x in {v_0 < v_1 < ...}, from value k on (x is known to be above v_k-1):
+ * below v_k is not in the set; at most v_k is v_k; else the next values.
+ * Both subtrees are copied once per value, so sets are kept small by the
+ * depth limit.
+ */
+static int32_t
+emit_member(TreeBuild *b, const OnnxTreeNode *on, int32_t k, int depth)
+{
+	int32_t		a,
+				second,
+				l,
+				sl,
+				sr;
+	double		v;
+
+	if (k == on->set_n)
+		return emit(b, on->f_idx, depth);
+	if (depth + 1 > HB_MAX_DEPTH)
+	{
+		hb_fail(b->r->err, HB_ERR_LIMIT,
+				"ONNX node \"%s\" (op %s): a set of %d values makes tree %lld deeper than %d levels",
+				node_label(b->n), op_of(b->n), on->set_n, (long long) on->tree,
+				HB_MAX_DEPTH);
+		return -1;
+	}
+	v = b->set_vals[on->set_first + k];
+	a = tb_new(b);
+	if (a < 0)
+		return -1;
+	l = emit(b, on->f_idx, depth + 1);
+	if (l < 0)
+		return -1;
+	second = tb_new(b);
+	if (second < 0)
+		return -1;
+	sl = emit(b, on->t_idx, depth + 2);
+	if (sl < 0)
+		return -1;
+	sr = emit_member(b, on, k + 1, depth + 2);
+	if (sr < 0)
+		return -1;
+	b->out[a].feature = on->feature;
+	b->out[a].threshold = thr_below(b, v);
+	b->out[a].left = l;
+	b->out[a].right = second;
+	/* NaN is in no set: the false side, or the true side when it tracks true */
+	b->out[a].default_left = k == 0 ? !on->mtt : false;
+	b->out[a].missing = HB_MISSING_NAN;
+	b->out[second].feature = on->feature;
+	b->out[second].threshold = thr_at_most(b, v);
+	b->out[second].left = sl;
+	b->out[second].right = sr;
+	b->out[second].default_left = true;
+	b->out[second].missing = HB_MISSING_NAN;
+	return a;
 }
 
 static bool
@@ -1312,6 +1381,254 @@ done:
 	hb_free(values);
 	hb_free(wvals);
 	hb_free(base);
+	hb_free(nodes);
+	hb_free(weights);
+	return ok;
+}
+
+/* Append the IR tree b->out (class b->cls) to the model. */
+static bool
+add_tree(Reader *r, TreeBuild *b, size_t *cap_trees)
+{
+	HbModel    *m = r->m;
+	HbTree	   *tree = hb_grow(m->trees, cap_trees, (size_t) m->n_trees + 1,
+							   sizeof(HbTree));
+
+	if (tree == NULL || m->n_trees >= INT32_MAX - 1)
+	{
+		hb_free(b->out);
+		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+	}
+	m->trees = tree;
+	tree = &m->trees[m->n_trees++];
+	memset(tree, 0, sizeof(*tree));
+	tree->nodes = b->out;
+	tree->n_nodes = b->n_out;
+	tree->group = b->cls;
+	b->out = NULL;
+	return true;
+}
+
+/*
+ * ai.onnx.ml opset 5 TreeEnsemble: nodes and leaves in separate arrays,
+ * each child flagged as a node or a leaf, one target per leaf, the modes
+ * and thresholds as tensors, and BRANCH_MEMBER sets in membership_values
+ * (one NaN-terminated run per BRANCH_MEMBER node, in node order).  Read into
+ * the legacy layout (leaves after the nodes) and emitted the same way.
+ */
+static bool
+read_tree_ensemble5(Reader *r, const OnnxNode *n)
+{
+	HbError    *err = r->err;
+	size_t		nn,
+				c1,
+				c2,
+				c3,
+				c4,
+				cm,
+				n_roots,
+				n_lt,
+				n_splits = 0,
+				n_modes = 0,
+				n_lw = 0,
+				n_members = 0;
+	const int64_t *feat = attr_ints(n, "nodes_featureids", &nn);
+	const int64_t *tid = attr_ints(n, "nodes_truenodeids", &c1);
+	const int64_t *tleaf = attr_ints(n, "nodes_trueleafs", &c2);
+	const int64_t *fid = attr_ints(n, "nodes_falsenodeids", &c3);
+	const int64_t *fleaf = attr_ints(n, "nodes_falseleafs", &c4);
+	const int64_t *mtt = attr_ints(n, "nodes_missing_value_tracks_true", &cm);
+	const int64_t *roots = attr_ints(n, "tree_roots", &n_roots);
+	const int64_t *ltarget = attr_ints(n, "leaf_targetids", &n_lt);
+	int64_t		targets = attr_int(n, "n_targets", 1);
+	int64_t		agg = attr_int(n, "aggregate_function", 1);
+	double	   *splits = NULL,
+			   *modes = NULL,
+			   *lw = NULL,
+			   *members = NULL,
+			   *sets = NULL;
+	OnnxTreeNode *nodes = NULL;
+	LeafWeight *weights = NULL;
+	PostTransform pt;
+	TreeBuild	b = {0};
+	size_t		cap_trees = 0;
+	size_t		n_set = 0;
+	size_t		mpos = 0;
+	int64_t		max_feature = -1;
+	bool		ok = false;
+
+	if (!post_transform(r, n, &pt))
+		return false;
+	if (!attr_doubles(n, "nodes_splits", &splits, &n_splits, err) ||
+		!attr_doubles(n, "nodes_modes", &modes, &n_modes, err) ||
+		!attr_doubles(n, "leaf_weights", &lw, &n_lw, err) ||
+		!attr_doubles(n, "membership_values", &members, &n_members, err))
+		goto done;
+	if (nn == 0 || nn > INT32_MAX / 4 || n_lt > INT32_MAX / 4 ||
+		c1 != nn || c2 != nn || c3 != nn || c4 != nn ||
+		(cm != 0 && cm != nn) || n_splits != nn || n_modes != nn ||
+		n_lt != n_lw || n_lt == 0 || n_roots == 0)
+	{
+		refuse(r, n, "the nodes_*, leaf_* and tree_roots attributes do not agree");
+		goto done;
+	}
+	if (targets < 1 || targets > 100000)
+	{
+		refuse(r, n, "n_targets is out of range");
+		goto done;
+	}
+	nodes = hb_alloc0(sizeof(OnnxTreeNode) * (nn + n_lt));
+	weights = hb_alloc0(sizeof(LeafWeight) * n_lt);
+	sets = hb_alloc(sizeof(double) * (n_members + 1));
+	if (!nodes || !weights || !sets)
+	{
+		hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < nn; i++)
+	{
+		OnnxTreeNode *o = &nodes[i];
+		int			mode = (int) modes[i];
+
+		/* a BRANCH_MEMBER node's split is unused (NaN in practice) */
+		if (!(modes[i] >= 0 && modes[i] <= 6) || feat[i] < 0 ||
+			feat[i] >= HB_MAX_FEATURES || (mode != 6 && isnan(splits[i])))
+		{
+			refuse(r, n, "a node has a mode, feature or threshold out of range");
+			goto done;
+		}
+		/* opset 5 numbers the modes LEQ, LT, GTE, GT, EQ, NEQ, MEMBER */
+		o->mode = mode == 6 ? MODE_MEMBER : (uint8_t) mode;
+		o->feature = (int32_t) feat[i];
+		o->value = splits[i];
+		o->mtt = cm ? mtt[i] != 0 : 0;
+		o->id = (int64_t) i;
+		if (tid[i] < 0 || fid[i] < 0 ||
+			(tleaf[i] ? tid[i] >= (int64_t) n_lt : tid[i] >= (int64_t) nn) ||
+			(fleaf[i] ? fid[i] >= (int64_t) n_lt : fid[i] >= (int64_t) nn))
+		{
+			refuse(r, n, "a node has a child out of range");
+			goto done;
+		}
+		o->t_idx = (int32_t) (tleaf[i] ? (int64_t) nn + tid[i] : tid[i]);
+		o->f_idx = (int32_t) (fleaf[i] ? (int64_t) nn + fid[i] : fid[i]);
+		if (o->feature > max_feature)
+			max_feature = o->feature;
+		if (o->mode == MODE_MEMBER)
+		{
+			/* the next NaN-terminated run of membership_values, sorted */
+			o->set_first = (int32_t) n_set;
+			while (mpos < n_members && !isnan(members[mpos]))
+				sets[n_set++] = members[mpos++];
+			mpos++;
+			o->set_n = (int32_t) n_set - o->set_first;
+			for (int32_t a = o->set_first + 1; a < (int32_t) n_set; a++)
+				for (int32_t k = a; k > o->set_first && sets[k - 1] > sets[k]; k--)
+				{
+					double		t = sets[k];
+
+					sets[k] = sets[k - 1];
+					sets[k - 1] = t;
+				}
+		}
+	}
+	for (size_t j = 0; j < n_lt; j++)
+	{
+		OnnxTreeNode *o = &nodes[nn + j];
+
+		if (ltarget[j] < 0 || ltarget[j] >= targets || !isfinite(lw[j]))
+		{
+			refuse(r, n, "a leaf has a target out of range or a non-finite weight");
+			goto done;
+		}
+		o->mode = MODE_LEAF;
+		o->id = (int64_t) (nn + j);
+		o->w_first = (int32_t) j;
+		o->w_n = 1;
+		weights[j].node = (int32_t) (nn + j);
+		weights[j].cls = (int32_t) ltarget[j];
+		weights[j].w = lw[j];
+	}
+	for (size_t t = 0; t < n_roots; t++)
+		if (roots[t] < 0 || roots[t] >= (int64_t) nn)
+		{
+			refuse(r, n, "a tree root is out of range");
+			goto done;
+		}
+
+	if (!new_model(r, n, r->input_width > 0 ? r->input_width : max_feature + 1,
+				   (int) targets))
+		goto done;
+	r->m->estimator = HB_EST_TREES;
+	r->m->task = HB_TASK_REGRESSION;
+	r->m->cmp = r->input_elem == ONNX_DOUBLE ? HB_CMP_LE_F64 : HB_CMP_LT_F32;
+	r->m->sum_f32 = r->m->cmp == HB_CMP_LT_F32;
+	if (pt == PT_LOGISTIC)
+		r->m->link = HB_LINK_SIGMOID;
+	else if (pt == PT_PROBIT)
+		r->m->link = HB_LINK_PROBIT;
+	else if (pt != PT_NONE)
+	{
+		refuse(r, n, "a softmax post_transform is not supported on a TreeEnsemble");
+		goto done;
+	}
+	if (max_feature >= r->m->n_features)
+	{
+		hb_fail(err, HB_ERR_INVALID,
+				"ONNX node \"%s\" (op %s) splits on feature %lld, but the input has %d",
+				node_label(n), op_of(n), (long long) max_feature, r->m->n_features);
+		goto done;
+	}
+	b.r = r;
+	b.n = n;
+	b.nodes = nodes;
+	b.weights = weights;
+	b.set_vals = sets;
+	b.f32 = r->m->cmp == HB_CMP_LT_F32;
+	b.scale = agg == 0 ? 1.0 / (double) n_roots : 1.0;
+	if ((agg == 2 || agg == 3) && n_roots > 1)
+	{
+		hb_fail(err, HB_ERR_UNSUPPORTED,
+				"ONNX node \"%s\" (op %s): aggregate_function %s over %zu trees is not supported (hbird sums trees)",
+				node_label(n), op_of(n), agg == 2 ? "MIN" : "MAX", n_roots);
+		goto done;
+	}
+	if (agg < 0 || agg > 3)
+	{
+		refuse(r, n, "unknown aggregate_function");
+		goto done;
+	}
+	for (size_t t = 0; t < n_roots; t++)
+		for (int c = 0; c < (int) targets; c++)
+		{
+			b.cls = c;
+			b.hit = false;
+			b.out = NULL;
+			b.n_out = 0;
+			b.cap_out = 0;
+			if (emit(&b, (int32_t) roots[t], 0) < 0)
+			{
+				hb_free(b.out);
+				goto done;
+			}
+			if (!b.hit)
+			{
+				/* no leaf of this tree feeds target c */
+				r->total_nodes -= b.n_out;
+				hb_free(b.out);
+				continue;
+			}
+			if (!add_tree(r, &b, &cap_trees))
+				goto done;
+		}
+	ok = true;
+
+done:
+	hb_free(splits);
+	hb_free(modes);
+	hb_free(lw);
+	hb_free(members);
+	hb_free(sets);
 	hb_free(nodes);
 	hb_free(weights);
 	return ok;
@@ -2236,7 +2553,7 @@ static bool
 op_known(const OnnxNode *n)
 {
 	static const char *const ml[] = {
-		"TreeEnsembleClassifier", "TreeEnsembleRegressor", "LinearClassifier",
+		"TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble", "LinearClassifier",
 		"LinearRegressor", "SVMClassifier", "SVMRegressor", "ZipMap", "Normalizer",
 		"ArrayFeatureExtractor", "Scaler", "Imputer", "Binarizer", "OneHotEncoder",
 	"FeatureVectorizer"};
@@ -2262,6 +2579,7 @@ read_node(Reader *r, const OnnxNode *n)
 	/* the estimators */
 	if (op_is(n, "TreeEnsembleClassifier", true) ||
 		op_is(n, "TreeEnsembleRegressor", true) ||
+		op_is(n, "TreeEnsemble", true) ||
 		op_is(n, "LinearClassifier", true) ||
 		op_is(n, "LinearRegressor", true) ||
 		op_is(n, "SVMClassifier", true) ||
@@ -2276,7 +2594,9 @@ read_node(Reader *r, const OnnxNode *n)
 		r->input_name = in0->name;
 		r->input_elem = in0->elem;
 		r->input_width = in0->width;
-		if (strncmp(op, "Tree", 4) == 0)
+		if (strcmp(op, "TreeEnsemble") == 0)
+			ok = read_tree_ensemble5(r, n);
+		else if (strncmp(op, "Tree", 4) == 0)
 			ok = read_tree_ensemble(r, n, classifier);
 		else if (strncmp(op, "Linear", 6) == 0)
 			ok = read_linear(r, n, classifier);
@@ -2428,21 +2748,6 @@ read_graph(Reader *r, const Hbonnx__ModelProto *mp)
 		return hb_fail(r->err, HB_ERR_LIMIT, "ONNX graph has %zu nodes (at most %d)",
 					   g->n_node, ONNX_MAX_NODES);
 	r->g = g;
-	for (size_t i = 0; i < mp->n_opset_import; i++)
-	{
-		const Hbonnx__OperatorSetIdProto *os = mp->opset_import[i];
-
-		if (os->domain && strcmp(os->domain, "ai.onnx.ml") == 0 &&
-			os->has_version && os->version >= 5)
-		{
-			/* TreeEnsemble* were removed in opset 5 for a new TreeEnsemble */
-			for (size_t k = 0; k < g->n_node; k++)
-				if (is_ml_domain(g->node[k]) &&
-					strcmp(op_of(g->node[k]), "TreeEnsemble") == 0)
-					return refuse(r, g->node[k],
-								  "the ai.onnx.ml opset 5 TreeEnsemble operator is not supported");
-		}
-	}
 	/*
 	 * Refuse the first unsupported operator whatever the inputs look like,
 	 * so that the message names what the graph needs.

@@ -234,6 +234,51 @@ csv_first_cells(const char *path, int *rows)
 }
 
 /*
+ * A tensor decoded to JSON (onnx_backend_node: name, dtype, shape, values;
+ * null is NaN) as a table of shape[0] rows.
+ */
+static bool
+read_tensor_json(const char *path, TuTable *t)
+{
+	size_t		len;
+	char	   *b = tu_read_file(path, &len);
+	HbJsonDoc  *doc = NULL;
+	HbError		err = {0};
+	const HbJson *shape,
+			   *vals;
+	bool		ok = false;
+	size_t		n;
+
+	memset(t, 0, sizeof(*t));
+	if (b == NULL || !hb_json_parse(b, len, &doc, &err))
+	{
+		free(b);
+		return false;
+	}
+	shape = hb_json_get(hb_json_root(doc), "shape");
+	vals = hb_json_get(hb_json_root(doc), "values");
+	n = hb_json_len(vals);
+	if (hb_json_len(shape) >= 1 && n > 0)
+	{
+		double		rows;
+
+		hb_json_number(hb_json_at(shape, 0), &rows);
+		t->rows = hb_json_len(shape) == 1 ? 1 : (int) rows;
+		t->cols = t->rows > 0 ? (int) (n / t->rows) : 0;
+		t->v = malloc(sizeof(double) * (n + 1));
+		ok = t->rows > 0 && (size_t) t->rows * t->cols == n;
+		for (size_t i = 0; ok && i < n; i++)
+			if (hb_json_is_null(hb_json_at(vals, i)))
+				t->v[i] = NAN;
+			else if (!hb_json_number(hb_json_at(vals, i), &t->v[i]))
+				ok = false;
+	}
+	hb_json_free(doc);
+	free(b);
+	return ok;
+}
+
+/*
  * An ONNX case: sklearn_onnx_2018 (input.csv; expected CSVs with the label
  * first for classifiers, then the probabilities or the decision value) or
  * onnx_backend_node (TensorProto inputs, refused or compared elsewhere).
@@ -317,15 +362,16 @@ run_onnx_case(const char *dir, const HbJson *c)
 			const char *f = input ? input : hb_json_string(hb_json_at(inj, fi));
 			TuTable		part;
 
-			if (f == NULL || strstr(f, ".csv") == NULL)
+			if (f == NULL)
 			{
-				report(false, "%s: read, but its inputs are not CSV files this test reads", id);
+				report(false, "%s: no input file", id);
 				onnx_failed++;
 				tu_free_table(&in);
 				goto done;
 			}
 			snprintf(path, sizeof(path), "%s/%s", dir, f);
-			if (!tu_read_csv(path, &part) || (fi > 0 && part.rows != in.rows))
+			if (!(strstr(f, ".json") ? read_tensor_json(path, &part) : tu_read_csv(path, &part)) ||
+				(fi > 0 && part.rows != in.rows))
 			{
 				report(false, "%s: cannot read %s", id, path);
 				onnx_failed++;
@@ -413,7 +459,8 @@ run_onnx_case(const char *dir, const HbJson *c)
 
 		snprintf(path, sizeof(path), "%s/%s", dir,
 				 hb_json_string(hb_json_value_at(expected, k)));
-		if (!tu_read_csv(path, &want) || want.rows != in.rows)
+		if (!(strstr(path, ".json") ? read_tensor_json(path, &want) : tu_read_csv(path, &want)) ||
+			want.rows != in.rows)
 		{
 			report(false, "%s %s: cannot read %s or wrong row count", id, kind, path);
 			tu_free_table(&want);
