@@ -16,7 +16,8 @@
  *	Identity, ArrayFeatureExtractor] -> outputs
  *
  * Estimators: TreeEnsembleClassifier / TreeEnsembleRegressor (legacy
- * attributes), LinearClassifier / LinearRegressor, SVMClassifier (two
+ * attributes), TreeEnsemble (opset 5, BRANCH_MEMBER sets included),
+ * LinearClassifier / LinearRegressor, SVMClassifier (two
  * classes) / SVMRegressor with a LINEAR kernel (the support vectors are
  * folded into one weight vector), and MatMul by a constant matrix.  Any
  * other node is refused with its op type and name.
