@@ -49,10 +49,12 @@ typedef enum HbLink
 								 * stay 0 */
 	HB_LINK_PROBIT,				/* onnxruntime's PROBIT: sqrt(2) *
 								 * erfinv(2x - 1), in float32 */
-	HB_LINK_SIGMOID_L1			/* sigmoid per class, then divided by their
+	HB_LINK_SIGMOID_L1,			/* LOGISTIC per class, then divided by their
 								 * sum (one-vs-rest logistic regression) */
+	HB_LINK_LOGISTIC			/* onnxruntime's LOGISTIC: the float32
+								 * sigmoid of |x|, mirrored for x < 0 */
 } HbLink;
-#define HB_LINK_LAST HB_LINK_SIGMOID_L1
+#define HB_LINK_LAST HB_LINK_LOGISTIC
 
 /* How a numeric split compares the input with the threshold. */
 typedef enum HbCmp

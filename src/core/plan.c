@@ -399,6 +399,20 @@ argmax(const double *m, int k)
 }
 
 /*
+ * onnxruntime's LOGISTIC: 1 / (1 + e^-|x|), mirrored as 1 - v for negative
+ * x, in float32.  Small probabilities come out as 1 - v, so they differ
+ * from the plain sigmoid in the last bits, which is what onnxruntime
+ * returns.
+ */
+static double
+logistic_ort(double x)
+{
+	float		v = 1.0f / (1.0f + expf(-fabsf((float) x)));
+
+	return (double) ((float) x < 0 ? 1.0f - v : v);
+}
+
+/*
  * onnxruntime's PROBIT post-transform: the inverse of the normal CDF by
  * its float32 erfinv approximation (Winitzki's, a = 0.147), reproduced
  * step by step so that results agree with it rather than with the exact
@@ -457,8 +471,10 @@ apply_link1(const HbPlan *p, double x)
 	switch (p->link)
 	{
 		case HB_LINK_SIGMOID:
-		case HB_LINK_SIGMOID_L1:
 			return sigmoid(p, x);
+		case HB_LINK_LOGISTIC:
+		case HB_LINK_SIGMOID_L1:
+			return logistic_ort(x);
 		case HB_LINK_EXP:
 			return p->sum_f32 ? (double) expf((float) x) : exp(x);
 		case HB_LINK_PROBIT:
@@ -472,8 +488,6 @@ apply_link1(const HbPlan *p, double x)
 static void
 link_classes(const HbPlan *p, const double *m, int k, double *out)
 {
-	double		sum = 0.0;
-
 	switch (p->link)
 	{
 		case HB_LINK_SOFTMAX:
@@ -483,11 +497,16 @@ link_classes(const HbPlan *p, const double *m, int k, double *out)
 			softmax_zero(m, k, out);
 			return;
 		case HB_LINK_SIGMOID_L1:
-			for (int i = 0; i < k; i++)
-				sum += out[i] = sigmoid(p, m[i]);
-			for (int i = 0; i < k; i++)
-				out[i] = sum > 0 ? out[i] / sum : out[i];
-			return;
+			{
+				/* onnxruntime's Normalizer L1, in float32 */
+				float		fsum = 0.0f;
+
+				for (int i = 0; i < k; i++)
+					fsum += (float) (out[i] = logistic_ort(m[i]));
+				for (int i = 0; i < k; i++)
+					out[i] = fsum > 0 ? (double) ((float) out[i] / fsum) : out[i];
+				return;
+			}
 		default:
 			for (int i = 0; i < k; i++)
 				out[i] = apply_link1(p, m[i]);
@@ -539,8 +558,10 @@ hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 			 */
 			double		pos;
 
-			if (p->link == HB_LINK_SIGMOID || p->link == HB_LINK_SIGMOID_L1)
+			if (p->link == HB_LINK_SIGMOID)
 				pos = sigmoid(p, m[0]);
+			else if (p->link == HB_LINK_LOGISTIC || p->link == HB_LINK_SIGMOID_L1)
+				pos = logistic_ort(m[0]);
 			else if (p->link == HB_LINK_PROBABILITY)
 				pos = m[0];
 			else if (p->link == HB_LINK_PROBIT)
@@ -755,7 +776,7 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 	if (k < max_ops)
 	{
 		ops[k].op = p->link == HB_LINK_SOFTMAX ? "softmax" :
-			p->link == HB_LINK_SIGMOID ? "sigmoid" :
+			p->link == HB_LINK_SIGMOID || p->link == HB_LINK_LOGISTIC ? "sigmoid" :
 			p->link == HB_LINK_EXP ? "exp" :
 			p->link == HB_LINK_SOFTMAX_ZERO ? "softmax_zero" :
 			p->link == HB_LINK_PROBIT ? "probit" :

@@ -616,7 +616,7 @@ classifier_task(Reader *r, const OnnxNode *n, int n_labels, int n_cols,
 					HB_LINK_PROBABILITY : HB_LINK_IDENTITY;
 				break;
 			case PT_LOGISTIC:
-				m->link = HB_LINK_SIGMOID;
+				m->link = HB_LINK_LOGISTIC;
 				break;
 			case PT_PROBIT:
 				m->link = HB_LINK_PROBIT;
@@ -634,7 +634,7 @@ classifier_task(Reader *r, const OnnxNode *n, int n_labels, int n_cols,
 	m->n_classes = n_labels;
 	m->predict_class = true;
 	m->link = pt == PT_NONE ? HB_LINK_IDENTITY :
-		pt == PT_LOGISTIC ? HB_LINK_SIGMOID :
+		pt == PT_LOGISTIC ? HB_LINK_LOGISTIC :
 		pt == PT_SOFTMAX ? HB_LINK_SOFTMAX :
 		pt == PT_SOFTMAX_ZERO ? HB_LINK_SOFTMAX_ZERO : HB_LINK_PROBIT;
 	return true;
@@ -1255,7 +1255,7 @@ read_tree_ensemble(Reader *r, const OnnxNode *n, bool classifier)
 	{
 		m->task = HB_TASK_REGRESSION;
 		if (pt == PT_LOGISTIC)
-			m->link = HB_LINK_SIGMOID;
+			m->link = HB_LINK_LOGISTIC;
 		else if (pt == PT_PROBIT)
 			m->link = HB_LINK_PROBIT;
 		else if (pt != PT_NONE)
@@ -1565,7 +1565,7 @@ read_tree_ensemble5(Reader *r, const OnnxNode *n)
 	r->m->cmp = r->input_elem == ONNX_DOUBLE ? HB_CMP_LE_F64 : HB_CMP_LT_F32;
 	r->m->sum_f32 = r->m->cmp == HB_CMP_LT_F32;
 	if (pt == PT_LOGISTIC)
-		r->m->link = HB_LINK_SIGMOID;
+		r->m->link = HB_LINK_LOGISTIC;
 	else if (pt == PT_PROBIT)
 		r->m->link = HB_LINK_PROBIT;
 	else if (pt != PT_NONE)
@@ -1709,7 +1709,7 @@ read_linear(Reader *r, const OnnxNode *n, bool classifier)
 			goto done;
 		r->m->task = HB_TASK_REGRESSION;
 		if (pt == PT_LOGISTIC)
-			r->m->link = HB_LINK_SIGMOID;
+			r->m->link = HB_LINK_LOGISTIC;
 		else if (pt == PT_PROBIT)
 			r->m->link = HB_LINK_PROBIT;
 		else if (pt != PT_NONE)
@@ -2654,9 +2654,9 @@ read_node(Reader *r, const OnnxNode *n)
 		attr_str(n, "norm", norm, sizeof(norm));
 		if (strcmp(norm, "L1") != 0)
 			return refuse(r, n, "only an L1 normalisation of the probabilities is supported");
-		if (r->m->link == HB_LINK_SIGMOID && r->m->task == HB_TASK_MULTICLASS)
+		if (r->m->link == HB_LINK_LOGISTIC && r->m->task == HB_TASK_MULTICLASS)
 			r->m->link = HB_LINK_SIGMOID_L1;
-		else if (!(r->m->link == HB_LINK_SIGMOID && r->m->task == HB_TASK_BINARY) &&
+		else if (!(r->m->link == HB_LINK_LOGISTIC && r->m->task == HB_TASK_BINARY) &&
 				 r->m->link != HB_LINK_SOFTMAX)
 			return refuse(r, n, "an L1 normalisation is supported only after LOGISTIC or SOFTMAX");
 		return n->n_output < 1 || val_add(r, n->output[0], VAL_SCORES, NULL, 0);
