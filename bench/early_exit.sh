@@ -2,7 +2,7 @@
 # Exact early exit of hb_predict_class on a fraud-style binary classifier.
 #
 #   /usr/bin/python3 bench/gen_fraud.py bench/data/fraud.json   # once (about 1.5 min)
-#   flock /tmp/hbird-install.lock make -s install
+#   make -s install
 #   pg_virtualenv -t -v 15 bash bench/early_exit.sh
 #
 # Inside a throwaway cluster (pg_virtualenv) it uploads the model

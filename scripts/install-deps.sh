@@ -10,6 +10,8 @@ packages=(
 	postgresql-common
 	postgresql-plpython3-15
 	libopenblas-dev
+	libprotobuf-c-dev
+	protobuf-c-compiler
 	libxgboost-dev
 	python3-xgboost
 	python3-sklearn

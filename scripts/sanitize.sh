@@ -127,10 +127,6 @@ run_check() {
 	fi
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
-	# the system-wide install is shared: take its lock (unless the caller
-	# already holds it and says so with HB_INSTALL_LOCK_HELD=1)
-	exec 9>/tmp/hbird-install.lock
-	[ "${HB_INSTALL_LOCK_HELD:-}" = 1 ] || flock 9
 	$sudo make -C "$dir/src" -s install >>"$dir/build.log" 2>&1
 	HB_LIBASAN="$libasan $dir/swift_stub.so" HB_REPORTS=$dir/reports \
 		pg_virtualenv -t -v 15 bash "$root/scripts/sanitize.sh" check-inner "$dir/src" \

@@ -166,7 +166,7 @@ SET ROLE regress_pm_owner;
 SELECT hb_model_upload($$x'); DELETE FROM hbird.model; --$$, :'bin') AS version;
 SELECT hb_model_grant($$x'); DELETE FROM hbird.model; --$$, 'public');
 RESET ROLE;
-SELECT name FROM hb_models WHERE name LIKE 'x%' OR name = 'pm_model' ORDER BY name, version;
+SELECT name FROM hb_models WHERE name LIKE $$x'%$$ OR name = 'pm_model' ORDER BY name, version;
 SELECT hb_model_drop($$x'); DELETE FROM hbird.model; --$$);
 
 SELECT hb_model_drop('pm_model');

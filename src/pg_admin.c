@@ -202,7 +202,7 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unknown model format \"%s\"", f),
-					 errhint("Known formats: auto, xgboost-json, xgboost-ubj, lightgbm-text.")));
+					 errhint("Known formats: auto, xgboost-json, xgboost-ubj, lightgbm-text, onnx.")));
 	}
 	if (len > (size_t) hb_max_model_bytes)
 		ereport(ERROR,

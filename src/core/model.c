@@ -19,6 +19,7 @@ static const struct
 	{HB_FORMAT_LIGHTGBM_TEXT, "lightgbm-text"},
 	{HB_FORMAT_XGBOOST_UBJSON, "xgboost-ubj"},
 	{HB_FORMAT_HBIRD_PIPELINE, "hbird-pipeline"},
+	{HB_FORMAT_ONNX, "onnx"},
 };
 
 const char *
@@ -91,6 +92,9 @@ detect_format(const char *bytes, size_t len)
 		strchr("iUIlL$#N", bytes[1]) != NULL)
 		return HB_FORMAT_XGBOOST_UBJSON;
 
+	if (hb_onnx_detect(bytes, len))
+		return HB_FORMAT_ONNX;
+
 	/* skip a UTF-8 byte order mark and white space */
 	if (len >= 3 && (unsigned char) bytes[0] == 0xEF &&
 		(unsigned char) bytes[1] == 0xBB && (unsigned char) bytes[2] == 0xBF)
@@ -141,6 +145,9 @@ hb_model_read(const char *bytes, size_t len, HbFormat format,
 			break;
 		case HB_FORMAT_HBIRD_PIPELINE:
 			ok = hb_read_hbird_pipeline(bytes, len, &m, err);
+			break;
+		case HB_FORMAT_ONNX:
+			ok = hb_read_onnx(bytes, len, &m, err);
 			break;
 		default:
 			return hb_fail(err, HB_ERR_UNSUPPORTED, "unsupported model format");
@@ -388,11 +395,12 @@ hb_model_validate(HbModel *m, HbError *err)
 	 */
 	if ((unsigned) m->task > HB_TASK_RANKING ||
 		(unsigned) m->estimator > HB_EST_LINEAR ||
-		(unsigned) m->link > HB_LINK_EXP ||
+		(unsigned) m->link > HB_LINK_LAST ||
 		(unsigned) m->cmp > HB_CMP_LE_F64)
 		return hb_fail(err, HB_ERR_INVALID, "model has an unknown task, estimator, link or comparison");
+	/* a multiclass model may have one class (ONNX classifiers fit on one) */
 	if (m->task == HB_TASK_BINARY ? m->n_classes != 2 || m->n_outputs != 1 :
-		m->task == HB_TASK_MULTICLASS ? m->n_classes < 2 :
+		m->task == HB_TASK_MULTICLASS ? m->n_classes < 1 :
 		m->n_classes != 0)
 		return hb_fail(err, HB_ERR_INVALID,
 					   "a %s model cannot have %d classes and %d outputs",

@@ -19,7 +19,8 @@ typedef enum HbFormat
 	HB_FORMAT_XGBOOST_JSON,
 	HB_FORMAT_LIGHTGBM_TEXT,
 	HB_FORMAT_XGBOOST_UBJSON,	/* XGBoost's .ubj: the JSON model in UBJSON */
-	HB_FORMAT_HBIRD_PIPELINE	/* hbird pipeline JSON (read_pipeline.c) */
+	HB_FORMAT_HBIRD_PIPELINE,	/* hbird pipeline JSON (read_pipeline.c) */
+	HB_FORMAT_ONNX				/* ONNX-ML protobuf (skl2onnx, onnxmltools) */
 } HbFormat;
 
 typedef enum HbTask
@@ -30,14 +31,31 @@ typedef enum HbTask
 	HB_TASK_RANKING
 } HbTask;
 
-/* Link from the summed margin to the prediction. */
+/*
+ * Link from the summed margin to the prediction.  Binary models have one
+ * margin, the positive class's; multiclass models apply the link to their
+ * margins as a whole (softmax) or one by one (the others).
+ */
 typedef enum HbLink
 {
-	HB_LINK_IDENTITY,
+	HB_LINK_IDENTITY,			/* binary: the margin is a logit (proba is
+								 * its sigmoid); multiclass: the margins are
+								 * the probabilities */
 	HB_LINK_SIGMOID,
 	HB_LINK_SOFTMAX,
-	HB_LINK_EXP
+	HB_LINK_EXP,
+	/* ONNX-ML post_transform values */
+	HB_LINK_PROBABILITY,		/* binary: the margin is the probability */
+	HB_LINK_SOFTMAX_ZERO,		/* softmax over the non-zero margins; zeros
+								 * stay 0 */
+	HB_LINK_PROBIT,				/* onnxruntime's PROBIT: sqrt(2) *
+								 * erfinv(2x - 1), in float32 */
+	HB_LINK_SIGMOID_L1,			/* LOGISTIC per class, then divided by their
+								 * sum (one-vs-rest logistic regression) */
+	HB_LINK_LOGISTIC			/* onnxruntime's LOGISTIC: the float32
+								 * sigmoid of |x|, mirrored for x < 0 */
 } HbLink;
+#define HB_LINK_LAST HB_LINK_LOGISTIC
 
 /* How a numeric split compares the input with the threshold. */
 typedef enum HbCmp
@@ -182,6 +200,10 @@ extern bool hb_read_lightgbm_text(const char *bytes, size_t len,
 extern bool hb_read_hbird_pipeline(const char *bytes, size_t len,
 								   HbModel **out, HbError *err);
 extern bool hb_is_hbird_pipeline(const char *bytes, size_t len);
+extern bool hb_read_onnx(const char *bytes, size_t len,
+						 HbModel **out, HbError *err);
+/* ONNX's protobuf framing at the start of bytes (a ModelProto) */
+extern bool hb_onnx_detect(const char *bytes, size_t len);
 
 /* LightGBM's kZeroThreshold: the float 1e-35f, not the double 1e-35 */
 #define HB_ZERO_THRESHOLD ((double) 1e-35f)

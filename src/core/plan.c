@@ -400,6 +400,73 @@ argmax(const double *m, int k)
 	return best;
 }
 
+/*
+ * onnxruntime's LOGISTIC: 1 / (1 + e^-|x|), mirrored as 1 - v for negative
+ * x, in float32.  Small probabilities come out as 1 - v, so they differ
+ * from the plain sigmoid in the last bits, which is what onnxruntime
+ * returns.
+ */
+static double
+logistic_ort(double x)
+{
+	float		v = 1.0f / (1.0f + expf(-fabsf((float) x)));
+
+	return (double) ((float) x < 0 ? 1.0f - v : v);
+}
+
+/*
+ * onnxruntime's PROBIT post-transform: the inverse of the normal CDF by
+ * its float32 erfinv approximation (Winitzki's, a = 0.147), reproduced
+ * step by step so that results agree with it rather than with the exact
+ * function.
+ */
+static double
+probit_ort(double v)
+{
+	float		x = (float) v * 2.0f - 1.0f;
+	float		sgn = x < 0 ? -1.0f : 1.0f;
+	float		lg,
+				a,
+				b,
+				c;
+
+	x = (1.0f - x) * (1.0f + x);
+	lg = logf(x);
+	a = 2.0f / (3.14159f * 0.147f) + 0.5f * lg;
+	b = 1.0f / 0.147f * lg;
+	c = -a + sqrtf(a * a - b);
+	return (double) (1.41421356f * (sgn * sqrtf(c)));
+}
+
+/* onnxruntime's SOFTMAX_ZERO: zero margins stay zero, in float32 */
+static void
+softmax_zero(const double *m, int k, double *out)
+{
+	float		vmax = -3.402823466e+38f;
+	float		sum = 0.0f;
+	float		eneg;
+
+	for (int i = 0; i < k; i++)
+		if ((float) m[i] > vmax)
+			vmax = (float) m[i];
+	eneg = expf(-vmax);
+	for (int i = 0; i < k; i++)
+	{
+		float		v = (float) m[i];
+
+		if (v > 0.0000001f || v < -0.0000001f)
+		{
+			v = expf(v - vmax);
+			sum += v;
+		}
+		else
+			v *= eneg;
+		out[i] = v;
+	}
+	for (int i = 0; i < k; i++)
+		out[i] = (double) ((float) out[i] / sum);
+}
+
 static double
 apply_link1(const HbPlan *p, double x)
 {
@@ -407,10 +474,45 @@ apply_link1(const HbPlan *p, double x)
 	{
 		case HB_LINK_SIGMOID:
 			return sigmoid(p, x);
+		case HB_LINK_LOGISTIC:
+		case HB_LINK_SIGMOID_L1:
+			return logistic_ort(x);
 		case HB_LINK_EXP:
 			return p->sum_f32 ? (double) expf((float) x) : exp(x);
+		case HB_LINK_PROBIT:
+			return probit_ort(x);
 		default:
 			return x;
+	}
+}
+
+/* Multiclass probabilities of one row from its k margins. */
+static void
+link_classes(const HbPlan *p, const double *m, int k, double *out)
+{
+	switch (p->link)
+	{
+		case HB_LINK_SOFTMAX:
+			softmax(p, m, k, out);
+			return;
+		case HB_LINK_SOFTMAX_ZERO:
+			softmax_zero(m, k, out);
+			return;
+		case HB_LINK_SIGMOID_L1:
+			{
+				/* onnxruntime's Normalizer L1, in float32 */
+				float		fsum = 0.0f;
+
+				for (int i = 0; i < k; i++)
+					fsum += (float) (out[i] = logistic_ort(m[i]));
+				for (int i = 0; i < k; i++)
+					out[i] = fsum > 0 ? (double) ((float) out[i] / fsum) : out[i];
+				return;
+			}
+		default:
+			for (int i = 0; i < k; i++)
+				out[i] = apply_link1(p, m[i]);
+			return;
 	}
 }
 
@@ -418,12 +520,20 @@ void
 hb_link_predict(const HbPlan *p, const double *margins, size_t n, double *out)
 {
 	int			k = p->n_outputs;
+	double		probs[64];
 
 	for (size_t r = 0; r < n; r++)
 	{
 		const double *m = margins + r * k;
 
-		if (p->task == HB_TASK_MULTICLASS)
+		if (p->task == HB_TASK_MULTICLASS && p->link == HB_LINK_SOFTMAX_ZERO &&
+			k <= 64)
+		{
+			/* zeros stay zero, so the order can change: pick from the result */
+			softmax_zero(m, k, probs);
+			out[r] = (double) argmax(probs, k);
+		}
+		else if (p->task == HB_TASK_MULTICLASS)
 			out[r] = (double) argmax(m, k);
 		else
 			out[r] = apply_link1(p, m[0]);
@@ -439,14 +549,8 @@ hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 	{
 		const double *m = margins + r * k;
 
-		if (p->task == HB_TASK_MULTICLASS && p->link == HB_LINK_IDENTITY)
-		{
-			/* averaged class probabilities (scikit-learn forests) */
-			for (int i = 0; i < k; i++)
-				out[r * k + i] = m[i];
-		}
-		else if (p->task == HB_TASK_MULTICLASS)
-			softmax(p, m, k, out + r * k);
+		if (p->task == HB_TASK_MULTICLASS)
+			link_classes(p, m, k, out + r * k);
 		else
 		{
 			/*
@@ -454,8 +558,18 @@ hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 			 * logit margin, so its probability is the sigmoid of it.  The
 			 * library never computes that one, so it gets full precision.
 			 */
-			double		pos = p->link == HB_LINK_SIGMOID ?
-				sigmoid(p, m[0]) : 1.0 / (1.0 + exp(-m[0]));
+			double		pos;
+
+			if (p->link == HB_LINK_SIGMOID)
+				pos = sigmoid(p, m[0]);
+			else if (p->link == HB_LINK_LOGISTIC || p->link == HB_LINK_SIGMOID_L1)
+				pos = logistic_ort(m[0]);
+			else if (p->link == HB_LINK_PROBABILITY)
+				pos = m[0];
+			else if (p->link == HB_LINK_PROBIT)
+				pos = probit_ort(m[0]);
+			else
+				pos = 1.0 / (1.0 + exp(-m[0]));
 
 			out[r * 2] = 1.0 - pos;
 			out[r * 2 + 1] = pos;
@@ -672,9 +786,12 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 		k = hb_tt_ops(p, n, ops, max_ops);
 	if (k < max_ops)
 	{
-		ops[k].op = p->task == HB_TASK_MULTICLASS ? "softmax" :
-			p->link == HB_LINK_SIGMOID ? "sigmoid" :
-			p->link == HB_LINK_EXP ? "exp" : "identity";
+		ops[k].op = p->link == HB_LINK_SOFTMAX ? "softmax" :
+			p->link == HB_LINK_SIGMOID || p->link == HB_LINK_LOGISTIC ? "sigmoid" :
+			p->link == HB_LINK_EXP ? "exp" :
+			p->link == HB_LINK_SOFTMAX_ZERO ? "softmax_zero" :
+			p->link == HB_LINK_PROBIT ? "probit" :
+			p->link == HB_LINK_SIGMOID_L1 ? "sigmoid_l1" : "identity";
 		snprintf(ops[k].in_shape, sizeof(ops[k].in_shape), "%zux%d", n, p->n_outputs);
 		snprintf(ops[k].out_shape, sizeof(ops[k].out_shape), "%zux%d", n,
 				 p->n_classes > 1 ? p->n_classes : 1);

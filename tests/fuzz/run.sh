@@ -3,7 +3,7 @@
 #
 #   bash tests/fuzz/run.sh [seconds-per-target] [target...]
 #
-# Targets: xgboost_json xgboost_ubj lightgbm model_image pipeline (default: all),
+# Targets: xgboost_json xgboost_ubj lightgbm model_image pipeline onnx (default: all),
 # 20 seconds each by default.  Prints one TAP line per target:
 #   ok - fuzz <target>: N runs, no crash (cov: ...)
 #   not ok - fuzz <target>: <what>, input saved as <file>
@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-20}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(xgboost_json xgboost_ubj lightgbm model_image pipeline)
+[ ${#targets[@]} -gt 0 ] || targets=(xgboost_json xgboost_ubj lightgbm model_image pipeline onnx)
 build=${HB_FUZZ_BUILD:-tests/fuzz/build}
 core=${HB_FUZZ_CORE:-src/core}
 artifacts=${HB_FUZZ_ARTIFACTS:-tests/fuzz/artifacts}
@@ -64,6 +64,7 @@ extra_seeds() {
 	case $t in
 		xgboost_json) find "$conf" -name '*.json' -size -48k -path '*xgboost*' ;;
 		lightgbm) find "$conf" -name '*model*.txt' -size -48k -path '*lightgbm*' ;;
+		onnx) find "$conf" -name '*.onnx' -size -48k ;;
 	esac 2>/dev/null | head -200 | while read -r f; do
 		cp "$f" "$dir/$(echo "$f" | tr '/' '_')"
 	done
