@@ -19,29 +19,11 @@
 #include "plan.h"
 #include "onnx/onnx_ml.pb-c.h"
 
-static int	n_test = 0;
-static int	n_fail = 0;
-
-static void
-report(bool ok, const char *fmt,...)
-{
-	va_list		ap;
-
-	n_test++;
-	if (!ok)
-		n_fail++;
-	printf("%s %d - ", ok ? "ok" : "not ok", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
 static void
 skip(const char *id, const char *why)
 {
-	n_test++;
-	printf("ok %d - %s # SKIP %s\n", n_test, id, why);
+	tu_n_test++;
+	printf("ok %d - %s # SKIP %s\n", tu_n_test, id, why);
 }
 
 /*
@@ -314,7 +296,7 @@ run_onnx_case(const char *dir, const HbJson *c)
 	bytes = tu_read_file(path, &len);
 	if (!bytes)
 	{
-		report(false, "%s: cannot read %s", id, path);
+		tu_report(false, "%s: cannot read %s", id, path);
 		onnx_failed++;
 		return;
 	}
@@ -327,7 +309,7 @@ run_onnx_case(const char *dir, const HbJson *c)
 
 		if (onnx_negative_case(id))
 		{
-			report(named, "%s: refused as a negative case (%s)", id, err.msg);
+			tu_report(named, "%s: refused as a negative case (%s)", id, err.msg);
 			if (named)
 				onnx_refused++;
 			else
@@ -342,7 +324,7 @@ run_onnx_case(const char *dir, const HbJson *c)
 		}
 		else
 		{
-			report(false, "%s: %s", id, err.msg);
+			tu_report(false, "%s: %s", id, err.msg);
 			onnx_failed++;
 		}
 		free(bytes);
@@ -365,7 +347,7 @@ run_onnx_case(const char *dir, const HbJson *c)
 
 			if (f == NULL)
 			{
-				report(false, "%s: no input file", id);
+				tu_report(false, "%s: no input file", id);
 				onnx_failed++;
 				tu_free_table(&in);
 				goto done;
@@ -374,7 +356,7 @@ run_onnx_case(const char *dir, const HbJson *c)
 			if (!(strstr(f, ".json") ? read_tensor_json(path, &part) : tu_read_csv(path, &part)) ||
 				(fi > 0 && part.rows != in.rows))
 			{
-				report(false, "%s: cannot read %s", id, path);
+				tu_report(false, "%s: cannot read %s", id, path);
 				onnx_failed++;
 				tu_free_table(&part);
 				tu_free_table(&in);
@@ -430,7 +412,7 @@ run_onnx_case(const char *dir, const HbJson *c)
 			x = malloc(sizeof(double) * (size_t) in.rows * nf);
 			if (!hb_pipeline_run(m->pipeline, &rows, x, &err))
 			{
-				report(false, "%s: featurizers: %s", id, err.msg);
+				tu_report(false, "%s: featurizers: %s", id, err.msg);
 				onnx_failed++;
 				free(x);
 				free(raw);
@@ -463,7 +445,7 @@ run_onnx_case(const char *dir, const HbJson *c)
 		if (!(strstr(path, ".json") ? read_tensor_json(path, &want) : tu_read_csv(path, &want)) ||
 			want.rows != in.rows)
 		{
-			report(false, "%s %s: cannot read %s or wrong row count", id, kind, path);
+			tu_report(false, "%s %s: cannot read %s or wrong row count", id, kind, path);
 			tu_free_table(&want);
 			all_ok = false;
 			continue;
@@ -495,8 +477,8 @@ run_onnx_case(const char *dir, const HbJson *c)
 			hb_plan_margins(plan, x, in.rows, got);
 		else
 		{
-			report(false, "%s %s: expected %d value columns, hbird has %d outputs",
-				   id, kind, cols, m->n_outputs);
+			tu_report(false, "%s %s: expected %d value columns, hbird has %d outputs",
+					  id, kind, cols, m->n_outputs);
 			ok = false;
 		}
 		double		case_worst = 0.0;
@@ -527,9 +509,9 @@ run_onnx_case(const char *dir, const HbJson *c)
 			excess = compare(got, &sub, cols, abs_tol, rel_tol, &bad_row);
 			if (bad_row >= 0)
 			{
-				report(false, "%s %s: row %d is %.9g beyond tolerance (got %.9g, want %.9g)",
-					   id, kind, bad_row, excess, got[(size_t) bad_row * cols],
-					   sub.v[(size_t) bad_row * cols]);
+				tu_report(false, "%s %s: row %d is %.9g beyond tolerance (got %.9g, want %.9g)",
+						  id, kind, bad_row, excess, got[(size_t) bad_row * cols],
+						  sub.v[(size_t) bad_row * cols]);
 				ok = false;
 			}
 			free(sub.v);
@@ -565,14 +547,14 @@ run_onnx_case(const char *dir, const HbJson *c)
 			free(cells);
 			if (wrong)
 			{
-				report(false, "%s %s: %d labels differ", id, kind, wrong);
+				tu_report(false, "%s %s: %d labels differ", id, kind, wrong);
 				ok = false;
 			}
 			strncat(label_note, ", labels", sizeof(label_note) - strlen(label_note) - 1);
 		}
 		if (ok)
-			report(true, "%s %s (%d rows, abs %g, largest deviation %.2g%s)", id, kind,
-				   in.rows, abs_tol, case_worst, label_note);
+			tu_report(true, "%s %s (%d rows, abs %g, largest deviation %.2g%s)", id, kind,
+					  in.rows, abs_tol, case_worst, label_note);
 		all_ok = all_ok && ok;
 		free(got);
 		free(pred);
@@ -642,7 +624,7 @@ run_case(const char *dir, const HbJson *c)
 	bytes = tu_read_file(path, &len);
 	if (!bytes)
 	{
-		report(false, "%s: cannot read %s", id, path);
+		tu_report(false, "%s: cannot read %s", id, path);
 		return;
 	}
 	/* random forests: LightGBM's raw score is the sum, hbird's the average */
@@ -658,22 +640,22 @@ run_case(const char *dir, const HbJson *c)
 		bool		unsupported = strcmp(status, "out-of-scope-feature") == 0;
 
 		if (loaded)
-			report(false, "%s: %s case was accepted", id, status);
+			tu_report(false, "%s: %s case was accepted", id, status);
 		else
-			report(m == NULL && err.msg[0] != '\0' &&
-				   (!unsupported || err.code == HB_ERR_UNSUPPORTED),
-				   "%s: refused (%s; code %d: %s)", id, status, err.code, err.msg);
+			tu_report(m == NULL && err.msg[0] != '\0' &&
+					  (!unsupported || err.code == HB_ERR_UNSUPPORTED),
+					  "%s: refused (%s; code %d: %s)", id, status, err.code, err.msg);
 		goto done;
 	}
 	if (!loaded)
 	{
-		report(false, "%s: %s", id, err.msg);
+		tu_report(false, "%s: %s", id, err.msg);
 		goto done;
 	}
 	if (strcmp(status, "parse-only") == 0 || hb_json_string(hb_json_get(c, "input")) == NULL)
 	{
-		report(true, "%s: loads (%d trees, %d features)", id, m->n_trees,
-			   m->n_features);
+		tu_report(true, "%s: loads (%d trees, %d features)", id, m->n_trees,
+				  m->n_features);
 		goto done;
 	}
 
@@ -681,7 +663,7 @@ run_case(const char *dir, const HbJson *c)
 			 hb_json_string(hb_json_get(c, "input")));
 	if (!tu_read_csv(path, &in))
 	{
-		report(false, "%s: cannot read %s", id, path);
+		tu_report(false, "%s: cannot read %s", id, path);
 		goto done;
 	}
 	/* inputs narrower than the model leave the rest missing */
@@ -706,7 +688,7 @@ run_case(const char *dir, const HbJson *c)
 				 hb_json_string(hb_json_value_at(expected, k)));
 		if (!tu_read_csv(path, &want) || want.rows != in.rows)
 		{
-			report(false, "%s %s: cannot read %s or wrong row count", id, kind, path);
+			tu_report(false, "%s %s: cannot read %s or wrong row count", id, kind, path);
 			tu_free_table(&want);
 			continue;
 		}
@@ -756,17 +738,17 @@ run_case(const char *dir, const HbJson *c)
 			hb_plan_predict(plan, x, in.rows, scratch, got);
 		}
 		if (want.cols != cols)
-			report(false, "%s %s: expected %d columns, hbird gives %d", id, kind,
-				   want.cols, cols);
+			tu_report(false, "%s %s: expected %d columns, hbird gives %d", id, kind,
+					  want.cols, cols);
 		else
 		{
 			excess = compare(got, &want, cols, abs_tol, rel_tol, &bad_row);
 			if (bad_row < 0)
-				report(true, "%s %s (%d rows)%s", id, kind, in.rows, note);
+				tu_report(true, "%s %s (%d rows)%s", id, kind, in.rows, note);
 			else
-				report(false, "%s %s: row %d is %.9g beyond tolerance (got %.9g, want %.9g)",
-					   id, kind, bad_row, excess, got[(size_t) bad_row * cols],
-					   want.v[(size_t) bad_row * want.cols]);
+				tu_report(false, "%s %s: row %d is %.9g beyond tolerance (got %.9g, want %.9g)",
+						  id, kind, bad_row, excess, got[(size_t) bad_row * cols],
+						  want.v[(size_t) bad_row * want.cols]);
 		}
 		free(got);
 		free(scratch);
@@ -810,8 +792,8 @@ main(void)
 	printf("# onnx cases: %d ok, %d refused as expected (negative cases), %d refused as not supported yet (skipped), %d failed; largest absolute deviation %.3g (from onnxruntime: %.3g of max(|expected|, 1))\n",
 		   onnx_ok, onnx_refused, onnx_unsupported, onnx_failed, onnx_worst_abs,
 		   onnx_worst_ort_rel);
-	printf("# conformance: %d checks, %d failed\n", n_test, n_fail);
+	printf("# conformance: %d checks, %d failed\n", tu_n_test, tu_n_fail);
 	hb_json_free(doc);
 	free(bytes);
-	return n_fail ? 1 : 0;
+	return tu_n_fail ? 1 : 0;
 }

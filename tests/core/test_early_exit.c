@@ -19,8 +19,6 @@
 #include "plan.h"
 #include "test_util.h"
 
-static int	n_test = 0;
-static int	n_fail = 0;
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 
 static uint64_t
@@ -42,21 +40,6 @@ static int
 irand(int n)
 {
 	return (int) (rnd() % (uint64_t) n);
-}
-
-static void
-report(bool cond, const char *fmt,...)
-{
-	va_list		ap;
-
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%s %d - ", cond ? "ok" : "not ok", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
 }
 
 /* ---------- random classifiers ---------- */
@@ -371,9 +354,9 @@ random_suite(bool lgbm, int k, Totals *tot)
 				hb_plan_free(p);
 				hb_model_free(m);
 			}
-	report(bad == 0, "%s %s: %d random models, early exit == full scoring on every row%s%s",
-		   lgbm ? "double (LightGBM)" : "float32 (XGBoost)",
-		   k == 1 ? "binary" : "multiclass", models, bad ? ": " : "", first);
+	tu_report(bad == 0, "%s %s: %d random models, early exit == full scoring on every row%s%s",
+			  lgbm ? "double (LightGBM)" : "float32 (XGBoost)",
+			  k == 1 ? "binary" : "multiclass", models, bad ? ": " : "", first);
 }
 
 /*
@@ -427,16 +410,16 @@ handmade(const char *what, int nt, double (*leaf) (int t, int nt), double want_m
 	}
 	if (!hb_model_validate(m, &err) || !hb_plan_build(m, &p, &err))
 	{
-		report(false, "%s: %s", what, err.msg);
+		tu_report(false, "%s: %s", what, err.msg);
 		return;
 	}
 	b = hb_class_bounds(p);
 	hb_plan_margins(p, x, 1, &mg);
 	hb_link_class(p, &mg, 1, &want);
 	hb_early_exit_classes(p, b, x, 1, &got, &st);
-	report(mg == want_margin && want == want_class && got == want,
-		   "%s: full margin %g, class %d; early exit class %d (%lld rows exited)",
-		   what, mg, want, got, (long long) st.rows_early);
+	tu_report(mg == want_margin && want == want_class && got == want,
+			  "%s: full margin %g, class %d; early exit class %d (%lld rows exited)",
+			  what, mg, want, got, (long long) st.rows_early);
 	hb_class_bounds_free(b);
 	hb_plan_free(p);
 	hb_model_free(m);
@@ -564,14 +547,14 @@ conformance(Totals *tot)
 	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
-		n_test++;
+		tu_n_test++;
 		printf("ok %d - conformance classifiers # SKIP corpus not found at %s (set HB_CONFORMANCE)\n",
-			   n_test, dir);
+			   tu_n_test, dir);
 		return;
 	}
 	if (!hb_json_parse(bytes, len, &doc, &err))
 	{
-		report(false, "conformance manifest: %s", err.msg);
+		tu_report(false, "conformance manifest: %s", err.msg);
 		free(bytes);
 		return;
 	}
@@ -616,7 +599,7 @@ conformance(Totals *tot)
 		snprintf(path, sizeof(path), "%s/%s", dir, input);
 		if (!tu_read_csv(path, &in))
 		{
-			report(false, "%s: cannot read %s", id, path);
+			tu_report(false, "%s: cannot read %s", id, path);
 			hb_plan_free(p);
 			hb_model_free(m);
 			continue;
@@ -644,17 +627,17 @@ conformance(Totals *tot)
 			lib_close += close;
 			if (checked == 0)
 				printf("ok %d - %s: classes vs the library # SKIP no raw or transformed outputs\n",
-					   ++n_test, id);
+					   ++tu_n_test, id);
 			else
-				report(bad == 0,
-					   "%s: classes equal the library's on %d of %d outputs (%d within tolerance of a tie)",
-					   id, checked - close - bad, checked, close);
+				tu_report(bad == 0,
+						  "%s: classes equal the library's on %d of %d outputs (%d within tolerance of a tie)",
+						  id, checked - close - bad, checked, close);
 
-			report(same, "%s (%s, %d trees, %d rows): early exit == full scoring; %lld rows exited early, %.1f%% of trees scored%s%s",
-				   id, hb_task_name(m->task), m->n_trees, in.rows,
-				   (long long) st.rows_early,
-				   st.trees_total ? 100.0 * st.trees_scored / st.trees_total : 0.0,
-				   same ? "" : ": ", same ? "" : why);
+			tu_report(same, "%s (%s, %d trees, %d rows): early exit == full scoring; %lld rows exited early, %.1f%% of trees scored%s%s",
+					  id, hb_task_name(m->task), m->n_trees, in.rows,
+					  (long long) st.rows_early,
+					  st.trees_total ? 100.0 * st.trees_scored / st.trees_total : 0.0,
+					  same ? "" : ": ", same ? "" : why);
 		}
 		add(tot, &st);
 		free(x);
@@ -694,15 +677,15 @@ main(void)
 	summary("random binary", &rnd_bin);
 	summary("random multiclass", &rnd_multi);
 	/* the exit must actually happen on random boosting-like models */
-	report(rnd_bin.early > rnd_bin.rows / 10 && rnd_bin.scored < rnd_bin.total,
-		   "binary: the exit happens (%.1f%% of rows)",
-		   rnd_bin.rows ? 100.0 * rnd_bin.early / rnd_bin.rows : 0.0);
-	report(rnd_multi.early > rnd_multi.rows / 10 && rnd_multi.scored < rnd_multi.total,
-		   "multiclass: the exit happens (%.1f%% of rows)",
-		   rnd_multi.rows ? 100.0 * rnd_multi.early / rnd_multi.rows : 0.0);
+	tu_report(rnd_bin.early > rnd_bin.rows / 10 && rnd_bin.scored < rnd_bin.total,
+			  "binary: the exit happens (%.1f%% of rows)",
+			  rnd_bin.rows ? 100.0 * rnd_bin.early / rnd_bin.rows : 0.0);
+	tu_report(rnd_multi.early > rnd_multi.rows / 10 && rnd_multi.scored < rnd_multi.total,
+			  "multiclass: the exit happens (%.1f%% of rows)",
+			  rnd_multi.rows ? 100.0 * rnd_multi.early / rnd_multi.rows : 0.0);
 	conformance(&conf);
 	summary("conformance classifiers", &conf);
-	printf("# early exit: %d checks, %d failed\n", n_test, n_fail);
-	printf("1..%d\n", n_test);
-	return n_fail ? 1 : 0;
+	printf("# early exit: %d checks, %d failed\n", tu_n_test, tu_n_fail);
+	printf("1..%d\n", tu_n_test);
+	return tu_n_fail ? 1 : 0;
 }

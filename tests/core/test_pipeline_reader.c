@@ -19,24 +19,6 @@
 
 #define DIR "tests/fixtures/pipelines/"
 
-static int	n_test = 0;
-static int	n_fail = 0;
-
-static void
-ok(bool cond, const char *fmt,...)
-{
-	va_list		ap;
-
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%s %d - ", cond ? "ok" : "not ok", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
 /* rows.csv: id and five columns, no quoting; empty = NULL */
 typedef struct Rows
 {
@@ -155,7 +137,7 @@ check_model(const char *name, HbModel *m, const char *how)
 	snprintf(path, sizeof(path), DIR "%s.expected.csv", name);
 	if (!tu_read_csv(path, &exp))
 	{
-		ok(false, "%s: %s unreadable", name, path);
+		tu_report(false, "%s: %s unreadable", name, path);
 		return;
 	}
 	proba = strcmp(exp.names[1], "p0") == 0;
@@ -167,12 +149,12 @@ check_model(const char *name, HbModel *m, const char *how)
 		ids[i] = (int) exp.v[(size_t) i * exp.cols];
 	if (!hb_plan_build(m, &plan, &err))
 	{
-		ok(false, "%s (%s): plan: %s", name, how, err.msg);
+		tu_report(false, "%s (%s): plan: %s", name, how, err.msg);
 		goto done;
 	}
 	if (!score(m, plan, ids, n, proba, got, &err))
 	{
-		ok(false, "%s (%s): run: %s", name, how, err.msg);
+		tu_report(false, "%s (%s): run: %s", name, how, err.msg);
 		goto done;
 	}
 	for (int i = 0; i < n; i++)
@@ -191,8 +173,8 @@ check_model(const char *name, HbModel *m, const char *how)
 			if (fabs(g - want) > worst)
 				worst = fabs(g - want);
 		}
-	ok(bad == 0, "%s (%s): %d rows x %d equal scikit-learn's %s (max abs diff %.3g)",
-	   name, how, n, k, proba ? "predict_proba" : "predict", worst);
+	tu_report(bad == 0, "%s (%s): %d rows x %d equal scikit-learn's %s (max abs diff %.3g)",
+			  name, how, n, k, proba ? "predict_proba" : "predict", worst);
 done:
 	hb_plan_free(plan);
 	tu_free_table(&exp);
@@ -218,14 +200,14 @@ read_fixture(const char *name, char **bytes_out, size_t *len_out)
 	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
-		ok(false, "%s: unreadable", path);
+		tu_report(false, "%s: unreadable", path);
 		return NULL;
 	}
 	if (!hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err))
-		ok(false, "%s: %s", name, err.msg);
+		tu_report(false, "%s: %s", name, err.msg);
 	else
-		ok(m->format == HB_FORMAT_HBIRD_PIPELINE && m->pipeline != NULL,
-		   "%s: detected as an hbird pipeline", name);
+		tu_report(m->format == HB_FORMAT_HBIRD_PIPELINE && m->pipeline != NULL,
+				  "%s: detected as an hbird pipeline", name);
 	if (bytes_out)
 	{
 		*bytes_out = bytes;
@@ -252,7 +234,7 @@ test_fixtures(void)
 		check_model(names[f], m, "read");
 		if (!hb_model_image_write(m, &img, &img_len, &err) ||
 			!hb_model_image_read(img, img_len, &m2, &err))
-			ok(false, "%s: image round trip: %s", names[f], err.msg);
+			tu_report(false, "%s: image round trip: %s", names[f], err.msg);
 		else
 			check_model(names[f], m2, "image");
 		hb_free(img);
@@ -279,12 +261,12 @@ test_all_steps(void)
 		return;
 	if (!tu_read_csv(DIR "all_steps.expected.csv", &exp))
 	{
-		ok(false, "all_steps.expected.csv unreadable");
+		tu_report(false, "all_steps.expected.csv unreadable");
 		hb_model_free(m);
 		return;
 	}
-	ok(exp.cols - 1 == m->n_features, "all_steps: %d features, scikit-learn has %d",
-	   m->n_features, exp.cols - 1);
+	tu_report(exp.cols - 1 == m->n_features, "all_steps: %d features, scikit-learn has %d",
+			  m->n_features, exp.cols - 1);
 	for (int i = 0; i < exp.rows && exp.cols - 1 == m->n_features; i++)
 	{
 		const HbPipeline *p = m->pipeline;
@@ -328,8 +310,8 @@ test_all_steps(void)
 			}
 		free(x);
 	}
-	ok(bad == 0, "all_steps: %d rows x %d features equal scikit-learn's transform (max abs diff %.3g)",
-	   exp.rows, m->n_features, worst);
+	tu_report(bad == 0, "all_steps: %d rows x %d features equal scikit-learn's transform (max abs diff %.3g)",
+			  exp.rows, m->n_features, worst);
 	tu_free_table(&exp);
 	hb_model_free(m);
 }
@@ -350,10 +332,10 @@ test_strict(void)
 		if (rows.cells[i][3] && strcmp(rows.cells[i][3], "Atlantis") == 0)
 			id = i;
 	hb_plan_build(m, &plan, &err);
-	ok(id >= 0 && !score(m, plan, &id, 1, true, out, &err) &&
-	   err.code == HB_ERR_ARGUMENT && strstr(err.msg, "\"city\"") &&
-	   strstr(err.msg, "\"Atlantis\""),
-	   "unknown category with handle_unknown=error: %s", err.msg);
+	tu_report(id >= 0 && !score(m, plan, &id, 1, true, out, &err) &&
+			  err.code == HB_ERR_ARGUMENT && strstr(err.msg, "\"city\"") &&
+			  strstr(err.msg, "\"Atlantis\""),
+			  "unknown category with handle_unknown=error: %s", err.msg);
 	hb_plan_free(plan);
 	hb_model_free(m);
 }
@@ -365,8 +347,8 @@ expect_error(const char *doc, HbErrCode code, const char *needle)
 	HbError		err = {0};
 	bool		r = hb_model_read(doc, strlen(doc), HB_FORMAT_AUTO, &m, &err);
 
-	ok(!r && err.code == code && strstr(err.msg, needle) != NULL,
-	   "refused (%s): %s", needle, err.msg);
+	tu_report(!r && err.code == code && strstr(err.msg, needle) != NULL,
+			  "refused (%s): %s", needle, err.msg);
 	hb_model_free(m);
 }
 
@@ -410,7 +392,7 @@ test_embedded(void)
 
 	if (lgb == NULL)
 	{
-		ok(false, "lightgbm_tiny.txt unreadable");
+		tu_report(false, "lightgbm_tiny.txt unreadable");
 		return;
 	}
 	{
@@ -422,7 +404,7 @@ test_embedded(void)
 
 		if (!hb_model_read(lgb, len, HB_FORMAT_AUTO, &plain, &err))
 		{
-			ok(false, "lightgbm_tiny: %s", err.msg);
+			tu_report(false, "lightgbm_tiny: %s", err.msg);
 			free(doc);
 			free(lgb);
 			return;
@@ -443,9 +425,9 @@ test_embedded(void)
 				*o++ = lgb[i];
 		}
 		o += sprintf(o, "\"}}");
-		ok(hb_model_read(doc, (size_t) (o - doc), HB_FORMAT_AUTO, &m, &err) &&
-		   m->pipeline && m->n_features == nf, "embedded lightgbm text model: %s",
-		   err.msg[0] ? err.msg : "read");
+		tu_report(hb_model_read(doc, (size_t) (o - doc), HB_FORMAT_AUTO, &m, &err) &&
+				  m->pipeline && m->n_features == nf, "embedded lightgbm text model: %s",
+				  err.msg[0] ? err.msg : "read");
 		if (m)
 		{
 			/* v = 3: s = 1; features alternate s, v -> the plain model on [1, 3, 1, ...] */
@@ -465,7 +447,7 @@ test_embedded(void)
 			hb_plan_predict(p1, x, 1, sc, &a);
 			hb_pipeline_run(m->pipeline, &raw, x, &err);
 			hb_plan_predict(p2, x, 1, sc, &b);
-			ok(nf <= 64 && a == b, "embedded model scores the featurized row (%g = %g)", a, b);
+			tu_report(nf <= 64 && a == b, "embedded model scores the featurized row (%g = %g)", a, b);
 			hb_plan_free(p1);
 			hb_plan_free(p2);
 		}
@@ -485,9 +467,9 @@ main(void)
 	test_strict();
 	test_errors();
 	test_embedded();
-	printf("1..%d\n", n_test);
+	printf("1..%d\n", tu_n_test);
 	for (int i = 0; i < rows.n; i++)
 		for (int c = 0; c < 6; c++)
 			free(rows.cells[i][c]);
-	return n_fail ? 1 : 0;
+	return tu_n_fail ? 1 : 0;
 }

@@ -37,37 +37,6 @@
 
 static const size_t batches[] = {1, 7, 64, 1000};
 
-static int	n_test = 0;
-static int	n_fail = 0;
-
-static void
-report(bool ok, const char *fmt,...)
-{
-	va_list		ap;
-
-	n_test++;
-	if (!ok)
-		n_fail++;
-	printf("%s %d - ", ok ? "ok" : "not ok", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void
-diag(const char *fmt,...)
-{
-	va_list		ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
 /* ---------- comparing strategies ---------- */
 
 typedef void (*MarginsFn) (const HbPlan *p, const double *x, size_t n,
@@ -142,8 +111,8 @@ skip(const char *fmt,...)
 {
 	va_list		ap;
 
-	n_test++;
-	printf("ok %d - ", n_test);
+	tu_n_test++;
+	printf("ok %d - ", tu_n_test);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -168,7 +137,7 @@ check_strategies(const char *name, HbModel *m, const double *x, size_t n,
 
 	if (!hb_plan_build(m, &p, &err))
 	{
-		report(false, "%s: plan: %s", name, err.msg);
+		tu_report(false, "%s: plan: %s", name, err.msg);
 		return;
 	}
 	ref = malloc(sizeof(double) * n * p->n_outputs);
@@ -176,24 +145,24 @@ check_strategies(const char *name, HbModel *m, const double *x, size_t n,
 
 	why[0] = '\0';
 	ok = same_bits("tt", hb_tt_margins, p, x, n, ref, why, sizeof(why));
-	report(ok, "%s: tt in batches of 1/7/64/1000 %s", name, why);
+	tu_report(ok, "%s: tt in batches of 1/7/64/1000 %s", name, why);
 
 	memset(&err, 0, sizeof(err));
 	ok = hb_ptt_build(p, m, BIG_BYTES, &err);
 	if (expect_ptt == REFUSE)
-		report(!ok && err.code == HB_ERR_LIMIT && p->ptt == NULL,
-			   "%s: ptt refuses (%s)", name, err.msg);
+		tu_report(!ok && err.code == HB_ERR_LIMIT && p->ptt == NULL,
+				  "%s: ptt refuses (%s)", name, err.msg);
 	else if (!ok && expect_ptt == EITHER && err.code == HB_ERR_LIMIT)
 		skip("%s: ptt # SKIP layout refused: %s", name, err.msg);
 	else if (!ok)
-		report(false, "%s: ptt build: %s", name, err.msg);
+		tu_report(false, "%s: ptt build: %s", name, err.msg);
 	else
 	{
 		why[0] = '\0';
 		ok = same_bits("ptt", hb_ptt_margins, p, x, n, ref, why, sizeof(why)) &&
 			hb_ptt_ops(p, 1024, ops, 256) >= 2 && hb_ptt_bytes(p->ptt) > 0;
-		report(ok, "%s: ptt == tt, bit for bit (%zu layout bytes) %s", name,
-			   hb_ptt_bytes(p->ptt), why);
+		tu_report(ok, "%s: ptt == tt, bit for bit (%zu layout bytes) %s", name,
+				  hb_ptt_bytes(p->ptt), why);
 	}
 
 	for (int t = 0; t < m->n_trees; t++)
@@ -208,19 +177,19 @@ check_strategies(const char *name, HbModel *m, const double *x, size_t n,
 	}
 	ok = hb_gemm_build(p, m, BIG_BYTES, &err);
 	if (expect_gemm == REFUSE)
-		report(!ok && err.code == HB_ERR_LIMIT && p->gemm == NULL,
-			   "%s: gemm refuses (%s)", name, err.msg);
+		tu_report(!ok && err.code == HB_ERR_LIMIT && p->gemm == NULL,
+				  "%s: gemm refuses (%s)", name, err.msg);
 	else if (!ok && expect_gemm == EITHER && err.code == HB_ERR_LIMIT)
 		skip("%s: gemm # SKIP layout refused: %s", name, err.msg);
 	else if (!ok)
-		report(false, "%s: gemm build: %s", name, err.msg);
+		tu_report(false, "%s: gemm build: %s", name, err.msg);
 	else
 	{
 		why[0] = '\0';
 		ok = same_bits("gemm", hb_gemm_margins, p, x, n, ref, why, sizeof(why)) &&
 			hb_gemm_ops(p, 1024, ops, 256) >= 3 && hb_gemm_bytes(p->gemm) > 0;
-		report(ok, "%s: gemm == tt, bit for bit (%zu layout bytes) %s", name,
-			   hb_gemm_bytes(p->gemm), why);
+		tu_report(ok, "%s: gemm == tt, bit for bit (%zu layout bytes) %s", name,
+				  hb_gemm_bytes(p->gemm), why);
 	}
 done:
 	free(ref);
@@ -267,7 +236,7 @@ test_random_models(void)
 					 o.n_outputs, o.n_outputs > 1 ? "s" : "", o.n_trees);
 			if (m == NULL)
 			{
-				report(false, "%s: generator", name);
+				tu_report(false, "%s: generator", name);
 				continue;
 			}
 			x = random_inputs(o.n_features, N_ROWS);
@@ -305,7 +274,7 @@ test_node_kinds(void)
 				 o.depth, o.cmp == HB_CMP_LT_F32 ? "f32 <" : "f64 <=");
 		if (m == NULL)
 		{
-			report(false, "%s: generator", name);
+			tu_report(false, "%s: generator", name);
 			continue;
 		}
 		x = random_inputs(o.n_features, N_ROWS);
@@ -385,7 +354,7 @@ test_deep_chain(void)
 		snprintf(name, sizeof(name), "chain of depth %d", o.depth);
 		if (m == NULL)
 		{
-			report(false, "%s: generator", name);
+			tu_report(false, "%s: generator", name);
 			continue;
 		}
 		x = random_inputs(o.n_features, N_ROWS);
@@ -419,22 +388,22 @@ test_limits(void)
 	m = random_model(&o);
 	if (!hb_plan_build(m, &p, &err))
 	{
-		report(false, "limits: plan: %s", err.msg);
+		tu_report(false, "limits: plan: %s", err.msg);
 		return;
 	}
 
 	ok = hb_ptt_build(p, m, 16 * 1024, &err);
-	report(!ok && err.code == HB_ERR_LIMIT && p->ptt == NULL,
-		   "ptt refuses a depth-12 layout over 16 kB with HB_ERR_LIMIT (%s)", err.msg);
+	tu_report(!ok && err.code == HB_ERR_LIMIT && p->ptt == NULL,
+			  "ptt refuses a depth-12 layout over 16 kB with HB_ERR_LIMIT (%s)", err.msg);
 	memset(&err, 0, sizeof(err));
 	ok = hb_ptt_build(p, m, 200 * 1024, &err);
-	report(ok && hb_ptt_bytes(p->ptt) <= 200 * 1024,
-		   "ptt builds the same layout within 200 kB (%zu bytes)", hb_ptt_bytes(p->ptt));
+	tu_report(ok && hb_ptt_bytes(p->ptt) <= 200 * 1024,
+			  "ptt builds the same layout within 200 kB (%zu bytes)", hb_ptt_bytes(p->ptt));
 
 	memset(&err, 0, sizeof(err));
 	ok = hb_gemm_build(p, m, 1024 * 1024, &err);
-	report(!ok && err.code == HB_ERR_LIMIT && p->gemm == NULL,
-		   "gemm refuses a 4095 x 4096 C matrix in 1 MB with HB_ERR_LIMIT (%s)", err.msg);
+	tu_report(!ok && err.code == HB_ERR_LIMIT && p->gemm == NULL,
+			  "gemm refuses a 4095 x 4096 C matrix in 1 MB with HB_ERR_LIMIT (%s)", err.msg);
 
 	/* without layouts, the strategies' entry points still give TT's bits */
 	hb_ptt_free(p->ptt);
@@ -447,7 +416,7 @@ test_limits(void)
 	ok = memcmp(ref, got, sizeof(double) * 100) == 0;
 	hb_gemm_margins(p, x, 100, got);
 	ok = ok && memcmp(ref, got, sizeof(double) * 100) == 0;
-	report(ok, "ptt and gemm without a layout fall back to tt");
+	tu_report(ok, "ptt and gemm without a layout fall back to tt");
 
 	/* a tight budget shrinks GEMM's row chunk but not its results */
 	memset(&err, 0, sizeof(err));
@@ -466,7 +435,7 @@ test_limits(void)
 		hb_gemm_margins(p, x, 100, got);
 		ok = memcmp(ref, got, sizeof(double) * 100) == 0;
 	}
-	report(ok, "gemm within 16 kB (small row chunks) == tt %s", err.msg);
+	tu_report(ok, "gemm within 16 kB (small row chunks) == tt %s", err.msg);
 
 	free(x);
 	free(ref);
@@ -535,7 +504,7 @@ test_nomem(void)
 				ok = false;
 		}
 	hb_set_allocator(NULL);
-	report(ok, "ptt and gemm builders report HB_ERR_NOMEM for every failing allocation");
+	tu_report(ok, "ptt and gemm builders report HB_ERR_NOMEM for every failing allocation");
 	hb_plan_free(p);
 	hb_model_free(m);
 }
@@ -565,7 +534,7 @@ test_fixture(const char *dir, const char *name)
 	if (bytes == NULL || !hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
 		!hb_plan_build(m, &p, &err))
 	{
-		report(false, "fixture %s: %s", name, bytes ? err.msg : "cannot read");
+		tu_report(false, "fixture %s: %s", name, bytes ? err.msg : "cannot read");
 		free(bytes);
 		hb_model_free(m);
 		return;
@@ -577,13 +546,13 @@ test_fixture(const char *dir, const char *name)
 	snprintf(path, sizeof(path), "%s/%s.csv", dir, name);
 	if (!tu_read_csv(path, &in))
 	{
-		report(false, "fixture %s: cannot read %s", name, path);
+		tu_report(false, "fixture %s: cannot read %s", name, path);
 		goto done;
 	}
 	snprintf(path, sizeof(path), "%s/%s.expected.csv", dir, name);
 	if (!tu_read_csv(path, &want) || want.rows != in.rows)
 	{
-		report(false, "fixture %s: cannot read %s or wrong row count", name, path);
+		tu_report(false, "fixture %s: cannot read %s or wrong row count", name, path);
 		tu_free_table(&in);
 		goto done;
 	}
@@ -626,10 +595,10 @@ test_fixture(const char *dir, const char *name)
 			}
 		}
 	if (worst_row >= 0)
-		report(false, "fixture %s: tt matches XGBoost's margins within 1e-6 relative: "
-			   "row %d is off by %g", name, worst_row + 1, worst);
+		tu_report(false, "fixture %s: tt matches XGBoost's margins within 1e-6 relative: "
+				  "row %d is off by %g", name, worst_row + 1, worst);
 	else
-		report(true, "fixture %s: tt matches XGBoost's margins within 1e-6 relative", name);
+		tu_report(true, "fixture %s: tt matches XGBoost's margins within 1e-6 relative", name);
 
 	check_strategies(name, m, x, N_ROWS, BUILD, BUILD);
 
@@ -659,7 +628,7 @@ test_fixtures(void)
 
 	if (d == NULL)
 	{
-		report(false, "fixtures: cannot open %s (run from the repository root)", dir);
+		tu_report(false, "fixtures: cannot open %s (run from the repository root)", dir);
 		return;
 	}
 	while ((e = readdir(d)) != NULL && n < 256)
@@ -671,7 +640,7 @@ test_fixtures(void)
 	}
 	closedir(d);
 	qsort(names, n, sizeof(char *), cmp_str);
-	report(n > 0, "fixtures: %d models in %s", n, dir);
+	tu_report(n > 0, "fixtures: %d models in %s", n, dir);
 	for (int i = 0; i < n; i++)
 	{
 		test_fixture(dir, names[i]);
@@ -702,7 +671,7 @@ test_conformance_models(void)
 	}
 	if (!hb_json_parse(bytes, len, &doc, &err))
 	{
-		report(false, "conformance manifest: %s", err.msg);
+		tu_report(false, "conformance manifest: %s", err.msg);
 		free(bytes);
 		return;
 	}
@@ -748,7 +717,7 @@ test_conformance_models(void)
 		snprintf(path, sizeof(path), "%s/%s", dir, input);
 		if (!tu_read_csv(path, &in) || in.rows == 0)
 		{
-			report(false, "%s: cannot read %s", name, path);
+			tu_report(false, "%s: cannot read %s", name, path);
 			tu_free_table(&in);
 			hb_model_free(m);
 			continue;
@@ -778,7 +747,7 @@ test_conformance_models(void)
 		tu_free_table(&in);
 		hb_model_free(m);
 	}
-	report(models > 0, "conformance: %d tree models compared across strategies", models);
+	tu_report(models > 0, "conformance: %d tree models compared across strategies", models);
 	hb_json_free(doc);
 	free(bytes);
 }
@@ -795,7 +764,7 @@ main(void)
 	test_nomem();
 	test_fixtures();
 	test_conformance_models();
-	printf("1..%d\n", n_test);
-	printf("# passed %d failed %d\n", n_test - n_fail, n_fail);
-	return n_fail > 0 ? 1 : 0;
+	printf("1..%d\n", tu_n_test);
+	printf("# passed %d failed %d\n", tu_n_test - tu_n_fail, tu_n_fail);
+	return tu_n_fail > 0 ? 1 : 0;
 }

@@ -18,25 +18,6 @@
 #include "tune.h"
 #include "test_util.h"
 
-static int	n_pass = 0;
-static int	n_fail = 0;
-
-static void
-report(bool cond, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (cond)
-		n_pass++;
-	else
-		n_fail++;
-	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
 /* gen_willump.py's rows */
 static double *
 rows(long first, size_t n, int nf)
@@ -69,7 +50,7 @@ load(const char *name)
 	if (bytes == NULL || !hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
 		!hb_plan_build(m, &p, &err))
 	{
-		report(false, "load %s: %s", name, bytes ? err.msg : "cannot read");
+		tu_report(false, "load %s: %s", name, bytes ? err.msg : "cannot read");
 		exit(1);
 	}
 	free(bytes);
@@ -98,9 +79,9 @@ test_bounds(void)
 	{
 		double		got = hb_binomial_upper(cases[i].e, cases[i].n, cases[i].conf);
 
-		report(fabs(got - cases[i].want) < 1e-9,
-			   "Clopper-Pearson upper bound %d/%d at %.2f: %.12f (want %.12f)",
-			   cases[i].e, cases[i].n, cases[i].conf, got, cases[i].want);
+		tu_report(fabs(got - cases[i].want) < 1e-9,
+				  "Clopper-Pearson upper bound %d/%d at %.2f: %.12f (want %.12f)",
+				  cases[i].e, cases[i].n, cases[i].conf, got, cases[i].want);
 	}
 }
 
@@ -129,16 +110,16 @@ test_exact_finish(const char *name, HbPlan *p)
 		hb_plan_accumulate(p, x, n, T / 2, T, acc);
 		for (size_t i = 0; i < n * k; i++)
 			bad += memcmp(&acc[i], &full[i], sizeof(double)) != 0;
-		report(bad == 0, "%s: %zu rows, two tree ranges accumulate to the full margins (%zu differ)",
-			   name, n, bad);
+		tu_report(bad == 0, "%s: %zu rows, two tree ranges accumulate to the full margins (%zu differ)",
+				  name, n, bad);
 
 		hb_approx_margins(p, a, x, n, acc, cheap);
 		hb_approx_finish(p, a, x, n, acc);
 		bad = 0;
 		for (size_t i = 0; i < n * k; i++)
 			bad += memcmp(&acc[i], &full[i], sizeof(double)) != 0;
-		report(bad == 0, "%s: %zu rows, prefix of %d trees finished = full margins bit for bit (%zu differ)",
-			   name, n, a->n_trees, bad);
+		tu_report(bad == 0, "%s: %zu rows, prefix of %d trees finished = full margins bit for bit (%zu differ)",
+				  name, n, a->n_trees, bad);
 		hb_approx_free(a);
 		free(x);
 		free(full);
@@ -170,9 +151,9 @@ test_cascade_extremes(const char *name, HbPlan *p)
 	hb_cascade_run(p, &c, x, n, HB_CASCADE_PREDICT, got, &st);
 	for (size_t i = 0; i < n; i++)
 		bad += memcmp(&got[i], &want[i], sizeof(double)) != 0;
-	report(bad == 0 && st.rows_full == (int64_t) n,
-		   "%s: cascade with an infinite threshold = hb_plan_predict (%zu differ, %lld full)",
-		   name, bad, (long long) st.rows_full);
+	tu_report(bad == 0 && st.rows_full == (int64_t) n,
+			  "%s: cascade with an infinite threshold = hb_plan_predict (%zu differ, %lld full)",
+			  name, bad, (long long) st.rows_full);
 
 	c.threshold = 0.0;
 	memset(&st, 0, sizeof(st));
@@ -182,8 +163,8 @@ test_cascade_extremes(const char *name, HbPlan *p)
 	bad = 0;
 	for (size_t i = 0; i < n; i++)
 		bad += got[i] != want[i];
-	report(bad == 0 && st.rows_full == 0,
-		   "%s: cascade with threshold 0 = the cheap model (%zu differ)", name, bad);
+	tu_report(bad == 0 && st.rows_full == 0,
+			  "%s: cascade with threshold 0 = the cheap model (%zu differ)", name, bad);
 	hb_approx_free(c.approx);
 	free(x);
 	free(scratch);
@@ -244,22 +225,22 @@ test_topk_tuning(void)
 	int			n_linear = 0;
 
 	ok1 = hb_tune_run(p, x, n, &spec, NULL, NULL, &r1, &err);
-	report(ok1 && r1.chosen >= 0, "top-K tuning of willump_rank: %d candidates, chosen %s (%s)",
-		   ok1 ? r1.n_cand : 0, ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].label : "none", err.msg);
+	tu_report(ok1 && r1.chosen >= 0, "top-K tuning of willump_rank: %d candidates, chosen %s (%s)",
+			  ok1 ? r1.n_cand : 0, ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].label : "none", err.msg);
 	if (!ok1 || r1.chosen < 0)
 		return;
 	ok2 = hb_tune_run(p, x, n, &spec, NULL, NULL, &r2, &err);
-	report(ok2 && same_result(&r1, &r2), "top-K tuning is reproducible with the same seed");
+	tu_report(ok2 && same_result(&r1, &r2), "top-K tuning is reproducible with the same seed");
 	for (int i = 0; i < r1.n_cand; i++)
 	{
 		const HbTuneCandidate *c = &r1.cand[i];
 
 		n_linear += c->approx->kind == HB_APPROX_LINEAR;
 		if (c->bound < spec.target || c->kept < spec.k)
-			report(false, "candidate %s: bound %.3f below target or kept %d < k",
-				   c->label, c->bound, c->kept);
+			tu_report(false, "candidate %s: bound %.3f below target or kept %d < k",
+					  c->label, c->bound, c->kept);
 	}
-	report(n_linear > 0, "linear cheap-feature candidates were built (%d)", n_linear);
+	tu_report(n_linear > 0, "linear cheap-feature candidates were built (%d)", n_linear);
 
 	/*
 	 * Held out: sets of rows never seen by tuning, of the evaluation
@@ -314,10 +295,10 @@ test_topk_tuning(void)
 			free(cs);
 			free(kept);
 		}
-		report(psum / sets >= spec.target,
-			   "held out, %d sets of %zu rows: chosen %s (ratio %.1f, bound %.3f) keeps %.0f rows, mean precision@10 %.3f >= %.2f (%d sets reach it)",
-			   sets, m, c->label, c->ratio, c->bound, (double) kept_sum / sets,
-			   psum / sets, spec.target, met);
+		tu_report(psum / sets >= spec.target,
+				  "held out, %d sets of %zu rows: chosen %s (ratio %.1f, bound %.3f) keeps %.0f rows, mean precision@10 %.3f >= %.2f (%d sets reach it)",
+				  sets, m, c->label, c->ratio, c->bound, (double) kept_sum / sets,
+				  psum / sets, spec.target, met);
 	}
 	hb_tune_result_free(&r1);
 	hb_tune_result_free(&r2);
@@ -340,12 +321,12 @@ test_cascade_tuning(const char *name, double target)
 	bool		ok1;
 
 	ok1 = hb_tune_run(p, x, n, &spec, NULL, NULL, &r1, &err);
-	report(ok1 && r1.chosen >= 0, "%s: cascade tuning, chosen %s (%s)", name,
-		   ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].label : "none", err.msg);
+	tu_report(ok1 && r1.chosen >= 0, "%s: cascade tuning, chosen %s (%s)", name,
+			  ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].label : "none", err.msg);
 	if (!ok1 || r1.chosen < 0)
 		return;
-	report(hb_tune_run(p, x, n, &spec, NULL, NULL, &r2, &err) && same_result(&r1, &r2),
-		   "%s: cascade tuning is reproducible with the same seed", name);
+	tu_report(hb_tune_run(p, x, n, &spec, NULL, NULL, &r2, &err) && same_result(&r1, &r2),
+			  "%s: cascade tuning is reproducible with the same seed", name);
 	{
 		const HbTuneCandidate *c = &r1.cand[r1.chosen];
 		size_t		m = 100000;
@@ -360,10 +341,10 @@ test_cascade_tuning(const char *name, double target)
 		hb_cascade_run(p, &casc, hx, m, HB_CASCADE_CLASS, got, &st);
 		for (size_t i = 0; i < m; i++)
 			wrong += (int) got[i] != hb_margin_class(p, margins + i * k);
-		report((double) wrong / m <= target && st.rows_full < (int64_t) m,
-			   "%s held out: %s, threshold %.4g: loss %.5f <= %.4f (bound %.5f), %.1f%% decided cheaply (tuned %.1f%%)",
-			   name, c->label, c->threshold, (double) wrong / m, target, c->bound,
-			   100.0 * (1.0 - (double) st.rows_full / m), 100.0 * c->coverage);
+		tu_report((double) wrong / m <= target && st.rows_full < (int64_t) m,
+				  "%s held out: %s, threshold %.4g: loss %.5f <= %.4f (bound %.5f), %.1f%% decided cheaply (tuned %.1f%%)",
+				  name, c->label, c->threshold, (double) wrong / m, target, c->bound,
+				  100.0 * (1.0 - (double) st.rows_full / m), 100.0 * c->coverage);
 		free(hx);
 		free(margins);
 		free(got);
@@ -404,7 +385,7 @@ test_errors(void)
 		HbError		err = {0};
 		bool		ok = hb_tune_run(cases[i].p, x, cases[i].n, &cases[i].s, NULL, NULL, &r, &err);
 
-		report(!ok && err.code == cases[i].want, "refused: %s (%s)", cases[i].what, err.msg);
+		tu_report(!ok && err.code == cases[i].want, "refused: %s (%s)", cases[i].what, err.msg);
 		if (ok)
 			hb_tune_result_free(&r);
 	}
@@ -431,7 +412,7 @@ main(void)
 	test_cascade_tuning("willump_fraud", 0.01);
 	test_cascade_tuning("willump_multi", 0.02);
 	test_errors();
-	printf("1..%d\n", n_pass + n_fail);
-	printf("# passed %d failed %d\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	printf("1..%d\n", tu_n_test);
+	printf("# passed %d failed %d\n", (tu_n_test - tu_n_fail), tu_n_fail);
+	return tu_n_fail ? 1 : 0;
 }

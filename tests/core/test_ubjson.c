@@ -26,24 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int	n_test = 0;
-static int	n_fail = 0;
-
-static void
-ok(bool cond, const char *fmt,...)
-{
-	va_list		ap;
-
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%s %d - ", cond ? "ok" : "not ok", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
 /* ---------- a counting allocator that can be told to fail ---------- */
 
 static long live_allocs = 0;
@@ -85,7 +67,6 @@ t_free(void *ptr)
 }
 
 static const HbAllocator counting = {t_alloc, t_realloc, t_free, NULL};
-
 
 /* ---------- UBJSON builder ---------- */
 
@@ -206,12 +187,12 @@ expect_fail(const void *bytes, size_t len, HbErrCode code, const char *what)
 
 	if (r)
 	{
-		ok(false, "%s: refused (but it was accepted)", what);
+		tu_report(false, "%s: refused (but it was accepted)", what);
 		hb_json_free(doc);
 		return;
 	}
-	ok(err.code == code && doc == NULL && err.msg[0] != '\0',
-	   "%s: refused with code %d (got %d: %s)", what, code, err.code, err.msg);
+	tu_report(err.code == code && doc == NULL && err.msg[0] != '\0',
+			  "%s: refused with code %d (got %d: %s)", what, code, err.code, err.msg);
 }
 
 static void
@@ -220,7 +201,6 @@ expect_fail_buf(Buf *b, HbErrCode code, const char *what)
 	expect_fail(b->b, b->n, code, what);
 	b->n = 0;
 }
-
 
 /* ---------- document equality ---------- */
 
@@ -330,7 +310,6 @@ same_value(const HbJson *a, const HbJson *b, char *where, size_t wsize)
 	return false;
 }
 
-
 /* ---------- fixtures ---------- */
 
 static bool
@@ -420,7 +399,7 @@ test_fixture(const char *dir, const char *name)
 	ubytes = tu_read_file(path, &ulen);
 	if (jbytes == NULL || ubytes == NULL)
 	{
-		ok(false, "%s: cannot read %s.json and %s.ubj", name, name, name);
+		tu_report(false, "%s: cannot read %s.json and %s.ubj", name, name, name);
 		goto done;
 	}
 
@@ -429,31 +408,31 @@ test_fixture(const char *dir, const char *name)
 	if (!hb_json_parse(jbytes, jlen, &jdoc, &err) ||
 		!parse_exact(ubytes, ulen, &udoc, &err))
 	{
-		ok(false, "%s: parses (%s)", name, err.msg);
+		tu_report(false, "%s: parses (%s)", name, err.msg);
 		goto done;
 	}
 	why[0] = '\0';
-	ok(same_value(hb_json_root(jdoc), hb_json_root(udoc), why, sizeof(why)),
-	   "%s: .ubj and .json give the same document %s", name, why);
+	tu_report(same_value(hb_json_root(jdoc), hb_json_root(udoc), why, sizeof(why)),
+			  "%s: .ubj and .json give the same document %s", name, why);
 
 	/* the models, with the format detected */
 	memset(&err, 0, sizeof(err));
 	if (!hb_model_read(jbytes, jlen, HB_FORMAT_AUTO, &jm, &err) ||
 		!read_exact(ubytes, ulen, HB_FORMAT_AUTO, &um, &err))
 	{
-		ok(false, "%s: reads (%s)", name, err.msg);
+		tu_report(false, "%s: reads (%s)", name, err.msg);
 		goto done;
 	}
-	ok(jm->format == HB_FORMAT_XGBOOST_JSON && um->format == HB_FORMAT_XGBOOST_UBJSON,
-	   "%s: formats detected (json %d, ubj %d)", name, jm->format, um->format);
+	tu_report(jm->format == HB_FORMAT_XGBOOST_JSON && um->format == HB_FORMAT_XGBOOST_UBJSON,
+			  "%s: formats detected (json %d, ubj %d)", name, jm->format, um->format);
 	why[0] = '\0';
-	ok(same_models(jm, um, why, sizeof(why)), "%s: same model IR %s", name, why);
+	tu_report(same_models(jm, um, why, sizeof(why)), "%s: same model IR %s", name, why);
 
 	/* margins on the test rows, with every strategy */
 	snprintf(path, sizeof(path), "%s/%s.csv", dir, name);
 	if (!tu_read_csv(path, &in) || in.cols != jm->n_features + 1)
 	{
-		ok(false, "%s: cannot read %s", name, path);
+		tu_report(false, "%s: cannot read %s", name, path);
 		goto done;
 	}
 	x = malloc(sizeof(double) * in.rows * jm->n_features);
@@ -463,7 +442,7 @@ test_fixture(const char *dir, const char *name)
 	memset(&err, 0, sizeof(err));
 	if (!hb_plan_build(jm, &jp, &err) || !hb_plan_build(um, &up, &err))
 	{
-		ok(false, "%s: plans build (%s)", name, err.msg);
+		tu_report(false, "%s: plans build (%s)", name, err.msg);
 		goto done;
 	}
 	for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++)
@@ -478,9 +457,9 @@ test_fixture(const char *dir, const char *name)
 		for (size_t i = 0; i < nm && bad == nm; i++)
 			if (memcmp(&a[i], &b[i], sizeof(double)) != 0)
 				bad = i;
-		ok(bad == nm, "%s: %s margins of %d rows bit-identical%s", name,
-		   hb_strategy_name(strategies[s]), in.rows,
-		   bad == nm ? "" : " (first difference at a margin)");
+		tu_report(bad == nm, "%s: %s margins of %d rows bit-identical%s", name,
+				  hb_strategy_name(strategies[s]), in.rows,
+				  bad == nm ? "" : " (first difference at a margin)");
 		free(a);
 		free(b);
 	}
@@ -507,7 +486,7 @@ test_fixtures(const char *dir)
 
 	if (d == NULL)
 	{
-		ok(false, "fixtures: cannot open %s (run from the repository root)", dir);
+		tu_report(false, "fixtures: cannot open %s (run from the repository root)", dir);
 		return;
 	}
 	while ((e = readdir(d)) != NULL)
@@ -524,9 +503,8 @@ test_fixtures(const char *dir)
 		}
 	}
 	closedir(d);
-	ok(n >= 3, "fixtures: %d .ubj models in %s", n, dir);
+	tu_report(n >= 3, "fixtures: %d .ubj models in %s", n, dir);
 }
-
 
 /* ---------- constructs ---------- */
 
@@ -540,7 +518,7 @@ parse_ok(Buf *b, HbJsonDoc **doc, const char *what)
 	*doc = NULL;
 	if (!parse_exact(b->b, b->n, doc, &err))
 	{
-		ok(false, "%s: parses (%s)", what, err.msg);
+		tu_report(false, "%s: parses (%s)", what, err.msg);
 		b->n = 0;
 		return NULL;
 	}
@@ -587,9 +565,9 @@ test_constructs(void)
 		{
 			put_int(&b, ints[k].marker, ints[k].v);
 			r = parse_ok(&b, &doc, "integer");
-			ok(hb_json_is_number(r) && hb_json_int(r, &i64) && i64 == ints[k].v &&
-			   hb_json_number_text(r, NULL) == NULL,
-			   "'%c' %lld reads back exactly", ints[k].marker, (long long) ints[k].v);
+			tu_report(hb_json_is_number(r) && hb_json_int(r, &i64) && i64 == ints[k].v &&
+					  hb_json_number_text(r, NULL) == NULL,
+					  "'%c' %lld reads back exactly", ints[k].marker, (long long) ints[k].v);
 		}
 	}
 
@@ -605,100 +583,100 @@ test_constructs(void)
 			put_c(&b, 'd');
 			put_be(&b, bits[k], 4);
 			r = parse_ok(&b, &doc, "float32");
-			ok(f32_bits(r, bits[k]), "float32 0x%08x comes back bit for bit",
-			   bits[k]);
+			tu_report(f32_bits(r, bits[k]), "float32 0x%08x comes back bit for bit",
+					  bits[k]);
 		}
 		put_f32(&b, 0.2f);
 		r = parse_ok(&b, &doc, "float32");
-		ok(hb_json_number(r, &d) && d == (double) 0.2f && !hb_json_int(r, &i64),
-		   "float32 0.2: hb_json_number gives the float exactly, not an integer");
+		tu_report(hb_json_number(r, &d) && d == (double) 0.2f && !hb_json_int(r, &i64),
+				  "float32 0.2: hb_json_number gives the float exactly, not an integer");
 		put_f32(&b, -3.0f);
 		r = parse_ok(&b, &doc, "float32");
-		ok(hb_json_int(r, &i64) && i64 == -3, "float32 -3.0 is the integer -3");
+		tu_report(hb_json_int(r, &i64) && i64 == -3, "float32 -3.0 is the integer -3");
 		put_f32(&b, 3e19f);
 		r = parse_ok(&b, &doc, "float32");
-		ok(!hb_json_int(r, &i64), "float32 3e19 is beyond int64");
+		tu_report(!hb_json_int(r, &i64), "float32 3e19 is beyond int64");
 		put_f32(&b, NAN);
 		r = parse_ok(&b, &doc, "float32");
-		ok(!hb_json_int(r, &i64), "float32 NaN is no integer");
+		tu_report(!hb_json_int(r, &i64), "float32 NaN is no integer");
 	}
 
 	/* float64 */
 	put_c(&b, 'D');
 	put_be(&b, 0x3fb999999999999aULL, 8);	/* 0.1 */
 	r = parse_ok(&b, &doc, "float64");
-	ok(hb_json_number(r, &d) && d == 0.1 && hb_json_float(r, &f) && f == 0.1f,
-	   "float64 0.1: exact as double, rounded once to float");
+	tu_report(hb_json_number(r, &d) && d == 0.1 && hb_json_float(r, &f) && f == 0.1f,
+			  "float64 0.1: exact as double, rounded once to float");
 	put_int(&b, 'L', 16777217);
 	r = parse_ok(&b, &doc, "int");
-	ok(hb_json_float(r, &f) && f == 16777216.0f && hb_json_number(r, &d) &&
-	   d == 16777217.0, "int64 16777217 as float and double");
+	tu_report(hb_json_float(r, &f) && f == 16777216.0f && hb_json_number(r, &d) &&
+			  d == 16777217.0, "int64 16777217 as float and double");
 
 	/* high-precision numbers are text */
 	put_c(&b, 'H');
 	put_int(&b, 'i', 6);
 	put_s(&b, "1.5E-3");
 	r = parse_ok(&b, &doc, "H");
-	ok(hb_json_number(r, &d) && d == 1.5e-3 &&
-	   hb_json_number_text(r, &tl) != NULL && tl == 6,
-	   "'H' 1.5E-3 is a number with its text");
+	tu_report(hb_json_number(r, &d) && d == 1.5e-3 &&
+			  hb_json_number_text(r, &tl) != NULL && tl == 6,
+			  "'H' 1.5E-3 is a number with its text");
 	put_c(&b, 'H');
 	put_int(&b, 'U', 19);
 	put_s(&b, "9223372036854775807");
 	r = parse_ok(&b, &doc, "H");
-	ok(hb_json_int(r, &i64) && i64 == INT64_MAX, "'H' INT64_MAX is exact");
+	tu_report(hb_json_int(r, &i64) && i64 == INT64_MAX, "'H' INT64_MAX is exact");
 
 	/* strings, chars, literals */
 	put_str(&b, "caf\xc3\xa9");
 	r = parse_ok(&b, &doc, "string");
-	ok(hb_json_is_string(r) && strcmp(hb_json_string(r), "caf\xc3\xa9") == 0 &&
-	   hb_json_len(r) == 5, "UTF-8 string");
+	tu_report(hb_json_is_string(r) && strcmp(hb_json_string(r), "caf\xc3\xa9") == 0 &&
+			  hb_json_len(r) == 5, "UTF-8 string");
 	put_c(&b, 'S');
 	put_int(&b, 'i', 0);
 	r = parse_ok(&b, &doc, "empty string");
-	ok(hb_json_is_string(r) && hb_json_len(r) == 0 && hb_json_string(r)[0] == '\0',
-	   "empty string");
+	tu_report(hb_json_is_string(r) && hb_json_len(r) == 0 && hb_json_string(r)[0] == '\0',
+			  "empty string");
 	put_c(&b, 'S');
 	put_int(&b, 'U', 4);
 	put_s(&b, "5E-1");
 	r = parse_ok(&b, &doc, "numeric string");
-	ok(hb_json_float(r, &f) && f == 0.5f, "numeric string \"5E-1\" reads as a number");
+	tu_report(hb_json_float(r, &f) && f == 0.5f, "numeric string \"5E-1\" reads as a number");
 	put_s(&b, "Cx");
 	r = parse_ok(&b, &doc, "char");
-	ok(hb_json_is_string(r) && strcmp(hb_json_string(r), "x") == 0, "'C' is a one-char string");
+	tu_report(hb_json_is_string(r) && strcmp(hb_json_string(r), "x") == 0, "'C' is a one-char string");
 	{
 		bool		bv;
 
 		put_s(&b, "[TFZ]");
 		r = parse_ok(&b, &doc, "literals");
-		ok(hb_json_len(r) == 3 && hb_json_bool(hb_json_at(r, 0), &bv) && bv &&
-		   hb_json_bool(hb_json_at(r, 1), &bv) && !bv &&
-		   hb_json_is_null(hb_json_at(r, 2)), "true, false, null");
+		tu_report(hb_json_len(r) == 3 && hb_json_bool(hb_json_at(r, 0), &bv) && bv &&
+				  hb_json_bool(hb_json_at(r, 1), &bv) && !bv &&
+				  hb_json_is_null(hb_json_at(r, 2)), "true, false, null");
 	}
 
 	/* containers of every shape */
 	put_s(&b, "[]");
 	r = parse_ok(&b, &doc, "[]");
-	ok(hb_json_is_array(r) && hb_json_len(r) == 0, "empty array");
+	tu_report(hb_json_is_array(r) && hb_json_len(r) == 0, "empty array");
 	put_s(&b, "{}");
 	r = parse_ok(&b, &doc, "{}");
-	ok(hb_json_is_object(r) && hb_json_len(r) == 0, "empty object");
+	tu_report(hb_json_is_object(r) && hb_json_len(r) == 0, "empty object");
 	put_s(&b, "[#i");
 	put_c(&b, 0);
 	r = parse_ok(&b, &doc, "[#i0");
-	ok(hb_json_is_array(r) && hb_json_len(r) == 0, "counted empty array");
+	tu_report(hb_json_is_array(r) && hb_json_len(r) == 0, "counted empty array");
 	put_s(&b, "[$d#i");
 	put_c(&b, 0);
 	r = parse_ok(&b, &doc, "[$d#i0");
-	ok(hb_json_is_array(r) && hb_json_len(r) == 0, "typed empty array");
+	tu_report(hb_json_is_array(r) && hb_json_len(r) == 0, "typed empty array");
 
 	put_s(&b, "[Ni\x05");
 	put_f32(&b, 1.5f);
 	put_s(&b, "N[Z]N]N");
 	r = parse_ok(&b, &doc, "no-ops");
-	ok(hb_json_len(r) == 3 && hb_json_int(hb_json_at(r, 0), &i64) && i64 == 5 &&
-	   hb_json_float(hb_json_at(r, 1), &f) && f == 1.5f &&
-	   hb_json_len(hb_json_at(r, 2)) == 1, "no-ops are skipped");
+	tu_report(hb_json_len(r) == 3 && hb_json_int(hb_json_at(r, 0), &i64) && i64 == 5 &&
+			  hb_json_float(hb_json_at(r, 1), &f) && f == 1.5f &&
+			  hb_json_len(hb_json_at(r, 2)) == 1, "no-ops are skipped");
 
 	put_s(&b, "[#U");
 	put_c(&b, 3);
@@ -706,9 +684,9 @@ test_constructs(void)
 	put_str(&b, "s");
 	put_s(&b, "{}");
 	r = parse_ok(&b, &doc, "counted array");
-	ok(hb_json_len(r) == 3 && hb_json_int(hb_json_at(r, 0), &i64) && i64 == -7 &&
-	   hb_json_is_string(hb_json_at(r, 1)) && hb_json_is_object(hb_json_at(r, 2)),
-	   "counted array without ']'");
+	tu_report(hb_json_len(r) == 3 && hb_json_int(hb_json_at(r, 0), &i64) && i64 == -7 &&
+			  hb_json_is_string(hb_json_at(r, 1)) && hb_json_is_object(hb_json_at(r, 2)),
+			  "counted array without ']'");
 
 	{
 		static const struct
@@ -763,32 +741,32 @@ test_constructs(void)
 					good = hb_json_int(e, &i64) &&
 						i64 == (typed[k].type == 'U' ? j + 200 : j - 1);
 			}
-			ok(good, "typed array of '%c'", typed[k].type);
+			tu_report(good, "typed array of '%c'", typed[k].type);
 		}
 	}
 
 	/* typed arrays of strings, chars, literals and arrays */
 	put_s(&b, "[$S#i\x02i\x01" "ai\x02" "bc");
 	r = parse_ok(&b, &doc, "typed strings");
-	ok(hb_json_len(r) == 2 && strcmp(hb_json_string(hb_json_at(r, 1)), "bc") == 0,
-	   "typed array of strings");
+	tu_report(hb_json_len(r) == 2 && strcmp(hb_json_string(hb_json_at(r, 1)), "bc") == 0,
+			  "typed array of strings");
 	put_s(&b, "[$C#i\x03xyz");
 	r = parse_ok(&b, &doc, "typed chars");
-	ok(hb_json_len(r) == 3 && strcmp(hb_json_string(hb_json_at(r, 2)), "z") == 0,
-	   "typed array of chars");
+	tu_report(hb_json_len(r) == 3 && strcmp(hb_json_string(hb_json_at(r, 2)), "z") == 0,
+			  "typed array of chars");
 	put_s(&b, "[$T#i\x04");
 	r = parse_ok(&b, &doc, "typed true");
 	{
 		bool		bv = false;
 
-		ok(hb_json_len(r) == 4 && hb_json_bool(hb_json_at(r, 3), &bv) && bv,
-		   "typed array of true (no payload)");
+		tu_report(hb_json_len(r) == 4 && hb_json_bool(hb_json_at(r, 3), &bv) && bv,
+				  "typed array of true (no payload)");
 	}
 	put_s(&b, "[$[#i\x02" "i\x01]" "$U#i\x02\x07\x08");
 	r = parse_ok(&b, &doc, "typed arrays");
-	ok(hb_json_len(r) == 2 && hb_json_len(hb_json_at(r, 0)) == 1 &&
-	   hb_json_int(hb_json_at(hb_json_at(r, 1), 1), &i64) && i64 == 8,
-	   "typed array of arrays (elements without '[')");
+	tu_report(hb_json_len(r) == 2 && hb_json_len(hb_json_at(r, 0)) == 1 &&
+			  hb_json_int(hb_json_at(hb_json_at(r, 1), 1), &i64) && i64 == 8,
+			  "typed array of arrays (elements without '[')");
 
 	/* objects: unsized, counted, typed; duplicate keys */
 	put_c(&b, '{');
@@ -801,33 +779,32 @@ test_constructs(void)
 	put_int(&b, 'i', 2);
 	put_c(&b, '}');
 	r = parse_ok(&b, &doc, "object");
-	ok(hb_json_len(r) == 3 && hb_json_int(hb_json_get(r, "a"), &i64) && i64 == 2 &&
-	   f32_bits(hb_json_at(hb_json_get(r, "b"), 0), 0x40490fdb) &&
-	   strcmp(hb_json_key_at(r, 1), "b") == 0,
-	   "object: keys without 'S', the last duplicate wins");
+	tu_report(hb_json_len(r) == 3 && hb_json_int(hb_json_get(r, "a"), &i64) && i64 == 2 &&
+			  f32_bits(hb_json_at(hb_json_get(r, "b"), 0), 0x40490fdb) &&
+			  strcmp(hb_json_key_at(r, 1), "b") == 0,
+			  "object: keys without 'S', the last duplicate wins");
 	put_s(&b, "{#i\x02i\x01xZi\x01yT");
 	r = parse_ok(&b, &doc, "counted object");
-	ok(hb_json_len(r) == 2 && hb_json_is_null(hb_json_get(r, "x")),
-	   "counted object without '}'");
+	tu_report(hb_json_len(r) == 2 && hb_json_is_null(hb_json_get(r, "x")),
+			  "counted object without '}'");
 	put_s(&b, "{$l#i\x02i\x01x");
 	put_be(&b, (uint64_t) -5, 4);
 	put_s(&b, "U\x01y");
 	put_be(&b, 6, 4);
 	r = parse_ok(&b, &doc, "typed object");
-	ok(hb_json_int(hb_json_get(r, "x"), &i64) && i64 == -5 &&
-	   hb_json_int(hb_json_get(r, "y"), &i64) && i64 == 6,
-	   "typed object (any integer marker for key lengths)");
+	tu_report(hb_json_int(hb_json_get(r, "x"), &i64) && i64 == -5 &&
+			  hb_json_int(hb_json_get(r, "y"), &i64) && i64 == 6,
+			  "typed object (any integer marker for key lengths)");
 	put_s(&b, "{$Z#i\x01i\x01z");
 	r = parse_ok(&b, &doc, "typed object of nulls");
-	ok(hb_json_is_null(hb_json_get(r, "z")), "typed object of nulls");
+	tu_report(hb_json_is_null(hb_json_get(r, "z")), "typed object of nulls");
 	put_s(&b, "NN{NU\x01kNTN}NN");
 	r = parse_ok(&b, &doc, "no-ops in an object");
-	ok(hb_json_is_bool(hb_json_get(r, "k")), "no-ops around keys and values");
+	tu_report(hb_json_is_bool(hb_json_get(r, "k")), "no-ops around keys and values");
 
 	hb_json_free(doc);
 	free(b.b);
 }
-
 
 /* ---------- malformed input ---------- */
 
@@ -916,7 +893,7 @@ test_malformed(const char *dir)
 		HbJsonDoc  *doc = NULL;
 		HbError		err;
 
-		ok(parse_exact(b.b, b.n, &doc, &err), "500 nested arrays are fine");
+		tu_report(parse_exact(b.b, b.n, &doc, &err), "500 nested arrays are fine");
 		hb_json_free(doc);
 		b.n = 0;
 	}
@@ -947,7 +924,7 @@ test_malformed(const char *dir)
 	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
-		ok(false, "cannot read %s", path);
+		tu_report(false, "cannot read %s", path);
 		free(b.b);
 		return;
 	}
@@ -967,8 +944,8 @@ test_malformed(const char *dir)
 				hb_model_free(m);
 			}
 		}
-		ok(bad == len, "single_leaf.ubj cut at each of %zu offsets: parse errors%s",
-		   len, bad == len ? "" : " (but not at some offset)");
+		tu_report(bad == len, "single_leaf.ubj cut at each of %zu offsets: parse errors%s",
+				  len, bad == len ? "" : " (but not at some offset)");
 	}
 	{
 		static const unsigned char subst[] = {
@@ -1003,9 +980,9 @@ test_malformed(const char *dir)
 					unclean++;
 			}
 		hb_set_allocator(NULL);
-		ok(unclean == 0 && live_allocs == 0,
-		   "single_leaf.ubj with one byte changed: %ld accepted, %ld refused cleanly, %ld not, %ld allocations left",
-		   accepted, refused, unclean, live_allocs);
+		tu_report(unclean == 0 && live_allocs == 0,
+				  "single_leaf.ubj with one byte changed: %ld accepted, %ld refused cleanly, %ld not, %ld allocations left",
+				  accepted, refused, unclean, live_allocs);
 		free(copy);
 	}
 
@@ -1038,13 +1015,12 @@ test_malformed(const char *dir)
 				bad = k;
 		}
 		hb_set_allocator(NULL);
-		ok(bad < 0, "allocation failure at each of %ld allocations: clean out-of-memory errors%s",
-		   total, bad < 0 ? "" : " (but not at one)");
+		tu_report(bad < 0, "allocation failure at each of %ld allocations: clean out-of-memory errors%s",
+				  total, bad < 0 ? "" : " (but not at one)");
 	}
 	free(bytes);
 	free(b.b);
 }
-
 
 /* ---------- formats ---------- */
 
@@ -1058,35 +1034,35 @@ test_formats(const char *dir)
 	HbModel    *m = NULL;
 	HbError		err;
 
-	ok(hb_format_parse("xgboost-ubj", &f) && f == HB_FORMAT_XGBOOST_UBJSON &&
-	   hb_format_parse("ubj", &f) && f == HB_FORMAT_XGBOOST_UBJSON &&
-	   hb_format_parse("xgboost-ubjson", &f) && f == HB_FORMAT_XGBOOST_UBJSON &&
-	   hb_format_parse("ubjson", &f) && f == HB_FORMAT_XGBOOST_UBJSON &&
-	   strcmp(hb_format_name(HB_FORMAT_XGBOOST_UBJSON), "xgboost-ubj") == 0,
-	   "format names: xgboost-ubj, ubj, xgboost-ubjson, ubjson");
+	tu_report(hb_format_parse("xgboost-ubj", &f) && f == HB_FORMAT_XGBOOST_UBJSON &&
+			  hb_format_parse("ubj", &f) && f == HB_FORMAT_XGBOOST_UBJSON &&
+			  hb_format_parse("xgboost-ubjson", &f) && f == HB_FORMAT_XGBOOST_UBJSON &&
+			  hb_format_parse("ubjson", &f) && f == HB_FORMAT_XGBOOST_UBJSON &&
+			  strcmp(hb_format_name(HB_FORMAT_XGBOOST_UBJSON), "xgboost-ubj") == 0,
+			  "format names: xgboost-ubj, ubj, xgboost-ubjson, ubjson");
 
 	snprintf(path, sizeof(path), "%s/single_leaf.ubj", dir);
 	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
-		ok(false, "cannot read %s", path);
+		tu_report(false, "cannot read %s", path);
 		return;
 	}
-	ok(!read_exact(bytes, len, HB_FORMAT_XGBOOST_JSON, &m, &err) &&
-	   err.code == HB_ERR_PARSE && strstr(err.detail, "xgboost-ubj") != NULL,
-	   ".ubj uploaded as xgboost-json: parse error with a hint (%s)", err.detail);
+	tu_report(!read_exact(bytes, len, HB_FORMAT_XGBOOST_JSON, &m, &err) &&
+			  err.code == HB_ERR_PARSE && strstr(err.detail, "xgboost-ubj") != NULL,
+			  ".ubj uploaded as xgboost-json: parse error with a hint (%s)", err.detail);
 	free(bytes);
 
 	snprintf(path, sizeof(path), "%s/single_leaf.json", dir);
 	bytes = tu_read_file(path, &len);
 	if (bytes == NULL)
 	{
-		ok(false, "cannot read %s", path);
+		tu_report(false, "cannot read %s", path);
 		return;
 	}
-	ok(!read_exact(bytes, len, HB_FORMAT_XGBOOST_UBJSON, &m, &err) &&
-	   err.code == HB_ERR_PARSE && strstr(err.detail, "xgboost-json") != NULL,
-	   ".json uploaded as xgboost-ubj: parse error with a hint (%s)", err.detail);
+	tu_report(!read_exact(bytes, len, HB_FORMAT_XGBOOST_UBJSON, &m, &err) &&
+			  err.code == HB_ERR_PARSE && strstr(err.detail, "xgboost-json") != NULL,
+			  ".json uploaded as xgboost-ubj: parse error with a hint (%s)", err.detail);
 	free(bytes);
 
 	/* detection: text JSON keeps its format whatever follows the brace */
@@ -1098,8 +1074,8 @@ test_formats(const char *dir)
 		for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++)
 		{
 			(void) read_exact(texts[k], strlen(texts[k]), HB_FORMAT_AUTO, &m, &err);
-			ok(err.code != HB_ERR_PARSE && strstr(err.msg, "ubjson") == NULL,
-			   "text JSON %zu is read as JSON (%s)", k, err.msg);
+			tu_report(err.code != HB_ERR_PARSE && strstr(err.msg, "ubjson") == NULL,
+					  "text JSON %zu is read as JSON (%s)", k, err.msg);
 			hb_model_free(m);
 			m = NULL;
 		}
@@ -1108,8 +1084,8 @@ test_formats(const char *dir)
 		static const char ubj[] = "{i\x07learnerZ}";
 
 		(void) read_exact(ubj, sizeof(ubj) - 1, HB_FORMAT_AUTO, &m, &err);
-		ok(err.code == HB_ERR_INVALID && strstr(err.msg, "learner") != NULL,
-		   "'{i' is detected as UBJSON (%s)", err.msg);
+		tu_report(err.code == HB_ERR_INVALID && strstr(err.msg, "learner") != NULL,
+				  "'{i' is detected as UBJSON (%s)", err.msg);
 		hb_model_free(m);
 	}
 }
@@ -1123,7 +1099,7 @@ main(void)
 	test_malformed(dir);
 	test_formats(dir);
 	test_fixtures(dir);
-	printf("# ubjson: %d checks, %d failed\n", n_test, n_fail);
-	printf("1..%d\n", n_test);
-	return n_fail ? 1 : 0;
+	printf("# ubjson: %d checks, %d failed\n", tu_n_test, tu_n_fail);
+	printf("1..%d\n", tu_n_test);
+	return tu_n_fail ? 1 : 0;
 }

@@ -1,16 +1,38 @@
 /*
  * test_util.h
- *	  File and CSV reading shared by the core's test programs and benchmarks
- *	  (header-only: each program is one translation unit).
+ *	  TAP reporting, file and CSV reading shared by the core's test programs
+ *	  and benchmarks (header-only: each program is one translation unit).
  */
 #ifndef HB_TEST_UTIL_H
 #define HB_TEST_UTIL_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* TAP: checks run and failed so far, the summary's counts */
+static int	tu_n_test = 0;
+static int	tu_n_fail = 0;
+
+/* One TAP line, "ok N - ..." or "not ok N - ...", flushed at once. */
+static inline void
+tu_report(bool ok, const char *fmt,...)
+{
+	va_list		ap;
+
+	tu_n_test++;
+	if (!ok)
+		tu_n_fail++;
+	printf("%s %d - ", ok ? "ok" : "not ok", tu_n_test);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
 
 /* A whole file, NUL-terminated (for text parsers); NULL if unreadable. */
 static inline char *

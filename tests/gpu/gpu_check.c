@@ -39,32 +39,14 @@
 #include "../../src/cuda/hb_cuda.h"
 #endif
 
-static int	n_test = 0;
-static int	n_fail = 0;
 static int	n_skip = 0;
-
-static void
-report(bool ok, const char *fmt,...)
-{
-	va_list		ap;
-
-	n_test++;
-	if (!ok)
-		n_fail++;
-	printf("%s %d - ", ok ? "ok" : "not ok", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
 
 static void
 skip(const char *what, const char *why)
 {
-	n_test++;
+	tu_n_test++;
 	n_skip++;
-	printf("ok %d - %s # SKIP %s\n", n_test, what, why);
+	printf("ok %d - %s # SKIP %s\n", tu_n_test, what, why);
 }
 
 static void
@@ -135,15 +117,15 @@ check_plan(const char *name, const HbPlan *p, const double *x, size_t n)
 			memset(gpu, 0x7f, sizeof(double) * cells);
 			memset(&err, 0, sizeof(err));
 			if (!hb_device_emulate_margins(p, variant, x, n, gpu, &kernel, &err))
-				report(false, "%s: emulated kernel: %s", name, err.msg);
+				tu_report(false, "%s: emulated kernel: %s", name, err.msg);
 			else if (variant == 1 && strcmp(kernel, "ptt") != 0)
 				continue;		/* the variant is PTT's alone */
 			else if ((bad = first_difference(gpu, cpu, cells)) >= 0)
-				report(false, "%s: emulated %s kernel%s: row %ld output %ld: %a, cpu %a",
-					   name, kernel, vname[variant], bad / k, bad % k, gpu[bad], cpu[bad]);
+				tu_report(false, "%s: emulated %s kernel%s: row %ld output %ld: %a, cpu %a",
+						  name, kernel, vname[variant], bad / k, bad % k, gpu[bad], cpu[bad]);
 			else
-				report(true, "%s: %zu rows x %d outputs, emulated %s kernel%s: bit-identical",
-					   name, n, k, kernel, vname[variant]);
+				tu_report(true, "%s: %zu rows x %d outputs, emulated %s kernel%s: bit-identical",
+						  name, n, k, kernel, vname[variant]);
 		}
 		memset(&err, 0, sizeof(err));
 
@@ -156,12 +138,12 @@ check_plan(const char *name, const HbPlan *p, const double *x, size_t n)
 		}
 		memset(gpu, 0x7f, sizeof(double) * cells);	/* every cell must be written */
 		if (!hb_device_margins(p, x, n, gpu, &err))
-			report(false, "%s: %s", what, err.msg);
+			tu_report(false, "%s: %s", what, err.msg);
 		else if ((bad = first_difference(gpu, cpu, cells)) >= 0)
-			report(false, "%s: row %ld output %ld: gpu %a, cpu %a", what,
-				   bad / k, bad % k, gpu[bad], cpu[bad]);
+			tu_report(false, "%s: row %ld output %ld: gpu %a, cpu %a", what,
+					  bad / k, bad % k, gpu[bad], cpu[bad]);
 		else
-			report(true, "%s: bit-identical", what);
+			tu_report(true, "%s: bit-identical", what);
 
 		/*
 		 * Small batches take the (row, tree) kernels: the same rows again
@@ -183,12 +165,12 @@ check_plan(const char *name, const HbPlan *p, const double *x, size_t n)
 			memset(gpu2, 0x7f, sizeof(double) * reps * cells);
 			memset(&err, 0, sizeof(err));
 			if (!hb_device_margins(p, x2, reps * n, gpu2, &err))
-				report(false, "%s, %zu rows: %s", what, reps * n, err.msg);
+				tu_report(false, "%s, %zu rows: %s", what, reps * n, err.msg);
 			else if ((bad = first_difference(gpu2, cpu2, reps * cells)) >= 0)
-				report(false, "%s, %zu rows: row %ld output %ld: gpu %a, cpu %a", what,
-					   reps * n, bad / k, bad % k, gpu2[bad], cpu2[bad]);
+				tu_report(false, "%s, %zu rows: row %ld output %ld: gpu %a, cpu %a", what,
+						  reps * n, bad / k, bad % k, gpu2[bad], cpu2[bad]);
 			else
-				report(true, "%s, as %zu rows (row kernel): bit-identical", what, reps * n);
+				tu_report(true, "%s, as %zu rows (row kernel): bit-identical", what, reps * n);
 			free(x2);
 			free(cpu2);
 			free(gpu2);
@@ -237,7 +219,7 @@ check_random_models(void)
 			m = random_model(&o);
 			if (m == NULL)
 			{
-				report(false, "random model depth %d variant %d: not generated", o.depth, variant);
+				tu_report(false, "random model depth %d variant %d: not generated", o.depth, variant);
 				continue;
 			}
 			/* LightGBM-like: zero snapping with double semantics */
@@ -248,7 +230,7 @@ check_random_models(void)
 					 o.kinds ? ", categorical/ZERO/NONE nodes" : "",
 					 m->zero_snap ? ", zero snapping" : "");
 			if (!hb_plan_build(m, &p, &err))
-				report(false, "%s: plan: %s", name, err.msg);
+				tu_report(false, "%s: plan: %s", name, err.msg);
 			else
 			{
 				x = inputs_with_nans(o.n_features, n);
@@ -284,7 +266,7 @@ check_random_models(void)
 			free(x);
 		}
 		else
-			report(false, "random wide model: %s", m ? err.msg : "not generated");
+			tu_report(false, "random wide model: %s", m ? err.msg : "not generated");
 		hb_plan_free(p);
 		hb_model_free(m);
 	}
@@ -316,7 +298,7 @@ check_dispatch(void)
 	m = random_model(&o);
 	if (m == NULL || !hb_plan_build(m, &p, &err))
 	{
-		report(false, "dispatch model: %s", err.msg);
+		tu_report(false, "dispatch model: %s", err.msg);
 		return;
 	}
 	x = inputs_with_nans(o.n_features, n);
@@ -333,37 +315,37 @@ check_dispatch(void)
 		memset(&err, 0, sizeof(err));
 		wanted = hb_device_wanted(p, n, &err);
 		if (modes[i] == HB_DEVICE_CPU)
-			report(!wanted && err.code == HB_OK, "mode cpu: batches stay on the CPU");
+			tu_report(!wanted && err.code == HB_OK, "mode cpu: batches stay on the CPU");
 		else if (have_device)
-			report(wanted && err.code == HB_OK, "mode %s: a batch of %zu rows goes to the device",
-				   names[i], n);
+			tu_report(wanted && err.code == HB_OK, "mode %s: a batch of %zu rows goes to the device",
+					  names[i], n);
 		else if (modes[i] == HB_DEVICE_AUTO)
-			report(!wanted && err.code == HB_OK, "mode auto without a device: the CPU, no error");
+			tu_report(!wanted && err.code == HB_OK, "mode auto without a device: the CPU, no error");
 		else
-			report(!wanted && err.code == HB_ERR_DEVICE && strstr(err.msg, "CUDA") != NULL,
-				   "mode gpu without a device: HB_ERR_DEVICE (%s)", err.msg);
+			tu_report(!wanted && err.code == HB_ERR_DEVICE && strstr(err.msg, "CUDA") != NULL,
+					  "mode gpu without a device: HB_ERR_DEVICE (%s)", err.msg);
 
 		/* single rows always stay on the CPU */
 		memset(&err, 0, sizeof(err));
-		report(!hb_device_wanted(p, 1, &err) && err.code == HB_OK,
-			   "mode %s: one row runs on the CPU", names[i]);
+		tu_report(!hb_device_wanted(p, 1, &err) && err.code == HB_OK,
+				  "mode %s: one row runs on the CPU", names[i]);
 		if (modes[i] == HB_DEVICE_AUTO)
 		{
 			memset(&err, 0, sizeof(err));
-			report(!hb_device_wanted(p, 999, &err) && err.code == HB_OK,
-				   "mode auto: 999 rows (below gpu_min_batch 1000) run on the CPU");
+			tu_report(!hb_device_wanted(p, 999, &err) && err.code == HB_OK,
+					  "mode auto: 999 rows (below gpu_min_batch 1000) run on the CPU");
 		}
 
 		hb_device_stats(&before);
 		memset(got, 0x7f, sizeof(double) * n);
 		hb_plan_margins(p, x, n, got);
 		hb_device_stats(&after);
-		report(first_difference(got, ref, n) < 0,
-			   "mode %s: hb_plan_margins gives the CPU's bits (%s)", names[i],
-			   after.batches > before.batches ? "ran on the device" : "ran on the CPU");
+		tu_report(first_difference(got, ref, n) < 0,
+				  "mode %s: hb_plan_margins gives the CPU's bits (%s)", names[i],
+				  after.batches > before.batches ? "ran on the device" : "ran on the CPU");
 		if (modes[i] != HB_DEVICE_CPU && have_device)
-			report(after.batches == before.batches + 1,
-				   "mode %s: the batch ran on the device", names[i]);
+			tu_report(after.batches == before.batches + 1,
+					  "mode %s: the batch ran on the device", names[i]);
 	}
 	hb_device_set_mode(HB_DEVICE_AUTO);
 	hb_device_set_min_batch(HB_DEVICE_DEFAULT_MIN_BATCH);
@@ -403,22 +385,22 @@ check_budget(void)
 		m[i] = random_model(&o);
 		if (m[i] == NULL || !hb_plan_build(m[i], &p[i], &err))
 		{
-			report(false, "budget model: %s", err.msg);
+			tu_report(false, "budget model: %s", err.msg);
 			goto done;
 		}
 	}
 
 	hb_device_set_budget(1024);
 	memset(&err, 0, sizeof(err));
-	report(!hb_device_plan_upload(p[0], &err) && err.code == HB_ERR_DEVICE &&
-		   strstr(err.msg, "hbird.gpu_memory") != NULL,
-		   "a plan over the budget is refused (%s)", err.msg);
+	tu_report(!hb_device_plan_upload(p[0], &err) && err.code == HB_ERR_DEVICE &&
+			  strstr(err.msg, "hbird.gpu_memory") != NULL,
+			  "a plan over the budget is refused (%s)", err.msg);
 
 	hb_device_set_budget(HB_DEVICE_DEFAULT_BUDGET);
 	memset(&err, 0, sizeof(err));
 	if (!hb_device_plan_upload(p[0], &err))
 	{
-		report(false, "budget: upload: %s", err.msg);
+		tu_report(false, "budget: upload: %s", err.msg);
 		goto done;
 	}
 	hb_device_stats(&st);
@@ -426,17 +408,17 @@ check_budget(void)
 	/* room for one of the two: the second upload evicts the first */
 	hb_device_set_budget(one + one / 2);
 	memset(&err, 0, sizeof(err));
-	report(hb_device_plan_upload(p[1], &err), "second plan uploaded under a budget for one (%s)",
-		   err.msg);
+	tu_report(hb_device_plan_upload(p[1], &err), "second plan uploaded under a budget for one (%s)",
+			  err.msg);
 	hb_device_stats(&st);
-	report(st.resident_plans == 1 && st.resident_bytes <= one + one / 2,
-		   "least recently used plan evicted: %d resident, %zu bytes", st.resident_plans,
-		   st.resident_bytes);
+	tu_report(st.resident_plans == 1 && st.resident_bytes <= one + one / 2,
+			  "least recently used plan evicted: %d resident, %zu bytes", st.resident_plans,
+			  st.resident_bytes);
 	hb_device_plan_free(p[1]);
 	hb_device_stats(&st);
-	report(st.resident_plans == 0 && st.resident_bytes == 0,
-		   "freeing the plan frees its device copy (%d resident, %zu bytes)",
-		   st.resident_plans, st.resident_bytes);
+	tu_report(st.resident_plans == 0 && st.resident_bytes == 0,
+			  "freeing the plan frees its device copy (%d resident, %zu bytes)",
+			  st.resident_plans, st.resident_bytes);
 
 done:
 	hb_device_set_budget(HB_DEVICE_DEFAULT_BUDGET);
@@ -467,7 +449,7 @@ check_conformance(const char *dir)
 	}
 	if (!hb_json_parse(bytes, len, &doc, &err))
 	{
-		report(false, "conformance manifest: %s", err.msg);
+		tu_report(false, "conformance manifest: %s", err.msg);
 		free(bytes);
 		return;
 	}
@@ -563,7 +545,7 @@ bench(void)
 	m = random_model(&o);
 	if (m == NULL || !hb_plan_build(m, &p, &err))
 	{
-		report(false, "benchmark model: %s", err.msg);
+		tu_report(false, "benchmark model: %s", err.msg);
 		return;
 	}
 	x = malloc(sizeof(double) * max_rows * nf);
@@ -576,7 +558,7 @@ bench(void)
 	hb_set_strategy_override(HB_STRATEGY_AUTO);
 	if (!hb_device_plan_upload(p, &err))
 	{
-		report(false, "benchmark upload: %s", err.msg);
+		tu_report(false, "benchmark upload: %s", err.msg);
 		goto done;
 	}
 	cp = hb_device_plan_handle(p);
@@ -599,13 +581,13 @@ bench(void)
 
 		if (!hb_cuda_stage(cp, x, n, &dx, &dm, why, sizeof(why)))
 		{
-			report(false, "benchmark batch %zu: %s", n, why);
+			tu_report(false, "benchmark batch %zu: %s", n, why);
 			break;
 		}
 		tr = hb_cuda_time_resident(cp, dx, n, dm, reps, why, sizeof(why));
 		if (tr < 0)
 		{
-			report(false, "benchmark batch %zu (resident): %s", n, why);
+			tu_report(false, "benchmark batch %zu (resident): %s", n, why);
 			hb_cuda_free_device(dx);
 			hb_cuda_free_device(dm);
 			break;
@@ -616,12 +598,12 @@ bench(void)
 			double	   *fetched = malloc(sizeof(double) * n);
 
 			if (!hb_cuda_fetch(cp, dm, n, fetched, why, sizeof(why)))
-				report(false, "benchmark fetch: %s", why);
+				tu_report(false, "benchmark fetch: %s", why);
 			else
 			{
 				hb_device_margins(p, x, n, out, &err);
-				report(first_difference(fetched, out, n) < 0,
-					   "benchmark: resident margins of %zu rows equal the host path's", n);
+				tu_report(first_difference(fetched, out, n) < 0,
+						  "benchmark: resident margins of %zu rows equal the host path's", n);
 			}
 			free(fetched);
 			resident_1m = n / tr;
@@ -632,7 +614,7 @@ bench(void)
 		/* from the host: what a backend's batch pays */
 		if (!hb_device_margins(p, x, n, out, &err))
 		{
-			report(false, "benchmark batch %zu (from host): %s", n, err.msg);
+			tu_report(false, "benchmark batch %zu (from host): %s", n, err.msg);
 			break;
 		}
 		reps = n >= 100000 ? 5 : n >= 1000 ? 20 : 100;
@@ -642,8 +624,8 @@ bench(void)
 		th = (now() - t0) / reps;
 		diag("%9zu %16.0f %12.1f %16.0f %12.1f", n, n / tr, tr * 1e6, n / th, th * 1e6);
 	}
-	report(first_difference(out, cpu, cpu_rows) < 0,
-		   "benchmark: the first %zu of 1,000,000 margins equal the CPU's", cpu_rows);
+	tu_report(first_difference(out, cpu, cpu_rows) < 0,
+			  "benchmark: the first %zu of 1,000,000 margins equal the CPU's", cpu_rows);
 
 	bw_pinned = hb_cuda_h2d_bandwidth((size_t) 256 << 20, 1, why, sizeof(why));
 	bw_pageable = hb_cuda_h2d_bandwidth((size_t) 256 << 20, 0, why, sizeof(why));
@@ -723,8 +705,8 @@ main(int argc, char **argv)
 		{
 			bool		ok = hb_device_available(&err);
 
-			report(ok || (err.code == HB_ERR_DEVICE && err.msg[0] != '\0'),
-				   "device probe answers (%s)", ok ? hb_device_name() : err.msg);
+			tu_report(ok || (err.code == HB_ERR_DEVICE && err.msg[0] != '\0'),
+					  "device probe answers (%s)", ok ? hb_device_name() : err.msg);
 		}
 		hb_device_set_mode(HB_DEVICE_CPU);
 	}
@@ -751,6 +733,6 @@ main(int argc, char **argv)
 #endif
 		skip("throughput benchmark", have_device ? "--no-bench" : "no CUDA device");
 
-	printf("# gpu_check: %d checks, %d failed, %d skipped\n", n_test, n_fail, n_skip);
-	return n_fail ? 1 : 0;
+	printf("# gpu_check: %d checks, %d failed, %d skipped\n", tu_n_test, tu_n_fail, n_skip);
+	return tu_n_fail ? 1 : 0;
 }
