@@ -765,26 +765,19 @@ int
 main(void)
 {
 	const char *dir = getenv("HB_CONFORMANCE");
-	char		path[4096];
-	size_t		len;
 	char	   *bytes;
 	HbJsonDoc  *doc = NULL;
-	HbError		err = {0};
 	const HbJson *cases;
 
 	if (dir == NULL)
 		dir = "../shared/conformance";
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	bytes = tu_read_file(path, &len);
-	if (bytes == NULL)
+	switch (tu_read_manifest(dir, &bytes, &doc))
 	{
-		printf("ok 1 - conformance corpus # SKIP not found at %s (set HB_CONFORMANCE)\n", dir);
-		return 0;
-	}
-	if (!hb_json_parse(bytes, len, &doc, &err))
-	{
-		printf("not ok 1 - conformance manifest: %s\n", err.msg);
-		return 1;
+		case 0:
+			printf("ok 1 - conformance corpus # SKIP not found at %s (set HB_CONFORMANCE)\n", dir);
+			return 0;
+		case -1:
+			return 1;
 	}
 	cases = hb_json_get(hb_json_root(doc), "cases");
 	for (size_t i = 0; i < hb_json_len(cases); i++)

@@ -532,7 +532,6 @@ conformance(Totals *tot)
 {
 	const char *dir = getenv("HB_CONFORMANCE");
 	char		path[4096];
-	size_t		len;
 	char	   *bytes;
 	HbJsonDoc  *doc = NULL;
 	HbError		err = {0};
@@ -543,20 +542,15 @@ conformance(Totals *tot)
 
 	if (dir == NULL)
 		dir = "../shared/conformance";
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	bytes = tu_read_file(path, &len);
-	if (bytes == NULL)
+	switch (tu_read_manifest(dir, &bytes, &doc))
 	{
-		tu_n_test++;
-		printf("ok %d - conformance classifiers # SKIP corpus not found at %s (set HB_CONFORMANCE)\n",
-			   tu_n_test, dir);
-		return;
-	}
-	if (!hb_json_parse(bytes, len, &doc, &err))
-	{
-		tu_report(false, "conformance manifest: %s", err.msg);
-		free(bytes);
-		return;
+		case 0:
+			tu_n_test++;
+			printf("ok %d - conformance classifiers # SKIP corpus not found at %s (set HB_CONFORMANCE)\n",
+				   tu_n_test, dir);
+			return;
+		case -1:
+			return;
 	}
 	cases = hb_json_get(hb_json_root(doc), "cases");
 	for (size_t i = 0; i < hb_json_len(cases); i++)

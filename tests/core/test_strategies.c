@@ -662,18 +662,13 @@ test_conformance_models(void)
 	const HbJson *cases;
 	int			models = 0;
 
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	bytes = tu_read_file(path, &len);
-	if (bytes == NULL)
+	switch (tu_read_manifest(dir, &bytes, &doc))
 	{
-		skip("conformance models # SKIP corpus not found at %s (set HB_CONFORMANCE)", dir);
-		return;
-	}
-	if (!hb_json_parse(bytes, len, &doc, &err))
-	{
-		tu_report(false, "conformance manifest: %s", err.msg);
-		free(bytes);
-		return;
+		case 0:
+			skip("conformance models # SKIP corpus not found at %s (set HB_CONFORMANCE)", dir);
+			return;
+		case -1:
+			return;
 	}
 	cases = hb_json_get(hb_json_root(doc), "cases");
 	for (size_t i = 0; i < hb_json_len(cases); i++)

@@ -1,6 +1,6 @@
 /*
  * test_util.h
- *	  TAP reporting, file and CSV reading shared by the core's test programs
+ *	  TAP reporting, file, CSV and conformance manifest reading shared by the core's test programs
  *	  and benchmarks (header-only: each program is one translation unit).
  */
 #ifndef HB_TEST_UTIL_H
@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "json.h"
 
 /* TAP: checks run and failed so far, the summary's counts */
 static int	tu_n_test = 0;
@@ -155,6 +157,33 @@ tu_find_column(const TuTable *t, const char *name)
 		if (t->names && strcmp(t->names[c], name) == 0)
 			return c;
 	return -1;
+}
+
+/*
+ * The conformance corpus's manifest.json under dir: 1 with *doc parsed (free
+ * it with hb_json_free, then free(*bytes)), 0 when there is none (the caller
+ * reports its skip), -1 when it does not parse (a failed check reported).
+ */
+static inline int
+tu_read_manifest(const char *dir, char **bytes, HbJsonDoc **doc)
+{
+	char		path[4096];
+	size_t		len;
+	HbError		err = {0};
+
+	*doc = NULL;
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	*bytes = tu_read_file(path, &len);
+	if (*bytes == NULL)
+		return 0;
+	if (!hb_json_parse(*bytes, len, doc, &err))
+	{
+		tu_report(false, "conformance manifest: %s", err.msg);
+		free(*bytes);
+		*bytes = NULL;
+		return -1;
+	}
+	return 1;
 }
 
 #endif							/* HB_TEST_UTIL_H */

@@ -433,25 +433,19 @@ static void
 check_conformance(const char *dir)
 {
 	char		path[4096];
-	size_t		len;
 	char	   *bytes;
 	HbJsonDoc  *doc = NULL;
 	HbError		err = {0};
 	const HbJson *cases;
 	int			checked = 0;
 
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	bytes = tu_read_file(path, &len);
-	if (bytes == NULL)
+	switch (tu_read_manifest(dir, &bytes, &doc))
 	{
-		skip("conformance corpus", "not found (pass --conformance DIR or set HB_CONFORMANCE)");
-		return;
-	}
-	if (!hb_json_parse(bytes, len, &doc, &err))
-	{
-		tu_report(false, "conformance manifest: %s", err.msg);
-		free(bytes);
-		return;
+		case 0:
+			skip("conformance corpus", "not found (pass --conformance DIR or set HB_CONFORMANCE)");
+			return;
+		case -1:
+			return;
 	}
 	cases = hb_json_get(hb_json_root(doc), "cases");
 	for (size_t i = 0; i < hb_json_len(cases); i++)
