@@ -44,6 +44,15 @@ fi
 HB_SANITIZE_DIR="$log_dir/sanitize" bash scripts/sanitize.sh core 2>&1 |
 	tee -a "$log_dir/tap.log" | grep -E '^(not ok|#)' || true
 
+# 1a. the GPU hosts' standalone check (tests/gpu/run.sh) still builds and
+# passes here, without a device (its checks run in test_device too)
+if bash tests/gpu/run.sh --cpu-only >"$log_dir/gpu-cpu-only.log" 2>&1 &&
+	! grep -q '^not ok' "$log_dir/gpu-cpu-only.log"; then
+	echo "ok - tests/gpu/run.sh --cpu-only"
+else
+	echo "not ok - tests/gpu/run.sh --cpu-only, see $log_dir/gpu-cpu-only.log"
+fi | tee -a "$log_dir/tap.log"
+
 # 1b. fuzzing: a short run of every libFuzzer target (tests/fuzz/run.sh;
 # HB_FUZZ_SECONDS per target, 0 skips; longer runs: bash tests/fuzz/run.sh 300)
 fuzz_seconds=${HB_FUZZ_SECONDS:-10}
