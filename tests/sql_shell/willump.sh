@@ -43,11 +43,24 @@ diff=$(q -d hb_w_dst -c "SET hbird.cascade = on" -c "SELECT count(*) FROM scored
 [ "$diff" = 0 ]
 tap $? "tunings dump/restore: the restored cascade scores the same ($diff differ)"
 
-# cancel: a tuning on 800,000 rows takes seconds; statement_timeout stops it
+# cancel: a tuning on 800,000 rows takes seconds; statement_timeout stops
+# it.  Delay = the statement's time (psql's \timing) minus the timeout, for
+# a cascade and a top-K tuning, stopped early (sample query) and late.
 q -d hb_w_src -c "CREATE TABLE big AS SELECT t.* FROM tx t, generate_series(1, 40)" >/dev/null
-start=$(date +%s%N)
-err=$(q -d hb_w_src -c "SET statement_timeout = '1000ms'" -c "SET client_min_messages = warning" \
-	-c "SELECT count(*) FROM hb_tune('wfraud', 'SELECT * FROM big', kind => 'cascade', target => 0.01)" 2>&1)
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
-echo "$err" | grep -q "canceling statement due to statement timeout" && [ "$ms" -lt 5000 ]
-tap $? "hb_tune is cancelled by statement_timeout (${ms} ms: $(echo "$err" | tail -1))"
+# the aim is 100 ms (docs/reliability.md); the check allows 200 so that a
+# busy machine does not fail it, and prints each delay
+max_ms=${HB_TUNE_CANCEL_MAX_MS:-200}
+for kind in cascade topk; do
+	k=""
+	[ $kind = topk ] && k=", k => 10"
+	for t in 300 1000; do
+		out=$(psql -X -d hb_w_src -c "SET statement_timeout = '${t}ms'" -c "SET client_min_messages = warning" \
+			-c '\timing on' \
+			-c "SELECT count(*) FROM hb_tune('wfraud', 'SELECT * FROM big', kind => '$kind'$k, target => 0.01)" 2>&1)
+		ms=$(echo "$out" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1)
+		delay=$(awk -v m="${ms:-0}" -v t="$t" 'BEGIN { printf "%.1f", m - t }')
+		echo "$out" | grep -q "canceling statement due to statement timeout" &&
+			awk -v d="$delay" -v l="$max_ms" 'BEGIN { exit !(d >= 0 && d < l) }'
+		tap $? "hb_tune ($kind) is cancelled by a ${t} ms statement_timeout ${delay} ms late (limit $max_ms ms)"
+	done
+done
