@@ -86,5 +86,14 @@ SELECT hbt_try($$SELECT hb_topk_agg('binary_logistic', 0, t) FROM binary_logisti
 SELECT hbt_try($$SELECT hb_topk_agg('binary_logistic', 3, t.id) FROM binary_logistic_in t$$);
 SELECT hbt_try($$SELECT hb_topk_agg('multi_softprob', 3, t) FROM multi_softprob_in t$$);
 
+-- as a window aggregate: every running top 3 equals a fresh one over the
+-- same prefix (the state keeps taking rows after each finalization)
+SELECT count(*) AS rows, count(*) FILTER (WHERE w IS DISTINCT FROM f) AS differ
+FROM (SELECT (SELECT array_agg((r).id) FROM unnest(q.w) r) AS w,
+			 (SELECT array_agg((r).id) FROM unnest((SELECT hb_topk_agg('binary_logistic', 3, u ORDER BY id)
+													FROM binary_logistic_in u WHERE u.id <= q.id)) r) AS f
+	  FROM (SELECT id, hb_topk_agg('binary_logistic', 3, t) OVER (ORDER BY id) AS w
+			FROM binary_logistic_in t) q) z;
+
 DROP FUNCTION topk_matches(text, text, int);
 DROP TABLE ranked;

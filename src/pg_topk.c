@@ -182,7 +182,7 @@ cmp_best_first(const void *a, const void *b)
 	return 0;
 }
 
-/* Sort the heap best first (in place). */
+/* Sort the heap best first (in place: it is no longer a heap after). */
 static void
 heap_sort(TopHeap *h)
 {
@@ -524,10 +524,21 @@ hb_topk_agg_final(PG_FUNCTION_ARGS)
 		PG_RETURN_ARRAYTYPE_P(construct_array(items, n, s->rowtype,
 											  typlen, typbyval, typalign));
 	}
-	heap_sort(&s->heap);
-	items = palloc(sizeof(Datum) * Max(s->heap.n, 1));
-	for (int i = 0; i < s->heap.n; i++)
-		items[i] = s->heap.e[i].item;
+	{
+		/*
+		 * Sort a copy: as a window aggregate the state takes more rows after
+		 * a finalization, and must still be a heap then.
+		 */
+		TopHeap		sorted = s->heap;
+
+		sorted.e = palloc(sizeof(TopEntry) * Max(s->heap.n, 1));
+		memcpy(sorted.e, s->heap.e, sizeof(TopEntry) * s->heap.n);
+		heap_sort(&sorted);
+		items = palloc(sizeof(Datum) * Max(s->heap.n, 1));
+		for (int i = 0; i < sorted.n; i++)
+			items[i] = sorted.e[i].item;
+		pfree(sorted.e);
+	}
 	record_stats(&s->stats, s->entry);
 	PG_RETURN_ARRAYTYPE_P(construct_array(items, s->heap.n, s->rowtype,
 										  typlen, typbyval, typalign));
