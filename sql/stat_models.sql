@@ -48,6 +48,14 @@ SELECT calls, rows = 2 * :n AS rows_ok FROM hb_stat_models WHERE name = 'binary_
 SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::stm_in);
 SELECT calls, rows = 3 * :n AS rows_ok FROM hb_stat_models WHERE name = 'binary_logistic';
 
+-- class predictions count like the other forms: row, aggregate, batch
+SELECT hb_stat_models_reset('binary_logistic');
+SELECT count(hb_predict_class('binary_logistic', t)) FROM stm_in t;
+SELECT calls = :n AS calls_ok, rows = :n AS rows_ok FROM hb_stat_models WHERE name = 'binary_logistic';
+SELECT cardinality(hb_predict_class_agg('binary_logistic', t)) FROM stm_in t;
+SELECT count(*) FROM hb_predict_class_batch('binary_logistic', NULL::stm_in);
+SELECT calls - :n AS batched_calls, rows = 3 * :n AS rows_ok FROM hb_stat_models WHERE name = 'binary_logistic';
+
 -- the strategy is the one the last batch ran with
 SET hbird.tree_strategy = 'gemm';
 SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::stm_in);

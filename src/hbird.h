@@ -161,11 +161,11 @@ extern void hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st,
 extern int	hb_batch_memory_kb;
 extern int	hb_batch_rows(const HbCacheEntry *e);
 extern Oid	hb_rowtype_arg(FunctionCallInfo fcinfo, int argno);
-extern char *hb_default_query(Oid rowtype);
+extern char *hb_query_arg(FunctionCallInfo fcinfo, int argno, Oid rowtype);
 typedef void (*HbBatchFn) (void *arg, const double *x, Datum *items,
 						   uint64 n);
 extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,
-							const char *query, TupleDesc rowdesc, int batch,
+							const char *query, Oid rowtype, int batch,
 							HbBatchFn fn, void *arg);
 
 /*

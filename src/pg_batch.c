@@ -198,10 +198,11 @@ hb_predict_class_agg_sfunc(PG_FUNCTION_ARGS)
 	return agg_sfunc(fcinfo, true);
 }
 
-Datum
-hb_predict_agg_final(PG_FUNCTION_ARGS)
+/* The group's predictions (or class indexes) in input order. */
+static Datum
+agg_final(FunctionCallInfo fcinfo, bool classes)
 {
-	HbAggState   *s;
+	HbAggState *s;
 	Datum	   *d;
 
 	if (PG_ARGISNULL(0))
@@ -211,36 +212,42 @@ hb_predict_agg_final(PG_FUNCTION_ARGS)
 	hb_stat_call(s->entry);
 	d = palloc_extended(sizeof(Datum) * Max(s->npreds, 1), MCXT_ALLOC_HUGE);
 	for (int64 i = 0; i < s->npreds; i++)
-		d[i] = Float8GetDatum(s->preds[i]);
+		d[i] = classes ? Int32GetDatum((int32) s->preds[i]) :
+			Float8GetDatum(s->preds[i]);
+	if (classes)
+		PG_RETURN_ARRAYTYPE_P(construct_array(d, (int) s->npreds, INT4OID,
+											  sizeof(int32), true, TYPALIGN_INT));
 	PG_RETURN_ARRAYTYPE_P(construct_array(d, (int) s->npreds, FLOAT8OID,
 										  sizeof(float8), FLOAT8PASSBYVAL,
 										  TYPALIGN_DOUBLE));
 }
 
 Datum
+hb_predict_agg_final(PG_FUNCTION_ARGS)
+{
+	return agg_final(fcinfo, false);
+}
+
+Datum
 hb_predict_class_agg_final(PG_FUNCTION_ARGS)
 {
-	HbAggState *s;
-	Datum	   *d;
-
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	s = (HbAggState *) PG_GETARG_POINTER(0);
-	agg_flush(s);
-	d = palloc_extended(sizeof(Datum) * Max(s->npreds, 1), MCXT_ALLOC_HUGE);
-	for (int64 i = 0; i < s->npreds; i++)
-		d[i] = Int32GetDatum((int32) s->preds[i]);
-	PG_RETURN_ARRAYTYPE_P(construct_array(d, (int) s->npreds, INT4OID,
-										  sizeof(int32), true, TYPALIGN_INT));
+	return agg_final(fcinfo, true);
 }
 
 /* ---- hb_predict_batch(name, rowtype, query) -> (score, item) ---- */
 
-/* The query for a NULL query argument: the relation behind the row type. */
+/*
+ * The query argument argno of a batched entry point; NULL means the
+ * relation behind the row type.
+ */
 char *
-hb_default_query(Oid rowtype)
+hb_query_arg(FunctionCallInfo fcinfo, int argno, Oid rowtype)
 {
-	Oid			relid = typeidTypeRelid(rowtype);
+	Oid			relid;
+
+	if (!PG_ARGISNULL(argno))
+		return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	relid = typeidTypeRelid(rowtype);
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
@@ -288,15 +295,16 @@ open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
 }
 
 /*
- * Run query (rows of rowdesc's type) through a cursor, batch rows at a
+ * Run query (rows of type rowtype) through a cursor, batch rows at a
  * time: each batch's rows are bound to model e's features into x and handed
  * to fn, with the rows themselves as composite datums of the row type.  A
  * batch's memory is freed before the next one, so memory is O(batch).
  */
 void
 hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
-				TupleDesc rowdesc, int batch, HbBatchFn fn, void *arg)
+				Oid rowtype, int batch, HbBatchFn fn, void *arg)
 {
+	TupleDesc	rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
 	MemoryContext batch_cxt;
 	Portal		portal;
 	TupleConversionMap *map;
@@ -389,14 +397,12 @@ hb_predict_batch(PG_FUNCTION_ARGS)
 	b.entry = st->entry;
 	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	InitMaterializedSRF(fcinfo, 0);
-	query = PG_ARGISNULL(2) ? hb_default_query(rowtype) :
-		text_to_cstring(PG_GETARG_TEXT_PP(2));
+	query = hb_query_arg(fcinfo, 2, rowtype);
 	batch = hb_batch_rows(b.entry);
 	b.scratch = palloc_extended(sizeof(double) * batch * b.entry->n_outputs, MCXT_ALLOC_HUGE);
 	b.pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
 	b.cascade = hb_cascade_for(b.entry, CurrentMemoryContext);
-	hb_scan_batches(fcinfo, b.entry, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
-					batch, predict_batch, &b);
+	hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, predict_batch, &b);
 	hb_stat_call(b.entry);
 	return (Datum) 0;
 }

@@ -95,15 +95,20 @@ predict_class(FunctionCallInfo fcinfo, bool record)
 	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
 	HbCacheEntry *e = st->entry;
 	int32		cls;
+	instr_time	start;			/* hb_stat_models, as in hb_predict */
+	bool		timed = HB_STAT_SAMPLE();
 
 	hb_check_classifier(e, "hb_predict_class");
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();
+	if (timed)
+		INSTR_TIME_SET_CURRENT(start);
 	if (record)
 		hb_call_load_record(fcinfo, st, 1);
 	else
 		hb_array_row(PG_GETARG_ARRAYTYPE_P(1), e, st->x, e->name);
 	hb_classify(e, hb_call_cascade(st), st->x, 1, &cls);
+	hb_stat_row(e, timed ? &start : NULL);
 	PG_RETURN_INT32(cls);
 }
 
@@ -133,8 +138,11 @@ static void
 class_batch(void *arg, const double *x, Datum *items, uint64 n)
 {
 	ClassBatch *b = arg;
+	instr_time	start;			/* hb_stat_models */
 
+	INSTR_TIME_SET_CURRENT(start);
 	hb_classify(b->entry, b->cascade, x, n, b->cls);
+	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{
 		Datum		values[2];
@@ -161,12 +169,11 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 	hb_check_classifier(b.entry, "hb_predict_class_batch");
 	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	InitMaterializedSRF(fcinfo, 0);
-	query = PG_ARGISNULL(2) ? hb_default_query(rowtype) :
-		text_to_cstring(PG_GETARG_TEXT_PP(2));
+	query = hb_query_arg(fcinfo, 2, rowtype);
 	batch = hb_batch_rows(b.entry);
 	b.cls = palloc_extended(sizeof(int32) * batch, MCXT_ALLOC_HUGE);
-	hb_scan_batches(fcinfo, b.entry, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
-					batch, class_batch, &b);
+	hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, class_batch, &b);
+	hb_stat_call(b.entry);
 	return (Datum) 0;
 }
 

@@ -321,8 +321,7 @@ hb_topk(PG_FUNCTION_ARGS)
 	approx = use_approx(PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
 						e, k, &tuning);
 	InitMaterializedSRF(fcinfo, 0);
-	query = PG_ARGISNULL(3) ? hb_default_query(rowtype) :
-		text_to_cstring(PG_GETARG_TEXT_PP(3));
+	query = hb_query_arg(fcinfo, 3, rowtype);
 	if (approx)
 	{
 		HbApproxTopk *a = hb_approx_topk_begin(e, &tuning, k, CurrentMemoryContext);
@@ -330,7 +329,7 @@ hb_topk(PG_FUNCTION_ARGS)
 		Datum	   *items;
 		int			n;
 
-		hb_scan_batches(fcinfo, e, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
+		hb_scan_batches(fcinfo, e, query, rowtype,
 						Min(hb_batch_rows(e), 4096), approx_batch, a);
 		n = hb_approx_topk_end(a, &scores, &items, &scan.stats);
 		for (int i = 0; i < n; i++)
@@ -352,7 +351,7 @@ hb_topk(PG_FUNCTION_ARGS)
 	scan.bounds = bounds_for(e, CurrentMemoryContext);
 	scan.heap = &heap;
 	scan.threshold = -INFINITY;
-	hb_scan_batches(fcinfo, e, query, lookup_rowtype_tupdesc_copy(rowtype, -1),
+	hb_scan_batches(fcinfo, e, query, rowtype,
 					Min(hb_batch_rows(e), 4096), topk_batch, &scan);
 
 	heap_sort(&heap);
