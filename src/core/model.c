@@ -5,6 +5,7 @@
 #include "model.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,6 +195,15 @@ hb_model_free(HbModel *m)
 }
 
 static bool check_names_unique(HbModel *m, HbError *err);
+
+char *
+hb_feature_default_name(int64_t i)
+{
+	char		buf[32];
+
+	snprintf(buf, sizeof(buf), "f%lld", (long long) i);
+	return hb_strdup(buf);
+}
 
 bool
 hb_model_set_feature_names(HbModel *m, char **names, int n, HbError *err)

@@ -170,6 +170,10 @@ extern bool hb_model_read(const char *bytes, size_t len, HbFormat format,
 						  HbModel **out, HbError *err);
 extern void hb_model_free(HbModel *m);
 
+/* The name of feature i when the model file names none: "f0", "f1", ...
+ * (XGBoost's convention), freshly allocated; NULL when out of memory. */
+extern char *hb_feature_default_name(int64_t i);
+
 /* Replace the feature names (from the upload's features argument). */
 extern bool hb_model_set_feature_names(HbModel *m, char **names, int n,
 									   HbError *err);

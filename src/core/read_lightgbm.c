@@ -1218,12 +1218,7 @@ read_features(Reader *r, int64_t nf)
 			f->name = hb_strndup(tok.p, tok.n);
 		}
 		else
-		{
-			char		buf[32];
-
-			snprintf(buf, sizeof(buf), "f%lld", (long long) i);
-			f->name = hb_strdup(buf);
-		}
+			f->name = hb_feature_default_name(i);
 		if (f->name == NULL)
 			return nomem(r);
 
@@ -1385,8 +1380,7 @@ read_model(Reader *r)
 		m->n_features = (int32_t) (r->used_feature + 1);
 		for (int i = 0; i < m->n_features; i++)
 		{
-			snprintf(buf, sizeof(buf), "f%d", i);
-			m->features[i].name = hb_strdup(buf);
+			m->features[i].name = hb_feature_default_name(i);
 			m->features[i].type = HB_FEATURE_NUMERIC;
 			if (m->features[i].name == NULL)
 				return nomem(r);

@@ -549,10 +549,7 @@ new_model(Reader *r, const OnnxNode *n, int64_t n_features, int n_outputs)
 		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
 	for (int64_t i = 0; i < n_features; i++)
 	{
-		char		buf[32];
-
-		snprintf(buf, sizeof(buf), "f%lld", (long long) i);
-		m->features[i].name = hb_strdup(buf);
+		m->features[i].name = hb_feature_default_name(i);
 		if (m->features[i].name == NULL)
 			return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
 		m->features[i].type = (r->input_elem == ONNX_INT64 ||

@@ -775,10 +775,7 @@ read_features(Reader *r, const HbJson *learner, int64_t nf)
 		else
 		{
 			/* XGBoost's own default names */
-			char		buf[32];
-
-			snprintf(buf, sizeof(buf), "f%lld", (long long) i);
-			f->name = hb_strdup(buf);
+			f->name = hb_feature_default_name(i);
 		}
 		if (f->name == NULL)
 			return nomem(r);
