@@ -8,6 +8,7 @@
  * hashing) of sklearn.feature_extraction.text.
  */
 #include "featurize.h"
+#include "featurize_int.h"
 #include "unicode_tables.h"
 
 #include <float.h>
@@ -637,7 +638,7 @@ is_space_cp(uint32_t c)
 }
 
 /* Growable scratch of one run. */
-typedef struct TextScratch
+typedef struct HbTextScratch
 {
 	uint32_t   *cps;			/* decoded text */
 	size_t		cps_cap;
@@ -656,6 +657,8 @@ typedef struct TextScratch
 	size_t		cols_cap;
 	size_t		vals_cap;
 	size_t		n_cols;
+	HbTextTerm *terms;			/* merged, weighted, normalised */
+	size_t		terms_cap;
 } TextScratch;
 
 static void
@@ -669,6 +672,22 @@ scratch_free(TextScratch *t)
 	hb_free(t->gram);
 	hb_free(t->cols);
 	hb_free(t->vals);
+	hb_free(t->terms);
+}
+
+HbTextScratch *
+hb_text_scratch_new(void)
+{
+	return hb_alloc0(sizeof(HbTextScratch));
+}
+
+void
+hb_text_scratch_free(HbTextScratch *t)
+{
+	if (t == NULL)
+		return;
+	scratch_free(t);
+	hb_free(t);
 }
 
 #define GROW(arr, cap, need) \
@@ -993,16 +1012,10 @@ cmp_int64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-typedef struct ColVal
-{
-	int64_t		col;
-	double		val;
-} ColVal;
-
 static int
 cmp_colval(const void *a, const void *b)
 {
-	return cmp_int64(&((const ColVal *) a)->col, &((const ColVal *) b)->col);
+	return cmp_int64(&((const HbTextTerm *) a)->col, &((const HbTextTerm *) b)->col);
 }
 
 /*
@@ -1087,28 +1100,34 @@ analyse(TextScratch *t, const HbStep *s, const HbText *txt)
 	return true;
 }
 
-/* Counts to weighted, normalised columns; write the kept ones. */
-static bool
-text_vector(TextScratch *t, const HbStep *s, double *slots)
+/*
+ * One document's non-zero columns: analysed, counts merged per column,
+ * weighted (binary, sublinear tf, idf) and normalised, ascending by column.
+ * The dense and the sparse executors both read this, so they see the same
+ * values bit for bit.
+ */
+bool
+hb_text_terms(HbTextScratch *t, const HbStep *s, const HbText *txt,
+			  const HbTextTerm **terms, size_t *n_terms)
 {
-	ColVal	   *cv;
+	HbTextTerm *cv;
 	size_t		m = 0;
 	double		norm = 0.0;
-	double	   *out = slots + s->out;
 
-	for (int32_t i = 0; i < s->n_used; i++)
-		out[i] = 0.0;
+	*terms = NULL;
+	*n_terms = 0;
+	if (!analyse(t, s, txt))
+		return false;
 	if (t->n_cols == 0)
 		return true;
-	cv = hb_alloc(sizeof(ColVal) * t->n_cols);
-	if (cv == NULL)
-		return false;
+	GROW(t->terms, t->terms_cap, t->n_cols);
+	cv = t->terms;
 	for (size_t i = 0; i < t->n_cols; i++)
 	{
 		cv[i].col = t->cols[i];
 		cv[i].val = t->vals[i];
 	}
-	qsort(cv, t->n_cols, sizeof(ColVal), cmp_colval);
+	qsort(cv, t->n_cols, sizeof(HbTextTerm), cmp_colval);
 	for (size_t i = 0; i < t->n_cols; i++)
 	{
 		if (m > 0 && cv[m - 1].col == cv[i].col)
@@ -1145,14 +1164,33 @@ text_vector(TextScratch *t, const HbStep *s, double *slots)
 		for (size_t i = 0; i < m; i++)
 			if (fabs(cv[i].val) > norm)
 				norm = fabs(cv[i].val);
+	if (norm != 0.0)
+		for (size_t i = 0; i < m; i++)
+			cv[i].val = cv[i].val / norm;
+	*terms = cv;
+	*n_terms = m;
+	return true;
+}
+
+/* Write a document's kept columns into the step's slots. */
+static bool
+text_vector(TextScratch *t, const HbStep *s, const HbText *txt, double *slots)
+{
+	const HbTextTerm *cv;
+	size_t		m;
+	double	   *out = slots + s->out;
+
+	for (int32_t i = 0; i < s->n_used; i++)
+		out[i] = 0.0;
+	if (!hb_text_terms(t, s, txt, &cv, &m))
+		return false;
 	for (size_t i = 0, u = 0; i < m && u < (size_t) s->n_used; i++)
 	{
 		while (u < (size_t) s->n_used && s->used_cols[u] < cv[i].col)
 			u++;
 		if (u < (size_t) s->n_used && s->used_cols[u] == cv[i].col)
-			out[u] = norm != 0.0 ? cv[i].val / norm : cv[i].val;
+			out[u] = cv[i].val;
 	}
-	hb_free(cv);
 	return true;
 }
 
@@ -1496,11 +1534,18 @@ run_step(const HbPipeline *p, const HbStep *s, double *slots,
 			}
 		case HB_STEP_HASHING:
 		case HB_STEP_TFIDF:
-			if (!analyse(ts, s, &texts[s->text_input]) || !text_vector(ts, s, slots))
+			if (!text_vector(ts, s, &texts[s->text_input], slots))
 				return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 			break;
 	}
 	return true;
+}
+
+bool
+hb_step_run(const HbPipeline *p, const HbStep *s, double *slots,
+			const HbText *texts, HbTextScratch *ts, HbError *err)
+{
+	return run_step(p, s, slots, texts, ts, err);
 }
 
 bool
