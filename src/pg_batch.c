@@ -62,7 +62,9 @@ typedef struct HbAggState
 	int			batch;			/* rows per batch */
 	int			cap;			/* rows the buffers hold now */
 	int			nbuf;			/* rows waiting in x */
-	double	   *x;				/* cap x n_features */
+	bool		margins;		/* x holds raw margins (e->sparse) */
+	int			width;			/* doubles per row of x */
+	double	   *x;				/* cap x width */
 	double	   *scratch;		/* cap x n_outputs */
 	double	   *preds;			/* every prediction so far, in input order */
 	int64		npreds;
@@ -105,6 +107,8 @@ agg_flush(HbAggState *s)
 	else if (s->cascade)
 		hb_cascade_run(s->entry->plan, s->cascade, s->x, s->nbuf,
 					   HB_CASCADE_PREDICT, s->preds + s->npreds, NULL);
+	else if (s->margins)
+		hb_link_predict(s->entry->plan, s->x, s->nbuf, s->preds + s->npreds);
 	else
 		hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
 						s->preds + s->npreds);
@@ -128,12 +132,12 @@ agg_reserve(HbAggState *s)
 	cap = Min(s->batch, Max(16, s->cap * 2));
 	if (s->x == NULL)
 	{
-		s->x = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->entry->n_features);
+		s->x = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->width);
 		s->scratch = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->entry->n_outputs);
 	}
 	else
 	{
-		s->x = repalloc_huge(s->x, sizeof(double) * cap * s->entry->n_features);
+		s->x = repalloc_huge(s->x, sizeof(double) * cap * s->width);
 		s->scratch = repalloc_huge(s->scratch, sizeof(double) * cap * s->entry->n_outputs);
 	}
 	s->cap = cap;
@@ -162,6 +166,11 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 		s->batch = hb_batch_rows(st->entry);
 		s->classes = classes;
 		s->cascade = hb_cascade_for(st->entry, aggcxt);
+		/* a linear model over text buffers margins, not 20,000-wide rows */
+		s->margins = st->entry->sparse && !classes && s->cascade == NULL;
+		s->width = s->margins ? st->entry->n_outputs : st->entry->n_features;
+		if (s->margins)
+			s->batch = HB_MAX_BATCH_ROWS;
 	}
 	else if (!hb_cache_same(s->entry, st->entry))
 		ereport(ERROR,
@@ -169,7 +178,16 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 				 errmsg("%s must score one model per group", fn)));
 
 	agg_reserve(s);
-	if (PG_ARGISNULL(2))
+	if (s->margins)
+	{
+		double	   *m = s->x + (size_t) s->nbuf * s->width;
+
+		if (PG_ARGISNULL(2))
+			hb_sparse_linear_missing(s->entry->sparse, m);
+		else
+			hb_call_load_margins(fcinfo, st, 2, m);
+	}
+	else if (PG_ARGISNULL(2))
 	{
 		/* a NULL row is all-missing: it still takes its place in the order */
 		for (int f = 0; f < s->entry->n_features; f++)
@@ -300,9 +318,9 @@ open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
  * to fn, with the rows themselves as composite datums of the row type.  A
  * batch's memory is freed before the next one, so memory is O(batch).
  */
-void
-hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
-				Oid rowtype, int batch, HbBatchFn fn, void *arg)
+static void
+scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
+			 Oid rowtype, int batch, bool margins, HbBatchFn fn, void *arg)
 {
 	TupleDesc	rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
 	MemoryContext batch_cxt;
@@ -310,8 +328,10 @@ hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 	TupleConversionMap *map;
 	HbBinding	bind;
 	double	   *x;
+	int			width = margins ? e->n_outputs : e->n_features;
 
-	x = palloc_extended(sizeof(double) * batch * e->n_features, MCXT_ALLOC_HUGE);
+	Assert(!margins || e->sparse != NULL);
+	x = palloc_extended(sizeof(double) * batch * width, MCXT_ALLOC_HUGE);
 	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird batch",
 									  ALLOCSET_DEFAULT_SIZES);
 	/* features bind by the names of the row type's columns */
@@ -337,7 +357,10 @@ hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 			HeapTuple	tup = map ? execute_attr_map_tuple(SPI_tuptable->vals[i], map) :
 				SPI_tuptable->vals[i];
 
-			hb_bind_tuple(&bind, e, tup, x + i * e->n_features);
+			if (margins)
+				hb_bind_tuple_margins(&bind, e, tup, x + i * width);
+			else
+				hb_bind_tuple(&bind, e, tup, x + i * width);
 			items[i] = heap_copy_tuple_as_datum(tup, rowdesc);
 		}
 		fn(arg, x, items, n);
@@ -351,6 +374,21 @@ hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 	pfree(x);
 }
 
+void
+hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
+				Oid rowtype, int batch, HbBatchFn fn, void *arg)
+{
+	scan_batches(fcinfo, e, query, rowtype, batch, false, fn, arg);
+}
+
+void
+hb_scan_batches_margins(FunctionCallInfo fcinfo, HbCacheEntry *e,
+						const char *query, Oid rowtype, int batch,
+						HbBatchFn fn, void *arg)
+{
+	scan_batches(fcinfo, e, query, rowtype, batch, true, fn, arg);
+}
+
 typedef struct PredictBatch
 {
 	HbCacheEntry *entry;
@@ -358,6 +396,7 @@ typedef struct PredictBatch
 	double	   *scratch;
 	double	   *pred;
 	HbCascade  *cascade;
+	bool		margins;		/* x holds raw margins (e->sparse) */
 } PredictBatch;
 
 static void
@@ -370,6 +409,8 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 	if (b->cascade)
 		hb_cascade_run(b->entry->plan, b->cascade, x, n, HB_CASCADE_PREDICT,
 					   b->pred, NULL);
+	else if (b->margins)
+		hb_link_predict(b->entry->plan, x, n, b->pred);
 	else
 		hb_plan_predict(b->entry->plan, x, n, b->scratch, b->pred);
 	hb_stat_batch(b->entry, (int64) n, &start, false);
@@ -402,7 +443,12 @@ hb_predict_batch(PG_FUNCTION_ARGS)
 	b.scratch = palloc_extended(sizeof(double) * batch * b.entry->n_outputs, MCXT_ALLOC_HUGE);
 	b.pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
 	b.cascade = hb_cascade_for(b.entry, CurrentMemoryContext);
-	hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, predict_batch, &b);
+	b.margins = b.entry->sparse != NULL && b.cascade == NULL;
+	if (b.margins)
+		hb_scan_batches_margins(fcinfo, b.entry, query, rowtype, batch,
+								predict_batch, &b);
+	else
+		hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, predict_batch, &b);
 	hb_stat_call(b.entry);
 	return (Datum) 0;
 }
