@@ -18,6 +18,12 @@
 # and checks the first 2000 rows' probabilities against scikit-learn's
 # (hb_predict_proba: the forest is a two-class model whose hb_predict is the
 # class index).
+#
+# HB_PIPELINE_PREP=DIR reuses the output of an earlier
+# `bench/pipeline_prep.py DIR ROWS` (data, models, scikit-learn's timings),
+# so that the part needing the installed build is short:
+#   /usr/bin/python3 bench/pipeline_prep.py /tmp/plprep 200000
+#   flock /tmp/hbird-install.lock sh -c 'make -s install && HB_PIPELINE_PREP=/tmp/plprep pg_virtualenv -t -v 15 bash bench/pipeline.sh 200000'
 set -euo pipefail
 ROWS=${1:-200000}
 PY=/usr/bin/python3
@@ -27,7 +33,13 @@ trap 'rm -rf "$TMP"' EXIT
 chmod 755 "$TMP"
 
 echo "# $(date -u +%FT%TZ) rows=$ROWS commit=$(git -C "$BENCH/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
-$PY "$BENCH/pipeline_prep.py" "$TMP" "$ROWS" >/dev/null
+if [ -n "${HB_PIPELINE_PREP:-}" ]; then
+	cp "$HB_PIPELINE_PREP"/rows.csv "$HB_PIPELINE_PREP"/*.json "$HB_PIPELINE_PREP"/*.p1 \
+		"$HB_PIPELINE_PREP"/sklearn.kv "$TMP"/
+	[ "$(wc -l <"$TMP/rows.csv")" -ge "$ROWS" ] || { echo "prep has fewer than $ROWS rows" >&2; exit 1; }
+else
+	$PY "$BENCH/pipeline_prep.py" "$TMP" "$ROWS" >/dev/null
+fi
 cat "$TMP/sklearn.kv"
 
 psql -X -q -v ON_ERROR_STOP=1 <<SQL

@@ -38,6 +38,18 @@ int			hb_batch_memory_kb = 64 * 1024;
 #define HB_MAX_BATCH_ROWS 65536
 
 /*
+ * Wide rows (featurized text: a thousand features and more) are written one
+ * by one into the batch and then read again for every tree, so the batch
+ * has to stay in cache: a forest over 1,027 features scored 100,000 rows in
+ * 2.0 s with 64 MB batches, 0.86 s with 1 MB and 0.80 s with 256 kB (row by
+ * row: 1.8 s).  Narrow rows keep the big batches the strategies and the
+ * device are tuned for.
+ */
+#define HB_WIDE_ROW_BYTES	(2 * 1024)
+#define HB_WIDE_BATCH_BYTES (512 * 1024)
+#define HB_WIDE_MIN_ROWS	64
+
+/*
  * Rows per batch: as many as fit hbird.batch_memory with the inputs, the
  * margins and the outputs of each row, capped where bigger batches stop
  * paying (the strategies block rows internally).
@@ -51,6 +63,8 @@ hb_batch_rows(const HbCacheEntry *e)
 
 	if (rows > HB_MAX_BATCH_ROWS)
 		rows = HB_MAX_BATCH_ROWS;
+	if (per_row > HB_WIDE_ROW_BYTES)
+		rows = Min(rows, Max(HB_WIDE_MIN_ROWS, HB_WIDE_BATCH_BYTES / per_row));
 	return rows < 1 ? 1 : (int) rows;
 }
 

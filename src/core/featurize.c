@@ -21,6 +21,87 @@
 #define HB_MAX_NGRAM 16
 #define HB_MAX_POWER 32
 
+static int32_t murmur3_32(const char *key, size_t len, uint32_t seed);
+
+/*
+ * Term -> vocabulary entry by hashing: a tf-idf row looks up every token
+ * and n-gram, and a binary search over 20,000 terms was most of a row's
+ * cost.  Open addressing, at most half full.
+ */
+#define VOCAB_SEED 0x9747b28cu
+
+typedef struct HbVocabIndex
+{
+	uint32_t	mask;
+	int32_t    *entry;			/* vocabulary index, -1 empty */
+	uint32_t   *hash;
+	int32_t    *len;			/* per vocabulary term */
+} HbVocabIndex;
+
+static void
+vocab_index_free(HbVocabIndex *v)
+{
+	if (v == NULL)
+		return;
+	hb_free(v->entry);
+	hb_free(v->hash);
+	hb_free(v->len);
+	hb_free(v);
+}
+
+static HbVocabIndex *
+vocab_index_build(char *const *terms, int32_t n)
+{
+	HbVocabIndex *v = hb_alloc0(sizeof(HbVocabIndex));
+	size_t		size = 16;
+
+	if (v == NULL)
+		return NULL;
+	while (size < (size_t) n * 2)
+		size *= 2;
+	v->mask = (uint32_t) (size - 1);
+	v->entry = hb_alloc(sizeof(int32_t) * size);
+	v->hash = hb_alloc(sizeof(uint32_t) * size);
+	v->len = hb_alloc(sizeof(int32_t) * (n > 0 ? n : 1));
+	if (!v->entry || !v->hash || !v->len)
+	{
+		vocab_index_free(v);
+		return NULL;
+	}
+	for (size_t i = 0; i < size; i++)
+		v->entry[i] = -1;
+	for (int32_t i = 0; i < n; i++)
+	{
+		size_t		len = strlen(terms[i]);
+		uint32_t	h = (uint32_t) murmur3_32(terms[i], len, VOCAB_SEED);
+		uint32_t	j = h & v->mask;
+
+		while (v->entry[j] >= 0)
+			j = (j + 1) & v->mask;
+		v->entry[j] = i;
+		v->hash[j] = h;
+		v->len[i] = (int32_t) len;
+	}
+	return v;
+}
+
+static int32_t
+vocab_index_find(const HbVocabIndex *v, char *const *terms, const char *s,
+				 size_t len)
+{
+	uint32_t	h = (uint32_t) murmur3_32(s, len, VOCAB_SEED);
+
+	for (uint32_t j = h & v->mask; v->entry[j] >= 0; j = (j + 1) & v->mask)
+	{
+		int32_t		i = v->entry[j];
+
+		if (v->hash[j] == h && (size_t) v->len[i] == len &&
+			memcmp(terms[i], s, len) == 0)
+			return i;
+	}
+	return -1;
+}
+
 /* ---------------------------------------------------------------- freeing */
 
 static void
@@ -52,6 +133,7 @@ free_step(HbStep *s)
 	free_strings(s->tok.stop_words, s->tok.n_stop_words);
 	free_strings(s->vocab_terms, s->n_vocab);
 	hb_free(s->vocab_cols);
+	vocab_index_free(s->vocab_index);
 	hb_free(s->idf);
 	hb_free(s->used_cols);
 }
@@ -505,6 +587,10 @@ validate_step(const HbPipeline *p, HbStep *s, int32_t k, int32_t next,
 						}
 					}
 					hb_free(cs);
+					vocab_index_free(s->vocab_index);
+					s->vocab_index = vocab_index_build(s->vocab_terms, s->n_vocab);
+					if (s->vocab_index == NULL)
+						return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 				}
 				break;
 			}
@@ -989,7 +1075,9 @@ emit_term(TextScratch *t, const HbStep *s, const char *g, size_t len)
 	}
 	else
 	{
-		int32_t		i = find_term(s->vocab_terms, s->n_vocab, g, len);
+		int32_t		i = s->vocab_index ?
+			vocab_index_find(s->vocab_index, s->vocab_terms, g, len) :
+			find_term(s->vocab_terms, s->n_vocab, g, len);
 
 		if (i < 0)
 			return true;

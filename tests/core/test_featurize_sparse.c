@@ -5,6 +5,7 @@
  *	  pipelines: hashing and tf-idf steps of every option, numeric steps
  *	  beside them, features shared and shuffled, one to three outputs, a
  *	  text step whose columns another step reads (which must stay dense);
+ *	  the vocabulary's hash index against the binary search it replaces;
  *	  and on the exported scikit-learn pipelines of tests/fixtures/pipelines
  *	  against scikit-learn's own outputs.  TAP.
  */
@@ -346,6 +347,30 @@ compare(const HbModel *m, const HbSparseLinear *sl, const HbRawRows *raw,
 		goto done;
 	}
 	hb_plan_margins(plan, x, n, dense);
+
+	/* the vocabulary's hash index finds what the binary search finds */
+	{
+		HbPipeline *pw = (HbPipeline *) p;
+		struct HbVocabIndex *saved[16];
+		double	   *x2 = malloc(sizeof(double) * n * m->n_features);
+
+		for (int32_t i = 0; i < pw->n_steps && i < 16; i++)
+		{
+			saved[i] = pw->steps[i].vocab_index;
+			pw->steps[i].vocab_index = NULL;
+		}
+		if (!hb_pipeline_run(p, raw, x2, &err) ||
+			memcmp(x, x2, sizeof(double) * n * m->n_features) != 0)
+		{
+			snprintf(why, why_len, "features differ without the vocabulary index");
+			good = false;
+		}
+		for (int32_t i = 0; i < pw->n_steps && i < 16; i++)
+			pw->steps[i].vocab_index = saved[i];
+		free(x2);
+		if (!good)
+			goto done;
+	}
 	if (!hb_sparse_linear_margins(sl, raw, sparse, slots, &err))
 	{
 		snprintf(why, why_len, "sparse: %s", err.msg);
