@@ -14,6 +14,9 @@
 #   row by row   SELECT sum(hb_predict(m, r)) FROM r
 #   aggregate    SELECT cardinality(hb_predict_agg(m, r)) FROM r
 #   batch        SELECT count(*) FROM hb_predict_batch(m, NULL::r)
+# and, on the first 20000 rows, hb_predict against hb_predict_class (the
+# class form builds the dense feature vector: the reference for the sparse
+# path of the linear model).
 # Prints key=value lines with seconds and the ratios database / sklearn,
 # and checks the first 2000 rows' probabilities against scikit-learn's
 # (hb_predict_proba: the forest is a two-class model whose hb_predict is the
@@ -69,6 +72,10 @@ SELECT hb_predict('$m', r) IS NOT NULL AS warm FROM r LIMIT 1;
 SELECT '${m}_row_s=' || round(bench_time(\$q\$SELECT sum(hb_predict('$m', r)) FROM r\$q\$)::numeric, 3);
 SELECT '${m}_agg_s=' || round(bench_time(\$q\$SELECT cardinality(hb_predict_agg('$m', r)) FROM r\$q\$)::numeric, 3);
 SELECT '${m}_batch_s=' || round(bench_time(\$q\$SELECT count(*) FROM hb_predict_batch('$m', NULL::r)\$q\$)::numeric, 3);
+-- the dense feature vector on the first 20000 rows (the class form builds it)
+-- against the same rows scored by hb_predict
+SELECT '${m}_first20k_row_s=' || round(bench_time(\$q\$SELECT sum(hb_predict('$m', q.r)) FROM (SELECT r FROM r WHERE id < 20000) q\$q\$)::numeric, 3);
+SELECT '${m}_first20k_dense_class_row_s=' || round(bench_time(\$q\$SELECT sum(hb_predict_class('$m', q.r)) FROM (SELECT r FROM r WHERE id < 20000) q\$q\$)::numeric, 3);
 CREATE TEMP TABLE exp (k serial, p float8);
 \copy exp (p) FROM '$TMP/$m.p1'
 SELECT '${m}_check_max_abs_diff=' || max(abs((hb_predict_proba('$m', r))[2] - e.p))
