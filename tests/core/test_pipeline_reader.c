@@ -184,7 +184,8 @@ done:
 
 static const char *const names[] = {
 	"logreg_tfidf", "rf_hashing", "gb_multiclass", "ridge_char", "svc_words",
-	"etr_hashing", "strict_dt", "gbr_sgd", "xgb_onehot"
+	"etr_hashing", "strict_dt", "gbr_sgd", "xgb_onehot", "ovr_charwb",
+	"liblinear_ascii", "ridge_hash_wb", "hgb_binary", "hgb_multiclass", "hgb_poisson"
 };
 
 static HbModel *
