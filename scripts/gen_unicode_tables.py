@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Write src/core/unicode_tables.c: the character classes and lower-case
 mapping of Python's str (re's Unicode \\w and \\s, str.lower() with its
-Final_Sigma rule), which scikit-learn's text vectorizers rely on.
+Final_Sigma rule), and the accent stripping of scikit-learn's
+strip_accents (NFKD, then combining characters dropped), which
+scikit-learn's text vectorizers rely on.
 
 Usage: /usr/bin/python3 scripts/gen_unicode_tables.py > src/core/unicode_tables.c
 """
@@ -87,7 +89,44 @@ def main():
     for c, cps in lows:
         print("\t{0x%X, {0x%X, 0x%X, 0x%X}}," % (c, cps[0], cps[1], cps[2]))
     print("};")
-    print("const int hb_uc_lower_n = %d;" % len(lows))
+    print("const int hb_uc_lower_n = %d;\n" % len(lows))
+    emit_strip()
+
+
+def stripped(c):
+    """strip_accents_unicode of one character (Hangul syllables excepted:
+    the C side decomposes them by the algorithm of Unicode 3.12)."""
+    return "".join(x for x in unicodedata.normalize("NFKD", chr(c))
+                   if not unicodedata.combining(x))
+
+
+def emit_strip():
+    # characters that vanish (combining marks, alone or decomposed)
+    emit_ranges("hb_uc_strip_empty", ranges(lambda c: stripped(c) == ""))
+    entries, pool = [], []
+    index = {}
+    for c in range(MAX):
+        if 0xD800 <= c <= 0xDFFF or 0xAC00 <= c <= 0xD7A3:
+            continue
+        t = stripped(c)
+        if t == chr(c) or t == "":
+            continue
+        if t not in index:
+            index[t] = len(pool)
+            pool.extend(ord(x) for x in t)
+        entries.append((c, index[t], len(t)))
+    assert len(pool) < 65536 and max(e[2] for e in entries) < 256
+    print("/* characters whose NFKD, less combining marks, is another string:")
+    print(" * {code point, offset in hb_uc_strip_pool, length} */")
+    print("const HbCpStrip hb_uc_strip[] = {")
+    for i in range(0, len(entries), 5):
+        print("\t" + " ".join("{0x%X, %d, %d}," % e for e in entries[i:i + 5]))
+    print("};")
+    print("const int hb_uc_strip_n = %d;\n" % len(entries))
+    print("const uint32_t hb_uc_strip_pool[] = {")
+    for i in range(0, len(pool), 12):
+        print("\t" + " ".join("0x%X," % v for v in pool[i:i + 12]))
+    print("};")
 
 
 main()

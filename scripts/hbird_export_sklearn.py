@@ -19,7 +19,8 @@ MissingIndicator, Binarizer, KBinsDiscretizer, Normalizer, OneHotEncoder,
 OrdinalEncoder, PolynomialFeatures, HashingVectorizer, CountVectorizer,
 TfidfVectorizer, then LogisticRegression, LinearRegression, Ridge, Lasso,
 ElasticNet, SGDClassifier/Regressor, LinearSVC/LinearSVR, DecisionTree,
-RandomForest, ExtraTrees and GradientBoosting classifiers/regressors, and
+RandomForest, ExtraTrees, GradientBoosting and HistGradientBoosting
+classifiers/regressors (LogisticRegression also one-vs-rest), and
 XGBoost's XGBClassifier/XGBRegressor (and LightGBM's LGBMClassifier /
 LGBMRegressor, written as the booster's text model).  Anything else is
 refused by name.
@@ -248,11 +249,12 @@ class Exporter:
                               % type(t).__name__)
         if refs[0].null_as is not None:
             raise Unsupported("an imputer before %s" % type(t).__name__)
-        for attr, ok in (("preprocessor", None), ("tokenizer", None), ("strip_accents", None),
-                         ("input", "content")):
+        for attr, ok in (("preprocessor", None), ("tokenizer", None), ("input", "content")):
             if getattr(t, attr) != ok:
                 raise Unsupported("%s(%s=%r) is not supported" % (type(t).__name__, attr, getattr(t, attr)))
-        if callable(t.analyzer) or t.analyzer not in ("word", "char"):
+        if t.strip_accents not in (None, "unicode", "ascii"):
+            raise Unsupported("%s(strip_accents=%r) is not supported" % (type(t).__name__, t.strip_accents))
+        if callable(t.analyzer) or t.analyzer not in ("word", "char", "char_wb"):
             raise Unsupported("%s(analyzer=%r) is not supported" % (type(t).__name__, t.analyzer))
         name = refs[0].name
         self.use(name, "text")
@@ -260,8 +262,10 @@ class Exporter:
         kw = {"input": name, "analyzer": t.analyzer, "lowercase": bool(t.lowercase),
               "token_pattern": t.token_pattern, "ngram_range": list(t.ngram_range),
               "binary": bool(t.binary)}
-        if sw:
+        if sw and t.analyzer == "word":
             kw["stop_words"] = sorted(sw)
+        if t.strip_accents:
+            kw["strip_accents"] = t.strip_accents
         if isinstance(t, fe.HashingVectorizer):
             kw.update(n_features=int(t.n_features), alternate_sign=bool(t.alternate_sign), norm=t.norm)
             width = int(t.n_features)
@@ -350,7 +354,8 @@ def _estimator(est, nf):
         if len(classes) > 2:
             mc = est.multi_class
             if mc == "ovr" or (mc == "auto" and est.solver == "liblinear"):
-                raise Unsupported("LogisticRegression one-vs-rest with more than two classes")
+                # one sigmoid per class, divided by their sum
+                return _linear(est, "multiclass", "ovr", classes)
             return _linear(est, "multiclass", "softmax", classes)
         return _linear(est, "binary", "sigmoid", classes)
     if isinstance(est, (lm.SGDClassifier, svm.LinearSVC, lm.RidgeClassifier, lm.Perceptron)):
@@ -406,6 +411,8 @@ def _estimator(est, nf):
                 raise Unsupported("GradientBoostingRegressor(loss=%r)" % est.loss)
             m.update(task="regression", link="identity")
         return m
+    if isinstance(est, (ens.HistGradientBoostingClassifier, ens.HistGradientBoostingRegressor)):
+        return _hist_gb(est, classes)
     if type(est).__module__.startswith("lightgbm"):
         # LGBMClassifier / LGBMRegressor: the booster's text model
         return {"format": "lightgbm-text", "text": est.booster_.model_to_string()}
@@ -413,6 +420,68 @@ def _estimator(est, nf):
         raw = est.get_booster().save_raw(raw_format="json")
         return {"format": "xgboost-json", "model": json.loads(bytes(raw).decode())}
     raise Unsupported("estimator %s is not supported" % kind)
+
+
+def _bits(words):
+    """The members of a 256-bit bitset of eight uint32 words."""
+    return [32 * w + b for w, v in enumerate(words) for b in range(32) if (int(v) >> b) & 1]
+
+
+def _hist_gb(est, classes):
+    """HistGradientBoosting*: the predictor trees on raw (unbinned) values.
+
+    A numeric split sends x <= num_threshold left, in float64 (scikit-learn
+    validates X as float64); NaN goes by missing_go_to_left.  A categorical
+    split's raw-category bitset becomes the categories going left; the other
+    categories seen when fitting go right, and unseen ones go where missing
+    values go, as scikit-learn's predictor does.
+    """
+    known, f_idx_map = est._bin_mapper.make_known_categories_bitsets()
+    link_name = type(est._loss.link).__name__
+    links = {"IdentityLink": "identity", "LogitLink": "sigmoid", "LogLink": "exp",
+             "MultinomialLogit": "softmax"}
+    if link_name not in links:
+        raise Unsupported("%s with the %s link" % (type(est).__name__, link_name))
+    out = []
+    for it in est._predictors:
+        for g, pr in enumerate(it):
+            nodes = pr.nodes
+            leaf = nodes["is_leaf"].astype(bool)
+            t = {"group": g,
+                 "feature": [0 if lf else int(f) for f, lf in zip(nodes["feature_idx"], leaf)],
+                 "threshold": [0.0 if lf else float(v) for v, lf in zip(nodes["num_threshold"], leaf)],
+                 "left": [-1 if lf else int(v) for v, lf in zip(nodes["left"], leaf)],
+                 "right": [-1 if lf else int(v) for v, lf in zip(nodes["right"], leaf)],
+                 "value": [float(v) if lf else 0.0 for v, lf in zip(nodes["value"], leaf)],
+                 "missing_left": [0 if lf else int(v) for v, lf in zip(nodes["missing_go_to_left"], leaf)]}
+            if nodes["is_categorical"][~leaf].any():
+                cats = []
+                for nd, lf in zip(nodes, leaf):
+                    if lf or not nd["is_categorical"]:
+                        cats.append(None)
+                        continue
+                    left = _bits(pr.raw_left_cat_bitsets[nd["bitset_idx"]])
+                    seen = _bits(known[f_idx_map[nd["feature_idx"]]])
+                    cats.append([left, [c for c in seen if c not in set(left)]])
+                t["cat_sets"] = cats
+            out.append(t)
+    base = _nums(np.asarray(est._baseline_prediction, dtype=np.float64).ravel())
+    k = int(est.n_trees_per_iteration_)
+    m = {"kind": "trees", "comparison": "le", "link": links[link_name], "trees": out, "base": base}
+    if isinstance(est, _hgb_classifier()):
+        m["classes"] = [c.item() if hasattr(c, "item") else c for c in classes]
+        if k == 1:
+            m.update(task="binary", n_classes=2)
+        else:
+            m.update(task="multiclass", n_classes=k)
+    else:
+        m["task"] = "regression"
+    return m
+
+
+def _hgb_classifier():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    return HistGradientBoostingClassifier
 
 
 def _used_features(model, nf):

@@ -519,6 +519,7 @@ validate_step(const HbPipeline *p, HbStep *s, int32_t k, int32_t next,
 
 				if (t->ngram_min < 1 || t->ngram_max < t->ngram_min ||
 					t->ngram_max > HB_MAX_NGRAM || t->min_token_len < 1 ||
+					t->strip_accents > HB_STRIP_ASCII || (t->char_wb && !t->char_ngrams) ||
 					t->n_stop_words < 0 || (t->n_stop_words > 0 && t->stop_words == NULL))
 					return hb_fail(err, HB_ERR_INVALID,
 								   "step %d (%s) has a bad tokenizer", k, kn);
@@ -906,6 +907,90 @@ lower_sigma(const uint32_t *cps, size_t n, size_t i)
 	return final ? 0x3C2 : 0x3C3;
 }
 
+static const HbCpStrip *
+strip_entry(uint32_t c)
+{
+	int			lo = 0,
+				hi = hb_uc_strip_n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (c < hb_uc_strip[mid].cp)
+			hi = mid - 1;
+		else if (c > hb_uc_strip[mid].cp)
+			lo = mid + 1;
+		else
+			return &hb_uc_strip[mid];
+	}
+	return NULL;
+}
+
+/* longest NFKD of one character (U+FDFA) */
+#define STRIP_MAX_LEN 18
+
+/*
+ * sklearn's strip_accents over t->low[0..*m): 'unicode' is NFKD without the
+ * combining characters, 'ascii' NFKD without anything non-ASCII.  NFKD's
+ * canonical reordering moves only combining characters, which both drop,
+ * so character-by-character decomposition gives the same string.
+ */
+static bool
+strip_accents(TextScratch *t, HbStripAccents mode, size_t *m_io)
+{
+	size_t		m = *m_io,
+				w = 0;
+	bool		uni = mode == HB_STRIP_UNICODE;
+
+	GROW(t->cps, t->cps_cap, m * STRIP_MAX_LEN + 1);
+	for (size_t i = 0; i < m; i++)
+	{
+		uint32_t	c = t->low[i];
+		const HbCpStrip *e;
+
+		if (c < 128)
+			t->cps[w++] = c;
+		else if (c >= 0xAC00 && c <= 0xD7A3)
+		{
+			/* Hangul syllable: leading, vowel and trailing jamo */
+			uint32_t	sidx = c - 0xAC00;
+
+			if (!uni)
+				continue;
+			t->cps[w++] = 0x1100 + sidx / 588;
+			t->cps[w++] = 0x1161 + (sidx % 588) / 28;
+			if (sidx % 28 != 0)
+				t->cps[w++] = 0x11A7 + sidx % 28;
+		}
+		else if (in_ranges(hb_uc_strip_empty, hb_uc_strip_empty_n, c))
+			continue;
+		else if ((e = strip_entry(c)) != NULL)
+		{
+			for (int k = 0; k < e->len; k++)
+			{
+				uint32_t	d = hb_uc_strip_pool[e->off + k];
+
+				if (uni || d < 128)
+					t->cps[w++] = d;
+			}
+		}
+		else if (uni)
+			t->cps[w++] = c;
+	}
+	{
+		uint32_t   *tmp = t->low;
+		size_t		cap = t->low_cap;
+
+		t->low = t->cps;
+		t->low_cap = t->cps_cap;
+		t->cps = tmp;
+		t->cps_cap = cap;
+	}
+	*m_io = w;
+	return true;
+}
+
 /* What sklearn's preprocessor and analyser see: t->low[0..*n) */
 static bool
 prepare_text(TextScratch *t, const HbTokenizer *tok, const HbText *txt,
@@ -938,6 +1023,9 @@ prepare_text(TextScratch *t, const HbTokenizer *tok, const HbText *txt,
 					t->low[m++] = e->to[k];
 		}
 	}
+	if (tok->strip_accents != HB_STRIP_NONE &&
+		!strip_accents(t, (HbStripAccents) tok->strip_accents, &m))
+		return false;
 	if (tok->char_ngrams)
 	{
 		/* re.sub(r"\s\s+", " ", text): runs of two or more become one space */
@@ -1107,6 +1195,61 @@ cmp_colval(const void *a, const void *b)
 }
 
 /*
+ * analyzer='char_wb': each maximal run of non-space characters, padded with
+ * one space on both sides, gives its character n-grams; a padded word no
+ * longer than n gives itself once and no longer n-grams (sklearn's
+ * _char_wb_ngrams).
+ */
+static bool
+char_wb_ngrams(TextScratch *t, const HbStep *s, size_t n)
+{
+	const HbTokenizer *tok = &s->tok;
+
+	for (size_t i = 0; i < n;)
+	{
+		size_t		j,
+					wl,
+					wb;
+
+		if (is_space_cp(t->low[i]))
+		{
+			i++;
+			continue;
+		}
+		for (j = i; j < n && !is_space_cp(t->low[j]); j++)
+			;
+		/* " " word " " in t->gram; padded character p starts at byte
+		 * p == 0 ? 0 : 1 + off[i + p - 1] - off[i] */
+		wl = j - i + 2;
+		wb = t->off[j] - t->off[i];
+		GROW(t->gram, t->gram_cap, wb + 3);
+		t->gram[0] = ' ';
+		memcpy(t->gram + 1, t->utf8 + t->off[i], wb);
+		t->gram[wb + 1] = ' ';
+#define WB_OFF(p) ((p) == 0 ? 0 : (p) == wl ? wb + 2 : 1 + t->off[i + (p) - 1] - t->off[i])
+		for (int32_t g = tok->ngram_min; g <= tok->ngram_max; g++)
+		{
+			size_t		gl = (size_t) g < wl ? (size_t) g : wl;
+			size_t		o = 0;
+
+			if (!emit_term(t, s, t->gram, WB_OFF(gl)))
+				return false;
+			while (o + g < wl)
+			{
+				o++;
+				if (!emit_term(t, s, t->gram + WB_OFF(o), WB_OFF(o + g) - WB_OFF(o)))
+					return false;
+			}
+			if (o == 0)
+				break;
+		}
+#undef WB_OFF
+		i = j;
+	}
+	return true;
+}
+
+/*
  * Analyse one document (sklearn's build_analyzer, then the hasher or the
  * vocabulary), into t->cols / t->vals.
  */
@@ -1123,6 +1266,8 @@ analyse(TextScratch *t, const HbStep *s, const HbText *txt)
 	if (!prepare_text(t, tok, txt, &n))
 		return false;
 
+	if (tok->char_wb)
+		return char_wb_ngrams(t, s, n);
 	if (tok->char_ngrams)
 	{
 		for (int32_t g = tok->ngram_min; g <= tok->ngram_max && (size_t) g <= n; g++)

@@ -107,11 +107,19 @@ typedef enum HbUnknown
 	HB_UNKNOWN_VALUE			/* ordinal: unknown_value */
 } HbUnknown;
 
+/* scikit-learn's strip_accents */
+typedef enum HbStripAccents
+{
+	HB_STRIP_NONE = 0,
+	HB_STRIP_UNICODE,			/* NFKD, then combining characters dropped */
+	HB_STRIP_ASCII				/* NFKD, then non-ASCII characters dropped */
+} HbStripAccents;
+
 /* Tokenisation as scikit-learn's vectorizers do it. */
 typedef struct HbTokenizer
 {
 	bool		lowercase;
-	bool		char_ngrams;	/* analyzer 'char' (else 'word') */
+	bool		char_ngrams;	/* analyzer 'char' or 'char_wb' (else 'word') */
 	int32_t		ngram_min;
 	int32_t		ngram_max;
 	/* word analyzer: tokens are runs of >= min_token_len word characters
@@ -119,6 +127,9 @@ typedef struct HbTokenizer
 	int32_t		min_token_len;
 	int32_t		n_stop_words;
 	char	  **stop_words;
+	bool		char_wb;		/* 'char_wb': n-grams inside each white-space
+								 * separated word padded with a space */
+	uint8_t		strip_accents;	/* HbStripAccents, after lowercasing */
 } HbTokenizer;
 
 typedef struct HbStep

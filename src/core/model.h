@@ -52,10 +52,12 @@ typedef enum HbLink
 								 * erfinv(2x - 1), in float32 */
 	HB_LINK_SIGMOID_L1,			/* LOGISTIC per class, then divided by their
 								 * sum (one-vs-rest logistic regression) */
-	HB_LINK_LOGISTIC			/* onnxruntime's LOGISTIC: the float32
+	HB_LINK_LOGISTIC,			/* onnxruntime's LOGISTIC: the float32
 								 * sigmoid of |x|, mirrored for x < 0 */
+	HB_LINK_SIGMOID_SUM			/* sigmoid per class in double, then divided
+								 * by their sum (scikit-learn's one-vs-rest) */
 } HbLink;
-#define HB_LINK_LAST HB_LINK_LOGISTIC
+#define HB_LINK_LAST HB_LINK_SIGMOID_SUM
 
 /* How a numeric split compares the input with the threshold. */
 typedef enum HbCmp

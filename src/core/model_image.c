@@ -121,7 +121,8 @@ put_pipeline(Buf *b, const HbPipeline *p)
 			(s->onehot ? 4 : 0) | (s->drop_first ? 8 : 0) |
 			(s->alternate_sign ? 16 : 0) | (s->binary ? 32 : 0) |
 			(s->sublinear_tf ? 64 : 0) | (s->tok.lowercase ? 128 : 0) |
-			(s->tok.char_ngrams ? 256 : 0);
+			(s->tok.char_ngrams ? 256 : 0) | (s->tok.char_wb ? 512 : 0) |
+			((uint32_t) s->tok.strip_accents << 10);
 
 		put_u32(b, (uint32_t) s->kind);
 		put_str(b, s->name);
@@ -412,6 +413,8 @@ get_pipeline(Rd *r, bool *nomem)
 		s->sublinear_tf = (flags & 64) != 0;
 		s->tok.lowercase = (flags & 128) != 0;
 		s->tok.char_ngrams = (flags & 256) != 0;
+		s->tok.char_wb = (flags & 512) != 0;
+		s->tok.strip_accents = (uint8_t) ((flags >> 10) & 3);
 		s->n_in = (int32_t) get_u32(r);
 		s->text_input = (int32_t) get_u32(r);
 		s->out = (int32_t) get_u32(r);

@@ -473,6 +473,7 @@ apply_link1(const HbPlan *p, double x)
 	switch (p->link)
 	{
 		case HB_LINK_SIGMOID:
+		case HB_LINK_SIGMOID_SUM:
 			return sigmoid(p, x);
 		case HB_LINK_LOGISTIC:
 		case HB_LINK_SIGMOID_L1:
@@ -507,6 +508,16 @@ link_classes(const HbPlan *p, const double *m, int k, double *out)
 					fsum += (float) (out[i] = logistic_ort(m[i]));
 				for (int i = 0; i < k; i++)
 					out[i] = fsum > 0 ? (double) ((float) out[i] / fsum) : out[i];
+				return;
+			}
+		case HB_LINK_SIGMOID_SUM:
+			{
+				double		sum = 0.0;
+
+				for (int i = 0; i < k; i++)
+					sum += (out[i] = 1.0 / (1.0 + exp(-m[i])));
+				for (int i = 0; i < k; i++)
+					out[i] /= sum;
 				return;
 			}
 		default:
@@ -560,7 +571,7 @@ hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 			 */
 			double		pos;
 
-			if (p->link == HB_LINK_SIGMOID)
+			if (p->link == HB_LINK_SIGMOID || p->link == HB_LINK_SIGMOID_SUM)
 				pos = sigmoid(p, m[0]);
 			else if (p->link == HB_LINK_LOGISTIC || p->link == HB_LINK_SIGMOID_L1)
 				pos = logistic_ort(m[0]);
@@ -791,7 +802,8 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 			p->link == HB_LINK_EXP ? "exp" :
 			p->link == HB_LINK_SOFTMAX_ZERO ? "softmax_zero" :
 			p->link == HB_LINK_PROBIT ? "probit" :
-			p->link == HB_LINK_SIGMOID_L1 ? "sigmoid_l1" : "identity";
+			p->link == HB_LINK_SIGMOID_L1 ? "sigmoid_l1" :
+			p->link == HB_LINK_SIGMOID_SUM ? "sigmoid_sum" : "identity";
 		snprintf(ops[k].in_shape, sizeof(ops[k].in_shape), "%zux%d", n, p->n_outputs);
 		snprintf(ops[k].out_shape, sizeof(ops[k].out_shape), "%zux%d", n,
 				 p->n_classes > 1 ? p->n_classes : 1);

@@ -541,7 +541,10 @@ build_encoder(Reader *r, const HbJson *js, bool onehot)
 	else if (strcmp(hu, "use_encoded_value") == 0 && !onehot)
 	{
 		unknown = HB_UNKNOWN_VALUE;
-		if (!get_num(r, js, "unknown_value", NAN, true, &unknown_value))
+		/* null: NaN (scikit-learn's unknown_value=np.nan) */
+		if (hb_json_get(js, "unknown_value") == NULL)
+			return fail(r, HB_ERR_INVALID, "field \"unknown_value\" is missing");
+		if (!get_num(r, js, "unknown_value", NAN, false, &unknown_value))
 			return false;
 		if (isnan(unknown_value))
 			unknown = HB_UNKNOWN_IGNORE;
@@ -738,6 +741,7 @@ read_tokenizer(Reader *r, const HbJson *js, HbStep *s)
 	HbTokenizer *t = &s->tok;
 	const char *an = get_str(js, "analyzer");
 	const char *pat = get_str(js, "token_pattern");
+	const char *sa = get_str(js, "strip_accents");
 	const HbJson *ng = hb_json_get(js, "ngram_range");
 	const HbJson *sw = hb_json_get(js, "stop_words");
 	int64_t		lo = 1,
@@ -749,8 +753,21 @@ read_tokenizer(Reader *r, const HbJson *js, HbStep *s)
 		t->char_ngrams = false;
 	else if (strcmp(an, "char") == 0)
 		t->char_ngrams = true;
+	else if (strcmp(an, "char_wb") == 0)
+		t->char_ngrams = t->char_wb = true;
 	else
-		return fail(r, HB_ERR_UNSUPPORTED, "analyzer \"%s\" is not supported (word, char)", an);
+		return fail(r, HB_ERR_UNSUPPORTED, "analyzer \"%s\" is not supported (word, char, char_wb)", an);
+	if (sa == NULL && !hb_json_is_null(hb_json_get(js, "strip_accents")) &&
+		hb_json_get(js, "strip_accents") != NULL)
+		return fail(r, HB_ERR_INVALID, "field \"strip_accents\" must be null, \"unicode\" or \"ascii\"");
+	if (sa == NULL)
+		t->strip_accents = HB_STRIP_NONE;
+	else if (strcmp(sa, "unicode") == 0)
+		t->strip_accents = HB_STRIP_UNICODE;
+	else if (strcmp(sa, "ascii") == 0)
+		t->strip_accents = HB_STRIP_ASCII;
+	else
+		return fail(r, HB_ERR_UNSUPPORTED, "strip_accents \"%s\" is not supported (unicode, ascii)", sa);
 	t->min_token_len = 2;
 	if (pat != NULL)
 	{
@@ -1208,6 +1225,8 @@ read_link(Reader *r, const HbJson *jm, HbModel *m)
 		m->link = HB_LINK_SOFTMAX;
 	else if (strcmp(link, "exp") == 0)
 		m->link = HB_LINK_EXP;
+	else if (strcmp(link, "ovr") == 0)
+		m->link = HB_LINK_SIGMOID_SUM;
 	else
 		return fail(r, HB_ERR_UNSUPPORTED, "model.link \"%s\" is not supported", link);
 	return true;
@@ -1248,6 +1267,69 @@ read_task(Reader *r, const HbJson *jm, HbModel *m, int64_t n_outputs_seen)
 		return fail(r, HB_ERR_INVALID, "model has no outputs");
 	if (!get_bool(r, jm, "predict_class", false, &m->predict_class))
 		return false;
+	return true;
+}
+
+#define MAX_TREE_CATEGORY 65536
+
+/*
+ * A categorical split: [[categories going left], [categories going right]].
+ * A category in neither list (unseen when the model was fitted) goes where
+ * a missing value goes, so the set stored is the list on the side missing
+ * values do not take.
+ */
+static bool
+read_cat_split(Reader *r, HbModel *m, const HbJson *e, HbNode *n, size_t t, size_t i)
+{
+	const HbJson *set;
+	int64_t		maxc = -1;
+	int32_t		nw,
+				off;
+
+	if (!hb_json_is_array(e) || hb_json_len(e) != 2 ||
+		!hb_json_is_array(hb_json_at(e, 0)) || !hb_json_is_array(hb_json_at(e, 1)))
+		return fail(r, HB_ERR_INVALID,
+					"model.trees[%zu]: cat_sets[%zu] must be null or [[left categories], [right categories]]", t, i);
+	set = hb_json_at(e, n->default_left ? 1 : 0);
+	for (int side = 0; side < 2; side++)
+	{
+		const HbJson *l = hb_json_at(e, side);
+
+		for (size_t k = 0; k < hb_json_len(l); k++)
+		{
+			int64_t		c;
+
+			if (!hb_json_int(hb_json_at(l, k), &c) || c < 0 || c >= MAX_TREE_CATEGORY)
+				return fail(r, HB_ERR_INVALID,
+							"model.trees[%zu]: cat_sets[%zu] holds a category that is not an integer in [0, %d)",
+							t, i, MAX_TREE_CATEGORY);
+			if (l == set && c > maxc)
+				maxc = c;
+		}
+	}
+	nw = (int32_t) (maxc / 32 + 1);
+	off = m->n_cat_words;
+	{
+		size_t		cap = (size_t) off;
+		uint32_t   *w = hb_grow(m->cat_words, &cap, (size_t) off + nw, sizeof(uint32_t));
+
+		if (w == NULL)
+			return nomem(r);
+		m->cat_words = w;
+	}
+	memset(m->cat_words + off, 0, sizeof(uint32_t) * nw);
+	for (size_t k = 0; k < hb_json_len(set); k++)
+	{
+		int64_t		c;
+
+		(void) hb_json_int(hb_json_at(set, k), &c);
+		m->cat_words[off + c / 32] |= 1u << (c % 32);
+	}
+	m->n_cat_words = off + nw;
+	n->is_cat = 1;
+	n->cat_in_left = !n->default_left;
+	n->cat_off = off;
+	n->cat_nwords = nw;
 	return true;
 }
 
@@ -1342,6 +1424,8 @@ read_native(Reader *r, const HbJson *jm, int32_t nf, HbModel **out)
 					   *left = hb_json_get(jt, "left"),
 					   *right = hb_json_get(jt, "right"),
 					   *val = hb_json_get(jt, "value");
+			const HbJson *mleft = hb_json_get(jt, "missing_left"),
+					   *cats = hb_json_get(jt, "cat_sets");
 			size_t		nn = hb_json_len(left);
 			HbTree	   *tr = &m->trees[t];
 			int64_t		g;
@@ -1350,6 +1434,10 @@ read_native(Reader *r, const HbJson *jm, int32_t nf, HbModel **out)
 				hb_json_len(feat) != nn || hb_json_len(thr) != nn || hb_json_len(val) != nn)
 				return fail(r, HB_ERR_INVALID,
 							"model.trees[%zu] needs arrays feature, threshold, left, right, value of one length", t);
+			if ((mleft != NULL && (!hb_json_is_array(mleft) || hb_json_len(mleft) != nn)) ||
+				(cats != NULL && (!hb_json_is_array(cats) || hb_json_len(cats) != nn)))
+				return fail(r, HB_ERR_INVALID,
+							"model.trees[%zu]: missing_left and cat_sets must have one entry per node", t);
 			(void) get_int(r, jt, "group", 0, false, 0, 100000, &g);
 			tr->group = (int32_t) g;
 			tr->n_nodes = (int32_t) nn;
@@ -1380,9 +1468,26 @@ read_native(Reader *r, const HbJson *jm, int32_t nf, HbModel **out)
 					!hb_json_number(hb_json_at(thr, i), &n->threshold))
 					return fail(r, HB_ERR_INVALID, "model.trees[%zu]: node %zu has a bad feature or threshold", t, i);
 				n->feature = (int32_t) f;
-				/* NaN (no library value) goes where x <= t is false */
+				/* NaN goes where x <= t is false unless missing_left says */
 				n->missing = HB_MISSING_NAN;
 				n->default_left = 0;
+				if (mleft != NULL)
+				{
+					const HbJson *e = hb_json_at(mleft, i);
+					int64_t		b;
+
+					bool		bv;
+
+					if (hb_json_bool(e, &bv))
+						n->default_left = bv;
+					else if (hb_json_int(e, &b) && (b == 0 || b == 1))
+						n->default_left = (uint8_t) b;
+					else
+						return fail(r, HB_ERR_INVALID, "model.trees[%zu]: missing_left[%zu] must be 0 or 1", t, i);
+				}
+				if (cats != NULL && !hb_json_is_null(hb_json_at(cats, i)) &&
+					!read_cat_split(r, m, hb_json_at(cats, i), n, t, i))
+					return false;
 			}
 		}
 		if (!get_nums(r, jm, "base", m->n_outputs, false, false, &base, &nb))

@@ -393,7 +393,7 @@ test_text(void)
 	/* sklearn: HashingVectorizer(n_features=16, norm=None) of "foo foo ab" */
 	p = new_pipeline(0, 1);
 	s = add_step(p, HB_STEP_HASHING, 0, NULL, 3);
-	s->tok = (HbTokenizer) {true, false, 1, 1, 2, 0, NULL};
+	s->tok = (HbTokenizer) {true, false, 1, 1, 2, 0, NULL, false, HB_STRIP_NONE};
 	s->n_cols = 16;
 	s->alternate_sign = true;
 	s->n_used = 3;
@@ -415,7 +415,7 @@ test_text(void)
 	/* tf-idf with bigrams, idf and l2 */
 	p = new_pipeline(0, 1);
 	s = add_step(p, HB_STEP_TFIDF, 0, NULL, 3);
-	s->tok = (HbTokenizer) {true, false, 1, 2, 2, 0, NULL};
+	s->tok = (HbTokenizer) {true, false, 1, 2, 2, 0, NULL, false, HB_STRIP_NONE};
 	s->n_cols = 3;
 	s->n_vocab = 3;
 	s->vocab_terms = strs(3, (const char *[]) {"world", "hello world", "hello"});
@@ -441,7 +441,7 @@ test_text(void)
 	 */
 	p = new_pipeline(0, 1);
 	s = add_step(p, HB_STEP_TFIDF, 0, NULL, 3);
-	s->tok = (HbTokenizer) {true, false, 1, 2, 2, 0, NULL};
+	s->tok = (HbTokenizer) {true, false, 1, 2, 2, 0, NULL, false, HB_STRIP_NONE};
 	s->n_cols = 3;
 	s->n_vocab = 3;
 	s->vocab_terms = strs(3, (const char *[]) {"οδος", "ας", "οδος ας"});
@@ -458,7 +458,7 @@ test_text(void)
 	/* char 2-grams of "Ab  c": 'ab', 'b ', ' c' (white space runs collapse) */
 	p = new_pipeline(0, 1);
 	s = add_step(p, HB_STEP_TFIDF, 0, NULL, 3);
-	s->tok = (HbTokenizer) {true, true, 2, 2, 1, 0, NULL};
+	s->tok = (HbTokenizer) {true, true, 2, 2, 1, 0, NULL, false, HB_STRIP_NONE};
 	s->n_cols = 3;
 	s->n_vocab = 3;
 	s->vocab_terms = strs(3, (const char *[]) {" c", "ab", "b "});
@@ -506,7 +506,7 @@ test_validate(void)
 	p = new_pipeline(0, 1);
 	s = add_step(p, HB_STEP_HASHING, 0, NULL, 1);
 	s->text_input = 1;
-	s->tok = (HbTokenizer) {true, false, 1, 1, 2, 0, NULL};
+	s->tok = (HbTokenizer) {true, false, 1, 1, 2, 0, NULL, false, HB_STRIP_NONE};
 	s->n_cols = 4;
 	s->n_used = 1;
 	s->used_cols = hb_alloc0(sizeof(int64_t));

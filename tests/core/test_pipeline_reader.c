@@ -29,16 +29,16 @@ typedef struct Rows
 static Rows rows;
 
 static void
-load_rows(void)
+load_rows_from(const char *path)
 {
 	size_t		len;
-	char	   *buf = tu_read_file(DIR "rows.csv", &len);
+	char	   *buf = tu_read_file(path, &len);
 	char	   *line;
 	char	   *save = NULL;
 
 	if (buf == NULL)
 	{
-		printf("Bail out! %srows.csv missing\n", DIR);
+		printf("Bail out! %s missing\n", path);
 		exit(1);
 	}
 	line = strtok_r(buf, "\n", &save);	/* header */
@@ -58,6 +58,14 @@ load_rows(void)
 		rows.n++;
 	}
 	free(buf);
+}
+
+/* rows.csv, then rows_extra.csv (accented text, values at split thresholds) */
+static void
+load_rows(void)
+{
+	load_rows_from(DIR "rows.csv");
+	load_rows_from(DIR "rows_extra.csv");
 }
 
 static int
@@ -184,7 +192,8 @@ done:
 
 static const char *const names[] = {
 	"logreg_tfidf", "rf_hashing", "gb_multiclass", "ridge_char", "svc_words",
-	"etr_hashing", "strict_dt", "gbr_sgd", "xgb_onehot"
+	"etr_hashing", "strict_dt", "gbr_sgd", "xgb_onehot", "ovr_charwb",
+	"liblinear_ascii", "ridge_hash_wb", "hgb_binary", "hgb_multiclass", "hgb_poisson"
 };
 
 static HbModel *
