@@ -54,10 +54,12 @@ typedef enum HbLink
 								 * sum (one-vs-rest logistic regression) */
 	HB_LINK_LOGISTIC,			/* onnxruntime's LOGISTIC: the float32
 								 * sigmoid of |x|, mirrored for x < 0 */
-	HB_LINK_SIGMOID_SUM			/* sigmoid per class in double, then divided
+	HB_LINK_SIGMOID_SUM,		/* sigmoid per class in double, then divided
 								 * by their sum (scikit-learn's one-vs-rest) */
+	HB_LINK_SOFTPLUS			/* log(1 + exp(x)): LightGBM's
+								 * cross_entropy_lambda */
 } HbLink;
-#define HB_LINK_LAST HB_LINK_SIGMOID_SUM
+#define HB_LINK_LAST HB_LINK_SOFTPLUS
 
 /* How a numeric split compares the input with the threshold. */
 typedef enum HbCmp

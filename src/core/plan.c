@@ -482,6 +482,8 @@ apply_link1(const HbPlan *p, double x)
 			return p->sum_f32 ? (double) expf((float) x) : exp(x);
 		case HB_LINK_PROBIT:
 			return probit_ort(x);
+		case HB_LINK_SOFTPLUS:
+			return log1p(exp(x));
 		default:
 			return x;
 	}
@@ -803,7 +805,8 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 			p->link == HB_LINK_SOFTMAX_ZERO ? "softmax_zero" :
 			p->link == HB_LINK_PROBIT ? "probit" :
 			p->link == HB_LINK_SIGMOID_L1 ? "sigmoid_l1" :
-			p->link == HB_LINK_SIGMOID_SUM ? "sigmoid_sum" : "identity";
+			p->link == HB_LINK_SIGMOID_SUM ? "sigmoid_sum" :
+			p->link == HB_LINK_SOFTPLUS ? "softplus" : "identity";
 		snprintf(ops[k].in_shape, sizeof(ops[k].in_shape), "%zux%d", n, p->n_outputs);
 		snprintf(ops[k].out_shape, sizeof(ops[k].out_shape), "%zux%d", n,
 				 p->n_classes > 1 ? p->n_classes : 1);

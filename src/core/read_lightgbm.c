@@ -58,8 +58,9 @@
  *
  * Two objectives scale the margin before their link, and the IR has no field
  * for that, so the scale becomes a tree weight applied to the leaves:
- *	- binary sigmoid:s predicts 1 / (1 + exp(-s * raw)): leaves are multiplied
- *	  by s (hbird's margin is then s times LightGBM's raw score);
+ *	- binary sigmoid:s predicts 1 / (1 + exp(-s * raw)), and multiclassova
+ *	  sigmoid:s the same per class: leaves are multiplied by s (hbird's
+ *	  margin is then s times LightGBM's raw score);
  *	- average_output (boosting=rf) predicts link(raw / iterations), raw being
  *	  the sum over trees: leaves are divided by the number of iterations.
  *
@@ -113,12 +114,12 @@ static const Objective objectives[] = {
 	{"tweedie", HB_TASK_REGRESSION, HB_LINK_EXP, NULL},
 	{"binary", HB_TASK_BINARY, HB_LINK_SIGMOID, NULL},
 	{"multiclass", HB_TASK_MULTICLASS, HB_LINK_SOFTMAX, NULL},
-	{"multiclassova", HB_TASK_MULTICLASS, HB_LINK_SIGMOID,
-	"it predicts one sigmoid per class, which hbird has no link for"},
+	/* one binary model per class: a sigmoid per class, not normalised */
+	{"multiclassova", HB_TASK_MULTICLASS, HB_LINK_SIGMOID, NULL},
 	/* labels are probabilities; the prediction is sigmoid(raw) */
 	{"cross_entropy", HB_TASK_REGRESSION, HB_LINK_SIGMOID, NULL},
-	{"cross_entropy_lambda", HB_TASK_REGRESSION, HB_LINK_IDENTITY,
-	"it predicts log(1 + exp(raw)), which hbird has no link for"},
+	/* predicts lambda = log(1 + exp(raw)), not a probability */
+	{"cross_entropy_lambda", HB_TASK_REGRESSION, HB_LINK_SOFTPLUS, NULL},
 	{"lambdarank", HB_TASK_RANKING, HB_LINK_IDENTITY, NULL},
 	{"rank_xendcg", HB_TASK_RANKING, HB_LINK_IDENTITY, NULL},
 	/* a model trained with a custom objective predicts its raw score */
@@ -1401,7 +1402,8 @@ read_model(Reader *r)
 					continue;
 				if (r->average)
 					node->value /= (double) iterations;
-				if (r->sigmoid != 1.0 && m->task == HB_TASK_BINARY)
+				if (r->sigmoid != 1.0 && m->link == HB_LINK_SIGMOID &&
+					m->task != HB_TASK_REGRESSION)
 					node->value *= r->sigmoid;
 				if (!isfinite(node->value))
 					return hb_fail(r->err, HB_ERR_INVALID,

@@ -576,8 +576,37 @@ test_shapes(void)
 		expect_err(model_ex("multiclass num_class:3", 3, 1, 1, "", b, 6),
 				   HB_ERR_INVALID, "trees per iteration",
 				   "multiclass with 1 tree per iteration");
-		expect_err(model_ex("multiclassova num_class:3 sigmoid:1", 3, 3, 1, "", b, 6),
-				   HB_ERR_UNSUPPORTED, "multiclassova", "multiclassova refused");
+
+		/*
+		 * multiclassova sigmoid:s: LightGBM predicts 1 / (1 + exp(-s * raw))
+		 * per class, not normalised (MulticlassOVA::ConvertOutput); the
+		 * class is the largest of them
+		 */
+		m = read_ok(model_ex("multiclassova num_class:3 sigmoid:0.5", 3, 3, 1, "", b, 6),
+					"multiclassova");
+		if (m)
+		{
+			ok(m->task == HB_TASK_MULTICLASS && m->link == HB_LINK_SIGMOID &&
+			   m->n_outputs == 3 && m->n_classes == 3,
+			   "multiclassova: multiclass, a sigmoid per class");
+			score(m, x, 1, got, pred);
+			ok(pred[0] == 2, "multiclassova: class %g", pred[0]);
+			if (hb_plan_build(m, &p, &err))
+			{
+				double		scratch[3];
+				const double raw[3] = {5, 7, 9};
+				bool		same = true;
+
+				hb_plan_proba(p, x, 1, scratch, proba);
+				for (int i = 0; i < 3; i++)
+					if (fabs(proba[i] - 1 / (1 + exp(-0.5 * raw[i]))) > 1e-15)
+						same = false;
+				ok(same, "multiclassova: per-class sigmoid(0.5 raw), unnormalised (%g %g %g)",
+				   proba[0], proba[1], proba[2]);
+				hb_plan_free(p);
+			}
+			hb_model_free(m);
+		}
 		expect_err(model_ex("regression", 3, 3, 1, "", b, 6),
 				   HB_ERR_UNSUPPORTED, "num_class 3", "regression with 3 outputs");
 	}
@@ -650,6 +679,7 @@ test_objectives(void)
 		{"binary sigmoid:1", "binary", HB_TASK_BINARY, HB_LINK_SIGMOID},
 		{"cross_entropy", "cross_entropy", HB_TASK_REGRESSION, HB_LINK_SIGMOID},
 		{"xentropy", "cross_entropy", HB_TASK_REGRESSION, HB_LINK_SIGMOID},
+		{"cross_entropy_lambda", "cross_entropy_lambda", HB_TASK_REGRESSION, HB_LINK_SOFTPLUS},
 		{"lambdarank", "lambdarank", HB_TASK_RANKING, HB_LINK_IDENTITY},
 		{"rank_xendcg", "rank_xendcg", HB_TASK_RANKING, HB_LINK_IDENTITY},
 		{"custom", "custom", HB_TASK_REGRESSION, HB_LINK_IDENTITY},
@@ -679,8 +709,28 @@ test_objectives(void)
 		}
 		hb_model_free(m);
 	}
-	expect_err(model1("cross_entropy_lambda", 1, stump("2", "0")),
-			   HB_ERR_UNSUPPORTED, "log(1 + exp(raw))", "cross_entropy_lambda refused");
+
+	/* CrossEntropyLambda::ConvertOutput: log1p(exp(raw)), for either sign */
+	{
+		HbModel    *m = read_ok(model1("xentlambda", 1, stump("2", "0")),
+								"objective xentlambda");
+
+		if (m)
+		{
+			double		x[2] = {-1, 1},
+						got[2],
+						pred[2];
+
+			score(m, x, 2, got, pred);
+			ok(m->task == HB_TASK_REGRESSION && m->link == HB_LINK_SOFTPLUS &&
+			   strcmp(m->objective, "cross_entropy_lambda") == 0 &&
+			   got[0] == -1 && got[1] == 1 &&
+			   fabs(pred[0] - log1p(exp(-1.0))) < 1e-15 &&
+			   fabs(pred[1] - log1p(exp(1.0))) < 1e-15,
+			   "cross_entropy_lambda: prediction log1p(exp(raw)) (%g %g)", pred[0], pred[1]);
+			hb_model_free(m);
+		}
+	}
 	expect_err(model1("regression sqrt", 1, stump("2", "0")),
 			   HB_ERR_UNSUPPORTED, "sqrt", "regression sqrt refused");
 	expect_err(model1("fancy_loss", 1, stump("2", "0")),
