@@ -173,6 +173,131 @@ fixture_case(const char *name)
 	hb_model_free(m);
 }
 
+/*
+ * String graph inputs (text_inputs): the CSV's columns bound to the
+ * pipeline's inputs by name, text cells as text; the predictions are
+ * scikit-learn's, within 1e-6 (leaf values are float32 in ONNX).
+ */
+static void
+text_fixture_case(void)
+{
+	const char *name = "text_inputs";
+	size_t		len,
+				csv_len;
+	char	   *bytes = read_fixture(name, ".onnx", &len);
+	char	   *csv = read_fixture(name, ".csv", &csv_len);
+	HbModel    *m = NULL;
+	HbPlan	   *plan = NULL;
+	HbError		err = {0};
+	TuTable		want;
+	char		msg[512];
+	char	   *cells[64][4];
+	int			rows = 0;
+	int			bad = -1;
+	const HbPipeline *p;
+	int			col_of[4];
+	static const char *const header[4] = {"num_0", "num_1", "city", "color"};
+
+	memset(cells, 0, sizeof(cells));
+	if (bytes == NULL || csv == NULL ||
+		!hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
+		!hb_plan_build(m, &plan, &err))
+	{
+		check(false, name, bytes && csv ? err.msg : "cannot read the fixture");
+		goto done;
+	}
+	p = m->pipeline;
+	snprintf(msg, sizeof(msg), "%s: 4 inputs named after the graph inputs, 2 of them text", name);
+	check(p && p->n_inputs == 4 && p->n_text_inputs == 2 && p->n_num_inputs == 2 &&
+		  strcmp(p->inputs[0].name, "num_0") == 0 && strcmp(p->inputs[2].name, "city") == 0 &&
+		  p->inputs[2].type == HB_INPUT_TEXT && p->inputs[3].type == HB_INPUT_TEXT,
+		  msg, NULL);
+	if (!p || p->n_inputs != 4)
+		goto done;
+	for (int i = 0; i < 4; i++)
+	{
+		col_of[i] = -1;
+		for (int c = 0; c < 4; c++)
+			if (strcmp(p->inputs[i].name, header[c]) == 0)
+				col_of[i] = c;
+	}
+	/* the CSV's data rows (no quoting in this fixture) */
+	{
+		char	   *line = strchr(csv, '\n');
+
+		while (line && line[1] && rows < 64)
+		{
+			char	   *q = line + 1;
+
+			line = strchr(q, '\n');
+			for (int c = 0; c < 4; c++)
+			{
+				size_t		l = strcspn(q, ",\n");
+
+				cells[rows][c] = strndup(q, l);
+				q += l + (q[l] == ',');
+			}
+			rows++;
+		}
+	}
+	tu_read_csv(FIXTURES "text_inputs.expected.csv", &want);
+	{
+		double		num[64 * 2];
+		HbText		text[64 * 2];
+		double		x[64 * 8];
+		double		scratch[64],
+					got[64];
+		HbRawRows	raw = {(size_t) rows, num, text};
+		bool		ran;
+
+		for (int r = 0; r < rows; r++)
+			for (int i = 0; i < 4; i++)
+			{
+				const char *cell = cells[r][col_of[i]];
+
+				if (p->inputs[i].type == HB_INPUT_TEXT)
+				{
+					text[r * 2 + p->inputs[i].index].ptr = cell;
+					text[r * 2 + p->inputs[i].index].len = (int32_t) strlen(cell);
+				}
+				else
+					num[r * 2 + p->inputs[i].index] = strtod(cell, NULL);
+			}
+		ran = m->n_features <= 8 && hb_pipeline_run(p, &raw, x, &err);
+		if (ran)
+			hb_plan_predict(plan, x, rows, scratch, got);
+		for (int r = 0; ran && r < rows && r < want.rows; r++)
+			if (fabs(got[r] - want.v[r]) > 1e-6 * fmax(fabs(want.v[r]), 1.0) && bad < 0)
+				bad = r;
+		snprintf(msg, sizeof(msg), "%s: %d rows with seen and unseen strings match scikit-learn%s",
+				 name, rows, bad >= 0 ? " (a row differs)" : "");
+		check(ran && rows == want.rows && rows >= 40 && bad < 0, msg, ran ? NULL : err.msg);
+	}
+	tu_free_table(&want);
+	/* the featurizers and their text inputs survive the model image */
+	{
+		char	   *image = NULL;
+		size_t		image_len;
+		HbModel    *back = NULL;
+
+		check(hb_model_image_write(m, &image, &image_len, &err) &&
+			  hb_model_image_read(image, image_len, &back, &err) &&
+			  back->pipeline && back->pipeline->n_text_inputs == 2 &&
+			  back->pipeline->n_steps == p->n_steps,
+			  "text_inputs: the pipeline round-trips through the model image", err.msg);
+		free(image);
+		hb_model_free(back);
+	}
+done:
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < 4; c++)
+			free(cells[r][c]);
+	free(bytes);
+	free(csv);
+	hb_plan_free(plan);
+	hb_model_free(m);
+}
+
 /* A refused fixture: the code and words the message must have. */
 static void
 refused(const char *name, HbErrCode code, const char *w1, const char *w2)
@@ -338,6 +463,11 @@ main(void)
 	refused("unsupported_svm_rbf", HB_ERR_UNSUPPORTED, "SVMRegressor", "RBF");
 	refused("tree_too_deep", HB_ERR_LIMIT, "deeper than", NULL);
 	refused("tree_cycle", HB_ERR_LIMIT, "deeper than", NULL);
+	text_fixture_case();
+	refused("unsupported_label_strings", HB_ERR_UNSUPPORTED, "LabelEncoder", "to_strings");
+	refused("unsupported_runtime_index", HB_ERR_UNSUPPORTED, "ArrayFeatureExtractor",
+			"graph input \"idx\"");
+	hostile_bytes("text_inputs");
 	hostile_bytes("tree_modes");
 	hostile_bytes("linear_logistic");
 	hostile_bytes("featurized_trees");
