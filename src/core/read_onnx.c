@@ -22,6 +22,11 @@
  * folded into one weight vector), and MatMul by a constant matrix.  Any
  * other node is refused with its op type and name.
  *
+ * Featurizers in front of the estimator become steps of the model's
+ * pipeline (featurize.h).  String graph inputs are text inputs of the
+ * pipeline: LabelEncoder and OneHotEncoder turn them into numbers; a graph
+ * that outputs strings has nothing hbird can return and is refused.
+ *
  * Trees: onnxruntime compares float32 inputs with float32 thresholds in
  * six ways (BRANCH_LEQ, _LT, _GTE, _GT, _EQ, _NEQ).  The IR has one
  * comparison per model, so every mode is rewritten into it:
@@ -2599,7 +2604,8 @@ featurize_concat(Reader *r, const OnnxNode *n)
 	return ok;
 }
 
-/* ArrayFeatureExtractor with constant indexes: a column selection */
+/* ArrayFeatureExtractor with constant indexes: a column selection (of
+ * numbers or of strings) */
 static bool
 featurize_select(Reader *r, const OnnxNode *n, const OnnxVal *in, const OnnxVal *idx)
 {
@@ -2655,6 +2661,14 @@ featurize_select(Reader *r, const OnnxNode *n, const OnnxVal *in, const OnnxVal 
 	hb_free(v);
 	ok = n->n_output < 1 || val_add_slots(r, n->output[0], in->elem, sel, (int32_t) len);
 	hb_free(sel);
+	if (ok && n->n_output >= 1 && in->kind == VAL_TEXT)
+	{
+		/* string columns stay text inputs */
+		OnnxVal    *out = val_find(r, n->output[0]);
+
+		if (out)
+			out->kind = VAL_TEXT;
+	}
 	return ok;
 }
 
@@ -3050,13 +3064,13 @@ read_node(Reader *r, const OnnxNode *n)
 			return featurize_label(r, n, in0);
 		if (op_is(n, "OneHotEncoder", true))
 			return featurize_onehot(r, n, in0);
+		if (op_is(n, "ArrayFeatureExtractor", true) && n->n_input == 2)
+			return featurize_select(r, n, in0, in1);
 		if (in0->kind == VAL_TEXT)
-			return refuse(r, n, "its input is text (a string tensor); only LabelEncoder and OneHotEncoder read strings");
+			return refuse(r, n, "its input is text (a string tensor); only LabelEncoder, OneHotEncoder and ArrayFeatureExtractor read strings");
 		if (op_is(n, "Scaler", true) || op_is(n, "Normalizer", true) ||
 			op_is(n, "Imputer", true) || op_is(n, "Binarizer", true))
 			return featurize_elementwise(r, n, in0);
-		if (op_is(n, "ArrayFeatureExtractor", true) && n->n_input == 2)
-			return featurize_select(r, n, in0, in1);
 		if (op_is(n, "FeatureVectorizer", true) || op_is(n, "Concat", false))
 			return featurize_concat(r, n);
 	}
