@@ -2278,6 +2278,21 @@ add_category_step(Reader *r, const OnnxNode *n, const OnnxVal *in, int32_t c,
 	s->text_input = text ? in->slots[c] : 0;
 	if (text)
 	{
+		/* messages (an unknown category) name the column the text came from */
+		for (int32_t i = 0; i < r->n_inputs; i++)
+			if (r->inputs[i].type == HB_INPUT_TEXT && r->inputs[i].index == s->text_input)
+			{
+				char	   *name = hb_strdup(r->inputs[i].name);
+
+				if (name == NULL)
+				{
+					hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+					return NULL;
+				}
+				hb_free(s->name);
+				s->name = name;
+				break;
+			}
 		s->categories_text = copy_strings(r, n, strs, n_cats);
 		if (s->categories_text == NULL)
 			return NULL;
