@@ -412,7 +412,8 @@ bind_index_inputs(const char *dir, const HbJson *inj, const char *bytes,
 		t.n_int64_data = dim;
 		t.int64_data = vals;
 		inits = malloc(sizeof(*inits) * (g->n_initializer + 1));
-		memcpy(inits, g->initializer, sizeof(*inits) * g->n_initializer);
+		if (g->n_initializer > 0)
+			memcpy(inits, g->initializer, sizeof(*inits) * g->n_initializer);
 		inits[g->n_initializer] = &t;
 		ins = malloc(sizeof(*ins) * (g->n_input + 1));
 		for (size_t k = 0; k < g->n_input; k++)
