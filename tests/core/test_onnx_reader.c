@@ -474,6 +474,7 @@ main(void)
 	static const char *const fixtures[] = {
 		"tree_modes", "tree_softmax", "tree_softmax_zero", "tree_binary_logistic",
 		"tree_probit", "tree_double", "linear_logistic", "featurized_trees",
+		"label_numbers",
 	};
 	FILE	   *probe = fopen(FIXTURES "tree_modes.onnx", "rb");
 
