@@ -87,6 +87,43 @@ FROM (SELECT id, v[1] AS f0, v[2] AS f1, v[3] AS f2, v[4] AS f3 FROM hbt_onnx_ro
 	 JOIN hbt_onnx_rows(:'exp') e USING (id);
 SELECT hb_model_drop('onnx_feat');
 
+-- string graph inputs: text inputs of the model, bound by column name
+-- (LabelEncoder and OneHotEncoder over strings in front of a tree; the
+-- expected values are scikit-learn's predictions, see gen_onnx.py)
+\set m `base64 -w0 :fixtures/text_inputs.onnx`
+\set csv `cat :fixtures/text_inputs.csv`
+\set exp `cat :fixtures/text_inputs.expected.csv`
+SELECT hb_model_upload('onnx_text', decode(:'m', 'base64')) AS version;
+SELECT position, feature, type FROM hb_model_features WHERE name = 'onnx_text' ORDER BY position;
+CREATE TABLE onnx_text_in AS
+SELECT n AS id, c[1]::float8 AS num_0, c[2]::float8 AS num_1, c[3] AS city, c[4] AS color
+FROM unnest((regexp_split_to_array(rtrim(:'csv', E'\n'), E'\n'))[2:]) WITH ORDINALITY AS t(l, n),
+	 LATERAL string_to_array(l, ',') AS c;
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE city NOT IN ('Lyon', 'Oslo', 'Porto', 'Riga', 'Tartu')) AS unseen_city,
+	   count(*) FILTER (WHERE color NOT IN ('blue', 'green', 'red')) AS unseen_color,
+	   count(*) FILTER (WHERE NOT hbt_onnx_close(hb_predict('onnx_text', i), e.v[1])) AS differ
+FROM onnx_text_in i JOIN hbt_onnx_rows(:'exp') e USING (id);
+-- column order does not matter; varchar feeds a text input
+SELECT count(*) FILTER (WHERE NOT hbt_onnx_close(hb_predict('onnx_text', t), e.v[1])) AS differ_reordered
+FROM (SELECT id, color::varchar(10) AS color, num_1, city, num_0 FROM onnx_text_in) t
+	 JOIN hbt_onnx_rows(:'exp') e USING (id);
+SELECT count(*) AS n, count(*) FILTER (WHERE NOT hbt_onnx_close(b.score, e.v[1])) AS differ_batch
+FROM hb_predict_batch('onnx_text', NULL::onnx_text_in) b
+	 JOIN hbt_onnx_rows(:'exp') e ON e.id = (b.item).id;
+-- a NULL city is an unknown string (the encoder's default), not an error
+SELECT hb_predict('onnx_text', t) = hb_predict('onnx_text', u) AS null_is_unknown
+FROM (SELECT 3.0::float8 AS num_0, 4.0::float8 AS num_1, NULL::text AS city, 'red' AS color) t,
+	 (SELECT 3.0::float8 AS num_0, 4.0::float8 AS num_1, 'Atlantis' AS city, 'red' AS color) u;
+-- text inputs cannot come in an array; a missing text column is named
+SELECT hbt_try($$SELECT hb_predict('onnx_text', ARRAY[1, 2, 3, 4]::float8[])$$) AS array_refused;
+SELECT hbt_try($$SELECT hb_predict('onnx_text', t) FROM (SELECT 1.0::float8 AS num_0, 2.0::float8 AS num_1, 'red' AS color) t$$) AS missing_column;
+-- a map to strings cannot be a model: refused naming the node and the op
+\set m `base64 -w0 :fixtures/unsupported_label_strings.onnx`
+SELECT hbt_try(format('SELECT hb_model_upload(%L, decode(%L, %L))', 'bad', :'m', 'base64')) AS string_output;
+SELECT hb_model_drop('onnx_text');
+DROP TABLE onnx_text_in;
+
 SELECT hb_model_drop('onnx_softmax'), hb_model_drop('onnx_modes'), hb_model_drop('onnx_binary');
 DROP TABLE onnx_softmax_in, onnx_softmax_exp;
 DROP FUNCTION hbt_onnx_rows(text), hbt_onnx_close(float8, float8);

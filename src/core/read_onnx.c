@@ -22,6 +22,11 @@
  * folded into one weight vector), and MatMul by a constant matrix.  Any
  * other node is refused with its op type and name.
  *
+ * Featurizers in front of the estimator become steps of the model's
+ * pipeline (featurize.h).  String graph inputs are text inputs of the
+ * pipeline: LabelEncoder and OneHotEncoder turn them into numbers; a graph
+ * that outputs strings has nothing hbird can return and is refused.
+ *
  * Trees: onnxruntime compares float32 inputs with float32 thresholds in
  * six ways (BRANCH_LEQ, _LT, _GTE, _GT, _EQ, _NEQ).  The IR has one
  * comparison per model, so every mode is rewritten into it:
@@ -378,6 +383,7 @@ attr_ints(const OnnxNode *n, const char *name, size_t *len)
 typedef enum ValKind
 {
 	VAL_INPUT,					/* the feature vector (maybe cast) */
+	VAL_TEXT,					/* string columns: slots are text input indexes */
 	VAL_CONST,					/* an initializer */
 	VAL_SCORES,					/* the estimator's scores / probabilities */
 	VAL_LABEL					/* the estimator's predicted label */
@@ -413,6 +419,10 @@ typedef struct Reader
 	HbInput    *inputs;
 	size_t		cap_inputs;
 	int32_t		n_inputs;
+	int32_t		n_num_inputs;
+	int32_t		n_text_inputs;
+	int			flat_dims;		/* > 0: an input of this many dimensions was
+								 * flattened to [rows, columns] */
 	HbStep	   *steps;
 	size_t		cap_steps;
 	int32_t		n_steps;
@@ -2025,6 +2035,16 @@ per_column(Reader *r, const OnnxNode *n, const char *name, int32_t width,
 		snprintf(why, sizeof(why), "attribute %s is missing", name);
 		return refuse(r, n, why);
 	}
+	if (len > 1 && r->flat_dims > 0)
+	{
+		char		why[200];
+
+		hb_free(v);
+		snprintf(why, sizeof(why),
+				 "attribute %s has one value per column, but the input of %d dimensions is read as [rows, columns]",
+				 name, r->flat_dims);
+		return refuse(r, n, why);
+	}
 	if (len != 0 && len != 1 && len != (size_t) width)
 	{
 		char		why[160];
@@ -2169,7 +2189,7 @@ featurize_arith(Reader *r, const OnnxNode *n, const OnnxVal *a, const OnnxVal *b
 		return refuse(r, n, "only arithmetic between the features and a constant is supported");
 	if (!tensor_doubles(c->tensor, "B", &v, &len, r->err))
 		return false;
-	if (len != 1 && len != (size_t) x->width)
+	if (len != 1 && (len != (size_t) x->width || r->flat_dims > 0))
 	{
 		hb_free(v);
 		return refuse(r, n, "the constant does not broadcast over the features");
@@ -2199,53 +2219,341 @@ featurize_arith(Reader *r, const OnnxNode *n, const OnnxVal *a, const OnnxVal *b
 	return add_step_value(r, n, s, x->elem);
 }
 
-/* OneHotEncoder over integer categories, one step per column */
+/*
+ * Copies of cnt protobuf strings, NUL-terminated (hb_alloc'd, NULL with the
+ * error set).  A string holding a NUL byte is refused: categories compare
+ * as C strings.
+ */
+static char **
+copy_strings(Reader *r, const OnnxNode *n, const ProtobufCBinaryData *src,
+			 size_t cnt)
+{
+	char	  **v = hb_alloc0(sizeof(char *) * (cnt > 0 ? cnt : 1));
+
+	if (v == NULL)
+	{
+		hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < cnt; i++)
+	{
+		if (memchr(src[i].data, '\0', src[i].len) != NULL)
+		{
+			refuse(r, n, "a category string holds a NUL byte");
+			goto fail;
+		}
+		v[i] = hb_alloc(src[i].len + 1);
+		if (v[i] == NULL)
+		{
+			hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+			goto fail;
+		}
+		memcpy(v[i], src[i].data, src[i].len);
+		v[i][src[i].len] = '\0';
+	}
+	return v;
+fail:
+	for (size_t i = 0; i < cnt; i++)
+		hb_free(v[i]);
+	hb_free(v);
+	return NULL;
+}
+
+/*
+ * One category step over column c of in: a numeric step reads the column's
+ * slot, a text step its text input.  The category table is copied from
+ * strs (text) or nums (numbers).
+ */
+static HbStep *
+add_category_step(Reader *r, const OnnxNode *n, const OnnxVal *in, int32_t c,
+				  HbStepKind kind, int32_t n_out, const ProtobufCBinaryData *strs,
+				  const double *nums, size_t n_cats)
+{
+	bool		text = in->kind == VAL_TEXT;
+	HbStep	   *s = add_step(r, n, kind, text ? NULL : &in->slots[c], text ? 0 : 1,
+							 n_out);
+
+	if (s == NULL)
+		return NULL;
+	s->text_input = text ? in->slots[c] : 0;
+	if (text)
+	{
+		/* messages (an unknown category) name the column the text came from */
+		for (int32_t i = 0; i < r->n_inputs; i++)
+			if (r->inputs[i].type == HB_INPUT_TEXT && r->inputs[i].index == s->text_input)
+			{
+				char	   *name = hb_strdup(r->inputs[i].name);
+
+				if (name == NULL)
+				{
+					hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+					return NULL;
+				}
+				hb_free(s->name);
+				s->name = name;
+				break;
+			}
+		s->categories_text = copy_strings(r, n, strs, n_cats);
+		if (s->categories_text == NULL)
+			return NULL;
+	}
+	else
+	{
+		s->categories_num = hb_alloc(sizeof(double) * n_cats);
+		if (s->categories_num == NULL)
+		{
+			hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+			return NULL;
+		}
+		memcpy(s->categories_num, nums, sizeof(double) * n_cats);
+	}
+	s->n_categories = (int32_t) n_cats;
+	return s;
+}
+
+/*
+ * OneHotEncoder over integer (cats_int64s) or string (cats_strings)
+ * categories, one step per column; the one-hot vectors of the columns side
+ * by side, as onnxruntime lays out [rows, columns, categories].
+ */
 static bool
 featurize_onehot(Reader *r, const OnnxNode *n, const OnnxVal *in)
 {
+	const OnnxAttr *cs = attr(n, "cats_strings");
+	bool		text = in->kind == VAL_TEXT;
 	size_t		n_cats;
 	const int64_t *cats = attr_ints(n, "cats_int64s", &n_cats);
 	bool		zeros = attr_int(n, "zeros", 1) != 0;
+	double	   *nums = NULL;
 	int32_t    *all;
 	int32_t		width = 0;
 	bool		ok;
 
 	if (!slots_known(r, n, in))
 		return false;
-	if (attr(n, "cats_strings"))
-		return refuse(r, n, "string categories (text inputs) are not supported");
+	if (text && (cs == NULL || cs->n_strings == 0))
+		return refuse(r, n, "its input is text but its categories are not strings (cats_strings)");
+	if (!text && cs && cs->n_strings > 0)
+		return refuse(r, n, "its categories are strings (cats_strings) but its input is numeric");
+	if (text)
+		n_cats = cs->n_strings;
 	if (n_cats == 0 || n_cats > 100000 || (size_t) in->width * n_cats > ONNX_MAX_NODES)
-		return refuse(r, n, "cats_int64s is empty or too long");
+		return refuse(r, n, text ? "cats_strings is too long" : "cats_int64s is empty or too long");
 	all = hb_alloc(sizeof(int32_t) * in->width * n_cats);
-	if (all == NULL)
+	if (!text)
+		nums = hb_alloc(sizeof(double) * n_cats);
+	if (all == NULL || (!text && nums == NULL))
+	{
+		hb_free(all);
+		hb_free(nums);
 		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+	}
+	for (size_t k = 0; !text && k < n_cats; k++)
+		nums[k] = (double) cats[k];
 	for (int32_t c = 0; c < in->width; c++)
 	{
-		HbStep	   *s = add_step(r, n, HB_STEP_ONEHOT_NUM, &in->slots[c], 1,
-								 (int32_t) n_cats);
+		HbStep	   *s = add_category_step(r, n, in, c,
+										  text ? HB_STEP_ONEHOT_TEXT : HB_STEP_ONEHOT_NUM,
+										  (int32_t) n_cats, text ? cs->strings : NULL,
+										  nums, n_cats);
 
 		if (s == NULL)
 		{
 			hb_free(all);
+			hb_free(nums);
 			return false;
 		}
 		s->onehot = true;
-		s->n_categories = (int32_t) n_cats;
-		s->categories_num = hb_alloc(sizeof(double) * n_cats);
-		if (s->categories_num == NULL)
-		{
-			hb_free(all);
-			return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
-		}
 		for (size_t k = 0; k < n_cats; k++)
-		{
-			s->categories_num[k] = (double) cats[k];
 			all[width++] = s->out + (int32_t) k;
-		}
 		s->unknown = zeros ? HB_UNKNOWN_IGNORE : HB_UNKNOWN_ERROR;
 	}
+	hb_free(nums);
 	ok = n->n_output < 1 || val_add_slots(r, n->output[0], ONNX_FLOAT, all, width);
 	hb_free(all);
+	return ok;
+}
+
+/* A numeric list attribute or tensor attribute; *found says whether present. */
+static bool
+label_numbers(Reader *r, const OnnxNode *n, const char *name, double **out,
+			  size_t *len, bool *found)
+{
+	*found = attr(n, name) != NULL;
+	return attr_doubles(n, name, out, len, r->err);
+}
+
+/*
+ * LabelEncoder: a table from strings or numbers to numbers, one step per
+ * column.  Opset 1 maps a string to its position in classes_strings
+ * (default_int64 when absent); later opsets map keys_* to values_*, or
+ * keys_tensor to values_tensor with default_tensor (opset 4).  Without a
+ * default, an unknown key gives -1 for integer values and -0.0 for floats,
+ * as the operator's definition says.  A table whose values are strings
+ * has a text output, which no feature can hold: refused.
+ */
+static bool
+featurize_label(Reader *r, const OnnxNode *n, const OnnxVal *in)
+{
+	bool		text = in->kind == VAL_TEXT;
+	const OnnxAttr *classes = attr(n, "classes_strings");
+	const OnnxAttr *kt = attr(n, "keys_tensor");
+	const OnnxAttr *vt = attr(n, "values_tensor");
+	const OnnxAttr *dt = attr(n, "default_tensor");
+	const ProtobufCBinaryData *key_strs = NULL;
+	size_t		n_keys = 0;
+	double	   *key_nums = NULL;
+	double	   *vals = NULL;
+	size_t		n_vals = 0;
+	double		dflt;
+	bool		float_out = false;
+	bool		found;
+	int32_t    *all = NULL;
+	bool		ok = false;
+
+	if (!slots_known(r, n, in))
+		return false;
+	if (classes)
+	{
+		/* opset 1: string -> position, or position -> string */
+		if (!text)
+			return refuse(r, n, "it maps numbers to strings (classes_strings with a numeric input): its output is text, which hbird's features cannot hold");
+		key_strs = classes->strings;
+		n_keys = classes->n_strings;
+		if (n_keys > 0)
+		{
+			vals = hb_alloc(sizeof(double) * n_keys);
+			if (vals == NULL)
+				return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < n_keys; i++)
+			vals[i] = (double) i;
+		n_vals = n_keys;
+		dflt = (double) attr_int(n, "default_int64", -1);
+	}
+	else
+	{
+		const OnnxAttr *ks = attr(n, "keys_strings");
+
+		if ((attr(n, "values_strings") && attr(n, "values_strings")->n_strings > 0) ||
+			(vt && vt->t && vt->t->data_type == ONNX_STRING))
+			return refuse(r, n, "it maps to strings (string values): its output is text, which hbird's features cannot hold");
+		/* the keys */
+		if (ks && ks->n_strings > 0)
+		{
+			key_strs = ks->strings;
+			n_keys = ks->n_strings;
+		}
+		else if (kt && kt->t && kt->t->data_type == ONNX_STRING)
+		{
+			key_strs = kt->t->string_data;
+			n_keys = kt->t->n_string_data;
+		}
+		else if (kt && kt->t)
+		{
+			if (!tensor_doubles(kt->t, "keys_tensor", &key_nums, &n_keys, r->err))
+				return false;
+		}
+		else
+		{
+			if (!label_numbers(r, n, "keys_int64s", &key_nums, &n_keys, &found))
+				return false;
+			if (n_keys == 0 &&
+				!label_numbers(r, n, "keys_floats", &key_nums, &n_keys, &found))
+				return false;
+		}
+		/* the values */
+		if (vt && vt->t)
+		{
+			float_out = vt->t->data_type == ONNX_FLOAT || vt->t->data_type == ONNX_DOUBLE;
+			ok = tensor_doubles(vt->t, "values_tensor", &vals, &n_vals, r->err);
+		}
+		else
+		{
+			ok = label_numbers(r, n, "values_int64s", &vals, &n_vals, &found);
+			if (ok && !found)
+			{
+				float_out = true;
+				ok = label_numbers(r, n, "values_floats", &vals, &n_vals, &found);
+			}
+		}
+		if (!ok)
+			goto done;
+		ok = false;
+		/* the value of an unknown key */
+		if (dt && dt->t)
+		{
+			double	   *d = NULL;
+			size_t		dl;
+
+			if (!tensor_doubles(dt->t, "default_tensor", &d, &dl, r->err))
+				goto done;
+			dflt = dl == 1 ? d[0] : NAN;
+			hb_free(d);
+			if (dl != 1)
+			{
+				refuse(r, n, "default_tensor does not hold one value");
+				goto done;
+			}
+		}
+		else if (float_out)
+		{
+			const OnnxAttr *df = attr(n, "default_float");
+
+			dflt = df && df->has_f ? (double) df->f : -0.0;
+		}
+		else
+			dflt = (double) attr_int(n, "default_int64", -1);
+	}
+	if (n_keys == 0 || n_keys > (1 << 20) ||
+		(size_t) in->width * n_keys > (size_t) ONNX_MAX_NODES * 64)
+	{
+		refuse(r, n, "it has no keys, or too many");
+		goto done;
+	}
+	if (n_vals != n_keys)
+	{
+		refuse(r, n, "its keys and values do not have the same length");
+		goto done;
+	}
+	if (text != (key_strs != NULL))
+	{
+		refuse(r, n, text ? "its input is text but its keys are numbers" :
+			   "its keys are strings but its input is numeric");
+		goto done;
+	}
+	all = hb_alloc(sizeof(int32_t) * in->width);
+	if (all == NULL)
+	{
+		hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	for (int32_t c = 0; c < in->width; c++)
+	{
+		HbStep	   *s = add_category_step(r, n, in, c,
+										  text ? HB_STEP_LABEL_TEXT : HB_STEP_LABEL_NUM,
+										  1, key_strs, key_nums, n_keys);
+
+		if (s == NULL)
+			goto done;
+		s->label_values = hb_alloc(sizeof(double) * n_keys);
+		if (s->label_values == NULL)
+		{
+			hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+			goto done;
+		}
+		memcpy(s->label_values, vals, sizeof(double) * n_keys);
+		s->onehot = false;
+		s->unknown = HB_UNKNOWN_VALUE;
+		s->unknown_value = dflt;
+		all[c] = s->out;
+	}
+	ok = n->n_output < 1 ||
+		val_add_slots(r, n->output[0], float_out ? ONNX_FLOAT : ONNX_INT64, all, in->width);
+done:
+	hb_free(all);
+	hb_free(key_nums);
+	hb_free(vals);
 	return ok;
 }
 
@@ -2311,7 +2619,8 @@ featurize_concat(Reader *r, const OnnxNode *n)
 	return ok;
 }
 
-/* ArrayFeatureExtractor with constant indexes: a column selection */
+/* ArrayFeatureExtractor with constant indexes: a column selection (of
+ * numbers or of strings) */
 static bool
 featurize_select(Reader *r, const OnnxNode *n, const OnnxVal *in, const OnnxVal *idx)
 {
@@ -2322,6 +2631,19 @@ featurize_select(Reader *r, const OnnxNode *n, const OnnxVal *in, const OnnxVal 
 
 	if (!slots_known(r, n, in))
 		return false;
+	if (idx && idx->kind == VAL_INPUT)
+	{
+		char		why[400];
+
+		/*
+		 * The selected columns become the model's features when it is
+		 * read; indexes that arrive with each call would change them.
+		 */
+		snprintf(why, sizeof(why),
+				 "its indexes are the graph input \"%.200s\", known only when the graph runs; hbird fixes the selected columns when it reads the model (give the indexes as an initializer)",
+				 idx->name);
+		return refuse(r, n, why);
+	}
 	if (idx == NULL || idx->kind != VAL_CONST)
 		return refuse(r, n, "only constant indexes are supported");
 	if (!tensor_doubles(idx->tensor, "indices", &v, &len, r->err))
@@ -2354,6 +2676,14 @@ featurize_select(Reader *r, const OnnxNode *n, const OnnxVal *in, const OnnxVal 
 	hb_free(v);
 	ok = n->n_output < 1 || val_add_slots(r, n->output[0], in->elem, sel, (int32_t) len);
 	hb_free(sel);
+	if (ok && n->n_output >= 1 && in->kind == VAL_TEXT)
+	{
+		/* string columns stay text inputs */
+		OnnxVal    *out = val_find(r, n->output[0]);
+
+		if (out)
+			out->kind = VAL_TEXT;
+	}
 	return ok;
 }
 
@@ -2365,7 +2695,8 @@ static bool
 attach_pipeline(Reader *r, const OnnxVal *v)
 {
 	HbPipeline *p;
-	bool		plain = r->n_steps == 0 && v->width == r->n_inputs;
+	bool		plain = r->n_steps == 0 && r->n_text_inputs == 0 &&
+		v->width == r->n_inputs;
 
 	for (int32_t i = 0; plain && i < v->width; i++)
 		plain = v->slots[i] == i;
@@ -2376,7 +2707,8 @@ attach_pipeline(Reader *r, const OnnxVal *v)
 		return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
 	r->m->pipeline = p;
 	p->n_inputs = r->n_inputs;
-	p->n_num_inputs = r->n_inputs;
+	p->n_num_inputs = r->n_num_inputs;
+	p->n_text_inputs = r->n_text_inputs;
 	p->inputs = r->inputs;
 	r->inputs = NULL;
 	r->n_inputs = 0;
@@ -2417,10 +2749,15 @@ op_is(const OnnxNode *n, const char *op, bool ml)
 }
 
 /*
- * The graph inputs that are not initializers: numeric tensors of
- * [rows, columns], each column a numeric input of the pipeline, named f0,
- * f1, ... for a graph of one input, else after the input (with _<i> when
- * it has several columns).
+ * The graph inputs that are not initializers: tensors of [rows, columns],
+ * each column an input of the pipeline, named f0, f1, ... for a graph of
+ * one input, else after the input (with _<i> when it has several
+ * columns).  Numeric tensors give numeric inputs; string tensors give text
+ * inputs, which only the text featurizers (LabelEncoder, OneHotEncoder)
+ * read.  A string tensor of one dimension of unknown length is a batch of
+ * strings: one text column.  A tensor of more than two dimensions is read
+ * as [rows, product of the others] when every operator of the graph works
+ * element by element (checked node by node).
  */
 static bool
 find_inputs(Reader *r)
@@ -2443,6 +2780,7 @@ find_inputs(Reader *r)
 		int			elem;
 		int64_t		width = -1;
 		int32_t    *slots;
+		bool		text;
 		bool		ok;
 
 		if (vi->name == NULL || val_find(r, vi->name))
@@ -2454,28 +2792,46 @@ find_inputs(Reader *r)
 						   vi->name);
 		elem = tt->has_elem_type ? tt->elem_type : ONNX_FLOAT;
 		if (elem != ONNX_FLOAT && elem != ONNX_DOUBLE &&
-			elem != ONNX_INT64 && elem != ONNX_INT32)
+			elem != ONNX_INT64 && elem != ONNX_INT32 && elem != ONNX_STRING)
 			return hb_fail(r->err, HB_ERR_UNSUPPORTED,
-						   "ONNX graph input \"%s\" has element type %d; hbird reads numeric tensors (float, double, int32, int64)",
+						   "ONNX graph input \"%s\" has element type %d; hbird reads numeric tensors (float, double, int32, int64) and strings",
 						   vi->name, elem);
-		if (tt->shape && tt->shape->n_dim > 0)
+		text = elem == ONNX_STRING;
+		if (tt->shape && tt->shape->n_dim > 2)
+		{
+			/* [rows, d1, d2, ...]: the columns are d1 x d2 x ... */
+			width = 1;
+			for (size_t d = 1; d < tt->shape->n_dim; d++)
+			{
+				const Hbonnx__TensorShapeProto__Dimension *dd = tt->shape->dim[d];
+
+				if (!dd->has_dim_value || dd->dim_value <= 0)
+					return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+								   "ONNX graph input \"%s\" has %zu dimensions, not all declared; hbird reads [rows, features]",
+								   vi->name, tt->shape->n_dim);
+				if (dd->dim_value > HB_MAX_FEATURES || width > HB_MAX_FEATURES / dd->dim_value)
+					return hb_fail(r->err, HB_ERR_LIMIT,
+								   "ONNX graph input \"%s\" has too many columns", vi->name);
+				width *= dd->dim_value;
+			}
+			r->flat_dims = (int) tt->shape->n_dim;
+		}
+		else if (tt->shape && tt->shape->n_dim > 0)
 		{
 			const Hbonnx__TensorShapeProto__Dimension *d =
 				tt->shape->dim[tt->shape->n_dim - 1];
 
-			if (tt->shape->n_dim > 2)
-				return hb_fail(r->err, HB_ERR_UNSUPPORTED,
-							   "ONNX graph input \"%s\" has %zu dimensions; hbird reads [rows, features]",
-							   vi->name, tt->shape->n_dim);
 			if (d->has_dim_value && d->dim_value > 0)
 				width = d->dim_value;
+			else if (text && tt->shape->n_dim == 1)
+				width = 1;
 		}
 		if (width > HB_MAX_FEATURES || r->n_inputs > HB_MAX_FEATURES - width)
 			return hb_fail(r->err, HB_ERR_LIMIT,
 						   "ONNX graph input \"%s\" has too many columns", vi->name);
 		if (width < 0)
 		{
-			if (n_graph_inputs > 1)
+			if (n_graph_inputs > 1 || text)
 				return hb_fail(r->err, HB_ERR_UNSUPPORTED,
 							   "ONNX graph input \"%s\" does not declare its number of columns",
 							   vi->name);
@@ -2514,16 +2870,20 @@ find_inputs(Reader *r)
 				hb_free(slots);
 				return hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
 			}
-			in->type = HB_INPUT_NUMERIC;
-			in->index = r->n_inputs;
-			slots[c] = r->n_inputs++;
+			r->n_inputs++;
+			/* numeric inputs are slots 0 .. n_num_inputs - 1 */
+			in->type = text ? HB_INPUT_TEXT : HB_INPUT_NUMERIC;
+			in->index = text ? r->n_text_inputs++ : r->n_num_inputs++;
+			slots[c] = in->index;
 		}
 		ok = val_add_slots(r, vi->name, elem, slots, (int32_t) width);
+		if (ok && text && r->n_vals > 0 && r->vals[r->n_vals - 1].name == vi->name)
+			r->vals[r->n_vals - 1].kind = VAL_TEXT;
 		hb_free(slots);
 		if (!ok)
 			return false;
 	}
-	r->next_slot = r->n_inputs;
+	r->next_slot = r->n_num_inputs;
 	return true;
 }
 
@@ -2554,7 +2914,7 @@ op_known(const OnnxNode *n)
 		"TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble", "LinearClassifier",
 		"LinearRegressor", "SVMClassifier", "SVMRegressor", "ZipMap", "Normalizer",
 		"ArrayFeatureExtractor", "Scaler", "Imputer", "Binarizer", "OneHotEncoder",
-	"FeatureVectorizer"};
+	"FeatureVectorizer", "LabelEncoder"};
 	static const char *const std[] = {
 	"MatMul", "Identity", "Cast", "Concat", "Add", "Sub", "Mul", "Div"};
 
@@ -2567,12 +2927,37 @@ op_known(const OnnxNode *n)
 	return false;
 }
 
+/*
+ * Operators that work element by element whatever the shape, so that an
+ * input of more than two dimensions can be read as [rows, columns]
+ * (their per-column parameters must then be single values).
+ */
+static bool
+op_elementwise(const OnnxNode *n)
+{
+	return op_is(n, "Identity", false) || op_is(n, "Cast", false) ||
+		op_is(n, "Add", false) || op_is(n, "Sub", false) ||
+		op_is(n, "Mul", false) || op_is(n, "Div", false) ||
+		op_is(n, "Binarizer", true) || op_is(n, "Scaler", true) ||
+		op_is(n, "Imputer", true) || op_is(n, "LabelEncoder", true);
+}
+
 static bool
 read_node(Reader *r, const OnnxNode *n)
 {
 	OnnxVal    *in0 = n->n_input > 0 ? val_find(r, n->input[0]) : NULL;
 	OnnxVal    *in1 = n->n_input > 1 ? val_find(r, n->input[1]) : NULL;
 	const char *op = op_of(n);
+
+	if (r->flat_dims > 0 && !op_elementwise(n))
+	{
+		char		why[200];
+
+		snprintf(why, sizeof(why),
+				 "the graph's input has %d dimensions, read as [rows, columns], so only element-wise operators can follow it",
+				 r->flat_dims);
+		return refuse(r, n, why);
+	}
 
 	/* the estimators */
 	if (op_is(n, "TreeEnsembleClassifier", true) ||
@@ -2587,6 +2972,8 @@ read_node(Reader *r, const OnnxNode *n)
 		bool		classifier = strstr(op, "Classifier") != NULL;
 		bool		ok;
 
+		if (in0 && in0->kind == VAL_TEXT)
+			return refuse(r, n, "its input is text (a string tensor); an encoder (LabelEncoder, OneHotEncoder) must turn it into numbers first");
 		if (in0 == NULL || in0->kind != VAL_INPUT)
 			return refuse(r, n, "its input is not a feature vector");
 		r->input_name = in0->name;
@@ -2616,6 +3003,19 @@ read_node(Reader *r, const OnnxNode *n)
 	if ((op_is(n, "Identity", false) || op_is(n, "Cast", false)) && in0 &&
 		n->n_input == 1 && n->n_output >= 1)
 	{
+		if (in0->kind == VAL_TEXT)
+		{
+			OnnxVal    *v;
+
+			if (op_is(n, "Cast", false))
+				return refuse(r, n, "a cast of text (a string tensor) is not supported");
+			if (!val_add_slots(r, n->output[0], ONNX_STRING, in0->slots, in0->width))
+				return false;
+			v = val_find(r, n->output[0]);
+			if (v)
+				v->kind = VAL_TEXT;
+			return true;
+		}
 		if (in0->kind == VAL_INPUT)
 		{
 			int			elem = in0->elem;
@@ -2673,21 +3073,25 @@ read_node(Reader *r, const OnnxNode *n)
 	}
 
 	/* featurizers, before the estimator */
-	if (in0 && in0->kind == VAL_INPUT && r->m == NULL)
+	if (in0 && (in0->kind == VAL_INPUT || in0->kind == VAL_TEXT) && r->m == NULL)
 	{
-		if (op_is(n, "Scaler", true) || op_is(n, "Normalizer", true) ||
-			op_is(n, "Imputer", true) || op_is(n, "Binarizer", true))
-			return featurize_elementwise(r, n, in0);
+		if (op_is(n, "LabelEncoder", true))
+			return featurize_label(r, n, in0);
 		if (op_is(n, "OneHotEncoder", true))
 			return featurize_onehot(r, n, in0);
 		if (op_is(n, "ArrayFeatureExtractor", true) && n->n_input == 2)
 			return featurize_select(r, n, in0, in1);
+		if (in0->kind == VAL_TEXT)
+			return refuse(r, n, "its input is text (a string tensor); only LabelEncoder, OneHotEncoder and ArrayFeatureExtractor read strings");
+		if (op_is(n, "Scaler", true) || op_is(n, "Normalizer", true) ||
+			op_is(n, "Imputer", true) || op_is(n, "Binarizer", true))
+			return featurize_elementwise(r, n, in0);
 		if (op_is(n, "FeatureVectorizer", true) || op_is(n, "Concat", false))
 			return featurize_concat(r, n);
 	}
 	if ((op_is(n, "Add", false) || op_is(n, "Sub", false) ||
 		 op_is(n, "Mul", false) || op_is(n, "Div", false)) && n->n_input == 2 &&
-		in0 && in1 && r->m == NULL &&
+		in0 && in1 && r->m == NULL && in0->kind != VAL_TEXT && in1->kind != VAL_TEXT &&
 		(in0->kind == VAL_INPUT || in1->kind == VAL_INPUT))
 		return featurize_arith(r, n, in0, in1);
 
@@ -2708,6 +3112,30 @@ transform_only(Reader *r)
 	bool		ok;
 	OnnxNode	fake = HBONNX__NODE_PROTO__INIT;
 
+	if (out && out->kind == VAL_TEXT)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "ONNX graph output \"%s\" is text (a string tensor); hbird's outputs are numbers",
+					   out->name);
+	if (out && out->kind == VAL_INPUT && r->flat_dims > 0)
+	{
+		const Hbonnx__TypeProto__Tensor *tt = g->output[0]->type ?
+			g->output[0]->type->tensor_type : NULL;
+		int64_t		cols = 1;
+
+		/* the output keeps the input's shape: its columns must agree */
+		for (size_t d = 1; tt && tt->shape && d < tt->shape->n_dim && cols > 0; d++)
+		{
+			const Hbonnx__TensorShapeProto__Dimension *dd = tt->shape->dim[d];
+
+			/* an undeclared dimension: nothing to check */
+			cols = dd->has_dim_value && dd->dim_value > 0 && cols <= HB_MAX_FEATURES &&
+				dd->dim_value <= HB_MAX_FEATURES ? cols * dd->dim_value : 0;
+		}
+		if (tt && tt->shape && tt->shape->n_dim > 1 && cols > 0 && cols != out->width)
+			return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+						   "ONNX graph output \"%s\" does not have the shape of its input, read as [rows, %d]",
+						   out->name, out->width);
+	}
 	if (out == NULL || out->kind != VAL_INPUT || out->width <= 0)
 		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
 					   "ONNX graph has no estimator (TreeEnsemble*, Linear*, SVM*) and its output is not a feature vector");

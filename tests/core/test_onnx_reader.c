@@ -173,6 +173,157 @@ fixture_case(const char *name)
 	hb_model_free(m);
 }
 
+/*
+ * A fixture with string graph inputs: the CSV's columns bound to the
+ * pipeline's inputs by name (text cells as text; no quoting in these
+ * files), compared with the expected file within 1e-6 relative.
+ */
+#define TX_ROWS 64
+#define TX_COLS 8
+
+static void
+text_fixture_case(const char *name, int n_text)
+{
+	size_t		len,
+				csv_len;
+	char	   *bytes = read_fixture(name, ".onnx", &len);
+	char	   *csv = read_fixture(name, ".csv", &csv_len);
+	HbModel    *m = NULL;
+	HbPlan	   *plan = NULL;
+	HbError		err = {0};
+	TuTable		want;
+	char		msg[512];
+	char	   *header[TX_COLS];
+	char	   *cells[TX_ROWS][TX_COLS];
+	int			n_cols = 0;
+	int			rows = 0;
+	int			bad = -1;
+	const HbPipeline *p;
+	int			col_of[TX_COLS];
+	bool		bound = true;
+
+	memset(cells, 0, sizeof(cells));
+	memset(header, 0, sizeof(header));
+	memset(&want, 0, sizeof(want));
+	if (bytes == NULL || csv == NULL ||
+		!hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
+		!hb_plan_build(m, &plan, &err))
+	{
+		check(false, name, bytes && csv ? err.msg : "cannot read the fixture");
+		goto done;
+	}
+	p = m->pipeline;
+	snprintf(msg, sizeof(msg), "%s: %d of its inputs are text inputs", name, n_text);
+	check(p && p->n_text_inputs == n_text && p->n_inputs <= TX_COLS, msg, NULL);
+	if (!p || p->n_inputs > TX_COLS)
+		goto done;
+	/* the header, then the data rows */
+	{
+		char	   *q = csv;
+
+		while (*q && *q != '\n' && n_cols < TX_COLS)
+		{
+			size_t		l = strcspn(q, ",\n");
+
+			header[n_cols++] = strndup(q, l);
+			q += l + (q[l] == ',');
+		}
+		while (*q == '\n' && q[1] && rows < TX_ROWS)
+		{
+			q++;
+			for (int c = 0; c < n_cols; c++)
+			{
+				size_t		l = strcspn(q, ",\n");
+
+				cells[rows][c] = strndup(q, l);
+				q += l + (q[l] == ',');
+			}
+			rows++;
+		}
+	}
+	for (int i = 0; i < p->n_inputs; i++)
+	{
+		col_of[i] = -1;
+		for (int c = 0; c < n_cols; c++)
+			if (strcmp(p->inputs[i].name, header[c]) == 0)
+				col_of[i] = c;
+		bound = bound && col_of[i] >= 0;
+	}
+	snprintf(msg, sizeof(msg), "%s: every input binds to a column by name", name);
+	check(bound, msg, NULL);
+	if (!bound)
+		goto done;
+	snprintf(msg, sizeof(msg), FIXTURES "%s.expected.csv", name);
+	tu_read_csv(msg, &want);
+	{
+		double		num[TX_ROWS * TX_COLS];
+		HbText		text[TX_ROWS * TX_COLS];
+		double		x[TX_ROWS * 16];
+		double		scratch[TX_ROWS * 16],
+					got[TX_ROWS * 16];
+		HbRawRows	raw = {(size_t) rows, num, text};
+		int			cols = want.cols;
+		bool		ran;
+
+		for (int r = 0; r < rows; r++)
+			for (int i = 0; i < p->n_inputs; i++)
+			{
+				const char *cell = cells[r][col_of[i]];
+
+				if (p->inputs[i].type == HB_INPUT_TEXT)
+				{
+					text[r * p->n_text_inputs + p->inputs[i].index].ptr = cell;
+					text[r * p->n_text_inputs + p->inputs[i].index].len = (int32_t) strlen(cell);
+				}
+				else
+					num[r * p->n_num_inputs + p->inputs[i].index] = strtod(cell, NULL);
+			}
+		ran = m->n_features <= 16 && m->n_outputs <= 16 &&
+			(cols == m->n_outputs || cols == 1) &&
+			hb_pipeline_run(p, &raw, x, &err);
+		if (ran && cols == m->n_outputs)
+			hb_plan_margins(plan, x, rows, got);
+		else if (ran)
+			hb_plan_predict(plan, x, rows, scratch, got);
+		for (int r = 0; ran && r < rows && r < want.rows; r++)
+			for (int c = 0; c < cols; c++)
+			{
+				double		w = want.v[(size_t) r * cols + c];
+
+				if (fabs(got[r * cols + c] - w) > 1e-6 * fmax(fabs(w), 1.0) && bad < 0)
+					bad = r;
+			}
+		snprintf(msg, sizeof(msg), "%s: %d rows x %d outputs, seen and unseen strings, match%s",
+				 name, rows, cols, bad >= 0 ? " (a row differs)" : "");
+		check(ran && rows == want.rows && rows >= 8 && bad < 0, msg, ran ? NULL : err.msg);
+	}
+	/* the featurizers and their text inputs survive the model image */
+	{
+		char	   *image = NULL;
+		size_t		image_len;
+		HbModel    *back = NULL;
+
+		snprintf(msg, sizeof(msg), "%s: the pipeline round-trips through the model image", name);
+		check(hb_model_image_write(m, &image, &image_len, &err) &&
+			  hb_model_image_read(image, image_len, &back, &err) &&
+			  back->pipeline && back->pipeline->n_text_inputs == n_text &&
+			  back->pipeline->n_steps == p->n_steps, msg, err.msg);
+		free(image);
+		hb_model_free(back);
+	}
+done:
+	tu_free_table(&want);
+	for (int r = 0; r < TX_ROWS; r++)
+		for (int c = 0; c < TX_COLS; c++)
+			free(cells[r][c]);
+	for (int c = 0; c < TX_COLS; c++)
+		free(header[c]);
+	free(bytes);
+	free(csv);
+	hb_plan_free(plan);
+	hb_model_free(m);
+}
+
 /* A refused fixture: the code and words the message must have. */
 static void
 refused(const char *name, HbErrCode code, const char *w1, const char *w2)
@@ -323,6 +474,7 @@ main(void)
 	static const char *const fixtures[] = {
 		"tree_modes", "tree_softmax", "tree_softmax_zero", "tree_binary_logistic",
 		"tree_probit", "tree_double", "linear_logistic", "featurized_trees",
+		"label_numbers",
 	};
 	FILE	   *probe = fopen(FIXTURES "tree_modes.onnx", "rb");
 
@@ -338,6 +490,12 @@ main(void)
 	refused("unsupported_svm_rbf", HB_ERR_UNSUPPORTED, "SVMRegressor", "RBF");
 	refused("tree_too_deep", HB_ERR_LIMIT, "deeper than", NULL);
 	refused("tree_cycle", HB_ERR_LIMIT, "deeper than", NULL);
+	text_fixture_case("text_inputs", 2);
+	text_fixture_case("text_select", 2);
+	refused("unsupported_label_strings", HB_ERR_UNSUPPORTED, "LabelEncoder", "to_strings");
+	refused("unsupported_runtime_index", HB_ERR_UNSUPPORTED, "ArrayFeatureExtractor",
+			"graph input \"idx\"");
+	hostile_bytes("text_inputs");
 	hostile_bytes("tree_modes");
 	hostile_bytes("linear_logistic");
 	hostile_bytes("featurized_trees");
