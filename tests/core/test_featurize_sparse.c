@@ -18,7 +18,7 @@
 #include "featurize_sparse.h"
 #include "model.h"
 #include "plan.h"
-#include "test_util.h"
+#include "test_pipeline_rows.h"
 
 #define DIR "tests/fixtures/pipelines/"
 
@@ -489,52 +489,7 @@ test_random(void)
 			  dense_kept_right, with_dense_step);
 }
 
-/* rows.csv: id and five columns, no quoting; empty = NULL */
-static char *cells[1024][6];
-static int	n_cells;
-
-static void
-load_rows(void)
-{
-	size_t		len;
-	char	   *buf = tu_read_file(DIR "rows.csv", &len);
-	char	   *line;
-	char	   *save = NULL;
-
-	if (buf == NULL)
-	{
-		printf("Bail out! %srows.csv missing\n", DIR);
-		exit(1);
-	}
-	line = strtok_r(buf, "\n", &save);
-	while ((line = strtok_r(NULL, "\n", &save)) != NULL && n_cells < 1024)
-	{
-		char	   *q = line;
-
-		for (int c = 0; c < 6; c++)
-		{
-			char	   *e = strchr(q, ',');
-
-			if (e == NULL || c == 5)
-				e = q + strlen(q);
-			cells[n_cells][c] = e > q ? strndup(q, e - q) : NULL;
-			q = *e ? e + 1 : e;
-		}
-		n_cells++;
-	}
-	free(buf);
-}
-
-static int
-column_of(const char *name)
-{
-	static const char *const cols[] = {"id", "age", "income", "city", "plan", "review"};
-
-	for (int c = 0; c < 6; c++)
-		if (strcmp(cols[c], name) == 0)
-			return c;
-	return -1;
-}
+static TuRows rows;
 
 /*
  * An exported pipeline: sparse against dense on every row, and the sparse
@@ -614,7 +569,7 @@ check_fixture(const char *name, bool want_sparse)
 		for (int q = 0; q < p->n_inputs; q++)
 		{
 			const HbInput *in = &p->inputs[q];
-			const char *cell = cells[id][column_of(in->name)];
+			const char *cell = rows.cells[id][tu_pipeline_column(in->name)];
 
 			if (in->type == HB_INPUT_NUMERIC)
 				num[(size_t) i * p->n_num_inputs + in->index] = cell ? strtod(cell, NULL) : NAN;
@@ -672,12 +627,13 @@ int
 main(void)
 {
 	test_random();
-	load_rows();
+	tu_load_pipeline_rows(&rows);
 	check_fixture("logreg_tfidf", true);
 	check_fixture("ridge_char", true);
 	check_fixture("svc_words", true);
 	check_fixture("rf_hashing", false);
 	check_fixture("etr_hashing", false);
 	printf("1..%d\n", tu_n_test);
+	tu_free_rows(&rows);
 	return tu_n_fail ? 1 : 0;
 }

@@ -15,69 +15,11 @@
 
 #include "model.h"
 #include "plan.h"
-#include "test_util.h"
+#include "test_pipeline_rows.h"
 
 #define DIR "tests/fixtures/pipelines/"
 
-/* rows.csv: id and five columns, no quoting; empty = NULL */
-typedef struct Rows
-{
-	int			n;
-	char	   *cells[1024][6];
-} Rows;
-
-static Rows rows;
-
-static void
-load_rows_from(const char *path)
-{
-	size_t		len;
-	char	   *buf = tu_read_file(path, &len);
-	char	   *line;
-	char	   *save = NULL;
-
-	if (buf == NULL)
-	{
-		printf("Bail out! %s missing\n", path);
-		exit(1);
-	}
-	line = strtok_r(buf, "\n", &save);	/* header */
-	while ((line = strtok_r(NULL, "\n", &save)) != NULL && rows.n < 1024)
-	{
-		char	   *p = line;
-
-		for (int c = 0; c < 6; c++)
-		{
-			char	   *e = strchr(p, ',');
-
-			if (e == NULL || c == 5)
-				e = p + strlen(p);
-			rows.cells[rows.n][c] = e > p ? strndup(p, e - p) : NULL;
-			p = *e ? e + 1 : e;
-		}
-		rows.n++;
-	}
-	free(buf);
-}
-
-/* rows.csv, then rows_extra.csv (accented text, values at split thresholds) */
-static void
-load_rows(void)
-{
-	load_rows_from(DIR "rows.csv");
-	load_rows_from(DIR "rows_extra.csv");
-}
-
-static int
-column_of(const char *name)
-{
-	static const char *const cols[] = {"id", "age", "income", "city", "plan", "review"};
-
-	for (int c = 0; c < 6; c++)
-		if (strcmp(cols[c], name) == 0)
-			return c;
-	return -1;
-}
+static TuRows rows;
 
 /* Bind the given rows by input name, featurize, score. */
 static bool
@@ -96,7 +38,7 @@ score(const HbModel *m, const HbPlan *plan, const int *ids, int n, bool proba,
 		for (int k = 0; k < p->n_inputs; k++)
 		{
 			const HbInput *in = &p->inputs[k];
-			const char *cell = rows.cells[ids[i]][column_of(in->name)];
+			const char *cell = rows.cells[ids[i]][tu_pipeline_column(in->name)];
 
 			if (in->type == HB_INPUT_NUMERIC)
 				num[(size_t) i * p->n_num_inputs + in->index] = cell ? strtod(cell, NULL) : NAN;
@@ -288,7 +230,7 @@ test_all_steps(void)
 
 		for (int k = 0; k < p->n_inputs; k++)
 		{
-			const char *cell = rows.cells[id][column_of(p->inputs[k].name)];
+			const char *cell = rows.cells[id][tu_pipeline_column(p->inputs[k].name)];
 
 			if (p->inputs[k].type == HB_INPUT_NUMERIC)
 				num[p->inputs[k].index] = cell ? strtod(cell, NULL) : NAN;
@@ -470,15 +412,13 @@ test_embedded(void)
 int
 main(void)
 {
-	load_rows();
+	tu_load_pipeline_rows(&rows);
 	test_fixtures();
 	test_all_steps();
 	test_strict();
 	test_errors();
 	test_embedded();
 	printf("1..%d\n", tu_n_test);
-	for (int i = 0; i < rows.n; i++)
-		for (int c = 0; c < 6; c++)
-			free(rows.cells[i][c]);
+	tu_free_rows(&rows);
 	return tu_n_fail ? 1 : 0;
 }
