@@ -298,12 +298,18 @@ resolve_ref(Reader *r, const char *ref, int32_t before)
 	if (k >= j->width)
 		return fail(r, HB_ERR_INVALID, "reference \"%s\": step \"%s\" has %lld outputs",
 					ref, j->name, (long long) j->width);
+	if (j->text && k >= 0)
+	{
+		/* used is sorted and unique (build_text): one column is a search */
+		const int64_t *u = bsearch(&k, j->used, j->n_used, sizeof(int64_t), cmp_i64);
+
+		return u == NULL || add_slot(r, j->out + (int32_t) (u - j->used));
+	}
 	if (j->text)
 	{
 		for (size_t u = 0; u < j->n_used; u++)
-			if (k < 0 || j->used[u] == k)
-				if (!add_slot(r, j->out + (int32_t) u))
-					return false;
+			if (!add_slot(r, j->out + (int32_t) u))
+				return false;
 		return true;
 	}
 	if (k >= 0)
@@ -1639,29 +1645,68 @@ read_steps(Reader *r, const HbJson *root)
 	return true;
 }
 
+/* A feature name and its position, for finding repeats by sorting. */
+typedef struct NameIndex
+{
+	const char *name;
+	int32_t		index;
+} NameIndex;
+
+/* By name, then position: the first of equal names sorts first. */
+static int
+cmp_name_index(const void *a, const void *b)
+{
+	const NameIndex *x = a;
+	const NameIndex *y = b;
+	int			c = strcmp(x->name, y->name);
+
+	if (c != 0)
+		return c;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
 /* Feature names of a native model: its slots' references. */
 static bool
 name_features(Reader *r, HbModel *m, const HbJson *feats)
 {
+	bool		named = hb_json_len(feats) == (size_t) m->n_features;
+	NameIndex  *order = NULL;
+
 	m->features = hb_alloc0(sizeof(HbFeature) * m->n_features);
 	if (m->features == NULL)
 		return nomem(r);
+
+	/*
+	 * A name given twice keeps it on its first feature; the others get their
+	 * default name.  Sorted, not pairwise: text vectorizers give tens of
+	 * thousands of features.
+	 */
+	if (named && m->n_features > 1)
+	{
+		order = hb_alloc(sizeof(NameIndex) * m->n_features);
+		if (order == NULL)
+			return nomem(r);
+		for (int32_t f = 0; f < m->n_features; f++)
+		{
+			order[f].name = hb_json_string(hb_json_at(feats, f));
+			order[f].index = f;
+		}
+		qsort(order, m->n_features, sizeof(NameIndex), cmp_name_index);
+	}
 	for (int32_t f = 0; f < m->n_features; f++)
 	{
-		char		name[64];
+		const char *ref = named ? hb_json_string(hb_json_at(feats, f)) : NULL;
 
-		snprintf(name, sizeof(name), "f%d", f);
-		if (hb_json_len(feats) == (size_t) m->n_features)
-		{
-			const char *ref = hb_json_string(hb_json_at(feats, f));
-			bool		dup = false;
-
-			for (int32_t g = 0; g < f && !dup; g++)
-				dup = strcmp(m->features[g].name, ref) == 0;
-			m->features[f].name = hb_strdup(dup ? name : ref);
-		}
+		if (order && f > 0 && strcmp(order[f].name, order[f - 1].name) == 0)
+			m->features[order[f].index].name = hb_feature_default_name(order[f].index);
+		else if (order)
+			m->features[order[f].index].name = hb_strdup(order[f].name);
 		else
-			m->features[f].name = hb_strdup(name);
+			m->features[f].name = ref ? hb_strdup(ref) : hb_feature_default_name(f);
+	}
+	hb_free(order);
+	for (int32_t f = 0; f < m->n_features; f++)
+	{
 		if (m->features[f].name == NULL)
 			return nomem(r);
 		m->features[f].type = HB_FEATURE_NUMERIC;

@@ -306,6 +306,30 @@ expect_error(const char *doc, HbErrCode code, const char *needle)
 #define HEAD "{\"format\":\"hbird-pipeline\",\"version\":1,"
 #define LIN "\"model\":{\"kind\":\"linear\",\"coef\":[[1]],\"intercept\":[0]}}"
 
+/*
+ * A feature listed twice keeps its name on its first position only; the
+ * repeat gets the default name of its position.
+ */
+static void
+test_repeated_features(void)
+{
+	const char *doc = HEAD "\"inputs\":[{\"name\":\"a\"},{\"name\":\"b\"}],"
+		"\"features\":[\"b\",\"a\",\"b\",\"a\"],"
+		"\"model\":{\"kind\":\"linear\",\"coef\":[[1,2,3,4]],\"intercept\":[0]}}";
+	HbModel    *m = NULL;
+	HbError		err = {0};
+	bool		r = hb_model_read(doc, strlen(doc), HB_FORMAT_AUTO, &m, &err);
+
+	tu_report(r && m->n_features == 4 &&
+			  strcmp(m->features[0].name, "b") == 0 &&
+			  strcmp(m->features[1].name, "a") == 0 &&
+			  strcmp(m->features[2].name, "f2") == 0 &&
+			  strcmp(m->features[3].name, "f3") == 0,
+			  "repeated features: first keeps the name, repeats get f<position> (%s)",
+			  r ? "read" : err.msg);
+	hb_model_free(m);
+}
+
 static void
 test_errors(void)
 {
@@ -417,6 +441,7 @@ main(void)
 	test_all_steps();
 	test_strict();
 	test_errors();
+	test_repeated_features();
 	test_embedded();
 	printf("1..%d\n", tu_n_test);
 	tu_free_rows(&rows);
