@@ -80,6 +80,7 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	b->tupTypmod = tupTypmod;
 	b->natts = desc->natts;
 	b->pipeline = p;
+	b->lazy = NULL;
 	b->attnum = palloc(sizeof(int) * Max(n_bind, 1));
 	b->atttype = palloc(sizeof(Oid) * Max(n_bind, 1));
 	b->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
@@ -254,7 +255,10 @@ hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
 			b->text[in->index].len = len;
 		}
 	}
-	featurize_row(b, e, x);
+	if (b->lazy)
+		hb_lazy_featurize(b->lazy, b, x);
+	else
+		featurize_row(b, e, x);
 }
 
 /* An array binds by position; NULL elements are missing values. */
