@@ -55,6 +55,8 @@ hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
 	hb_pipeline_steps_for(p, l->feat_on, l->step_on);
 	for (int k = 0; k < p->n_steps; k++)
 		skipped += !l->step_on[k];
+	elog(DEBUG1, "model \"%s\": featurizing lazily, %d of %d featurizer steps skipped for the cheap model",
+		 e->name, skipped, p->n_steps);
 	if (skipped == 0)
 	{
 		/* the cheap model needs every step: nothing to save */

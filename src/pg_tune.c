@@ -805,7 +805,8 @@ check_store_args(FunctionCallInfo fcinfo, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the measures of the tuning of model \"%s\" must be one row of %d per candidate label",
-						name, MEASURES)));
+						name, MEASURES - 1),
+				 errdetail("A last column, the featurization cost, may follow.")));
 	if (PG_NARGS() > 19 && !PG_ARGISNULL(18) && !PG_ARGISNULL(19))
 	{
 		ArrayType  *gl = PG_GETARG_ARRAYTYPE_P(18);
