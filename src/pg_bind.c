@@ -89,8 +89,9 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	{
 		b->num = palloc(sizeof(double) * Max(p->n_num_inputs, 1));
 		b->text = palloc0(sizeof(HbText) * Max(p->n_text_inputs, 1));
+		/* zeroed: a partial run (pg_lazy.c) reads slots it did not write */
 		b->slots = palloc_extended(sizeof(double) * hb_pipeline_row_slots(p),
-								   MCXT_ALLOC_HUGE);
+								   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	}
 
 	for (int f = 0; f < n_bind; f++)

@@ -1536,10 +1536,6 @@ hb_pipeline_run_steps(const HbPipeline *p, const HbRawRows *rows, double *x,
 	memset(&ts, 0, sizeof(ts));
 	if (p->n_text_inputs > 0 && rows->text == NULL)
 		return hb_fail(err, HB_ERR_ARGUMENT, "pipeline has text inputs but none were bound");
-	/* a partial run: element-wise steps also read slots nothing wrote */
-	if (step_on != NULL)
-		for (int32_t i = 0; i < p->n_slots; i++)
-			slots[i] = NAN;
 	for (size_t r = 0; r < rows->n && ok; r++)
 	{
 		const double *num = rows->num ? rows->num + r * p->n_num_inputs : NULL;

@@ -265,7 +265,9 @@ extern bool hb_pipeline_run_with(const HbPipeline *p, const HbRawRows *rows,
  * step_on[k] run, and only the features with feat_on[j] are written (the
  * others are NaN).  NULL masks mean all.  With the steps
  * hb_pipeline_steps_for gives for feat_on, those features get the bits a
- * full run gives (featurize_deps.c).
+ * full run gives (featurize_deps.c).  An element-wise step that runs reads
+ * all its inputs, some of them written by steps that do not: slots must
+ * have been initialized once (zeroed, or by any earlier run).
  */
 extern bool hb_pipeline_run_steps(const HbPipeline *p, const HbRawRows *rows,
 								  double *x, double *slots,

@@ -181,7 +181,7 @@ hb_pipeline_group_costs(const HbPipeline *p, const HbPipelineDeps *d,
 {
 	size_t		nf = (size_t) p->n_features;
 	double	   *x = hb_alloc(sizeof(double) * (rows->n * nf + 1));
-	double	   *slots = hb_alloc(sizeof(double) * (hb_pipeline_row_slots(p) + 1));
+	double	   *slots = hb_alloc0(sizeof(double) * (hb_pipeline_row_slots(p) + 1));
 	bool	   *feat_on = hb_alloc(sizeof(bool) * (nf + 1));
 	bool	   *step_on = hb_alloc(sizeof(bool) * ((size_t) p->n_steps + 1));
 	bool		ok = true;

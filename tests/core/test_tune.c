@@ -492,7 +492,7 @@ test_featurization(void)
 		for (int k = 0; k < pl->n_steps; k++)
 			steps += step_on[k];
 		{
-			double	   *slots = malloc(sizeof(double) * hb_pipeline_row_slots(pl));
+			double	   *slots = calloc(hb_pipeline_row_slots(pl), sizeof(double));
 
 			ok = hb_pipeline_run_steps(pl, &raw, xp, slots, step_on, feat_on, &err);
 			free(slots);
@@ -548,7 +548,7 @@ test_featurization(void)
 			HbCascade	casc = {ch->approx, ch->threshold};
 			double	   *out1 = malloc(sizeof(double) * n);
 			double	   *out2 = malloc(sizeof(double) * n);
-			double	   *slots = malloc(sizeof(double) * hb_pipeline_row_slots(pl));
+			double	   *slots = calloc(hb_pipeline_row_slots(pl), sizeof(double));
 			HbCascadeStats s1 = {0},
 						s2 = {0};
 
