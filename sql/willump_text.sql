@@ -63,6 +63,10 @@ WHERE (t.approximation, t.featurize_us, t.chosen) IS DISTINCT FROM (c.approximat
 SELECT hb_tune_store('wtext', 1, 'cascade', 0, 0.02, 0.95, 0, 1000, 500, 1, 'linear', 0,
 					 '{0,1,2}', '{0,0,0, 3,0,0, -1.3}', NULL, 1.0, '{cheap}',
 					 '{{NULL,NULL,2.0,0.99,0.98,0.5,0.5,2,1}}');
+-- feature groups come with one cost each
+SELECT hbt_try($$SELECT hb_tune_store('wtext', 1, 'cascade', 0, 0.02, 0.95, 0, 1000, 500, 1, 'linear', 0,
+					 '{0,1,2}', '{0,0,0, 3,0,0, -1.3}', NULL, 1.0, '{cheap}',
+					 '{{NULL,NULL,2.0,0.99,0.98,0.5,0.5,2,1,0.1}}', '{a,b}', '{0.1}', 1.0)$$);
 SET hbird.cascade = on;
 SET hbird.lazy_featurize = off;
 CREATE TABLE eager AS
