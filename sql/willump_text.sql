@@ -142,3 +142,7 @@ FROM eager_topk t JOIN notes n USING (id);
 RESET hbird.lazy_featurize;
 RESET client_min_messages;
 SELECT hb_model_drop('wtext');
+DROP TABLE notes, exact_notes, ttune, eager, eager_agg, eager_batch, eager_cbatch, eager_null,
+	eager_topk, eager_topagg;
+DROP FUNCTION wnote(bigint);
+DROP FUNCTION wu(bigint, int);
