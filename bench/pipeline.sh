@@ -14,10 +14,19 @@
 #   row by row   SELECT sum(hb_predict(m, r)) FROM r
 #   aggregate    SELECT cardinality(hb_predict_agg(m, r)) FROM r
 #   batch        SELECT count(*) FROM hb_predict_batch(m, NULL::r)
+# and, on the first 20000 rows, hb_predict against hb_predict_class (the
+# class form builds the dense feature vector: the reference for the sparse
+# path of the linear model).
 # Prints key=value lines with seconds and the ratios database / sklearn,
 # and checks the first 2000 rows' probabilities against scikit-learn's
 # (hb_predict_proba: the forest is a two-class model whose hb_predict is the
 # class index).
+#
+# HB_PIPELINE_PREP=DIR reuses the output of an earlier
+# `bench/pipeline_prep.py DIR ROWS` (data, models, scikit-learn's timings),
+# so that the part needing the installed build is short:
+#   /usr/bin/python3 bench/pipeline_prep.py /tmp/plprep 200000
+#   flock /tmp/hbird-install.lock sh -c 'make -s install && HB_PIPELINE_PREP=/tmp/plprep pg_virtualenv -t -v 15 bash bench/pipeline.sh 200000'
 set -euo pipefail
 ROWS=${1:-200000}
 PY=/usr/bin/python3
@@ -27,7 +36,13 @@ trap 'rm -rf "$TMP"' EXIT
 chmod 755 "$TMP"
 
 echo "# $(date -u +%FT%TZ) rows=$ROWS commit=$(git -C "$BENCH/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
-$PY "$BENCH/pipeline_prep.py" "$TMP" "$ROWS" >/dev/null
+if [ -n "${HB_PIPELINE_PREP:-}" ]; then
+	cp "$HB_PIPELINE_PREP"/rows.csv "$HB_PIPELINE_PREP"/*.json "$HB_PIPELINE_PREP"/*.p1 \
+		"$HB_PIPELINE_PREP"/sklearn.kv "$TMP"/
+	[ "$(wc -l <"$TMP/rows.csv")" -ge "$ROWS" ] || { echo "prep has fewer than $ROWS rows" >&2; exit 1; }
+else
+	$PY "$BENCH/pipeline_prep.py" "$TMP" "$ROWS" >/dev/null
+fi
 cat "$TMP/sklearn.kv"
 
 psql -X -q -v ON_ERROR_STOP=1 <<SQL
@@ -57,6 +72,10 @@ SELECT hb_predict('$m', r) IS NOT NULL AS warm FROM r LIMIT 1;
 SELECT '${m}_row_s=' || round(bench_time(\$q\$SELECT sum(hb_predict('$m', r)) FROM r\$q\$)::numeric, 3);
 SELECT '${m}_agg_s=' || round(bench_time(\$q\$SELECT cardinality(hb_predict_agg('$m', r)) FROM r\$q\$)::numeric, 3);
 SELECT '${m}_batch_s=' || round(bench_time(\$q\$SELECT count(*) FROM hb_predict_batch('$m', NULL::r)\$q\$)::numeric, 3);
+-- the dense feature vector on the first 20000 rows (the class form builds it)
+-- against the same rows scored by hb_predict
+SELECT '${m}_first20k_row_s=' || round(bench_time(\$q\$SELECT sum(hb_predict('$m', q.r)) FROM (SELECT r FROM r WHERE id < 20000) q\$q\$)::numeric, 3);
+SELECT '${m}_first20k_dense_class_row_s=' || round(bench_time(\$q\$SELECT sum(hb_predict_class('$m', q.r)) FROM (SELECT r FROM r WHERE id < 20000) q\$q\$)::numeric, 3);
 CREATE TEMP TABLE exp (k serial, p float8);
 \copy exp (p) FROM '$TMP/$m.p1'
 SELECT '${m}_check_max_abs_diff=' || max(abs((hb_predict_proba('$m', r))[2] - e.p))

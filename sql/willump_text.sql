@@ -49,7 +49,8 @@ SELECT name, kind, feature_groups,
 	   featurize_us >= group_cost_us[4] / 2 AS featurize_all,
 	   full_cost_us > featurize_us AS full_includes_featurization
 FROM hb_tunings WHERE name = 'wtext';
-SELECT count(*) AS candidates, count(featurize_us) AS with_featurize_cost,
+-- (how many linear candidates differ depends on measured costs)
+SELECT count(*) > 5 AS candidates, count(*) = count(featurize_us) AS all_with_featurize_cost,
 	   count(*) FILTER (WHERE chosen) AS chosen
 FROM hb_tuning_candidates WHERE name = 'wtext';
 -- the stored candidates are what hb_tune returned

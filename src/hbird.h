@@ -16,6 +16,7 @@
 #include "utils/snapshot.h"
 
 #include "plan.h"
+#include "featurize_sparse.h"
 #include "approx.h"
 #include "topk.h"
 
@@ -43,6 +44,8 @@ typedef struct HbCacheEntry
 	int			n_classes;
 	void	   *class_bounds;	/* HbClassBounds, built on first use (pg_class.c) */
 	HbPipeline *pipeline;		/* featurizers: rows bind to its inputs */
+	struct HbSparseLinear *sparse;	/* linear over text: margins from the
+									 * tokens (featurize_sparse.h), or NULL */
 
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
@@ -114,6 +117,11 @@ extern void hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e,
 						  HeapTuple tuple, double *x);
 extern void hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 						 const char *model);
+/* e->sparse only: the row's raw margins (n_outputs), no feature vector */
+extern void hb_bind_row_margins(const HbBinding *b, const HbCacheEntry *e,
+								HeapTupleHeader td, double *margins);
+extern void hb_bind_tuple_margins(const HbBinding *b, const HbCacheEntry *e,
+								  HeapTuple tuple, double *margins);
 
 /*
  * pg_predict.c: per call site state of the scoring functions.  A call site
@@ -159,6 +167,8 @@ extern HbCallState *hb_call_prepare(FunctionCallInfo fcinfo, int name_arg,
 									bool classifier);
 extern void hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st,
 								int row_arg);
+extern void hb_call_load_margins(FunctionCallInfo fcinfo, HbCallState *st,
+								 int row_arg, double *margins);
 
 /* pg_batch.c */
 extern int	hb_batch_memory_kb;
@@ -171,6 +181,10 @@ extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,
 							const char *query, Oid rowtype, int batch,
 							HbBatchFn fn, void *arg,
 							const struct HbLazy *lazy);
+/* the same, handing fn raw margins (n_outputs per row); e->sparse only */
+extern void hb_scan_batches_margins(FunctionCallInfo fcinfo, HbCacheEntry *e,
+									const char *query, Oid rowtype, int batch,
+									HbBatchFn fn, void *arg);
 
 /*
  * pg_stats.c: counters of hb_stat_models.  Each call is a no-op unless

@@ -202,25 +202,13 @@ featurize_row(const HbBinding *b, const HbCacheEntry *e, double *x)
 		hb_report(&err, "could not featurize a row for model", e->name);
 }
 
-void
-hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
-			  double *x)
+/* Deform the tuple into the binding's raw inputs b->num / b->text. */
+static void
+bind_inputs(const HbBinding *b, HeapTuple tuple)
 {
 	const HbPipeline *p = b->pipeline;
 
 	heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
-
-	if (p == NULL)
-	{
-		for (int f = 0; f < e->n_features; f++)
-		{
-			int			a = b->attnum[f];
-
-			x[f] = b->nulls[a] ? NAN : datum_to_double(b->values[a], b->atttype[f]);
-		}
-		return;
-	}
-
 	for (int i = 0; i < p->n_inputs; i++)
 	{
 		const HbInput *in = &p->inputs[i];
@@ -256,10 +244,58 @@ hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
 			b->text[in->index].len = len;
 		}
 	}
+}
+
+void
+hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
+			  double *x)
+{
+	if (b->pipeline == NULL)
+	{
+		heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
+		for (int f = 0; f < e->n_features; f++)
+		{
+			int			a = b->attnum[f];
+
+			x[f] = b->nulls[a] ? NAN : datum_to_double(b->values[a], b->atttype[f]);
+		}
+		return;
+	}
+	bind_inputs(b, tuple);
 	if (b->lazy)
 		hb_lazy_featurize(b->lazy, b, x);
 	else
 		featurize_row(b, e, x);
+}
+
+/*
+ * A linear model over text (e->sparse): the row's margins straight from
+ * its inputs, without the feature vector (featurize_sparse.h).
+ */
+void
+hb_bind_tuple_margins(const HbBinding *b, const HbCacheEntry *e,
+					  HeapTuple tuple, double *margins)
+{
+	HbRawRows	raw = {1, b->num, b->text};
+	HbError		err = {0};
+
+	Assert(e->sparse != NULL && b->pipeline != NULL);
+	bind_inputs(b, tuple);
+	if (!hb_sparse_linear_margins(e->sparse, &raw, margins, b->slots, &err))
+		hb_report(&err, "could not featurize a row for model", e->name);
+}
+
+void
+hb_bind_row_margins(const HbBinding *b, const HbCacheEntry *e,
+					HeapTupleHeader td, double *margins)
+{
+	HeapTupleData tuple;
+
+	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
+	ItemPointerSetInvalid(&(tuple.t_self));
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = td;
+	hb_bind_tuple_margins(b, e, &tuple, margins);
 }
 
 /* An array binds by position; NULL elements are missing values. */

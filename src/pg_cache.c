@@ -131,6 +131,9 @@ compile_entry(const HbCatalogRef *ref)
 	e->n_classes = m->n_classes;
 	if (m->pipeline && !hb_pipeline_copy(m->pipeline, &e->pipeline, &err))
 		hb_report(&err, "could not compile model", ref->name);
+	/* rebuilt with every plan, never stored in the image */
+	if (e->pipeline && !hb_sparse_linear_build(m, e->pipeline, &e->sparse, &err))
+		hb_report(&err, "could not compile model", ref->name);
 	e->feature_names = palloc(sizeof(char *) * m->n_features);
 	e->feature_types = palloc(sizeof(HbFeatureType) * m->n_features);
 	for (int i = 0; i < m->n_features; i++)

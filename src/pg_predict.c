@@ -185,9 +185,9 @@ hb_call_prepare(FunctionCallInfo fcinfo, int name_arg, bool classifier)
 	return st;
 }
 
-/* Bind the row in argument row_arg into st->x. */
-void
-hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st, int row_arg)
+/* The row in argument row_arg, with the slot bound to its row type. */
+static HeapTupleHeader
+call_bind(FunctionCallInfo fcinfo, HbCallState *st, int row_arg)
 {
 	HeapTupleHeader td = PG_GETARG_HEAPTUPLEHEADER(row_arg);
 	HbCallSlot *slot = st->cur;
@@ -199,13 +199,33 @@ hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st, int row_arg)
 		hb_bind_record(&slot->bind, slot->entry, td, slot->cxt, slot->entry->name);
 		slot->bound = true;
 	}
+	return td;
+}
+
+/* Bind the row in argument row_arg into st->x. */
+void
+hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st, int row_arg)
+{
+	HeapTupleHeader td = call_bind(fcinfo, st, row_arg);
+	HbCallSlot *slot = st->cur;
+
 	/*
 	 * Lazily for the slot's cascade while hbird.cascade is on (what the
 	 * cascade check of the same call sees), or for an aggregate's cheap
 	 * model (set by the aggregate).
 	 */
 	slot->bind.lazy = hb_cascade_on || !slot->cascade_loaded ? slot->lazy : NULL;
-	hb_bind_row(&slot->bind, slot->entry, td, st->x);
+	hb_bind_row(&slot->bind, st->entry, td, st->x);
+}
+
+/* The raw margins of the row in argument row_arg; st->entry->sparse only. */
+void
+hb_call_load_margins(FunctionCallInfo fcinfo, HbCallState *st, int row_arg,
+					 double *margins)
+{
+	HeapTupleHeader td = call_bind(fcinfo, st, row_arg);
+
+	hb_bind_row_margins(&st->cur->bind, st->entry, td, margins);
 }
 
 static Datum
@@ -234,6 +254,30 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 	if (timed)
 		INSTR_TIME_SET_CURRENT(start);
 	e = st->entry;
+
+	/* a linear model over text: margins from the tokens (featurize_sparse.h) */
+	if (record && e->sparse &&
+		!(kind == SCORE_PREDICT && hb_cascade_on && hb_call_cascade(st) != NULL))
+	{
+		hb_call_load_margins(fcinfo, st, 1, st->scratch);
+		switch (kind)
+		{
+			case SCORE_PREDICT:
+				hb_link_predict(e->plan, st->scratch, 1, st->out);
+				result = Float8GetDatum(st->out[0]);
+				break;
+			case SCORE_PROBA:
+				hb_link_proba(e->plan, st->scratch, 1, st->out);
+				result = float8_array(st->out, e->n_classes);
+				break;
+			case SCORE_MARGIN:
+				result = float8_array(st->scratch, e->n_outputs);
+				break;
+		}
+		hb_stat_row(e, timed ? &start : NULL);
+		return result;
+	}
+
 	if (record)
 		hb_call_load_record(fcinfo, st, 1);
 	else

@@ -110,7 +110,9 @@ linear_rows_f64(const HbPlan *p, const double *x, size_t n, double *margins)
 {
 	int			k = p->n_outputs;
 	int			nf = p->n_features;
-	double	   *xb = hb_alloc(sizeof(double) * LINEAR_BLOCK * nf);
+
+	/* a block's worth only when there are that many rows (wide models) */
+	double	   *xb = hb_alloc(sizeof(double) * (n < LINEAR_BLOCK ? n : LINEAR_BLOCK) * nf);
 
 	for (size_t r0 = 0; r0 < n; r0 += LINEAR_BLOCK)
 	{

@@ -8,6 +8,7 @@
  * hashing) of sklearn.feature_extraction.text.
  */
 #include "featurize.h"
+#include "featurize_int.h"
 #include "unicode_tables.h"
 
 #include <float.h>
@@ -19,6 +20,87 @@
 #define HB_MAX_SLOTS 16000000
 #define HB_MAX_NGRAM 16
 #define HB_MAX_POWER 32
+
+static int32_t murmur3_32(const char *key, size_t len, uint32_t seed);
+
+/*
+ * Term -> vocabulary entry by hashing: a tf-idf row looks up every token
+ * and n-gram, and a binary search over 20,000 terms was most of a row's
+ * cost.  Open addressing, at most half full.
+ */
+#define VOCAB_SEED 0x9747b28cu
+
+typedef struct HbVocabIndex
+{
+	uint32_t	mask;
+	int32_t    *entry;			/* vocabulary index, -1 empty */
+	uint32_t   *hash;
+	int32_t    *len;			/* per vocabulary term */
+} HbVocabIndex;
+
+static void
+vocab_index_free(HbVocabIndex *v)
+{
+	if (v == NULL)
+		return;
+	hb_free(v->entry);
+	hb_free(v->hash);
+	hb_free(v->len);
+	hb_free(v);
+}
+
+static HbVocabIndex *
+vocab_index_build(char *const *terms, int32_t n)
+{
+	HbVocabIndex *v = hb_alloc0(sizeof(HbVocabIndex));
+	size_t		size = 16;
+
+	if (v == NULL)
+		return NULL;
+	while (size < (size_t) n * 2)
+		size *= 2;
+	v->mask = (uint32_t) (size - 1);
+	v->entry = hb_alloc(sizeof(int32_t) * size);
+	v->hash = hb_alloc(sizeof(uint32_t) * size);
+	v->len = hb_alloc(sizeof(int32_t) * (n > 0 ? n : 1));
+	if (!v->entry || !v->hash || !v->len)
+	{
+		vocab_index_free(v);
+		return NULL;
+	}
+	for (size_t i = 0; i < size; i++)
+		v->entry[i] = -1;
+	for (int32_t i = 0; i < n; i++)
+	{
+		size_t		len = strlen(terms[i]);
+		uint32_t	h = (uint32_t) murmur3_32(terms[i], len, VOCAB_SEED);
+		uint32_t	j = h & v->mask;
+
+		while (v->entry[j] >= 0)
+			j = (j + 1) & v->mask;
+		v->entry[j] = i;
+		v->hash[j] = h;
+		v->len[i] = (int32_t) len;
+	}
+	return v;
+}
+
+static int32_t
+vocab_index_find(const HbVocabIndex *v, char *const *terms, const char *s,
+				 size_t len)
+{
+	uint32_t	h = (uint32_t) murmur3_32(s, len, VOCAB_SEED);
+
+	for (uint32_t j = h & v->mask; v->entry[j] >= 0; j = (j + 1) & v->mask)
+	{
+		int32_t		i = v->entry[j];
+
+		if (v->hash[j] == h && (size_t) v->len[i] == len &&
+			memcmp(terms[i], s, len) == 0)
+			return i;
+	}
+	return -1;
+}
 
 /* ---------------------------------------------------------------- freeing */
 
@@ -51,6 +133,7 @@ free_step(HbStep *s)
 	free_strings(s->tok.stop_words, s->tok.n_stop_words);
 	free_strings(s->vocab_terms, s->n_vocab);
 	hb_free(s->vocab_cols);
+	vocab_index_free(s->vocab_index);
 	hb_free(s->idf);
 	hb_free(s->used_cols);
 }
@@ -504,6 +587,10 @@ validate_step(const HbPipeline *p, HbStep *s, int32_t k, int32_t next,
 						}
 					}
 					hb_free(cs);
+					vocab_index_free(s->vocab_index);
+					s->vocab_index = vocab_index_build(s->vocab_terms, s->n_vocab);
+					if (s->vocab_index == NULL)
+						return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 				}
 				break;
 			}
@@ -637,7 +724,7 @@ is_space_cp(uint32_t c)
 }
 
 /* Growable scratch of one run. */
-typedef struct TextScratch
+typedef struct HbTextScratch
 {
 	uint32_t   *cps;			/* decoded text */
 	size_t		cps_cap;
@@ -656,6 +743,8 @@ typedef struct TextScratch
 	size_t		cols_cap;
 	size_t		vals_cap;
 	size_t		n_cols;
+	HbTextTerm *terms;			/* merged, weighted, normalised */
+	size_t		terms_cap;
 } TextScratch;
 
 static void
@@ -669,6 +758,22 @@ scratch_free(TextScratch *t)
 	hb_free(t->gram);
 	hb_free(t->cols);
 	hb_free(t->vals);
+	hb_free(t->terms);
+}
+
+HbTextScratch *
+hb_text_scratch_new(void)
+{
+	return hb_alloc0(sizeof(HbTextScratch));
+}
+
+void
+hb_text_scratch_free(HbTextScratch *t)
+{
+	if (t == NULL)
+		return;
+	scratch_free(t);
+	hb_free(t);
 }
 
 #define GROW(arr, cap, need) \
@@ -970,7 +1075,9 @@ emit_term(TextScratch *t, const HbStep *s, const char *g, size_t len)
 	}
 	else
 	{
-		int32_t		i = find_term(s->vocab_terms, s->n_vocab, g, len);
+		int32_t		i = s->vocab_index ?
+			vocab_index_find(s->vocab_index, s->vocab_terms, g, len) :
+			find_term(s->vocab_terms, s->n_vocab, g, len);
 
 		if (i < 0)
 			return true;
@@ -993,16 +1100,10 @@ cmp_int64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-typedef struct ColVal
-{
-	int64_t		col;
-	double		val;
-} ColVal;
-
 static int
 cmp_colval(const void *a, const void *b)
 {
-	return cmp_int64(&((const ColVal *) a)->col, &((const ColVal *) b)->col);
+	return cmp_int64(&((const HbTextTerm *) a)->col, &((const HbTextTerm *) b)->col);
 }
 
 /*
@@ -1087,28 +1188,34 @@ analyse(TextScratch *t, const HbStep *s, const HbText *txt)
 	return true;
 }
 
-/* Counts to weighted, normalised columns; write the kept ones. */
-static bool
-text_vector(TextScratch *t, const HbStep *s, double *slots)
+/*
+ * One document's non-zero columns: analysed, counts merged per column,
+ * weighted (binary, sublinear tf, idf) and normalised, ascending by column.
+ * The dense and the sparse executors both read this, so they see the same
+ * values bit for bit.
+ */
+bool
+hb_text_terms(HbTextScratch *t, const HbStep *s, const HbText *txt,
+			  const HbTextTerm **terms, size_t *n_terms)
 {
-	ColVal	   *cv;
+	HbTextTerm *cv;
 	size_t		m = 0;
 	double		norm = 0.0;
-	double	   *out = slots + s->out;
 
-	for (int32_t i = 0; i < s->n_used; i++)
-		out[i] = 0.0;
+	*terms = NULL;
+	*n_terms = 0;
+	if (!analyse(t, s, txt))
+		return false;
 	if (t->n_cols == 0)
 		return true;
-	cv = hb_alloc(sizeof(ColVal) * t->n_cols);
-	if (cv == NULL)
-		return false;
+	GROW(t->terms, t->terms_cap, t->n_cols);
+	cv = t->terms;
 	for (size_t i = 0; i < t->n_cols; i++)
 	{
 		cv[i].col = t->cols[i];
 		cv[i].val = t->vals[i];
 	}
-	qsort(cv, t->n_cols, sizeof(ColVal), cmp_colval);
+	qsort(cv, t->n_cols, sizeof(HbTextTerm), cmp_colval);
 	for (size_t i = 0; i < t->n_cols; i++)
 	{
 		if (m > 0 && cv[m - 1].col == cv[i].col)
@@ -1145,14 +1252,33 @@ text_vector(TextScratch *t, const HbStep *s, double *slots)
 		for (size_t i = 0; i < m; i++)
 			if (fabs(cv[i].val) > norm)
 				norm = fabs(cv[i].val);
+	if (norm != 0.0)
+		for (size_t i = 0; i < m; i++)
+			cv[i].val = cv[i].val / norm;
+	*terms = cv;
+	*n_terms = m;
+	return true;
+}
+
+/* Write a document's kept columns into the step's slots. */
+static bool
+text_vector(TextScratch *t, const HbStep *s, const HbText *txt, double *slots)
+{
+	const HbTextTerm *cv;
+	size_t		m;
+	double	   *out = slots + s->out;
+
+	for (int32_t i = 0; i < s->n_used; i++)
+		out[i] = 0.0;
+	if (!hb_text_terms(t, s, txt, &cv, &m))
+		return false;
 	for (size_t i = 0, u = 0; i < m && u < (size_t) s->n_used; i++)
 	{
 		while (u < (size_t) s->n_used && s->used_cols[u] < cv[i].col)
 			u++;
 		if (u < (size_t) s->n_used && s->used_cols[u] == cv[i].col)
-			out[u] = norm != 0.0 ? cv[i].val / norm : cv[i].val;
+			out[u] = cv[i].val;
 	}
-	hb_free(cv);
 	return true;
 }
 
@@ -1496,11 +1622,18 @@ run_step(const HbPipeline *p, const HbStep *s, double *slots,
 			}
 		case HB_STEP_HASHING:
 		case HB_STEP_TFIDF:
-			if (!analyse(ts, s, &texts[s->text_input]) || !text_vector(ts, s, slots))
+			if (!text_vector(ts, s, &texts[s->text_input], slots))
 				return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 			break;
 	}
 	return true;
+}
+
+bool
+hb_step_run(const HbPipeline *p, const HbStep *s, double *slots,
+			const HbText *texts, HbTextScratch *ts, HbError *err)
+{
+	return run_step(p, s, slots, texts, ts, err);
 }
 
 bool
