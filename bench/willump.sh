@@ -271,7 +271,7 @@ done
 fi
 
 {
-	echo "hbird statistical shortcuts, $(date -u '+%Y-%m-%d %H:%M UTC'), $ROWS rows per numeric table, $TEXT_ROWS per text table, tuning samples of $SAMPLE rows (separate tables)"
+	echo "hbird statistical shortcuts, $(date -u '+%Y-%m-%d %H:%M UTC'),$([ "$NUMERIC" = 1 ] && echo " $ROWS rows per numeric table,")$([ "$TEXT" = 1 ] && echo " $TEXT_ROWS per text table,") tuning samples of $SAMPLE rows (separate tables)"
 	echo "load average at start: $LOAD_START; one process (no parallel workers)"
 	echo
 	[ -n "$NUMERIC_REPORT" ] && echo "$NUMERIC_REPORT" && echo
