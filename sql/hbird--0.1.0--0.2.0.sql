@@ -146,6 +146,10 @@ CREATE TABLE hbird.tuning (
 	full_cost_us	double precision NOT NULL,
 	approx_cost_us	double precision NOT NULL,
 	expected_speedup double precision NOT NULL,
+	/* a model with featurizers: per row, all of it, and per feature group */
+	featurize_us	double precision,
+	feature_groups	text[],
+	group_cost_us	double precision[],
 	tuned_by		regrole NOT NULL,
 	tuned_at		timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	PRIMARY KEY (name, version, kind, k),
@@ -170,6 +174,7 @@ CREATE TABLE hbird.tuning_candidate (
 	cost_us			double precision NOT NULL,
 	expected_speedup double precision NOT NULL,
 	chosen			boolean NOT NULL,
+	featurize_us	double precision,	/* of cost_us: featurizing its groups */
 	PRIMARY KEY (name, version, kind, k, candidate),
 	FOREIGN KEY (name, version, kind, k) REFERENCES hbird.tuning (name, version, kind, k)
 		ON DELETE CASCADE
@@ -193,7 +198,8 @@ RETURNS TABLE (candidate integer, approximation text, ratio double precision,
 			   kept integer, threshold double precision,
 			   accuracy double precision, accuracy_bound double precision,
 			   coverage double precision, cost_us double precision,
-			   expected_speedup double precision, chosen boolean)
+			   expected_speedup double precision, chosen boolean,
+			   featurize_us double precision)
 AS 'MODULE_PATHNAME', 'hb_tune'
 LANGUAGE C VOLATILE;
 
@@ -208,7 +214,10 @@ CREATE FUNCTION hb_tune_store(name text, version integer, kind text, k integer,
 							  chosen integer, approx_kind text, approx_trees integer,
 							  approx_features integer[], approx_params double precision[],
 							  cheap_cut double precision, full_cost_us double precision,
-							  labels text[], measures double precision[])
+							  labels text[], measures double precision[],
+							  feature_groups text[] DEFAULT NULL,
+							  group_cost_us double precision[] DEFAULT NULL,
+							  featurize_us double precision DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'hb_tune_store'
 LANGUAGE C VOLATILE SECURITY DEFINER
@@ -242,6 +251,9 @@ SELECT t.name,
 	   t.full_cost_us,
 	   t.approx_cost_us,
 	   t.expected_speedup,
+	   t.featurize_us,
+	   t.feature_groups,
+	   t.group_cost_us,
 	   t.tuned_by,
 	   t.tuned_at
 FROM hbird.tuning t
@@ -250,7 +262,7 @@ JOIN hbird.model m ON m.name OPERATOR(pg_catalog.=) t.name;
 CREATE VIEW hb_tuning_candidates AS
 SELECT name, version, kind, NULLIF(k, 0) AS k, candidate, approximation, ratio,
 	   kept, threshold, accuracy, accuracy_bound, coverage, cost_us,
-	   expected_speedup, chosen
+	   expected_speedup, chosen, featurize_us
 FROM hbird.tuning_candidate;
 
 GRANT SELECT ON hb_tunings, hb_tuning_candidates TO PUBLIC;

@@ -102,6 +102,8 @@ typedef struct HbBinding
 	double	   *num;			/* one row's numeric inputs */
 	HbText	   *text;			/* one row's text inputs */
 	double	   *slots;			/* the pipeline's scratch, one row */
+	const struct HbLazy *lazy;	/* featurize only a cheap model's part
+								 * (pg_lazy.c), or NULL */
 } HbBinding;
 
 extern void hb_bind_record(HbBinding *b, const HbCacheEntry *e,
@@ -142,6 +144,7 @@ typedef struct HbCallSlot
 	uint64		used;
 	bool		cascade_loaded; /* cascade looked up (pg_tune.c) */
 	HbCascade  *cascade;		/* NULL: none tuned, or hbird.cascade off */
+	struct HbLazy *lazy;		/* rows bind lazily for the cascade, or NULL */
 } HbCallSlot;
 
 typedef struct HbCallState
@@ -176,7 +179,8 @@ typedef void (*HbBatchFn) (void *arg, const double *x, Datum *items,
 						   uint64 n);
 extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,
 							const char *query, Oid rowtype, int batch,
-							HbBatchFn fn, void *arg);
+							HbBatchFn fn, void *arg,
+							const struct HbLazy *lazy);
 /* the same, handing fn raw margins (n_outputs per row); e->sparse only */
 extern void hb_scan_batches_margins(FunctionCallInfo fcinfo, HbCacheEntry *e,
 									const char *query, Oid rowtype, int batch,
@@ -205,6 +209,9 @@ extern bool hb_early_exit;
 extern void hb_check_classifier(const HbCacheEntry *e, const char *fn);
 extern void hb_classify(HbCacheEntry *e, const HbCascade *cascade,
 						const double *x, size_t n, int32 *out);
+extern void hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade,
+							 const double *x, size_t n, int32 *out,
+							 struct HbLazy *lazy);
 /* pg_tune.c: tuned approximations */
 typedef enum HbTopkMode
 {
@@ -232,6 +239,20 @@ extern bool hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 						   MemoryContext cxt, HbTuning *out);
 extern HbCascade *hb_cascade_for(const HbCacheEntry *e, MemoryContext cxt);
 extern HbCascade *hb_call_cascade(HbCallState *st);
+extern void hb_call_cascade_run(HbCallState *st, Datum row, HbCascadeOut what,
+								double *out);
+
+/* pg_lazy.c: lazy featurization for the cheap models */
+typedef struct HbLazy HbLazy;
+
+extern bool hb_lazy_on;
+extern HbLazy *hb_lazy_for(const HbCacheEntry *e, const HbApprox *a,
+						   MemoryContext cxt);
+extern void hb_lazy_featurize(const HbLazy *l, const HbBinding *b, double *x);
+extern void hb_lazy_set_rows(HbLazy *l, Datum *rows);
+extern void hb_lazy_fill(HbLazy *l, Datum row, double *x);
+extern void hb_lazy_complete(void *arg, const size_t *rows, size_t n,
+							 double *xs);
 
 /* pg_approx.c: approximate top-K over batches of rows */
 typedef struct HbApproxTopk HbApproxTopk;
@@ -242,5 +263,6 @@ extern void hb_approx_topk_batch(HbApproxTopk *s, const double *x,
 								 Datum *items, int n);
 extern int	hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 							   HbTopkStats *stats);
+extern struct HbLazy *hb_approx_topk_lazy(HbApproxTopk *s);
 
 #endif							/* HBIRD_H */

@@ -51,6 +51,8 @@ struct HbApproxTopk
 	double	   *raw;
 	double	   *cheap;
 	int			buf_rows;
+	HbLazy	   *lazy;			/* rows bound lazily: kept rows are bound
+								 * again from their item at the end */
 };
 
 /* a is a worse candidate than b: lower cheap score, or read later */
@@ -103,7 +105,8 @@ sift_up(HbApproxTopk *s, int i)
 static void
 pop_root(HbApproxTopk *s)
 {
-	pfree(s->heap[0].x);
+	if (s->heap[0].x)
+		pfree(s->heap[0].x);
 	pfree(DatumGetPointer(s->heap[0].item));
 	s->heap[0] = s->heap[--s->n];
 	sift_down(s, 0);
@@ -127,7 +130,15 @@ hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
 								   ALLOCSET_DEFAULT_SIZES);
 	s->cap = Min(s->keep, 1024);
 	s->heap = MemoryContextAllocHuge(s->cxt, sizeof(Kept) * s->cap);
+	s->lazy = hb_lazy_for(e, s->approx, s->cxt);
 	return s;
+}
+
+/* How the rows fed to s must be bound (hb_scan_batches, HbCallSlot). */
+HbLazy *
+hb_approx_topk_lazy(HbApproxTopk *s)
+{
+	return s->lazy;
 }
 
 void
@@ -166,8 +177,12 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, Datum *items, int n)
 			s->heap = repalloc_huge(s->heap, sizeof(Kept) * s->cap);
 		}
 		old = MemoryContextSwitchTo(s->cxt);
-		c.x = palloc(sizeof(double) * nf);
-		memcpy(c.x, x + (size_t) i * nf, sizeof(double) * nf);
+		c.x = NULL;
+		if (s->lazy == NULL)
+		{
+			c.x = palloc(sizeof(double) * nf);
+			memcpy(c.x, x + (size_t) i * nf, sizeof(double) * nf);
+		}
 		c.item = datumCopy(items[i], false, -1);
 		MemoryContextSwitchTo(old);
 		s->heap[s->n] = c;
@@ -212,7 +227,10 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 
 	for (int i = 0; i < n; i++)
 	{
-		memcpy(x + (size_t) i * nf, s->heap[i].x, sizeof(double) * nf);
+		if (s->heap[i].x)
+			memcpy(x + (size_t) i * nf, s->heap[i].x, sizeof(double) * nf);
+		else
+			hb_lazy_fill(s->lazy, s->heap[i].item, x + (size_t) i * nf);
 		raw[i] = s->heap[i].raw;
 	}
 	hb_approx_finish(p, s->approx, x, n, raw);

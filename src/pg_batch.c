@@ -17,6 +17,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "parser/parse_type.h"
@@ -85,6 +86,9 @@ typedef struct HbAggState
 	int64		pcap;
 	bool		classes;		/* hb_predict_class_agg: class indexes */
 	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
+	HbLazy	   *lazy;			/* rows bound lazily for it (pg_lazy.c) */
+	Datum	   *rows;			/* lazy: the buffered rows, 0 for NULL */
+	MemoryContext rows_cxt;
 } HbAggState;
 
 static void
@@ -113,14 +117,21 @@ agg_flush(HbAggState *s)
 	{
 		int32	   *cls = palloc(sizeof(int32) * s->nbuf);
 
-		hb_classify(s->entry, s->cascade, s->x, s->nbuf, cls);
+		if (s->lazy)
+			hb_lazy_set_rows(s->lazy, s->rows);
+		hb_classify_lazy(s->entry, s->cascade, s->x, s->nbuf, cls, s->lazy);
 		for (int i = 0; i < s->nbuf; i++)
 			s->preds[s->npreds + i] = cls[i];
 		pfree(cls);
 	}
 	else if (s->cascade)
-		hb_cascade_run(s->entry->plan, s->cascade, s->x, s->nbuf,
-					   HB_CASCADE_PREDICT, s->preds + s->npreds, NULL);
+	{
+		if (s->lazy)
+			hb_lazy_set_rows(s->lazy, s->rows);
+		hb_cascade_run_lazy(s->entry->plan, s->cascade, s->x, s->nbuf,
+							HB_CASCADE_PREDICT, s->preds + s->npreds, NULL,
+							s->lazy ? hb_lazy_complete : NULL, s->lazy);
+	}
 	else if (s->margins)
 		hb_link_predict(s->entry->plan, s->x, s->nbuf, s->preds + s->npreds);
 	else
@@ -129,6 +140,8 @@ agg_flush(HbAggState *s)
 	hb_stat_batch(s->entry, s->nbuf, &start, false);
 	s->npreds += s->nbuf;
 	s->nbuf = 0;
+	if (s->rows_cxt)
+		MemoryContextReset(s->rows_cxt);
 }
 
 /*
@@ -154,6 +167,9 @@ agg_reserve(HbAggState *s)
 		s->x = repalloc_huge(s->x, sizeof(double) * cap * s->width);
 		s->scratch = repalloc_huge(s->scratch, sizeof(double) * cap * s->entry->n_outputs);
 	}
+	if (s->lazy)
+		s->rows = s->rows ? repalloc_huge(s->rows, sizeof(Datum) * cap) :
+			MemoryContextAllocHuge(cxt, sizeof(Datum) * cap);
 	s->cap = cap;
 }
 
@@ -180,6 +196,11 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 		s->batch = hb_batch_rows(st->entry);
 		s->classes = classes;
 		s->cascade = hb_cascade_for(st->entry, aggcxt);
+		if (s->cascade)
+			s->lazy = hb_lazy_for(st->entry, s->cascade->approx, aggcxt);
+		if (s->lazy)
+			s->rows_cxt = AllocSetContextCreate(aggcxt, "hbird lazy rows",
+												ALLOCSET_DEFAULT_SIZES);
 		/* a linear model over text buffers margins, not 20,000-wide rows */
 		s->margins = st->entry->sparse && !classes && s->cascade == NULL;
 		s->width = s->margins ? st->entry->n_outputs : st->entry->n_features;
@@ -206,12 +227,22 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 		/* a NULL row is all-missing: it still takes its place in the order */
 		for (int f = 0; f < s->entry->n_features; f++)
 			s->x[(size_t) s->nbuf * s->entry->n_features + f] = get_float8_nan();
+		if (s->lazy)
+			s->rows[s->nbuf] = (Datum) 0;
 	}
 	else
 	{
+		st->cur->lazy = s->lazy;
 		hb_call_load_record(fcinfo, st, 2);
 		memcpy(s->x + (size_t) s->nbuf * s->entry->n_features, st->x,
 			   sizeof(double) * s->entry->n_features);
+		if (s->lazy)
+		{
+			MemoryContext old = MemoryContextSwitchTo(s->rows_cxt);
+
+			s->rows[s->nbuf] = datumCopy(PG_GETARG_DATUM(2), false, -1);
+			MemoryContextSwitchTo(old);
+		}
 	}
 	if (++s->nbuf == s->batch)
 		agg_flush(s);
@@ -334,7 +365,8 @@ open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
  */
 static void
 scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
-			 Oid rowtype, int batch, bool margins, HbBatchFn fn, void *arg)
+			 Oid rowtype, int batch, bool margins, HbBatchFn fn, void *arg,
+			 const HbLazy *lazy)
 {
 	TupleDesc	rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
 	MemoryContext batch_cxt;
@@ -350,6 +382,7 @@ scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 									  ALLOCSET_DEFAULT_SIZES);
 	/* features bind by the names of the row type's columns */
 	hb_bind_desc(&bind, e, rowdesc, fcinfo->flinfo->fn_mcxt, e->name);
+	bind.lazy = lazy;
 
 	SPI_connect();
 	portal = open_cursor(query, rowdesc, &map);
@@ -390,9 +423,10 @@ scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 
 void
 hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
-				Oid rowtype, int batch, HbBatchFn fn, void *arg)
+				Oid rowtype, int batch, HbBatchFn fn, void *arg,
+				const HbLazy *lazy)
 {
-	scan_batches(fcinfo, e, query, rowtype, batch, false, fn, arg);
+	scan_batches(fcinfo, e, query, rowtype, batch, false, fn, arg, lazy);
 }
 
 void
@@ -400,7 +434,7 @@ hb_scan_batches_margins(FunctionCallInfo fcinfo, HbCacheEntry *e,
 						const char *query, Oid rowtype, int batch,
 						HbBatchFn fn, void *arg)
 {
-	scan_batches(fcinfo, e, query, rowtype, batch, true, fn, arg);
+	scan_batches(fcinfo, e, query, rowtype, batch, true, fn, arg, NULL);
 }
 
 typedef struct PredictBatch
@@ -410,6 +444,7 @@ typedef struct PredictBatch
 	double	   *scratch;
 	double	   *pred;
 	HbCascade  *cascade;
+	HbLazy	   *lazy;			/* rows bound lazily for the cascade */
 	bool		margins;		/* x holds raw margins (e->sparse) */
 } PredictBatch;
 
@@ -421,8 +456,13 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (b->cascade)
-		hb_cascade_run(b->entry->plan, b->cascade, x, n, HB_CASCADE_PREDICT,
-					   b->pred, NULL);
+	{
+		if (b->lazy)
+			hb_lazy_set_rows(b->lazy, items);
+		hb_cascade_run_lazy(b->entry->plan, b->cascade, x, n, HB_CASCADE_PREDICT,
+							b->pred, NULL, b->lazy ? hb_lazy_complete : NULL,
+							b->lazy);
+	}
 	else if (b->margins)
 		hb_link_predict(b->entry->plan, x, n, b->pred);
 	else
@@ -457,12 +497,14 @@ hb_predict_batch(PG_FUNCTION_ARGS)
 	b.scratch = palloc_extended(sizeof(double) * batch * b.entry->n_outputs, MCXT_ALLOC_HUGE);
 	b.pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
 	b.cascade = hb_cascade_for(b.entry, CurrentMemoryContext);
+	b.lazy = b.cascade ? hb_lazy_for(b.entry, b.cascade->approx, CurrentMemoryContext) : NULL;
 	b.margins = b.entry->sparse != NULL && b.cascade == NULL;
 	if (b.margins)
 		hb_scan_batches_margins(fcinfo, b.entry, query, rowtype, batch,
 								predict_batch, &b);
 	else
-		hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, predict_batch, &b);
+		hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, predict_batch, &b,
+						b.lazy);
 	hb_stat_call(b.entry);
 	return (Datum) 0;
 }

@@ -80,6 +80,7 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	b->tupTypmod = tupTypmod;
 	b->natts = desc->natts;
 	b->pipeline = p;
+	b->lazy = NULL;
 	b->attnum = palloc(sizeof(int) * Max(n_bind, 1));
 	b->atttype = palloc(sizeof(Oid) * Max(n_bind, 1));
 	b->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
@@ -88,8 +89,9 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	{
 		b->num = palloc(sizeof(double) * Max(p->n_num_inputs, 1));
 		b->text = palloc0(sizeof(HbText) * Max(p->n_text_inputs, 1));
+		/* zeroed: a partial run (pg_lazy.c) reads slots it did not write */
 		b->slots = palloc_extended(sizeof(double) * hb_pipeline_row_slots(p),
-								   MCXT_ALLOC_HUGE);
+								   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	}
 
 	for (int f = 0; f < n_bind; f++)
@@ -260,7 +262,10 @@ hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
 		return;
 	}
 	bind_inputs(b, tuple);
-	featurize_row(b, e, x);
+	if (b->lazy)
+		hb_lazy_featurize(b->lazy, b, x);
+	else
+		featurize_row(b, e, x);
 }
 
 /*

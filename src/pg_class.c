@@ -69,6 +69,14 @@ void
 hb_classify(HbCacheEntry *e, const HbCascade *cascade, const double *x,
 			size_t n, int32 *out)
 {
+	hb_classify_lazy(e, cascade, x, n, out, NULL);
+}
+
+/* hb_classify of rows bound lazily for the cascade (pg_lazy.c) */
+void
+hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade, const double *x,
+				 size_t n, int32 *out, HbLazy *lazy)
+{
 	const HbClassBounds *b;
 
 	if (cascade != NULL)
@@ -76,7 +84,8 @@ hb_classify(HbCacheEntry *e, const HbCascade *cascade, const double *x,
 		/* tuned cascade (hbird.cascade): the cheap model's confident rows */
 		double	   *cls = palloc(sizeof(double) * Max(n, 1));
 
-		hb_cascade_run(e->plan, cascade, x, n, HB_CASCADE_CLASS, cls, NULL);
+		hb_cascade_run_lazy(e->plan, cascade, x, n, HB_CASCADE_CLASS, cls, NULL,
+							lazy ? hb_lazy_complete : NULL, lazy);
 		for (size_t i = 0; i < n; i++)
 			out[i] = (int32) cls[i];
 		pfree(cls);
@@ -107,7 +116,15 @@ predict_class(FunctionCallInfo fcinfo, bool record)
 		hb_call_load_record(fcinfo, st, 1);
 	else
 		hb_array_row(PG_GETARG_ARRAYTYPE_P(1), e, st->x, e->name);
-	hb_classify(e, hb_call_cascade(st), st->x, 1, &cls);
+	if (record && hb_call_cascade(st) != NULL)
+	{
+		double		c;
+
+		hb_call_cascade_run(st, PG_GETARG_DATUM(1), HB_CASCADE_CLASS, &c);
+		cls = (int32) c;
+	}
+	else
+		hb_classify(e, hb_call_cascade(st), st->x, 1, &cls);
 	hb_stat_row(e, timed ? &start : NULL);
 	PG_RETURN_INT32(cls);
 }
@@ -132,6 +149,7 @@ typedef struct ClassBatch
 	ReturnSetInfo *rsinfo;
 	int32	   *cls;
 	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
+	HbLazy	   *lazy;			/* rows bound lazily for it, or NULL */
 } ClassBatch;
 
 static void
@@ -141,7 +159,9 @@ class_batch(void *arg, const double *x, Datum *items, uint64 n)
 	instr_time	start;			/* hb_stat_models */
 
 	INSTR_TIME_SET_CURRENT(start);
-	hb_classify(b->entry, b->cascade, x, n, b->cls);
+	if (b->lazy)
+		hb_lazy_set_rows(b->lazy, items);
+	hb_classify_lazy(b->entry, b->cascade, x, n, b->cls, b->lazy);
 	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -166,13 +186,14 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 
 	b.entry = st->entry;
 	b.cascade = hb_cascade_for(b.entry, CurrentMemoryContext);
+	b.lazy = b.cascade ? hb_lazy_for(b.entry, b.cascade->approx, CurrentMemoryContext) : NULL;
 	hb_check_classifier(b.entry, "hb_predict_class_batch");
 	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	InitMaterializedSRF(fcinfo, 0);
 	query = hb_query_arg(fcinfo, 2, rowtype);
 	batch = hb_batch_rows(b.entry);
 	b.cls = palloc_extended(sizeof(int32) * batch, MCXT_ALLOC_HUGE);
-	hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, class_batch, &b);
+	hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, class_batch, &b, b.lazy);
 	hb_stat_call(b.entry);
 	return (Datum) 0;
 }

@@ -176,6 +176,7 @@ hb_call_prepare(FunctionCallInfo fcinfo, int name_arg, bool classifier)
 		slot->bound = false;
 		slot->cascade_loaded = false;
 		slot->cascade = NULL;
+		slot->lazy = NULL;
 		slot->x = MemoryContextAlloc(slot->cxt, sizeof(double) * e->n_features);
 		slot->scratch = MemoryContextAlloc(slot->cxt, sizeof(double) * nout);
 		slot->out = MemoryContextAlloc(slot->cxt, sizeof(double) * nout);
@@ -206,8 +207,15 @@ void
 hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st, int row_arg)
 {
 	HeapTupleHeader td = call_bind(fcinfo, st, row_arg);
+	HbCallSlot *slot = st->cur;
 
-	hb_bind_row(&st->cur->bind, st->entry, td, st->x);
+	/*
+	 * Lazily for the slot's cascade while hbird.cascade is on (what the
+	 * cascade check of the same call sees), or for an aggregate's cheap
+	 * model (set by the aggregate).
+	 */
+	slot->bind.lazy = hb_cascade_on || !slot->cascade_loaded ? slot->lazy : NULL;
+	hb_bind_row(&slot->bind, st->entry, td, st->x);
 }
 
 /* The raw margins of the row in argument row_arg; st->entry->sparse only. */
@@ -279,8 +287,8 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 	{
 		case SCORE_PREDICT:
 			if (hb_cascade_on && hb_call_cascade(st) != NULL)
-				hb_cascade_run(e->plan, hb_call_cascade(st), st->x, 1,
-							   HB_CASCADE_PREDICT, st->out, NULL);
+				hb_call_cascade_run(st, record ? PG_GETARG_DATUM(1) : (Datum) 0,
+									HB_CASCADE_PREDICT, st->out);
 			else
 				hb_plan_predict(e->plan, st->x, 1, st->scratch, st->out);
 			result = Float8GetDatum(st->out[0]);

@@ -330,7 +330,8 @@ hb_topk(PG_FUNCTION_ARGS)
 		int			n;
 
 		hb_scan_batches(fcinfo, e, query, rowtype,
-						Min(hb_batch_rows(e), 4096), approx_batch, a);
+						Min(hb_batch_rows(e), 4096), approx_batch, a,
+						hb_approx_topk_lazy(a));
 		n = hb_approx_topk_end(a, &scores, &items, &scan.stats);
 		for (int i = 0; i < n; i++)
 		{
@@ -352,7 +353,7 @@ hb_topk(PG_FUNCTION_ARGS)
 	scan.heap = &heap;
 	scan.threshold = -INFINITY;
 	hb_scan_batches(fcinfo, e, query, rowtype,
-					Min(hb_batch_rows(e), 4096), topk_batch, &scan);
+					Min(hb_batch_rows(e), 4096), topk_batch, &scan, NULL);
 
 	heap_sort(&heap);
 	for (int i = 0; i < heap.n; i++)
@@ -486,6 +487,7 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(s);
 
 	topagg_reserve(s, aggcxt);
+	st->cur->lazy = s->approx ? hb_approx_topk_lazy(s->approx) : NULL;
 	hb_call_load_record(fcinfo, st, 3);
 	memcpy(s->x + (size_t) s->nbuf * s->entry->n_features, st->x,
 		   sizeof(double) * s->entry->n_features);

@@ -21,6 +21,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -63,6 +64,15 @@ hb_tune_define_gucs(void)
 							 "answer the rows it is confident about (see hb_tune).",
 							 &hb_cascade_on,
 							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("hbird.lazy_featurize",
+							 "Featurize only what a cascade's or approximate top-K's cheap model reads.",
+							 "The other featurizers run only for the rows the full model scores. "
+							 "Answers are the same either way.",
+							 &hb_lazy_on,
+							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
@@ -273,9 +283,34 @@ float_arg(FunctionCallInfo fcinfo, int argno, const char *what)
  * Run the sample query (as the caller) and bind its rows to the model's
  * features by column name.  Returns the row-major matrix; *n its rows.
  */
+/* Raw rows kept for timing the featurization of a pipeline's groups. */
+#define HB_TUNE_TIMING_RAW 2048
+
+typedef struct RawSample
+{
+	size_t		n;
+	double	   *num;
+	HbText	   *text;
+} RawSample;
+
+static void
+keep_raw(RawSample *rs, const HbPipeline *p, const HbBinding *b)
+{
+	size_t		i = rs->n++;
+
+	memcpy(rs->num + i * p->n_num_inputs, b->num, sizeof(double) * p->n_num_inputs);
+	for (int t = 0; t < p->n_text_inputs; t++)
+	{
+		HbText	   *d = &rs->text[i * p->n_text_inputs + t];
+
+		d->len = b->text[t].len;
+		d->ptr = b->text[t].ptr ? pnstrdup(b->text[t].ptr, b->text[t].len) : NULL;
+	}
+}
+
 static double *
 read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
-			size_t *n_out)
+			size_t *n_out, RawSample *rs)
 {
 	SPIPlanPtr	plan;
 	Portal		portal;
@@ -295,6 +330,14 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 				 errmsg("sample query must be a single SELECT that returns rows")));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
 	hb_bind_desc(&bind, e, portal->tupDesc, outer, e->name);
+	memset(rs, 0, sizeof(*rs));
+	if (e->pipeline)
+	{
+		rs->num = MemoryContextAlloc(outer, sizeof(double) * HB_TUNE_TIMING_RAW *
+									 Max(e->pipeline->n_num_inputs, 1));
+		rs->text = MemoryContextAlloc(outer, sizeof(HbText) * HB_TUNE_TIMING_RAW *
+									  Max(e->pipeline->n_text_inputs, 1));
+	}
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -316,7 +359,16 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 			cap = ncap;
 		}
 		for (uint64 i = 0; i < SPI_processed; i++)
+		{
 			hb_bind_tuple(&bind, e, SPI_tuptable->vals[i], x + (n + i) * e->n_features);
+			if (e->pipeline && rs->n < HB_TUNE_TIMING_RAW)
+			{
+				MemoryContext o = MemoryContextSwitchTo(outer);
+
+				keep_raw(rs, e->pipeline, &bind);
+				MemoryContextSwitchTo(o);
+			}
+		}
 		n += SPI_processed;
 		SPI_freetuptable(SPI_tuptable);
 	}
@@ -327,19 +379,84 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 }
 
 /* NaN for "not this kind's figure": stored as NULL. */
-#define MEASURES 9
+#define MEASURES 10
+
+/*
+ * Feature groups of a pipeline model and what each costs to featurize,
+ * timed on the sample's raw rows.  Timing a few hundred nanoseconds is
+ * noisy: the declared cost class adds a small prior, which also breaks
+ * ties between groups that time alike in favour of the declared cheaper.
+ */
+typedef struct GroupCosts
+{
+	HbPipelineDeps deps;
+	double	   *group_ns;
+	double		all_ns;
+	char	  **label;
+} GroupCosts;
+
+static const double class_prior_ns[] = {1.0, 1.0, 10.0, 100.0};
+static const char *const class_name[] = {"unknown", "cheap", "medium", "expensive"};
+
+static bool
+group_costs(HbCacheEntry *e, const RawSample *rs, GroupCosts *gc)
+{
+	const HbPipeline *p = e->pipeline;
+	HbRawRows	rows = {rs->n, rs->num, rs->text};
+	HbError		err = {0};
+
+	memset(gc, 0, sizeof(*gc));
+	if (p == NULL || rs->n == 0 || p->n_inputs == 0)
+		return false;
+	if (!hb_pipeline_deps(p, &gc->deps, &err))
+		hb_report(&err, "cannot tune model", e->name);
+	gc->group_ns = palloc0(sizeof(double) * HB_MAX_FEATURE_GROUPS);
+	gc->label = palloc0(sizeof(char *) * HB_MAX_FEATURE_GROUPS);
+	if (!hb_pipeline_group_costs(p, &gc->deps, &rows, gc->group_ns, &gc->all_ns, &err))
+		hb_report(&err, "cannot time the featurization of model", e->name);
+	for (int g = 0; g < gc->deps.n_groups; g++)
+	{
+		int			worst = HB_COST_UNKNOWN;
+		int			nfeat = 0;
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		for (int i = 0; i < p->n_inputs; i++)
+			if (hb_pipeline_input_group(p, i) == g)
+			{
+				if ((int) p->inputs[i].cost > worst)
+					worst = (int) p->inputs[i].cost;
+				if (buf.len > 0)
+					appendStringInfoChar(&buf, ',');
+				appendStringInfoString(&buf, p->inputs[i].name);
+			}
+		for (int j = 0; j < p->n_features; j++)
+			if (gc->deps.feat_groups[j] & (UINT64_C(1) << g))
+				nfeat++;
+		gc->group_ns[g] += class_prior_ns[worst];
+		gc->label[g] = buf.data;
+		ereport(NOTICE,
+				(errmsg("hb_tune \"%s\": feature group \"%s\" (%s, %d features): featurizing costs %.3f us/row",
+						e->name, buf.data, class_name[worst], nfeat,
+						gc->group_ns[g] / 1000.0)));
+	}
+	return true;
+}
 
 static void
 store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
-	  const HbTuneSpec *spec, int32 seed, size_t n, const HbTuneResult *res)
+	  const HbTuneSpec *spec, int32 seed, size_t n, const HbTuneResult *res,
+	  const GroupCosts *gc)
 {
 	const HbTuneCandidate *ch = &res->cand[res->chosen];
 	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
 	char	   *sql;
-	Oid			types[18] = {TEXTOID, INT4OID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID,
+	Oid			types[21] = {TEXTOID, INT4OID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID,
 		INT4OID, INT8OID, INT8OID, INT4OID, TEXTOID, INT4OID, INT4ARRAYOID,
-	FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID, TEXTARRAYOID, FLOAT8ARRAYOID};
-	Datum		v[18];
+		FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID, TEXTARRAYOID, FLOAT8ARRAYOID,
+	TEXTARRAYOID, FLOAT8ARRAYOID, FLOAT8OID};
+	Datum		v[21];
+	char		vnulls[21];
 	Datum	   *fd,
 			   *pd,
 			   *ld,
@@ -372,7 +489,8 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 			c->coverage,
 			c->cost_ns / 1000.0,
 			c->speedup,
-			c->chosen ? 1.0 : 0.0
+			c->chosen ? 1.0 : 0.0,
+			spec->n_groups > 0 ? c->featurize_ns / 1000.0 : NAN
 		};
 
 		ld[i] = CStringGetTextDatum(c->label);
@@ -402,13 +520,35 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	v[16] = PointerGetDatum(construct_array(ld, res->n_cand, TEXTOID, -1, false, TYPALIGN_INT));
 	v[17] = PointerGetDatum(construct_md_array(md, mnulls, 2, dims, lbs, FLOAT8OID, 8,
 											   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	memset(vnulls, ' ', sizeof(vnulls));
+	if (gc)
+	{
+		int			ng = gc->deps.n_groups;
+		Datum	   *gl = palloc(sizeof(Datum) * (ng + 1));
+		Datum	   *gv = palloc(sizeof(Datum) * (ng + 1));
+
+		for (int g = 0; g < ng; g++)
+		{
+			gl[g] = CStringGetTextDatum(gc->label[g]);
+			gv[g] = Float8GetDatum(gc->group_ns[g] / 1000.0);
+		}
+		v[18] = PointerGetDatum(construct_array(gl, ng, TEXTOID, -1, false, TYPALIGN_INT));
+		v[19] = PointerGetDatum(construct_array(gv, ng, FLOAT8OID, 8, FLOAT8PASSBYVAL,
+												TYPALIGN_DOUBLE));
+		v[20] = Float8GetDatum(gc->all_ns / 1000.0);
+	}
+	else
+	{
+		v[18] = v[19] = v[20] = (Datum) 0;
+		vnulls[18] = vnulls[19] = vnulls[20] = 'n';
+	}
 
 	/* the function next to hb_tune, whatever the caller's search_path */
 	sql = psprintf("SELECT %s.hb_tune_store($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
-				   "$11, $12, $13, $14, $15, $16, $17, $18)",
+				   "$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
 				   quote_identifier(get_namespace_name(nsp)));
 	SPI_connect();
-	if (SPI_execute_with_args(sql, 18, types, v, NULL, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(sql, 21, types, v, vnulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not store the tuning of model \"%s\"", e->name);
 	SPI_finish();
 }
@@ -428,6 +568,9 @@ hb_tune(PG_FUNCTION_ARGS)
 	int			k = 0;
 	size_t		n;
 	double	   *x;
+	RawSample	rs;
+	GroupCosts	gc;
+	bool		have_groups;
 	MemoryContext work,
 				old;
 
@@ -487,11 +630,19 @@ hb_tune(PG_FUNCTION_ARGS)
 	work = AllocSetContextCreate(CurrentMemoryContext, "hbird tune",
 								 ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(work);
-	x = read_sample(fcinfo, e, query, &n);
+	x = read_sample(fcinfo, e, query, &n, &rs);
 	if (n == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("sample query of model \"%s\" returned no rows", e->name)));
+	have_groups = group_costs(e, &rs, &gc);
+	if (have_groups)
+	{
+		spec.n_groups = gc.deps.n_groups;
+		spec.feature_groups = gc.deps.feat_groups;
+		spec.group_ns = gc.group_ns;
+		spec.featurize_ns = gc.all_ns;
+	}
 	if (!hb_tune_run(e->plan, x, n, &spec, progress_notice, e->name, &res, &err))
 		hb_report(&err, "cannot tune model", e->name);
 
@@ -503,7 +654,7 @@ hb_tune(PG_FUNCTION_ARGS)
 			ereport(NOTICE,
 					(errmsg("hb_tune \"%s\": the best configuration (%s) is expected to be %.2fx as fast as the full model",
 							e->name, c->label, c->speedup)));
-		store(fcinfo, e, kind, k, &spec, seed, n, &res);
+		store(fcinfo, e, kind, k, &spec, seed, n, &res, have_groups ? &gc : NULL);
 		if (spec.kind == HB_TUNE_TOPK)
 			ereport(NOTICE,
 					(errmsg("hb_tune \"%s\": version %d now ranks top-%d through %s, re-scoring %.2f%% of the rows, expected %.1fx",
@@ -527,8 +678,8 @@ hb_tune(PG_FUNCTION_ARGS)
 	for (int i = 0; i < res.n_cand; i++)
 	{
 		const HbTuneCandidate *c = &res.cand[i];
-		Datum		v[11];
-		bool		nulls[11] = {0};
+		Datum		v[12];
+		bool		nulls[12] = {0};
 		bool		topk = spec.kind == HB_TUNE_TOPK;
 
 		v[0] = Int32GetDatum(i + 1);
@@ -545,9 +696,13 @@ hb_tune(PG_FUNCTION_ARGS)
 		v[8] = Float8GetDatum(c->cost_ns / 1000.0);
 		v[9] = Float8GetDatum(c->speedup);
 		v[10] = BoolGetDatum(c->chosen);
+		v[11] = Float8GetDatum(c->featurize_ns / 1000.0);
+		nulls[11] = !have_groups;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	hb_tune_result_free(&res);
+	if (have_groups)
+		hb_pipeline_deps_free(&gc.deps);
 	MemoryContextDelete(work);
 	return (Datum) 0;
 }
@@ -643,12 +798,28 @@ check_store_args(FunctionCallInfo fcinfo, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown approximation kind \"%s\"", akind)));
+	/* the featurization column is optional */
 	if (ARR_NDIM(labels) != 1 || n == 0 || ARR_NDIM(measures) != 2 ||
-		ARR_DIMS(measures)[0] != n || ARR_DIMS(measures)[1] != MEASURES)
+		ARR_DIMS(measures)[0] != n ||
+		(ARR_DIMS(measures)[1] != MEASURES && ARR_DIMS(measures)[1] != MEASURES - 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the measures of the tuning of model \"%s\" must be one row of %d per candidate label",
-						name, MEASURES)));
+						name, MEASURES - 1),
+				 errdetail("A last column, the featurization cost, may follow.")));
+	if (PG_NARGS() > 19 && !PG_ARGISNULL(18) && !PG_ARGISNULL(19))
+	{
+		ArrayType  *gl = PG_GETARG_ARRAYTYPE_P(18);
+		ArrayType  *gv = PG_GETARG_ARRAYTYPE_P(19);
+
+		if (ARR_NDIM(gl) > 1 || ARR_NDIM(gv) > 1 ||
+			ArrayGetNItems(ARR_NDIM(gl), ARR_DIMS(gl)) !=
+			ArrayGetNItems(ARR_NDIM(gv), ARR_DIMS(gv)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the feature groups of the tuning of model \"%s\" must have one cost each",
+							name)));
+	}
 	if (chosen < 1 || chosen > n)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -690,43 +861,49 @@ hb_tune_store(PG_FUNCTION_ARGS)
 	}
 	{
 		/* the chosen candidate's row of the measures supplies its figures */
-		Oid			t[19];
-		Datum		v[19];
-		char		nulls[19];
+		Oid			t[22];
+		Datum		v[22];
+		char		nulls[22];
+		static const Oid extra[3] = {TEXTARRAYOID, FLOAT8ARRAYOID, FLOAT8OID};
 
-		for (int i = 0; i < 18; i++)
+		for (int i = 0; i < 21; i++)
 		{
-			t[i] = get_fn_expr_argtype(fcinfo->flinfo, i);
-			v[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
-			nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+			bool		absent = i >= PG_NARGS() || PG_ARGISNULL(i);
+
+			t[i] = i < 18 ? get_fn_expr_argtype(fcinfo->flinfo, i) : extra[i - 18];
+			v[i] = absent ? (Datum) 0 : PG_GETARG_DATUM(i);
+			nulls[i] = absent ? 'n' : ' ';
 		}
 		t[0] = TEXTOID;
 		v[0] = CStringGetTextDatum(name);
-		t[18] = REGROLEOID;
-		v[18] = ObjectIdGetDatum(GetOuterUserId());
-		nulls[18] = ' ';
+		t[21] = REGROLEOID;
+		v[21] = ObjectIdGetDatum(GetOuterUserId());
+		nulls[21] = ' ';
 		run_sql("WITH m AS (SELECT $18::float8[] AS m, $17::text[] AS l), "
 				"c AS (SELECT i, l[i] AS approximation, m[i][1] AS ratio, m[i][2]::integer AS kept, "
 				"       m[i][3] AS threshold, m[i][4] AS accuracy, m[i][5] AS accuracy_bound, "
 				"       m[i][6] AS coverage, m[i][7] AS cost_us, m[i][8] AS expected_speedup, "
-				"       m[i][9] = 1 AS chosen "
+				"       m[i][9] = 1 AS chosen, "
+				"       CASE WHEN array_length(m, 2) >= 10 THEN m[i][10] END AS featurize_us "
 				"       FROM m, generate_series(1, array_length(l, 1)) AS i), "
 				"t AS (INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed, "
 				"       sample_rows, eval_rows, approximation, approx_kind, approx_trees, "
 				"       approx_features, approx_params, ratio, kept, cheap_cut, threshold, "
 				"       accuracy, accuracy_bound, coverage, full_cost_us, approx_cost_us, "
-				"       expected_speedup, tuned_by) "
+				"       expected_speedup, featurize_us, feature_groups, group_cost_us, tuned_by) "
 				"     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, c.approximation, $11, $12, $13, $14, "
 				"       c.ratio, c.kept, CASE WHEN $3 = 'topk' THEN $15 END, c.threshold, "
-				"       c.accuracy, c.accuracy_bound, c.coverage, $16, c.cost_us, c.expected_speedup, $19 "
+				"       c.accuracy, c.accuracy_bound, c.coverage, $16, c.cost_us, c.expected_speedup, "
+				"       $21, $19, $20, $22 "
 				"     FROM c WHERE c.i = $10 RETURNING 1) "
 				"INSERT INTO hbird.tuning_candidate (name, version, kind, k, candidate, approximation, "
 				"  ratio, kept, threshold, accuracy, accuracy_bound, coverage, cost_us, "
-				"  expected_speedup, chosen) "
+				"  expected_speedup, chosen, featurize_us) "
 				"SELECT $1, $2, $3, $4, c.i, c.approximation, c.ratio, c.kept, c.threshold, "
-				"  c.accuracy, c.accuracy_bound, c.coverage, c.cost_us, c.expected_speedup, c.chosen "
+				"  c.accuracy, c.accuracy_bound, c.coverage, c.cost_us, c.expected_speedup, c.chosen, "
+				"  c.featurize_us "
 				"FROM c WHERE (SELECT count(*) FROM t) = 1",
-				19, t, v, nulls, SPI_OK_INSERT);
+				22, t, v, nulls, SPI_OK_INSERT);
 		if (SPI_processed == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -776,7 +953,29 @@ hb_call_cascade(HbCallState *st)
 	if (!slot->cascade_loaded)
 	{
 		slot->cascade = hb_cascade_for(slot->entry, slot->cxt);
+		if (slot->cascade)
+			slot->lazy = hb_lazy_for(slot->entry, slot->cascade->approx, slot->cxt);
 		slot->cascade_loaded = true;
 	}
 	return slot->cascade;
+}
+
+/*
+ * The call's row through its cascade.  A row bound lazily (row is its
+ * datum) is featurized in full only if the cheap model cannot decide it.
+ */
+void
+hb_call_cascade_run(HbCallState *st, Datum row, HbCascadeOut what, double *out)
+{
+	HbCallSlot *slot = st->cur;
+
+	if (slot->bind.lazy != NULL && row != (Datum) 0)
+	{
+		hb_lazy_set_rows(slot->lazy, &row);
+		hb_cascade_run_lazy(slot->entry->plan, slot->cascade, st->x, 1, what,
+							out, NULL, hb_lazy_complete, slot->lazy);
+		hb_lazy_set_rows(slot->lazy, NULL);
+	}
+	else
+		hb_cascade_run(slot->entry->plan, slot->cascade, st->x, 1, what, out, NULL);
 }

@@ -318,8 +318,37 @@ hb_margin_class(const HbPlan *p, const double *m)
 #define CASCADE_BLOCK 1024
 
 void
+hb_approx_features(const HbPlan *p, const HbApprox *a, bool *used)
+{
+	memset(used, 0, sizeof(bool) * (size_t) p->n_features);
+	if (a->kind == HB_APPROX_LINEAR)
+	{
+		for (int32_t i = 0; i < a->n_feat; i++)
+			used[a->feat[i]] = true;
+		return;
+	}
+	/* a tree's nodes are contiguous, trees in model order */
+	for (int32_t t = 0; t < a->n_trees && t < p->n_trees; t++)
+	{
+		int64_t		end = t + 1 < p->n_trees ? p->tree_root[t + 1] : p->n_nodes;
+
+		for (int64_t i = p->tree_root[t]; i < end; i++)
+			if (p->nodes[i].feature >= 0)
+				used[p->nodes[i].feature] = true;
+	}
+}
+
+void
 hb_cascade_run(const HbPlan *p, const HbCascade *c, const double *x,
 			   size_t n, HbCascadeOut what, double *out, HbCascadeStats *stats)
+{
+	hb_cascade_run_lazy(p, c, x, n, what, out, stats, NULL, NULL);
+}
+
+void
+hb_cascade_run_lazy(const HbPlan *p, const HbCascade *c, const double *x,
+					size_t n, HbCascadeOut what, double *out,
+					HbCascadeStats *stats, HbCompleteRows complete, void *arg)
 {
 	const HbApprox *a = c->approx;
 	int			k = p->n_outputs;
@@ -350,12 +379,15 @@ hb_cascade_run(const HbPlan *p, const HbCascade *c, const double *x,
 					hb_link_predict(p, cheap + i * k, 1, &out[r0 + i]);
 				continue;
 			}
-			memcpy(xs + nu * nf, x + (r0 + i) * nf, sizeof(double) * nf);
+			if (complete == NULL)
+				memcpy(xs + nu * nf, x + (r0 + i) * nf, sizeof(double) * nf);
 			memcpy(rs + nu * k, raw + i * k, sizeof(double) * k);
 			ids[nu++] = r0 + i;
 		}
 		if (nu > 0)
 		{
+			if (complete != NULL)
+				complete(arg, ids, nu, xs);
 			hb_approx_finish(p, a, xs, nu, rs);
 			for (size_t i = 0; i < nu; i++)
 			{

@@ -54,6 +54,8 @@ extern bool hb_approx_from_params(const HbPlan *p, HbApproxKind kind,
 								  int32_t n_feat, const double *params,
 								  int32_t n_params, HbApprox **out,
 								  HbError *err);
+/* used[j] set for every feature the cheap model reads (n_features). */
+extern void hb_approx_features(const HbPlan *p, const HbApprox *a, bool *used);
 extern HbApprox *hb_approx_new(HbApproxKind kind, int32_t n_outputs,
 							   int32_t n_trees, int32_t n_feat);
 extern void hb_approx_free(HbApprox *a);
@@ -118,6 +120,20 @@ typedef enum HbCascadeOut
 extern void hb_cascade_run(const HbPlan *p, const HbCascade *c,
 						   const double *x, size_t n, HbCascadeOut what,
 						   double *out, HbCascadeStats *stats);
+
+/*
+ * Lazy featurization: x holds only the features the cheap model reads
+ * (hb_approx_features); the full feature vectors of the rows the cheap
+ * model cannot decide come from complete(arg, rows, n, xs), rows being
+ * indexes into x, written to xs (n x n_features).
+ */
+typedef void (*HbCompleteRows) (void *arg, const size_t *rows, size_t n,
+								double *xs);
+
+extern void hb_cascade_run_lazy(const HbPlan *p, const HbCascade *c,
+								const double *x, size_t n, HbCascadeOut what,
+								double *out, HbCascadeStats *stats,
+								HbCompleteRows complete, void *arg);
 
 /* The class of full margins (binary: margin > 0). */
 extern int	hb_margin_class(const HbPlan *p, const double *margins);

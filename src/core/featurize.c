@@ -1799,6 +1799,14 @@ bool
 hb_pipeline_run_with(const HbPipeline *p, const HbRawRows *rows, double *x,
 					 double *slots, HbError *err)
 {
+	return hb_pipeline_run_steps(p, rows, x, slots, NULL, NULL, err);
+}
+
+bool
+hb_pipeline_run_steps(const HbPipeline *p, const HbRawRows *rows, double *x,
+					  double *slots, const bool *step_on, const bool *feat_on,
+					  HbError *err)
+{
 	TextScratch ts;
 	bool		ok = true;
 	static const HbText no_text = {NULL, 0};
@@ -1817,10 +1825,12 @@ hb_pipeline_run_with(const HbPipeline *p, const HbRawRows *rows, double *x,
 		for (int32_t i = 0; i < p->n_num_inputs; i++)
 			slots[i] = num ? num[i] : NAN;
 		for (int32_t k = 0; k < p->n_steps && ok; k++)
-			ok = run_step(p, &p->steps[k], slots, texts, &ts, err);
+			if (step_on == NULL || step_on[k])
+				ok = run_step(p, &p->steps[k], slots, texts, &ts, err);
 		if (ok)
 			for (int32_t j = 0; j < p->n_features; j++)
-				xr[j] = slots[p->feature_slot[j]];
+				xr[j] = feat_on == NULL || feat_on[j] ?
+					slots[p->feature_slot[j]] : NAN;
 	}
 	scratch_free(&ts);
 	return ok;

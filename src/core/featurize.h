@@ -273,6 +273,53 @@ extern size_t hb_pipeline_row_slots(const HbPipeline *p);
 extern bool hb_pipeline_run_with(const HbPipeline *p, const HbRawRows *rows,
 								 double *x, double *slots, HbError *err);
 
+/*
+ * hb_pipeline_run_with for part of the features: only the steps with
+ * step_on[k] run, and only the features with feat_on[j] are written (the
+ * others are NaN).  NULL masks mean all.  With the steps
+ * hb_pipeline_steps_for gives for feat_on, those features get the bits a
+ * full run gives (featurize_deps.c).  An element-wise step that runs reads
+ * all its inputs, some of them written by steps that do not: slots must
+ * have been initialized once (zeroed, or by any earlier run).
+ */
+extern bool hb_pipeline_run_steps(const HbPipeline *p, const HbRawRows *rows,
+								  double *x, double *slots,
+								  const bool *step_on, const bool *feat_on,
+								  HbError *err);
+
+/*
+ * featurize_deps.c: feature groups.  A group is one raw input (inputs past
+ * the 63rd share the last group); a feature belongs to every group it is
+ * derived from, through the steps that produce its slot.
+ */
+#define HB_MAX_FEATURE_GROUPS 64
+
+typedef struct HbPipelineDeps
+{
+	int32_t		n_groups;
+	uint64_t   *feat_groups;	/* per feature: bit g set if it derives from
+								 * group g */
+} HbPipelineDeps;
+
+extern int32_t hb_pipeline_input_group(const HbPipeline *p, int32_t input);
+extern bool hb_pipeline_deps(const HbPipeline *p, HbPipelineDeps *d,
+							 HbError *err);
+extern void hb_pipeline_deps_free(HbPipelineDeps *d);
+
+/* The steps that features with feat_on[j] need (step_on: n_steps). */
+extern void hb_pipeline_steps_for(const HbPipeline *p, const bool *feat_on,
+								  bool *step_on);
+
+/*
+ * Featurization cost per row of each group (group_ns: n_groups) and of the
+ * whole pipeline (*all_ns), timed on the given rows: the best of three runs
+ * of the steps the group's features need.
+ */
+extern bool hb_pipeline_group_costs(const HbPipeline *p,
+									const HbPipelineDeps *d,
+									const HbRawRows *rows, double *group_ns,
+									double *all_ns, HbError *err);
+
 extern void hb_pipeline_free(HbPipeline *p);
 
 #endif							/* HB_FEATURIZE_H */

@@ -317,6 +317,8 @@ prefix_candidates(Work *w, HbError *err)
 	return true;
 }
 
+static int	cmp_int32(const void *a, const void *b);
+
 typedef struct Ranked
 {
 	double		key;
@@ -494,6 +496,75 @@ fit_linear(Work *w, HbApprox *a, HbError *err)
 	return true;
 }
 
+/* What featurizing the groups in mask costs per row. */
+static double
+group_cost(const HbTuneSpec *spec, uint64_t mask)
+{
+	double		c = 0.0;
+
+	for (int g = 0; g < spec->n_groups; g++)
+		if (mask & (UINT64_C(1) << g))
+			c += spec->group_ns[g];
+	return c;
+}
+
+/*
+ * Greedy knapsack over feature groups: repeatedly the feature with the most
+ * importance per unit of the cost of the groups it would add (none once
+ * its groups are paid for, so a paid group's important features come
+ * first), while that fits the budget; at least one feature, and no more
+ * than a quarter as many as fitting rows.  The picked features are
+ * returned in model order.
+ */
+static int
+pick_by_groups(Work *w, const Ranked *order, int n_imp, const double *imp,
+			   double budget, int32_t *sel)
+{
+	const HbTuneSpec *spec = w->spec;
+	bool	   *taken = hb_alloc_must(sizeof(bool) * (n_imp + 1));
+	uint64_t	paid = 0;
+	double		used = 0.0;
+	int			ns = 0;
+	int			max_ns = (int) (w->n_fit / 4 < 4096 ? w->n_fit / 4 : 4096);
+
+	memset(taken, 0, sizeof(bool) * (n_imp + 1));
+	while (ns < max_ns)
+	{
+		int			best = -1;
+		double		best_ratio = -1.0,
+					best_add = 0.0;
+
+		for (int i = 0; i < n_imp; i++)
+		{
+			int			j = order[i].idx;
+			double		add,
+						ratio;
+
+			if (taken[i])
+				continue;
+			add = group_cost(spec, spec->feature_groups[j] & ~paid);
+			if (ns > 0 && used + add > budget)
+				continue;
+			ratio = add > 0 ? imp[j] / add : INFINITY;
+			if (ratio > best_ratio)
+			{
+				best = i;
+				best_ratio = ratio;
+				best_add = add;
+			}
+		}
+		if (best < 0)
+			break;
+		taken[best] = true;
+		sel[ns++] = order[best].idx;
+		paid |= spec->feature_groups[order[best].idx];
+		used += best_add;
+	}
+	hb_free(taken);
+	qsort(sel, ns, sizeof(int32_t), cmp_int32);
+	return ns;
+}
+
 /*
  * Linear models on the features a greedy knapsack picks: by importance per
  * unit of cost, within budgets of 1/32 .. 1/2 of the total feature cost.
@@ -535,6 +606,16 @@ linear_candidates(Work *w, HbError *err)
 		}
 	}
 	qsort(order, n_imp, sizeof(Ranked), cmp_ranked_desc);
+	if (w->spec->n_groups > 0)
+	{
+		/* the knapsack is over groups: a group costs once, whatever it feeds */
+		uint64_t	all = 0;
+
+		total = 0.0;
+		for (int i = 0; i < n_imp; i++)
+			all |= w->spec->feature_groups[order[i].idx];
+		total = group_cost(w->spec, all);
+	}
 	for (int b = 32; b >= 2 && n_imp > 0; b /= 2)
 	{
 		double		budget = total / b;
@@ -542,7 +623,9 @@ linear_candidates(Work *w, HbError *err)
 		int			ns = 0;
 		HbApprox   *a;
 
-		for (int i = 0; i < n_imp; i++)
+		if (w->spec->n_groups > 0)
+			ns = pick_by_groups(w, order, n_imp, imp, budget, sel);
+		for (int i = 0; i < n_imp && w->spec->n_groups == 0; i++)
 		{
 			int			j = order[i].idx;
 			double		c = w->spec->feature_cost ? w->spec->feature_cost[j] : 1.0;
@@ -764,6 +847,9 @@ check_spec(const HbPlan *p, size_t n, const HbTuneSpec *s, HbError *err)
 	}
 	else
 		return hb_fail(err, HB_ERR_ARGUMENT, "unknown tuning kind %d", (int) s->kind);
+	if (s->n_groups < 0 || s->n_groups > 64 ||
+		(s->n_groups > 0 && (s->feature_groups == NULL || s->group_ns == NULL)))
+		return hb_fail(err, HB_ERR_ARGUMENT, "feature groups given without their costs");
 	return true;
 }
 
@@ -780,6 +866,8 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	bool		ok = false;
 	double		level;
 	int			tail = 0;
+	double		model_ns;
+	bool	   *used = NULL;
 
 	memset(res, 0, sizeof(*res));
 	res->chosen = -1;
@@ -829,7 +917,8 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	cheap = hb_alloc(sizeof(double) * w.n_eval * w.k);
 	full_order = hb_alloc(sizeof(int32_t) * w.n_eval);
 	full_cls = hb_alloc(sizeof(int32_t) * w.n_eval);
-	if (!perm || !w.x_fit || !w.x_eval || !w.m_fit || !w.m_eval || !w.buf ||
+	used = hb_alloc(sizeof(bool) * (w.nf + 1));
+	if (!used || !perm || !w.x_fit || !w.x_eval || !w.m_fit || !w.m_eval || !w.buf ||
 		!res->cand || !cheap || !full_order || !full_cls)
 	{
 		hb_fail(err, HB_ERR_NOMEM, "out of memory");
@@ -855,7 +944,9 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 
 	hb_plan_margins(p, w.x_fit, w.n_fit, w.m_fit);
 	hb_plan_margins(p, w.x_eval, w.n_eval, w.m_eval);
-	res->full_ns = time_full(&w);
+	model_ns = time_full(&w);
+	res->featurize_ns = spec->n_groups > 0 ? spec->featurize_ns : 0.0;
+	res->full_ns = model_ns + res->featurize_ns;
 	say(&w, "%zu rows: %zu to fit, %zu to evaluate; full model %.3f us/row",
 		n, w.n_fit, w.n_eval, res->full_ns / 1000.0);
 
@@ -899,8 +990,20 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 
 		c->cost_ns = time_cheap(&w, a);
 		c->rest_ns = a->kind == HB_APPROX_PREFIX ?
-			res->full_ns * (double) (p->n_trees - a->n_trees) / (double) p->n_trees :
-			res->full_ns;
+			model_ns * (double) (p->n_trees - a->n_trees) / (double) p->n_trees :
+			model_ns;
+		if (spec->n_groups > 0)
+		{
+			/* featurize what it reads; finishing a row featurizes it all */
+			c->groups = 0;
+			hb_approx_features(p, a, used);
+			for (int j = 0; j < w.nf; j++)
+				if (used[j])
+					c->groups |= spec->feature_groups[j];
+			c->featurize_ns = group_cost(spec, c->groups);
+			c->cost_ns += c->featurize_ns;
+			c->rest_ns += res->featurize_ns;
+		}
 		hb_approx_margins(p, a, w.x_eval, w.n_eval, NULL, cheap);
 		if (spec->kind == HB_TUNE_TOPK)
 			ok = eval_topk(&w, c, cheap, full_order, level, err);
@@ -943,6 +1046,7 @@ out:
 	hb_free(cheap);
 	hb_free(full_order);
 	hb_free(full_cls);
+	hb_free(used);
 	if (!ok)
 		hb_tune_result_free(res);
 	return ok;

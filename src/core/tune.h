@@ -28,13 +28,29 @@ typedef struct HbTuneSpec
 	double		confidence;
 	uint64_t	seed;
 	const double *feature_cost; /* per model feature; NULL: all alike */
+
+	/*
+	 * Featurization cost (a model with a featurizer pipeline), or n_groups
+	 * 0.  feature_groups[j]: bit g set when feature j derives from group g
+	 * (featurize_deps.c); group_ns[g]: what featurizing group g costs per
+	 * row; featurize_ns: the whole pipeline per row.  A selection of
+	 * features costs the sum over the groups it touches, whatever the
+	 * number of features in them: the knapsack is over groups.
+	 */
+	int32_t		n_groups;
+	const uint64_t *feature_groups;
+	const double *group_ns;
+	double		featurize_ns;
 } HbTuneSpec;
 
 typedef struct HbTuneCandidate
 {
 	char		label[64];
 	HbApprox   *approx;
-	double		cost_ns;		/* measured: cheap model per row */
+	double		cost_ns;		/* measured: cheap model per row, with the
+								 * featurization of what it reads */
+	double		featurize_ns;	/* of that: featurization */
+	uint64_t	groups;			/* the feature groups it reads */
 	double		rest_ns;		/* finishing a row the cheap model cannot decide */
 
 	/* top-K */
@@ -61,7 +77,9 @@ typedef struct HbTuneResult
 	int32_t		n_cand;
 	HbTuneCandidate *cand;
 	int32_t		chosen;			/* index, -1 if none */
-	double		full_ns;		/* measured: full model per row */
+	double		full_ns;		/* measured: full model per row, with the
+								 * whole featurization */
+	double		featurize_ns;	/* of that: featurization */
 	int64_t		n_fit;
 	int64_t		n_eval;
 	int32_t		tail;			/* top-K: the evaluation rows' top `tail` by the

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "featurize.h"
+#include "model.h"
 #include "tune.h"
 #include "test_util.h"
 
@@ -216,7 +218,7 @@ test_topk_tuning(void)
 	int			nf = hb_plan_n_features(p);
 	size_t		n = 6000;
 	double	   *x = rows(100001, n, nf);
-	HbTuneSpec	spec = {HB_TUNE_TOPK, 10, 0.9, 0.95, 42, NULL};
+	HbTuneSpec	spec = {HB_TUNE_TOPK, 10, 0.9, 0.95, 42, NULL, 0, NULL, NULL, 0};
 	HbTuneResult r1,
 				r2;
 	HbError		err = {0};
@@ -314,7 +316,7 @@ test_cascade_tuning(const char *name, double target)
 	int			k = hb_plan_n_outputs(p);
 	size_t		n = 20000;
 	double	   *x = rows(100001, n, nf);
-	HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, target, 0.95, 7, NULL};
+	HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, target, 0.95, 7, NULL, 0, NULL, NULL, 0};
 	HbTuneResult r1,
 				r2;
 	HbError		err = {0};
@@ -355,6 +357,238 @@ test_cascade_tuning(const char *name, double target)
 	hb_plan_free(p);
 }
 
+
+/* completion for the lazy cascade test: featurize the rows in full again */
+static const HbRawRows *lazy_src;
+static const HbPipeline *lazy_pl;
+
+static void
+complete_rows(void *arg, const size_t *rows_, size_t n, double *xs)
+{
+	int			nt = lazy_pl->n_text_inputs,
+				nn = lazy_pl->n_num_inputs;
+
+	(void) arg;
+	for (size_t i = 0; i < n; i++)
+	{
+		HbRawRows	one = {1, lazy_src->num + rows_[i] * nn, lazy_src->text + rows_[i] * nt};
+		HbError		err = {0};
+
+		hb_pipeline_run(lazy_pl, &one, xs + i * lazy_pl->n_features, &err);
+	}
+}
+
+/* ---- featurization cost and lazy featurization (willump_text) ---- */
+
+static const char *const text_words[] = {
+	"amber", "basil", "cedar", "delta", "ember", "fjord", "glade", "harbor",
+	"indigo", "juniper", "kestrel", "lagoon", "meadow", "nectar", "orchid", "prairie"
+};
+
+/* gen_willump.py's text_rows: a, b, c and the note of each row */
+static void
+text_rows(long first, size_t n, double **num_out, HbText **text_out)
+{
+	double	   *x = rows(first, n, 9);
+	double	   *num = malloc(sizeof(double) * n * 3);
+	HbText	   *text = malloc(sizeof(HbText) * n);
+
+	for (size_t i = 0; i < n; i++)
+	{
+		char		buf[256];
+		int			len = 0;
+
+		for (int j = 3; j < 9; j++)
+		{
+			if (j == 5 && x[i * 9] > 0.2)
+				len += snprintf(buf + len, sizeof(buf) - len, "%salert", len ? " " : "");
+			len += snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? " " : "",
+							text_words[(int) floor((x[i * 9 + j] + 1) * 8)]);
+		}
+		text[i].ptr = strdup(buf);
+		text[i].len = len;
+		for (int j = 0; j < 3; j++)
+			num[i * 3 + j] = x[i * 9 + j];
+	}
+	free(x);
+	*num_out = num;
+	*text_out = text;
+}
+
+/* the smallest linear candidate by featurization cost */
+static const HbTuneCandidate *
+cheapest_linear(const HbTuneResult *r)
+{
+	const HbTuneCandidate *best = NULL;
+
+	for (int i = 0; i < r->n_cand; i++)
+		if (r->cand[i].approx->kind == HB_APPROX_LINEAR &&
+			(best == NULL || r->cand[i].featurize_ns < best->featurize_ns))
+			best = &r->cand[i];
+	return best;
+}
+
+static void
+test_featurization(void)
+{
+	size_t		len,
+				n = 8000;
+	char	   *bytes = tu_read_file("tests/fixtures/willump/willump_text.json", &len);
+	HbModel    *m = NULL;
+	HbPlan	   *p = NULL;
+	HbError		err = {0};
+	const HbPipeline *pl;
+	HbPipelineDeps d;
+	double	   *num,
+			   *x,
+			   *xp,
+			   group_ns[HB_MAX_FEATURE_GROUPS],
+				all_ns;
+	HbText	   *text;
+	HbRawRows	raw;
+	int			nf;
+	bool	   *feat_on,
+			   *step_on;
+	bool		ok = true;
+	int			text_feats = 0;
+
+	if (bytes == NULL || !hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
+		m->pipeline == NULL || !hb_plan_build(m, &p, &err))
+	{
+		tu_report(false, "load willump_text: %s", err.msg);
+		return;
+	}
+	pl = m->pipeline;
+	nf = pl->n_features;
+	text_rows(100001, n, &num, &text);
+	raw.n = n;
+	raw.num = num;
+	raw.text = text;
+	x = malloc(sizeof(double) * n * nf);
+	xp = malloc(sizeof(double) * n * nf);
+	feat_on = calloc(nf, sizeof(bool));
+	step_on = calloc(pl->n_steps, sizeof(bool));
+	tu_report(hb_pipeline_run(pl, &raw, x, &err), "willump_text: featurized %zu rows", n);
+
+	/* groups: a, b, c and note; the scaler's outputs each from one column */
+	ok = hb_pipeline_deps(pl, &d, &err) && d.n_groups == 4;
+	for (int j = 0; j < nf && ok; j++)
+	{
+		uint64_t	want = j < 3 ? UINT64_C(1) << j : UINT64_C(1) << 3;
+
+		ok = d.feat_groups[j] == want;
+		text_feats += j >= 3;
+	}
+	tu_report(ok, "willump_text: feature groups from the step graph (%d text features)", text_feats);
+
+	/* a partial run gives the chosen features' bits, NaN elsewhere, and skips the rest */
+	for (int part = 0; part < 2; part++)
+	{
+		int			steps = 0;
+
+		for (int j = 0; j < nf; j++)
+			feat_on[j] = part == 0 ? j < 3 : j >= 3;
+		hb_pipeline_steps_for(pl, feat_on, step_on);
+		for (int k = 0; k < pl->n_steps; k++)
+			steps += step_on[k];
+		{
+			double	   *slots = calloc(hb_pipeline_row_slots(pl), sizeof(double));
+
+			ok = hb_pipeline_run_steps(pl, &raw, xp, slots, step_on, feat_on, &err);
+			free(slots);
+		}
+		for (size_t i = 0; i < n * nf && ok; i++)
+			ok = feat_on[i % nf] ? memcmp(&xp[i], &x[i], sizeof(double)) == 0 : isnan(xp[i]);
+		ok = ok && step_on[1] == (part == 1) && step_on[0] == (part == 0);
+		tu_report(ok && steps == 2, "willump_text: partial featurization of the %s features: %d of %d steps, same bits",
+				  part == 0 ? "numeric" : "text", steps, pl->n_steps);
+	}
+
+	/* measured costs: the note costs more than any numeric column */
+	{
+		HbRawRows	traw = {2000, num, text};
+
+		ok = hb_pipeline_group_costs(pl, &d, &traw, group_ns, &all_ns, &err);
+		tu_report(ok && group_ns[3] > 4 * group_ns[0] && group_ns[3] > 4 * group_ns[1] &&
+				  all_ns >= group_ns[3] * 0.5,
+				  "willump_text: featurization cost per row: a %.1f ns, b %.1f ns, c %.1f ns, note %.1f ns, all %.1f ns",
+				  group_ns[0], group_ns[1], group_ns[2], group_ns[3], all_ns);
+	}
+
+	/*
+	 * a > 0.2 and the word "alert" say the same: the cheapest linear model
+	 * takes the cheap column, and the text when the costs are swapped.
+	 */
+	for (int swap = 0; swap < 2; swap++)
+	{
+		double		cost[4] = {10, 10, 10, 2000};
+		HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, 0.02, 0.95, 3, NULL, 4, d.feat_groups, cost, 0};
+		HbTuneResult r;
+		const HbTuneCandidate *c;
+
+		if (swap)
+		{
+			cost[0] = 2000;
+			cost[3] = 10;
+		}
+		spec.featurize_ns = cost[0] + cost[1] + cost[2] + cost[3];
+		ok = hb_tune_run(p, x, n, &spec, NULL, NULL, &r, &err);
+		c = ok ? cheapest_linear(&r) : NULL;
+		tu_report(c != NULL && (swap ? !(c->groups & 1) && (c->groups & 8) :
+								!(c->groups & 8) && (c->groups & 1)) &&
+				  c->featurize_ns < (swap ? cost[0] : cost[3]),
+				  "willump_text: %s: the cheapest linear candidate (%s) reads groups %#llx, featurizing %.0f ns of %.0f",
+				  swap ? "text cheap, a expensive" : "a cheap, text expensive",
+				  c ? c->label : err.msg, c ? (unsigned long long) c->groups : 0ULL,
+				  c ? c->featurize_ns : 0, spec.featurize_ns);
+		if (!swap && ok && r.chosen >= 0)
+		{
+			/* lazy: the cascade on partly featurized rows, completing the rest */
+			const HbTuneCandidate *ch = c;
+			HbCascade	casc = {ch->approx, ch->threshold};
+			double	   *out1 = malloc(sizeof(double) * n);
+			double	   *out2 = malloc(sizeof(double) * n);
+			double	   *slots = calloc(hb_pipeline_row_slots(pl), sizeof(double));
+			HbCascadeStats s1 = {0},
+						s2 = {0};
+
+			hb_approx_features(p, ch->approx, feat_on);
+			hb_pipeline_steps_for(pl, feat_on, step_on);
+			hb_pipeline_run_steps(pl, &raw, xp, slots, step_on, feat_on, &err);
+			for (int what = 0; what < 2; what++)
+			{
+				hb_cascade_run(p, &casc, x, n, what, out1, &s1);
+				lazy_src = &raw;
+				lazy_pl = pl;
+				hb_cascade_run_lazy(p, &casc, xp, n, what, out2, &s2, complete_rows, NULL);
+				tu_report(memcmp(out1, out2, sizeof(double) * n) == 0 && s2.rows_full > 0 &&
+						  s2.rows_full < (int64_t) n,
+						  "willump_text: lazy cascade (%s, %s) gives the same bits, %lld of %zu rows completed",
+						  ch->label, what == HB_CASCADE_CLASS ? "class" : "predict",
+						  (long long) s2.rows_full / (what + 1), n);
+			}
+			free(out1);
+			free(out2);
+			free(slots);
+		}
+		if (ok)
+			hb_tune_result_free(&r);
+	}
+
+	for (size_t i = 0; i < n; i++)
+		free((void *) text[i].ptr);
+	free(text);
+	free(num);
+	free(x);
+	free(xp);
+	free(feat_on);
+	free(step_on);
+	free(bytes);
+	hb_pipeline_deps_free(&d);
+	hb_plan_free(p);
+	hb_model_free(m);
+}
+
 static void
 test_errors(void)
 {
@@ -370,14 +604,14 @@ test_errors(void)
 		HbErrCode	want;
 		const char *what;
 	}			cases[] = {
-		{rank, {HB_TUNE_TOPK, 5, 0.0, 0.95, 0, NULL}, 100, HB_ERR_ARGUMENT, "target 0"},
-		{rank, {HB_TUNE_TOPK, 5, 1.0, 0.95, 0, NULL}, 100, HB_ERR_ARGUMENT, "target 1"},
-		{rank, {HB_TUNE_TOPK, 5, 0.9, 1.0, 0, NULL}, 100, HB_ERR_ARGUMENT, "confidence 1"},
-		{rank, {HB_TUNE_TOPK, 5, 0.9, NAN, 0, NULL}, 100, HB_ERR_ARGUMENT, "confidence NaN"},
-		{rank, {HB_TUNE_TOPK, 0, 0.9, 0.9, 0, NULL}, 100, HB_ERR_ARGUMENT, "k 0"},
-		{rank, {HB_TUNE_TOPK, 30, 0.9, 0.9, 0, NULL}, 100, HB_ERR_ARGUMENT, "sample too small for k"},
-		{rank, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL}, 100, HB_ERR_UNSUPPORTED, "cascade of a regression"},
-		{fraud, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL}, 0, HB_ERR_ARGUMENT, "empty sample"},
+		{rank, {HB_TUNE_TOPK, 5, 0.0, 0.95, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "target 0"},
+		{rank, {HB_TUNE_TOPK, 5, 1.0, 0.95, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "target 1"},
+		{rank, {HB_TUNE_TOPK, 5, 0.9, 1.0, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "confidence 1"},
+		{rank, {HB_TUNE_TOPK, 5, 0.9, NAN, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "confidence NaN"},
+		{rank, {HB_TUNE_TOPK, 0, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "k 0"},
+		{rank, {HB_TUNE_TOPK, 30, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "sample too small for k"},
+		{rank, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_UNSUPPORTED, "cascade of a regression"},
+		{fraud, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0}, 0, HB_ERR_ARGUMENT, "empty sample"},
 	};
 
 	for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
@@ -412,6 +646,7 @@ main(void)
 	test_cascade_tuning("willump_fraud", 0.01);
 	test_cascade_tuning("willump_multi", 0.02);
 	test_errors();
+	test_featurization();
 	printf("1..%d\n", tu_n_test);
 	printf("# passed %d failed %d\n", (tu_n_test - tu_n_fail), tu_n_fail);
 	return tu_n_fail ? 1 : 0;

@@ -1,0 +1,118 @@
+/*
+ * pg_lazy.c
+ *	  Lazy featurization for the statistical shortcuts.
+ *
+ * A cascade or an approximate top-K scores every row with a cheap model
+ * that reads a few features.  For a model with featurizers, the rows are
+ * bound with only the steps those features need (hb_bind_tuple through
+ * hb_lazy_featurize); the rows the cheap model cannot decide, or keeps for
+ * re-scoring, are featurized in full later by binding their row again
+ * (hb_lazy_complete, hb_lazy_fill).  That recomputes the cheap steps of
+ * those rows, which is cheap by construction, and keeps no raw inputs
+ * around: the row datum every scoring path already holds is enough.  A
+ * completed row goes through the same full featurization as an eager one,
+ * so the full model sees the same bits.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "utils/float.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "hbird.h"
+
+struct HbLazy
+{
+	const HbCacheEntry *e;
+	bool	   *step_on;		/* the steps the cheap features need */
+	bool	   *feat_on;		/* the cheap features */
+	MemoryContext cxt;
+	bool		full_bound;
+	HbBinding	full;			/* completion: a binding that featurizes all */
+	Datum	   *rows;			/* the rows being scored (0: a NULL row) */
+};
+
+bool		hb_lazy_on = true;
+
+HbLazy *
+hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
+{
+	const HbPipeline *p = e->pipeline;
+	HbLazy	   *l;
+	int			skipped = 0;
+
+	if (!hb_lazy_on || p == NULL || a == NULL)
+		return NULL;
+	l = MemoryContextAllocZero(cxt, sizeof(HbLazy));
+	l->e = e;
+	l->cxt = cxt;
+	l->feat_on = MemoryContextAllocZero(cxt, sizeof(bool) * Max(p->n_features, 1));
+	l->step_on = MemoryContextAllocZero(cxt, sizeof(bool) * Max(p->n_steps, 1));
+	hb_approx_features(e->plan, a, l->feat_on);
+	hb_pipeline_steps_for(p, l->feat_on, l->step_on);
+	for (int k = 0; k < p->n_steps; k++)
+		skipped += !l->step_on[k];
+	elog(DEBUG1, "model \"%s\": featurizing lazily, %d of %d featurizer steps skipped for the cheap model",
+		 e->name, skipped, p->n_steps);
+	if (skipped == 0)
+	{
+		/* the cheap model needs every step: nothing to save */
+		pfree(l->feat_on);
+		pfree(l->step_on);
+		pfree(l);
+		return NULL;
+	}
+	return l;
+}
+
+void
+hb_lazy_featurize(const HbLazy *l, const HbBinding *b, double *x)
+{
+	HbRawRows	raw = {1, b->num, b->text};
+	HbError		err = {0};
+
+	if (!hb_pipeline_run_steps(b->pipeline, &raw, x, b->slots, l->step_on,
+							   l->feat_on, &err))
+		hb_report(&err, "could not featurize a row for model", l->e->name);
+}
+
+void
+hb_lazy_set_rows(HbLazy *l, Datum *rows)
+{
+	l->rows = rows;
+}
+
+void
+hb_lazy_fill(HbLazy *l, Datum row, double *x)
+{
+	HeapTupleHeader td;
+
+	if (row == (Datum) 0)
+	{
+		/* a NULL row is all-missing, as the eager paths make it */
+		for (int f = 0; f < l->e->n_features; f++)
+			x[f] = get_float8_nan();
+		return;
+	}
+	td = DatumGetHeapTupleHeader(row);
+	if (!l->full_bound ||
+		l->full.tupType != HeapTupleHeaderGetTypeId(td) ||
+		l->full.tupTypmod != HeapTupleHeaderGetTypMod(td))
+	{
+		hb_bind_record(&l->full, l->e, td, l->cxt, l->e->name);
+		l->full_bound = true;
+	}
+	hb_bind_row(&l->full, l->e, td, x);
+}
+
+void
+hb_lazy_complete(void *arg, const size_t *rows, size_t n, double *xs)
+{
+	HbLazy	   *l = arg;
+
+	for (size_t i = 0; i < n; i++)
+		hb_lazy_fill(l, l->rows[rows[i]], xs + i * l->e->n_features);
+}
