@@ -13,6 +13,13 @@ SELECT NULLIF(a[1], '')::integer, NULLIF(a[2], '')::float8, NULLIF(a[3], '')::nu
 	   NULLIF(a[4], ''), NULLIF(a[5], '')::integer, NULLIF(a[6], '')
 FROM unnest((regexp_split_to_array(rtrim(:'csv', E'\n'), E'\n'))[2:]) AS l(line),
 	 LATERAL string_to_array(l.line, ',') AS a;
+-- and the rows with accented and non-ASCII text
+\set csv `cat :pl/rows_extra.csv`
+INSERT INTO sp_rows
+SELECT NULLIF(a[1], '')::integer, NULLIF(a[2], '')::float8, NULLIF(a[3], '')::numeric,
+	   NULLIF(a[4], ''), NULLIF(a[5], '')::integer, NULLIF(a[6], '')
+FROM unnest((regexp_split_to_array(rtrim(:'csv', E'\n'), E'\n'))[2:]) AS l(line),
+	 LATERAL string_to_array(l.line, ',') AS a;
 
 \set m `cat :pl/logreg_tfidf.json`
 \set e `cat :pl/logreg_tfidf.expected.csv`
