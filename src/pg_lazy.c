@@ -29,6 +29,8 @@ struct HbLazy
 	const HbCacheEntry *e;
 	bool	   *step_on;		/* the steps the cheap features need */
 	bool	   *feat_on;		/* the cheap features */
+	int32	   *feats;			/* the same, as a list */
+	int32		n_feats;
 	MemoryContext cxt;
 	bool		full_bound;
 	HbBinding	full;			/* completion: a binding that featurizes all */
@@ -53,6 +55,8 @@ hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
 	l->step_on = MemoryContextAllocZero(cxt, sizeof(bool) * Max(p->n_steps, 1));
 	hb_approx_features(e->plan, a, l->feat_on);
 	hb_pipeline_steps_for(p, l->feat_on, l->step_on);
+	l->feats = MemoryContextAlloc(cxt, sizeof(int32) * Max(p->n_features, 1));
+	l->n_feats = hb_feature_list(l->feat_on, p->n_features, l->feats);
 	for (int k = 0; k < p->n_steps; k++)
 		skipped += !l->step_on[k];
 	elog(DEBUG1, "model \"%s\": featurizing lazily, %d of %d featurizer steps skipped for the cheap model",
@@ -62,6 +66,7 @@ hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
 		/* the cheap model needs every step: nothing to save */
 		pfree(l->feat_on);
 		pfree(l->step_on);
+		pfree(l->feats);
 		pfree(l);
 		return NULL;
 	}
@@ -75,7 +80,7 @@ hb_lazy_featurize(const HbLazy *l, const HbBinding *b, double *x)
 	HbError		err = {0};
 
 	if (!hb_pipeline_run_steps(b->pipeline, &raw, x, b->slots, l->step_on,
-							   l->feat_on, &err))
+							   l->feats, l->n_feats, &err))
 		hb_report(&err, "could not featurize a row for model", l->e->name);
 }
 

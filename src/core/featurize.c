@@ -1799,13 +1799,13 @@ bool
 hb_pipeline_run_with(const HbPipeline *p, const HbRawRows *rows, double *x,
 					 double *slots, HbError *err)
 {
-	return hb_pipeline_run_steps(p, rows, x, slots, NULL, NULL, err);
+	return hb_pipeline_run_steps(p, rows, x, slots, NULL, NULL, 0, err);
 }
 
 bool
 hb_pipeline_run_steps(const HbPipeline *p, const HbRawRows *rows, double *x,
-					  double *slots, const bool *step_on, const bool *feat_on,
-					  HbError *err)
+					  double *slots, const bool *step_on, const int32_t *feats,
+					  int32_t n_feats, HbError *err)
 {
 	TextScratch ts;
 	bool		ok = true;
@@ -1827,10 +1827,12 @@ hb_pipeline_run_steps(const HbPipeline *p, const HbRawRows *rows, double *x,
 		for (int32_t k = 0; k < p->n_steps && ok; k++)
 			if (step_on == NULL || step_on[k])
 				ok = run_step(p, &p->steps[k], slots, texts, &ts, err);
-		if (ok)
+		if (ok && feats == NULL)
 			for (int32_t j = 0; j < p->n_features; j++)
-				xr[j] = feat_on == NULL || feat_on[j] ?
-					slots[p->feature_slot[j]] : NAN;
+				xr[j] = slots[p->feature_slot[j]];
+		else if (ok)
+			for (int32_t i = 0; i < n_feats; i++)
+				xr[feats[i]] = slots[p->feature_slot[feats[i]]];
 	}
 	scratch_free(&ts);
 	return ok;

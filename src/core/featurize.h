@@ -275,17 +275,23 @@ extern bool hb_pipeline_run_with(const HbPipeline *p, const HbRawRows *rows,
 
 /*
  * hb_pipeline_run_with for part of the features: only the steps with
- * step_on[k] run, and only the features with feat_on[j] are written (the
- * others are NaN).  NULL masks mean all.  With the steps
- * hb_pipeline_steps_for gives for feat_on, those features get the bits a
- * full run gives (featurize_deps.c).  An element-wise step that runs reads
- * all its inputs, some of them written by steps that do not: slots must
- * have been initialized once (zeroed, or by any earlier run).
+ * step_on[k] run, and only the n_feats features listed in feats are
+ * written; the others are left as they are, so a wide row costs what its
+ * cheap features cost (NULL step_on: every step; NULL feats: every
+ * feature).  With the steps hb_pipeline_steps_for gives for those
+ * features, they get the bits a full run gives (featurize_deps.c).  An
+ * element-wise step that runs reads all its inputs, some of them written by
+ * steps that do not: slots must have been initialized once (zeroed, or by
+ * any earlier run).
  */
 extern bool hb_pipeline_run_steps(const HbPipeline *p, const HbRawRows *rows,
 								  double *x, double *slots,
-								  const bool *step_on, const bool *feat_on,
-								  HbError *err);
+								  const bool *step_on, const int32_t *feats,
+								  int32_t n_feats, HbError *err);
+
+/* The features with feat_on[j], as a list for hb_pipeline_run_steps. */
+extern int32_t hb_feature_list(const bool *feat_on, int32_t n_features,
+							   int32_t *feats);
 
 /*
  * featurize_deps.c: feature groups.  A group is one raw input (inputs past

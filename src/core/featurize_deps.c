@@ -111,6 +111,17 @@ hb_pipeline_deps_free(HbPipelineDeps *d)
 	d->feat_groups = NULL;
 }
 
+int32_t
+hb_feature_list(const bool *feat_on, int32_t n_features, int32_t *feats)
+{
+	int32_t		n = 0;
+
+	for (int32_t j = 0; j < n_features; j++)
+		if (feat_on[j])
+			feats[n++] = j;
+	return n;
+}
+
 void
 hb_pipeline_steps_for(const HbPipeline *p, const bool *feat_on, bool *step_on)
 {
@@ -155,8 +166,8 @@ now_ns(void)
 /* Best of three runs of the masked steps over the rows, per row. */
 static bool
 time_steps(const HbPipeline *p, const HbRawRows *rows, const bool *step_on,
-		   const bool *feat_on, double *x, double *slots, double *ns,
-		   HbError *err)
+		   const int32_t *feats, int32_t n_feats, double *x, double *slots,
+		   double *ns, HbError *err)
 {
 	double		best = INFINITY;
 
@@ -164,7 +175,7 @@ time_steps(const HbPipeline *p, const HbRawRows *rows, const bool *step_on,
 	{
 		double		t0 = now_ns();
 
-		if (!hb_pipeline_run_steps(p, rows, x, slots, step_on, feat_on, err))
+		if (!hb_pipeline_run_steps(p, rows, x, slots, step_on, feats, n_feats, err))
 			return false;
 		t0 = now_ns() - t0;
 		if (t0 < best)
@@ -184,10 +195,11 @@ hb_pipeline_group_costs(const HbPipeline *p, const HbPipelineDeps *d,
 	double	   *slots = hb_alloc0(sizeof(double) * (hb_pipeline_row_slots(p) + 1));
 	bool	   *feat_on = hb_alloc(sizeof(bool) * (nf + 1));
 	bool	   *step_on = hb_alloc(sizeof(bool) * ((size_t) p->n_steps + 1));
+	int32_t    *feats = hb_alloc(sizeof(int32_t) * (nf + 1));
 	bool		ok = true;
 	double		base = 0.0;
 
-	if (!x || !slots || !feat_on || !step_on)
+	if (!x || !slots || !feat_on || !step_on || !feats)
 	{
 		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
 		goto done;
@@ -195,8 +207,8 @@ hb_pipeline_group_costs(const HbPipeline *p, const HbPipelineDeps *d,
 	/* what binding a row costs whatever runs: not any group's */
 	memset(feat_on, 0, sizeof(bool) * (nf + 1));
 	memset(step_on, 0, sizeof(bool) * ((size_t) p->n_steps + 1));
-	ok = time_steps(p, rows, step_on, feat_on, x, slots, &base, err) &&
-		time_steps(p, rows, NULL, NULL, x, slots, all_ns, err);
+	ok = time_steps(p, rows, step_on, feats, 0, x, slots, &base, err) &&
+		time_steps(p, rows, NULL, NULL, 0, x, slots, all_ns, err);
 	for (int32_t g = 0; g < d->n_groups && ok; g++)
 	{
 		uint64_t	bit = UINT64_C(1) << g;
@@ -204,7 +216,8 @@ hb_pipeline_group_costs(const HbPipeline *p, const HbPipelineDeps *d,
 		for (size_t j = 0; j < nf; j++)
 			feat_on[j] = (d->feat_groups[j] & bit) != 0;
 		hb_pipeline_steps_for(p, feat_on, step_on);
-		ok = time_steps(p, rows, step_on, feat_on, x, slots, &group_ns[g], err);
+		ok = time_steps(p, rows, step_on, feats, hb_feature_list(feat_on, (int32_t) nf, feats),
+						x, slots, &group_ns[g], err);
 		group_ns[g] = group_ns[g] > base ? group_ns[g] - base : 0.0;
 		hb_check_interrupts();
 	}
@@ -213,5 +226,6 @@ done:
 	hb_free(slots);
 	hb_free(feat_on);
 	hb_free(step_on);
+	hb_free(feats);
 	return ok;
 }
