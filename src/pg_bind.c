@@ -178,16 +178,23 @@ datum_to_double(Datum d, Oid type)
 	pg_unreachable();
 }
 
+/* A composite datum's tuple, as heap_deform_tuple reads it. */
+static inline void
+row_tuple(HeapTupleHeader td, HeapTuple tuple)
+{
+	tuple->t_len = HeapTupleHeaderGetDatumLength(td);
+	ItemPointerSetInvalid(&(tuple->t_self));
+	tuple->t_tableOid = InvalidOid;
+	tuple->t_data = td;
+}
+
 void
 hb_bind_row(const HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
 			double *x)
 {
 	HeapTupleData tuple;
 
-	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
-	ItemPointerSetInvalid(&(tuple.t_self));
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = td;
+	row_tuple(td, &tuple);
 	hb_bind_tuple(b, e, &tuple, x);
 }
 
@@ -291,10 +298,7 @@ hb_bind_row_margins(const HbBinding *b, const HbCacheEntry *e,
 {
 	HeapTupleData tuple;
 
-	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
-	ItemPointerSetInvalid(&(tuple.t_self));
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = td;
+	row_tuple(td, &tuple);
 	hb_bind_tuple_margins(b, e, &tuple, margins);
 }
 
