@@ -28,8 +28,7 @@ struct HbLazy
 {
 	const HbCacheEntry *e;
 	bool	   *step_on;		/* the steps the cheap features need */
-	bool	   *feat_on;		/* the cheap features */
-	int32	   *feats;			/* the same, as a list */
+	int32	   *feats;			/* the cheap features */
 	int32		n_feats;
 	MemoryContext cxt;
 	bool		full_bound;
@@ -44,6 +43,7 @@ hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
 {
 	const HbPipeline *p = e->pipeline;
 	HbLazy	   *l;
+	bool	   *feat_on;
 	int			skipped = 0;
 
 	if (!hb_lazy_on || p == NULL || a == NULL)
@@ -51,12 +51,13 @@ hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
 	l = MemoryContextAllocZero(cxt, sizeof(HbLazy));
 	l->e = e;
 	l->cxt = cxt;
-	l->feat_on = MemoryContextAllocZero(cxt, sizeof(bool) * Max(p->n_features, 1));
+	feat_on = MemoryContextAllocZero(cxt, sizeof(bool) * Max(p->n_features, 1));
 	l->step_on = MemoryContextAllocZero(cxt, sizeof(bool) * Max(p->n_steps, 1));
-	hb_approx_features(e->plan, a, l->feat_on);
-	hb_pipeline_steps_for(p, l->feat_on, l->step_on);
+	hb_approx_features(e->plan, a, feat_on);
+	hb_pipeline_steps_for(p, feat_on, l->step_on);
 	l->feats = MemoryContextAlloc(cxt, sizeof(int32) * Max(p->n_features, 1));
-	l->n_feats = hb_feature_list(l->feat_on, p->n_features, l->feats);
+	l->n_feats = hb_feature_list(feat_on, p->n_features, l->feats);
+	pfree(feat_on);
 	for (int k = 0; k < p->n_steps; k++)
 		skipped += !l->step_on[k];
 	elog(DEBUG1, "model \"%s\": featurizing lazily, %d of %d featurizer steps skipped for the cheap model",
@@ -64,7 +65,6 @@ hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
 	if (skipped == 0)
 	{
 		/* the cheap model needs every step: nothing to save */
-		pfree(l->feat_on);
 		pfree(l->step_on);
 		pfree(l->feats);
 		pfree(l);

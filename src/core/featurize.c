@@ -183,8 +183,7 @@ step_kind_name(HbStepKind k)
 static const char *
 step_input_name(const HbPipeline *p, const HbStep *s, char *buf, size_t len)
 {
-	bool		text = s->kind == HB_STEP_ONEHOT_TEXT || s->kind == HB_STEP_LABEL_TEXT ||
-		s->kind == HB_STEP_HASHING || s->kind == HB_STEP_TFIDF;
+	bool		text = hb_step_reads_text(s);
 
 	if (s->name)
 		return s->name;

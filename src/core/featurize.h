@@ -214,6 +214,14 @@ typedef struct HbStep
 	int64_t    *used_cols;		/* ascending */
 } HbStep;
 
+/* Does the step read a text input (text_input) rather than slots (in)? */
+static inline bool
+hb_step_reads_text(const HbStep *s)
+{
+	return s->kind == HB_STEP_ONEHOT_TEXT || s->kind == HB_STEP_LABEL_TEXT ||
+		s->kind == HB_STEP_HASHING || s->kind == HB_STEP_TFIDF;
+}
+
 typedef struct HbPipeline
 {
 	int32_t		n_inputs;

@@ -19,13 +19,6 @@
 
 #include "featurize.h"
 
-static bool
-text_step(const HbStep *s)
-{
-	return s->kind == HB_STEP_ONEHOT_TEXT || s->kind == HB_STEP_LABEL_TEXT ||
-		s->kind == HB_STEP_HASHING || s->kind == HB_STEP_TFIDF;
-}
-
 /* output o reads input o only */
 static bool
 elementwise(const HbStep *s)
@@ -89,7 +82,7 @@ hb_pipeline_deps(const HbPipeline *p, HbPipelineDeps *d, HbError *err)
 				slot[s->out + o] = slot[s->in[o]];
 			continue;
 		}
-		if (text_step(s))
+		if (hb_step_reads_text(s))
 			m = text[s->text_input];
 		else
 			for (int32_t i = 0; i < s->n_in; i++)
@@ -147,7 +140,7 @@ hb_pipeline_steps_for(const HbPipeline *p, const bool *feat_on, bool *step_on)
 				if (need[s->out + o])
 					need[s->in[o]] = true;
 		}
-		else if (on && !text_step(s))
+		else if (on && !hb_step_reads_text(s))
 			for (int32_t i = 0; i < s->n_in; i++)
 				need[s->in[i]] = true;
 	}

@@ -62,11 +62,6 @@ hb_sparse_linear_n_text_steps(const HbSparseLinear *s)
 	return s ? s->n_text : 0;
 }
 
-static bool
-is_text_step(const HbStep *s)
-{
-	return s->kind == HB_STEP_HASHING || s->kind == HB_STEP_TFIDF;
-}
 
 /* Does any step read a slot of [lo, hi)?  Then those slots must exist. */
 static bool
@@ -76,15 +71,21 @@ slots_read(const HbPipeline *p, int32_t lo, int32_t hi)
 	{
 		const HbStep *s = &p->steps[k];
 
-		if (s->kind == HB_STEP_HASHING || s->kind == HB_STEP_TFIDF ||
-			s->kind == HB_STEP_ONEHOT_TEXT || s->kind == HB_STEP_LABEL_TEXT ||
-			s->in == NULL)
+		if (hb_step_reads_text(s) || s->in == NULL)
 			continue;
 		for (int32_t i = 0; i < s->n_in; i++)
 			if (s->in[i] >= lo && s->in[i] < hi)
 				return true;
 	}
 	return false;
+}
+
+/* A vectorizer whose kept columns go only to the model: scored sparse. */
+static bool
+scored_sparse(const HbPipeline *p, const HbStep *st)
+{
+	return (st->kind == HB_STEP_HASHING || st->kind == HB_STEP_TFIDF) &&
+		st->n_used > 0 && !slots_read(p, st->out, st->out + st->n_used);
 }
 
 /* The sparse step owning slot, or -1. */
@@ -114,9 +115,7 @@ hb_sparse_linear_build(const HbModel *m, const HbPipeline *p,
 		p->n_features != m->n_features || k < 1)
 		return true;
 	for (int32_t i = 0; i < p->n_steps; i++)
-		if (is_text_step(&p->steps[i]) && p->steps[i].n_used > 0 &&
-			!slots_read(p, p->steps[i].out, p->steps[i].out + p->steps[i].n_used))
-			n_cand++;
+		n_cand += scored_sparse(p, &p->steps[i]);
 	if (n_cand == 0)
 		return true;
 
@@ -139,8 +138,7 @@ hb_sparse_linear_build(const HbModel *m, const HbPipeline *p,
 		const HbStep *st = &p->steps[i];
 
 		s->run[i] = true;
-		if (is_text_step(st) && st->n_used > 0 &&
-			!slots_read(p, st->out, st->out + st->n_used))
+		if (scored_sparse(p, st))
 		{
 			SparseStep *t = &s->text[s->n_text++];
 

@@ -1681,9 +1681,9 @@ name_features(Reader *r, HbModel *m, const HbJson *feats)
 	 * default name.  Sorted, not pairwise: text vectorizers give tens of
 	 * thousands of features.
 	 */
-	if (named && m->n_features > 1)
+	if (named)
 	{
-		order = hb_alloc(sizeof(NameIndex) * m->n_features);
+		order = hb_alloc(sizeof(NameIndex) * ((size_t) m->n_features + 1));
 		if (order == NULL)
 			return nomem(r);
 		for (int32_t f = 0; f < m->n_features; f++)
@@ -1695,14 +1695,12 @@ name_features(Reader *r, HbModel *m, const HbJson *feats)
 	}
 	for (int32_t f = 0; f < m->n_features; f++)
 	{
-		const char *ref = named ? hb_json_string(hb_json_at(feats, f)) : NULL;
-
-		if (order && f > 0 && strcmp(order[f].name, order[f - 1].name) == 0)
+		if (!named)
+			m->features[f].name = hb_feature_default_name(f);
+		else if (f > 0 && strcmp(order[f].name, order[f - 1].name) == 0)
 			m->features[order[f].index].name = hb_feature_default_name(order[f].index);
-		else if (order)
-			m->features[order[f].index].name = hb_strdup(order[f].name);
 		else
-			m->features[f].name = ref ? hb_strdup(ref) : hb_feature_default_name(f);
+			m->features[order[f].index].name = hb_strdup(order[f].name);
 	}
 	hb_free(order);
 	for (int32_t f = 0; f < m->n_features; f++)
