@@ -40,7 +40,6 @@ SELECT (SELECT count(*) FROM hbird.model) AS models,
 	   (SELECT count(*) FROM hbird.tuning) AS tunings;
 
 \set x6 'ARRAY[1, 2, 3, 4, 5, 6]'
-\set store 'SELECT hb_tune_store(''binary_logistic'', 1, ''cascade'', 0, 0.01, 0.95, 0, 100, 50, 1, ''prefix'', 1, ''{0}''::integer[], ''{0}''::float8[], NULL, 1.0, ''{c1}'', ''{{NULL,NULL,0.5,0.99,0.99,0.5,0.5,2,1}}'')'
 CREATE TEMP TABLE ep_case (n serial, entry text, bad text, stmt text);
 INSERT INTO ep_case (entry, bad, stmt) VALUES
 -- hb_model_upload(text, text, text, text[]) and (text, bytea, ...)
@@ -283,24 +282,13 @@ INSERT INTO ep_case (entry, bad, stmt) VALUES
 ('hb_tune', 'cascade of a regression model', $$SELECT count(*) FROM hb_tune('reg_squarederror', 'SELECT * FROM reg_squarederror_in', 'cascade', target => 0.01)$$),
 ('hb_tune', 'cascade of a ranking model', $$SELECT count(*) FROM hb_tune('rank_pairwise', 'SELECT * FROM rank_pairwise_in', 'cascade', target => 0.01)$$),
 ('hb_tune', 'top-K of a multi-class model', $$SELECT count(*) FROM hb_tune('multi_softprob', 'SELECT * FROM multi_softprob_in', 'topk', 3, 0.9)$$),
--- hb_tune_store(...): what hb_tune stores; a valid call is :store with one argument replaced
-('hb_tune_store', 'valid arguments', :'store'),
-('hb_tune_store', 'NULL name', replace(:'store', '''binary_logistic''', 'NULL')),
-('hb_tune_store', 'unknown model', replace(:'store', '''binary_logistic''', '''nosuch''')),
-('hb_tune_store', 'NULL version', replace(:'store', '''binary_logistic'', 1,', '''binary_logistic'', NULL,')),
-('hb_tune_store', 'unknown version', replace(:'store', '''binary_logistic'', 1,', '''binary_logistic'', 99,')),
-('hb_tune_store', 'NULL kind', replace(:'store', '''cascade''', 'NULL')),
-('hb_tune_store', 'unknown kind', replace(:'store', '''cascade''', '''exact''')),
-('hb_tune_store', 'cascade with k = 3', replace(:'store', '''cascade'', 0,', '''cascade'', 3,')),
-('hb_tune_store', 'top-K with k = 0', replace(:'store', '''cascade'', 0,', '''topk'', 0,')),
-('hb_tune_store', 'target 1.5', replace(:'store', '0.01, 0.95', '1.5, 0.95')),
-('hb_tune_store', 'confidence 0', replace(:'store', '0.01, 0.95', '0.01, 0')),
-('hb_tune_store', 'unknown approximation kind', replace(:'store', '''prefix''', '''cubic''')),
-('hb_tune_store', 'chosen candidate 0', replace(:'store', '50, 1,', '50, 0,')),
-('hb_tune_store', 'chosen candidate 2 of 1', replace(:'store', '50, 1,', '50, 2,')),
-('hb_tune_store', 'NULL labels', replace(:'store', '''{c1}''', 'NULL')),
-('hb_tune_store', 'NULL measures', regexp_replace(:'store', '''\{\{.*\}\}''', 'NULL')),
-('hb_tune_store', 'measures of the wrong shape', regexp_replace(:'store', '''\{\{.*\}\}''', '''{1,2,3}''')),
+-- hb_model_reassign(name, new_owner)
+('hb_model_reassign', 'NULL name', $$SELECT hb_model_reassign(NULL, current_user)$$),
+('hb_model_reassign', 'unknown model', $$SELECT hb_model_reassign('nosuch', current_user)$$),
+('hb_model_reassign', 'NULL role', $$SELECT hb_model_reassign('binary_logistic', NULL)$$),
+('hb_model_reassign', 'unknown role', $$SELECT hb_model_reassign('binary_logistic', 'nosuch_role')$$),
+('hb_model_reassign', 'PUBLIC', $$SELECT hb_model_reassign('binary_logistic', 'public')$$),
+('hb_model_reassign', 'to the current owner', $$SELECT hb_model_reassign('binary_logistic', current_user)$$),
 -- hb_tune_drop(name, kind)
 ('hb_tune_drop', 'NULL name', $$SELECT hb_tune_drop(NULL)$$),
 ('hb_tune_drop', 'empty name', $$SELECT hb_tune_drop('')$$),

@@ -5,7 +5,9 @@
 --                is always a superuser: one column covers both
 --   model_owner  a model administrator (EXECUTE on the admin functions,
 --                granted by a superuser) who uploaded pm_model
---   model_admin  another model administrator, not pm_model's owner
+--   owner_member a member of model_owner's role, with no grant of its own
+--   model_admin  another model administrator, not pm_model's owner: it may
+--                create models but change only its own
 --   scorer       granted scoring of pm_model with hb_model_grant
 --   public       no grant at all
 -- Each case runs in a subtransaction that is rolled back whatever happens,
@@ -18,6 +20,7 @@
 SET client_min_messages = warning;
 
 CREATE ROLE regress_pm_owner;
+CREATE ROLE regress_pm_member IN ROLE regress_pm_owner;
 CREATE ROLE regress_pm_admin;
 CREATE ROLE regress_pm_scorer;
 CREATE ROLE regress_pm_public;
@@ -25,7 +28,10 @@ GRANT EXECUTE ON FUNCTION hb_model_upload(text, text, text, text[]),
 	hb_model_upload(text, bytea, text, text[]),
 	hb_model_activate(text, integer), hb_model_drop(text),
 	hb_model_drop(text, integer),
-	hb_model_grant(text, name), hb_model_revoke(text, name)
+	hb_model_grant(text, name), hb_model_revoke(text, name),
+	hb_model_reassign(text, name),
+	hb_tune(text, text, text, integer, double precision, double precision, integer),
+	hb_tune_drop(text, text)
 	TO regress_pm_owner, regress_pm_admin;
 CREATE TABLE pm_rows AS SELECT * FROM binary_logistic_in WHERE id <= 20;
 GRANT SELECT ON pm_rows TO PUBLIC;
@@ -54,7 +60,7 @@ END $$;
 CREATE TEMP TABLE pm_role (col text, r name);
 INSERT INTO pm_role VALUES
 	('superuser', current_user), ('model_owner', 'regress_pm_owner'),
-	('model_admin', 'regress_pm_admin'), ('scorer', 'regress_pm_scorer'),
+	('owner_member', 'regress_pm_member'), ('model_admin', 'regress_pm_admin'), ('scorer', 'regress_pm_scorer'),
 	('public', 'regress_pm_public');
 CREATE TEMP TABLE pm_fn (n serial, fn text, stmt text);
 INSERT INTO pm_fn (fn, stmt) VALUES
@@ -66,6 +72,8 @@ INSERT INTO pm_fn (fn, stmt) VALUES
 ('hb_model_drop(name)', $$SELECT hb_model_drop('pm_model')$$),
 ('hb_model_grant', $$SELECT hb_model_grant('pm_model', 'regress_pm_public')$$),
 ('hb_model_revoke', $$SELECT hb_model_revoke('pm_model', 'regress_pm_scorer')$$),
+('hb_model_reassign (to self)', $$SELECT hb_model_reassign('pm_model', current_user)$$),
+('hb_model_reassign (to the owner)', $$SELECT hb_model_reassign('pm_model', 'regress_pm_owner')$$),
 ('hb_predict(record)', $$SELECT hb_predict('pm_model', r) FROM pm_rows r$$),
 ('hb_predict(float8[])', $$SELECT hb_predict('pm_model', ARRAY[1, 2, 3, 4, 5, 6]::float8[])$$),
 ('hb_predict(real[])', $$SELECT hb_predict('pm_model', ARRAY[1, 2, 3, 4, 5, 6]::real[])$$),
@@ -89,7 +97,6 @@ INSERT INTO pm_fn (fn, stmt) VALUES
 ('hb_class_stats', $$SELECT * FROM hb_class_stats()$$),
 ('hb_class_stats_reset', $$SELECT hb_class_stats_reset()$$),
 ('hb_tune (stores the result)', $$SELECT count(*) FROM hb_tune('pm_model', 'SELECT * FROM pm_sample', 'topk', 5, 0.5, 0.5)$$),
-('hb_tune_store', $$SELECT hb_tune_store('pm_model', 1, 'cascade', 0, 0.01, 0.95, 0, 100, 50, 1, 'prefix', 1, '{0}', '{0}', NULL, 1.0, '{c1}', '{{NULL,NULL,0.5,0.99,0.99,0.5,0.5,2,1}}')$$),
 ('hb_tune_drop', $$SELECT hb_tune_drop('pm_model')$$),
 ('hb_device', $$SELECT * FROM hb_device()$$),
 ('stat_models (hbird schema)', $$SELECT count(*) FROM hbird.stat_models()$$),
@@ -115,6 +122,7 @@ SELECT n, fn, col, pm_try(r, stmt) AS res FROM pm_fn, pm_role;
 SELECT fn,
 	   max(left(res, 5)) FILTER (WHERE col = 'superuser') AS superuser,
 	   max(left(res, 5)) FILTER (WHERE col = 'model_owner') AS model_owner,
+	   max(left(res, 5)) FILTER (WHERE col = 'owner_member') AS owner_member,
 	   max(left(res, 5)) FILTER (WHERE col = 'model_admin') AS model_admin,
 	   max(left(res, 5)) FILTER (WHERE col = 'scorer') AS scorer,
 	   max(left(res, 5)) FILTER (WHERE col = 'public') AS public
@@ -150,9 +158,17 @@ SELECT hbt_try($$SELECT count(*) FROM hb_topk('pm_model', 3, NULL::pm_rows, 'SEL
 SELECT hbt_try($$SELECT count(*) FROM hb_topk('pm_model', 3, NULL::pm_rows, 'SELECT r.* FROM pm_rows r WHERE hb_model_drop(''pm_model'') > 0')$$) AS topk_query_calls_admin;
 SELECT hbt_try($$SELECT count(*) FROM hb_predict_class_batch('pm_model', NULL::pm_secret)$$) AS class_batch_default_query;
 SELECT hbt_try($$SELECT count(*) FROM hb_tune('pm_model', 'SELECT * FROM pm_secret', 'topk', 5, 0.5, 0.5)$$) AS tune_sample;
--- the sample is read as the scorer (its rows pass the filter, the tuning
--- runs), but storing the tuning needs the owner or a model administrator
+-- tuning is changing the model: the scorer may not run it at all
 SELECT hbt_try($$SELECT count(*) FROM hb_tune('pm_model', 'SELECT r.* FROM pm_sample r WHERE current_user = ''regress_pm_scorer''', 'topk', 5, 0.5, 0.5)$$) AS tune_as_scorer;
+RESET ROLE;
+-- the owner's member tunes, and its sample is read with its own rights
+SET ROLE regress_pm_member;
+SELECT hbt_try($$SELECT count(*) FROM hb_tune('pm_model', 'SELECT * FROM pm_secret', 'topk', 5, 0.5, 0.5)$$) AS tune_sample_member;
+SELECT count(*) > 0 AS tuned_as_member
+FROM hb_tune('pm_model', 'SELECT r.* FROM pm_sample r WHERE current_user = ''regress_pm_member''', 'topk', 5, 0.5, 0.5);
+RESET ROLE;
+SELECT tuned_by FROM hb_tunings WHERE name = 'pm_model';
+SET ROLE regress_pm_scorer;
 -- the query sees the caller as current_user (all 20 rows pass its filter)
 SELECT count(*) AS rows_as_scorer
 FROM hb_predict_batch('pm_model', NULL::pm_rows, 'SELECT r.* FROM pm_rows r WHERE current_user = ''regress_pm_scorer''');
@@ -176,7 +192,10 @@ REVOKE EXECUTE ON FUNCTION hb_model_upload(text, text, text, text[]),
 	hb_model_upload(text, bytea, text, text[]),
 	hb_model_activate(text, integer), hb_model_drop(text),
 	hb_model_drop(text, integer),
-	hb_model_grant(text, name), hb_model_revoke(text, name)
+	hb_model_grant(text, name), hb_model_revoke(text, name),
+	hb_model_reassign(text, name),
+	hb_tune(text, text, text, integer, double precision, double precision, integer),
+	hb_tune_drop(text, text)
 	FROM regress_pm_owner, regress_pm_admin;
-DROP ROLE regress_pm_owner, regress_pm_admin, regress_pm_scorer, regress_pm_public;
+DROP ROLE regress_pm_member, regress_pm_owner, regress_pm_admin, regress_pm_scorer, regress_pm_public;
 RESET client_min_messages;

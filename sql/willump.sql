@@ -214,18 +214,29 @@ SELECT hb_model_activate('wrank', 1);
 SELECT count(*) AS approx_again FROM hb_topk('wrank', 10, NULL::items, mode => 'approx');
 SELECT hb_tune_drop('wrank', 'cascade') AS none, hb_tune_drop('wrank') AS dropped;
 
--- ---- privileges: the sample runs as the caller; only owners/admins store ----
+-- ---- privileges: only the owner tunes; the sample runs as the caller ----
 CREATE ROLE hbt_tuner;
 SELECT hb_model_grant('wmulti', 'hbt_tuner');
 GRANT SELECT ON obs TO hbt_tuner;
+GRANT EXECUTE ON FUNCTION hb_tune(text, text, text, integer, double precision, double precision, integer),
+	hb_tune_drop(text, text) TO hbt_tuner;
 SET ROLE hbt_tuner;
+-- allowed to run hb_tune and to score, but not the owner
 SELECT hbt_try($$SELECT * FROM hb_tune('wmulti', 'SELECT * FROM obs', kind => 'cascade', target => 0.05)$$);
+SELECT hbt_try($$SELECT hb_tune_drop('wmulti')$$);
+RESET ROLE;
+SELECT hb_model_reassign('wmulti', 'hbt_tuner');
+SET ROLE hbt_tuner;
+-- the owner now, but the sample is read with its own rights
 SELECT hbt_try($$SELECT * FROM hb_tune('wmulti', 'SELECT * FROM exact_obs', kind => 'cascade', target => 0.05)$$);
 SELECT hbt_try($$SELECT hb_tune_drop('wmulti')$$);
 RESET ROLE;
 SELECT count(*) AS wmulti_tunings FROM hb_tunings WHERE name = 'wmulti';
+SELECT hb_model_reassign('wmulti', current_user);
 SELECT hb_model_revoke('wmulti', 'hbt_tuner');
 REVOKE ALL ON obs FROM hbt_tuner;
+REVOKE ALL ON FUNCTION hb_tune(text, text, text, integer, double precision, double precision, integer),
+	hb_tune_drop(text, text) FROM hbt_tuner;
 DROP ROLE hbt_tuner;
 
 RESET client_min_messages;

@@ -61,13 +61,14 @@ WHERE (t.approximation, t.featurize_us, t.chosen) IS DISTINCT FROM (c.approximat
 -- ---- lazy featurization: same answers as featurizing everything ----
 -- a cascade through a linear model on a, b, c (features 0, 1, 2): the
 -- note is featurized only for the rows it cannot decide
-SELECT hb_tune_store('wtext', 1, 'cascade', 0, 0.02, 0.95, 0, 1000, 500, 1, 'linear', 0,
-					 '{0,1,2}', '{0,0,0, 3,0,0, -1.3}', NULL, 1.0, '{cheap}',
-					 '{{NULL,NULL,2.0,0.99,0.98,0.5,0.5,2,1}}');
--- feature groups come with one cost each
-SELECT hbt_try($$SELECT hb_tune_store('wtext', 1, 'cascade', 0, 0.02, 0.95, 0, 1000, 500, 1, 'linear', 0,
-					 '{0,1,2}', '{0,0,0, 3,0,0, -1.3}', NULL, 1.0, '{cheap}',
-					 '{{NULL,NULL,2.0,0.99,0.98,0.5,0.5,2,1,0.1}}', '{a,b}', '{0.1}', 1.0)$$);
+-- (planted by hand, as a superuser may: hb_tune would pick its own)
+DELETE FROM hbird.tuning WHERE name = 'wtext' AND kind = 'cascade';
+INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed,
+	sample_rows, eval_rows, approximation, approx_kind, approx_trees,
+	approx_features, approx_params, threshold, accuracy, accuracy_bound,
+	coverage, full_cost_us, approx_cost_us, expected_speedup, tuned_by)
+VALUES ('wtext', 1, 'cascade', 0, 0.02, 0.95, 0, 1000, 500, 'cheap', 'linear', 0,
+	'{0,1,2}', '{0,0,0, 3,0,0, -1.3}', 2.0, 0.99, 0.98, 0.5, 1.0, 0.5, 2, current_user);
 SET hbird.cascade = on;
 SET hbird.lazy_featurize = off;
 CREATE TABLE eager AS
@@ -121,9 +122,15 @@ SET client_min_messages = warning;
 RESET hbird.cascade;
 
 -- approximate top-K on the same linear model: same rows, same scores
-SELECT hb_tune_store('wtext', 1, 'topk', 10, 0.9, 0.95, 0, 1000, 500, 1, 'linear', 0,
-					 '{0,1,2}', '{0,0,0, 3,0,0, 0}', 0.5, 1.0, '{cheap}',
-					 '{{30,300,NULL,0.99,0.95,0.05,0.5,2,1}}');
+DELETE FROM hbird.tuning WHERE name = 'wtext' AND kind = 'topk' AND k = 10;
+INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed,
+	sample_rows, eval_rows, approximation, approx_kind, approx_trees,
+	approx_features, approx_params, ratio, kept, cheap_cut, accuracy,
+	accuracy_bound, coverage, full_cost_us, approx_cost_us, expected_speedup,
+	tuned_by)
+VALUES ('wtext', 1, 'topk', 10, 0.9, 0.95, 0, 1000, 500, 'cheap', 'linear', 0,
+	'{0,1,2}', '{0,0,0, 3,0,0, 0}', 30, 300, 0.5, 0.99, 0.95, 0.05, 1.0, 0.5, 2,
+	current_user);
 SET hbird.lazy_featurize = off;
 CREATE TABLE eager_topk AS
 SELECT rank, score, (item).id FROM hb_topk('wtext', 10, NULL::notes, mode => 'approx');

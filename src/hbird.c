@@ -180,6 +180,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	hb_stat_init();
+	hb_owner_init();
 	DefineCustomBoolVariable("hbird.early_exit",
 							 "Stops scoring a row once its class is settled.",
 							 "Class predictions of tree classifiers skip the remaining trees "

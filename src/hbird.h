@@ -77,6 +77,30 @@ extern bytea *hb_catalog_bytes(const char *name, int32 version,
 extern void hb_check_score_privilege(const HbCatalogRef *ref);
 extern bool hb_may_score(const HbCatalogRef *ref);
 
+/* pg_owner.c: who may change a model; writing the catalog */
+typedef struct HbCatalogWrite
+{
+	Oid			caller;			/* the role executing: the checks are its */
+	Oid			save_userid;
+	int			save_sec_context;
+	int			guc_level;
+} HbCatalogWrite;
+
+extern void hb_owner_init(void);
+extern bool hb_role_exists(Oid role);
+extern bool hb_may_change(Oid role, Oid owner);
+extern void hb_check_owner(Oid role, Oid owner, const char *name);
+extern void hb_check_new_model_name(const char *name);
+extern void hb_write_begin(HbCatalogWrite *w, const char *what);
+extern void hb_write_end(HbCatalogWrite *w);
+extern int	hb_write_sql(const char *sql, int nargs, Oid *types, Datum *values,
+						 const char *nulls, int expect);
+extern bool hb_write_lock_model(HbCatalogWrite *w, const char *name,
+								int32 *active);
+extern const char *hb_role_column_type(const char *relname,
+									   const char *colname);
+extern void hb_no_such_model(const char *name);
+
 /* pg_cache.c */
 extern HbCacheEntry *hb_cache_acquire(const HbCatalogRef *ref);
 extern void hb_cache_pin(HbCacheEntry *e);

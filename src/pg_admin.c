@@ -2,12 +2,14 @@
  * pg_admin.c
  *	  Model administration: upload, activate, drop, grant, revoke.
  *
- * These run as SECURITY DEFINER with search_path pinned to pg_catalog (see
- * the extension script), so their SQL is schema-qualified and immune to the
- * caller's search_path.  A model is parsed and compiled before anything is
- * written: a bad upload errors out with the catalog untouched, and the
- * transaction does the rest.  Every operation starts by locking the model's
- * row, which serialises concurrent changes of one model.
+ * These run with the caller's rights (SECURITY INVOKER, EXECUTE granted by
+ * the DBA): the checks use the role executing, and the writes go through
+ * pg_owner.c, which runs them as the catalog's owner with search_path
+ * pinned.  A model is parsed and compiled before anything is written: a bad
+ * upload errors out with the catalog untouched, and the transaction does
+ * the rest.  Every operation starts by locking the model's row, which
+ * serialises concurrent changes of one model, and checking that the caller
+ * may change it (superusers and members of its owner role).
  */
 #include "postgres.h"
 
@@ -30,13 +32,7 @@ PG_FUNCTION_INFO_V1(hb_model_drop_all);
 PG_FUNCTION_INFO_V1(hb_model_drop_version);
 PG_FUNCTION_INFO_V1(hb_model_grant);
 PG_FUNCTION_INFO_V1(hb_model_revoke);
-
-/* The role on whose behalf the SECURITY DEFINER function runs. */
-static Oid
-calling_role(void)
-{
-	return GetOuterUserId();
-}
+PG_FUNCTION_INFO_V1(hb_model_reassign);
 
 static char *
 model_name_arg(FunctionCallInfo fcinfo)
@@ -51,11 +47,6 @@ model_name_arg(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_NAME_TOO_LONG),
 				 errmsg("model name is longer than 200 bytes")));
-	for (const char *c = name; *c; c++)
-		if ((unsigned char) *c < 0x20)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("model name must not contain control characters")));
 	return name;
 }
 
@@ -67,50 +58,6 @@ version_arg(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("model version must not be null")));
 	return PG_GETARG_INT32(argno);
-}
-
-/* SPI helpers: run a statement with parameters, error on failure. */
-static int
-run_sql(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
-		int expect)
-{
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls,
-										   false, 0);
-
-	if (rc != expect)
-		elog(ERROR, "hbird catalog statement failed (%s): %s",
-			 SPI_result_code_string(rc), sql);
-	return (int) SPI_processed;
-}
-
-/*
- * Lock a model's row; returns false if there is none.  *active gets the
- * active version (0 if none).
- */
-static bool
-lock_model(const char *name, int32 *active)
-{
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
-	bool		isnull;
-
-	run_sql("SELECT active_version FROM hbird.model WHERE name = $1 FOR UPDATE",
-			1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return false;
-	*active = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 1, &isnull));
-	if (isnull)
-		*active = 0;
-	return true;
-}
-
-static void
-no_such_model(const char *name)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("model \"%s\" does not exist", name)));
 }
 
 static const char *
@@ -149,6 +96,28 @@ text_array_to_cstrings(ArrayType *arr, int *n, const char *what)
 		out[i] = TextDatumGetCString(elems[i]);
 	}
 	return out;
+}
+
+/*
+ * Rows bind to columns by name, and a column name has at most
+ * NAMEDATALEN - 1 bytes: a longer feature can be fed by an array only.
+ */
+static void
+warn_long_names(const HbModel *m, const char *model)
+{
+	int			n = m->pipeline ? m->pipeline->n_inputs : m->n_features;
+
+	for (int i = 0; i < n; i++)
+	{
+		const char *f = m->pipeline ? m->pipeline->inputs[i].name : m->features[i].name;
+
+		if (strlen(f) >= NAMEDATALEN)
+			ereport(WARNING,
+					(errcode(ERRCODE_NAME_TOO_LONG),
+					 errmsg("%s \"%s\" of model \"%s\" is longer than %d bytes and can never bind to a column",
+							m->pipeline ? "input" : "feature", f, model, NAMEDATALEN - 1),
+					 errhint("Rows bind to columns by name: upload with features => ARRAY[...] of shorter names, or score arrays.")));
+	}
 }
 
 static void
@@ -193,6 +162,8 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 	bool	   *fcost_nulls;
 	int			n_listed;
 	bool		isnull;
+	bool		exists;
+	HbCatalogWrite w;
 
 	if (!PG_ARGISNULL(2))
 	{
@@ -211,6 +182,17 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 						name, len, hb_max_model_bytes)));
 	if (!PG_ARGISNULL(3))
 		features = PG_GETARG_ARRAYTYPE_P(3);
+
+	/*
+	 * Who may upload under this name, before the work of parsing: the
+	 * owner of an existing model (whose row stays locked), anyone allowed
+	 * to run this function for a new one.
+	 */
+	hb_write_begin(&w, "upload a model");
+	exists = hb_write_lock_model(&w, name, NULL);
+	hb_write_end(&w);
+	if (!exists)
+		hb_check_new_model_name(name);
 
 	/* parse and compile first: nothing is written unless both succeed */
 	work = AllocSetContextCreate(CurrentMemoryContext, "hbird upload",
@@ -259,24 +241,35 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 			fcosts[i] = (Datum) 0;
 		}
 	}
+	warn_long_names(m, name);
 
-	SPI_connect();
+	hb_write_begin(&w, "upload a model");
+	if (!exists)
 	{
-		Oid			t[3] = {TEXTOID, REGROLEOID};
-		Datum		v[3] = {CStringGetTextDatum(name), ObjectIdGetDatum(calling_role())};
+		Oid			t[2] = {TEXTOID, REGROLEOID};
+		Datum		v[2] = {CStringGetTextDatum(name), ObjectIdGetDatum(w.caller)};
 
-		run_sql("INSERT INTO hbird.model AS m (name, owner, last_version) "
-				"VALUES ($1, $2, 1) "
-				"ON CONFLICT (name) DO UPDATE SET last_version = m.last_version + 1 "
-				"RETURNING last_version",
-				2, t, v, NULL, SPI_OK_INSERT_RETURNING);
+		/* a concurrent upload may create it first: then its owner decides */
+		hb_write_sql("INSERT INTO hbird.model (name, owner, last_version) "
+					 "VALUES ($1, $2, 0) ON CONFLICT (name) DO NOTHING",
+					 2, t, v, NULL, SPI_OK_INSERT);
+	}
+	if (!hb_write_lock_model(&w, name, NULL))
+		elog(ERROR, "model \"%s\" vanished while being uploaded", name);
+	{
+		Oid			t[1] = {TEXTOID};
+		Datum		v[1] = {CStringGetTextDatum(name)};
+
+		hb_write_sql("UPDATE hbird.model SET last_version = last_version + 1 "
+					 "WHERE name = $1 RETURNING last_version",
+					 1, t, v, NULL, SPI_OK_UPDATE_RETURNING);
 		version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 											  SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	{
 		Oid			t[16] = {TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID,
 							 INT4OID, INT4OID, INT4OID, INT4OID, INT4OID,
-		TEXTARRAYOID, BYTEAOID, BYTEAOID, INT8OID, REGROLEOID, BYTEAOID};
+		TEXTARRAYOID, BYTEAOID, BYTEAOID, INT8OID, TEXTOID, BYTEAOID};
 		Datum		v[16];
 		char		nulls[17] = "                ";
 		bytea	   *body = palloc(VARHDRSZ + len);
@@ -304,16 +297,17 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 		v[11] = PointerGetDatum(body);
 		v[12] = PointerGetDatum(hash);
 		v[13] = Int64GetDatum((int64) len);
-		v[14] = ObjectIdGetDatum(calling_role());
+		v[14] = CStringGetTextDatum(GetUserNameFromId(w.caller, false));
 		SET_VARSIZE(img, VARHDRSZ + image_len);
 		memcpy(VARDATA(img), image, image_len);
 		v[15] = PointerGetDatum(img);
-		run_sql("INSERT INTO hbird.model_version (name, version, format, task, objective, "
-				"n_features, n_outputs, n_classes, n_trees, max_depth, feature_names, "
-				"body, sha256, size_bytes, uploaded_by, image) "
-				"VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, "
-				"$12, $13, $14, $15, $16)",
-				16, t, v, nulls, SPI_OK_INSERT);
+		hb_write_sql(psprintf("INSERT INTO hbird.model_version (name, version, format, task, objective, "
+							  "n_features, n_outputs, n_classes, n_trees, max_depth, feature_names, "
+							  "body, sha256, size_bytes, uploaded_by, image) "
+							  "VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, "
+							  "$12, $13, $14, $15::text::%s, $16)",
+							  hb_role_column_type("model_version", "uploaded_by")),
+					 16, t, v, nulls, SPI_OK_INSERT);
 	}
 	{
 		Oid			t[5] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
@@ -331,24 +325,24 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 												  TEXTOID, -1, false, TYPALIGN_INT));
 		/* cost came with 0.2.0: a 0.1.0 catalog still takes other models */
 		if (m->pipeline)
-			run_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type, cost) "
-					"SELECT $1, $2, u.ord::integer, u.f, u.t, u.c "
-					"FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(f, t, c, ord)",
-					5, t, v, NULL, SPI_OK_INSERT);
+			hb_write_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type, cost) "
+						 "SELECT $1, $2, u.ord::integer, u.f, u.t, u.c "
+						 "FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(f, t, c, ord)",
+						 5, t, v, NULL, SPI_OK_INSERT);
 		else
-			run_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type) "
-					"SELECT $1, $2, u.ord::integer, u.f, u.t "
-					"FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(f, t, ord)",
-					4, t, v, NULL, SPI_OK_INSERT);
+			hb_write_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type) "
+						 "SELECT $1, $2, u.ord::integer, u.f, u.t "
+						 "FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(f, t, ord)",
+						 4, t, v, NULL, SPI_OK_INSERT);
 	}
 	{
 		Oid			t[2] = {TEXTOID, INT4OID};
 		Datum		v[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
 
-		run_sql("UPDATE hbird.model SET active_version = $2 WHERE name = $1",
-				2, t, v, NULL, SPI_OK_UPDATE);
+		hb_write_sql("UPDATE hbird.model SET active_version = $2 WHERE name = $1",
+					 2, t, v, NULL, SPI_OK_UPDATE);
 	}
-	SPI_finish();
+	hb_write_end(&w);
 
 	MemoryContextDelete(work);
 	PG_RETURN_INT32(version);
@@ -386,9 +380,19 @@ version_exists(const char *name, int32 version)
 	Oid			t[2] = {TEXTOID, INT4OID};
 	Datum		v[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
 
-	run_sql("SELECT 1 FROM hbird.model_version WHERE name = $1 AND version = $2",
-			2, t, v, NULL, SPI_OK_SELECT);
+	hb_write_sql("SELECT 1 FROM hbird.model_version WHERE name = $1 AND version = $2",
+				 2, t, v, NULL, SPI_OK_SELECT);
 	return SPI_processed > 0;
+}
+
+/* Start changing an existing model: locked, and the caller may change it. */
+static void
+begin_change(HbCatalogWrite *w, const char *what, const char *name,
+			 int32 *active)
+{
+	hb_write_begin(w, what);
+	if (!hb_write_lock_model(w, name, active))
+		hb_no_such_model(name);
 }
 
 Datum
@@ -397,10 +401,9 @@ hb_model_activate(PG_FUNCTION_ARGS)
 	char	   *name = model_name_arg(fcinfo);
 	int32		version = version_arg(fcinfo, 1);
 	int32		active;
+	HbCatalogWrite w;
 
-	SPI_connect();
-	if (!lock_model(name, &active))
-		no_such_model(name);
+	begin_change(&w, "activate a model version", name, &active);
 	if (!version_exists(name, version))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -409,10 +412,10 @@ hb_model_activate(PG_FUNCTION_ARGS)
 		Oid			t[2] = {TEXTOID, INT4OID};
 		Datum		v[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
 
-		run_sql("UPDATE hbird.model SET active_version = $2 WHERE name = $1",
-				2, t, v, NULL, SPI_OK_UPDATE);
+		hb_write_sql("UPDATE hbird.model SET active_version = $2 WHERE name = $1",
+					 2, t, v, NULL, SPI_OK_UPDATE);
 	}
-	SPI_finish();
+	hb_write_end(&w);
 	PG_RETURN_VOID();
 }
 
@@ -424,15 +427,14 @@ hb_model_drop_all(PG_FUNCTION_ARGS)
 	int			dropped;
 	Oid			t[1] = {TEXTOID};
 	Datum		v[1] = {CStringGetTextDatum(name)};
+	HbCatalogWrite w;
 
-	SPI_connect();
-	if (!lock_model(name, &active))
-		no_such_model(name);
-	dropped = run_sql("SELECT 1 FROM hbird.model_version WHERE name = $1",
-					  1, t, v, NULL, SPI_OK_SELECT);
-	run_sql("DELETE FROM hbird.model WHERE name = $1", 1, t, v, NULL,
-			SPI_OK_DELETE);
-	SPI_finish();
+	begin_change(&w, "drop a model", name, &active);
+	dropped = hb_write_sql("SELECT 1 FROM hbird.model_version WHERE name = $1",
+						   1, t, v, NULL, SPI_OK_SELECT);
+	hb_write_sql("DELETE FROM hbird.model WHERE name = $1", 1, t, v, NULL,
+				 SPI_OK_DELETE);
+	hb_write_end(&w);
 	PG_RETURN_INT32(dropped);
 }
 
@@ -445,12 +447,11 @@ hb_model_drop_version(PG_FUNCTION_ARGS)
 	Oid			t[2] = {TEXTOID, INT4OID};
 	Datum		v[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
 	bool		isnull;
+	HbCatalogWrite w;
 
-	SPI_connect();
-	if (!lock_model(name, &active))
-		no_such_model(name);
-	if (run_sql("DELETE FROM hbird.model_version WHERE name = $1 AND version = $2",
-				2, t, v, NULL, SPI_OK_DELETE) == 0)
+	begin_change(&w, "drop a model version", name, &active);
+	if (hb_write_sql("DELETE FROM hbird.model_version WHERE name = $1 AND version = $2",
+					 2, t, v, NULL, SPI_OK_DELETE) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("model \"%s\" has no version %d", name, version)));
@@ -461,13 +462,13 @@ hb_model_drop_version(PG_FUNCTION_ARGS)
 		int32		next;
 		Datum		d;
 
-		run_sql("SELECT max(version) FROM hbird.model_version WHERE name = $1",
-				1, t, v, NULL, SPI_OK_SELECT);
+		hb_write_sql("SELECT max(version) FROM hbird.model_version WHERE name = $1",
+					 1, t, v, NULL, SPI_OK_SELECT);
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 		if (isnull)
 		{
-			run_sql("DELETE FROM hbird.model WHERE name = $1", 1, t, v, NULL,
-					SPI_OK_DELETE);
+			hb_write_sql("DELETE FROM hbird.model WHERE name = $1", 1, t, v, NULL,
+						 SPI_OK_DELETE);
 			ereport(NOTICE,
 					(errmsg("model \"%s\" has no versions left and was dropped",
 							name)));
@@ -476,28 +477,28 @@ hb_model_drop_version(PG_FUNCTION_ARGS)
 		{
 			next = DatumGetInt32(d);
 			v[1] = Int32GetDatum(next);
-			run_sql("UPDATE hbird.model SET active_version = $2 WHERE name = $1",
-					2, t, v, NULL, SPI_OK_UPDATE);
+			hb_write_sql("UPDATE hbird.model SET active_version = $2 WHERE name = $1",
+						 2, t, v, NULL, SPI_OK_UPDATE);
 			ereport(NOTICE,
 					(errmsg("model \"%s\" now uses version %d", name, next)));
 		}
 	}
-	SPI_finish();
+	hb_write_end(&w);
 	PG_RETURN_INT32(1);
 }
 
 /* 'public' (any case) means PUBLIC, stored as role 0. */
 static Oid
-grantee_arg(FunctionCallInfo fcinfo)
+role_arg(FunctionCallInfo fcinfo, int argno, bool public_ok)
 {
 	char	   *role;
 
-	if (PG_ARGISNULL(1))
+	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("role must not be null")));
-	role = NameStr(*PG_GETARG_NAME(1));
-	if (pg_strcasecmp(role, "public") == 0)
+	role = NameStr(*PG_GETARG_NAME(argno));
+	if (public_ok && pg_strcasecmp(role, "public") == 0)
 		return InvalidOid;
 	return get_role_oid(role, false);
 }
@@ -506,19 +507,21 @@ Datum
 hb_model_grant(PG_FUNCTION_ARGS)
 {
 	char	   *name = model_name_arg(fcinfo);
-	Oid			grantee = grantee_arg(fcinfo);
+	Oid			grantee = role_arg(fcinfo, 1, true);
 	int32		active;
-	Oid			t[3] = {TEXTOID, REGROLEOID, REGROLEOID};
-	Datum		v[3] = {CStringGetTextDatum(name), ObjectIdGetDatum(grantee),
-	ObjectIdGetDatum(calling_role())};
+	HbCatalogWrite w;
+	Oid			t[3] = {TEXTOID, REGROLEOID, TEXTOID};
+	Datum		v[3];
 
-	SPI_connect();
-	if (!lock_model(name, &active))
-		no_such_model(name);
-	run_sql("INSERT INTO hbird.model_grant (name, grantee, granted_by) "
-			"VALUES ($1, $2, $3) ON CONFLICT (name, grantee) DO NOTHING",
-			3, t, v, NULL, SPI_OK_INSERT);
-	SPI_finish();
+	begin_change(&w, "grant a model", name, &active);
+	v[0] = CStringGetTextDatum(name);
+	v[1] = ObjectIdGetDatum(grantee);
+	v[2] = CStringGetTextDatum(GetUserNameFromId(w.caller, false));
+	hb_write_sql(psprintf("INSERT INTO hbird.model_grant (name, grantee, granted_by) "
+						  "VALUES ($1, $2, $3::text::%s) ON CONFLICT (name, grantee) DO NOTHING",
+						  hb_role_column_type("model_grant", "granted_by")),
+				 3, t, v, NULL, SPI_OK_INSERT);
+	hb_write_end(&w);
 	PG_RETURN_VOID();
 }
 
@@ -526,16 +529,43 @@ Datum
 hb_model_revoke(PG_FUNCTION_ARGS)
 {
 	char	   *name = model_name_arg(fcinfo);
-	Oid			grantee = grantee_arg(fcinfo);
+	Oid			grantee = role_arg(fcinfo, 1, true);
 	int32		active;
 	Oid			t[2] = {TEXTOID, REGROLEOID};
 	Datum		v[2] = {CStringGetTextDatum(name), ObjectIdGetDatum(grantee)};
+	HbCatalogWrite w;
 
-	SPI_connect();
-	if (!lock_model(name, &active))
-		no_such_model(name);
-	run_sql("DELETE FROM hbird.model_grant WHERE name = $1 AND grantee = $2",
-			2, t, v, NULL, SPI_OK_DELETE);
-	SPI_finish();
+	begin_change(&w, "revoke a model", name, &active);
+	hb_write_sql("DELETE FROM hbird.model_grant WHERE name = $1 AND grantee = $2",
+				 2, t, v, NULL, SPI_OK_DELETE);
+	hb_write_end(&w);
+	PG_RETURN_VOID();
+}
+
+/*
+ * Give a model another owner, as ALTER ... OWNER TO does: the caller must
+ * be able to change the model and be a member of the new owner role
+ * (superusers may do both).  REASSIGN OWNED does this for all of a role's
+ * models (pg_owner.c).
+ */
+Datum
+hb_model_reassign(PG_FUNCTION_ARGS)
+{
+	char	   *name = model_name_arg(fcinfo);
+	Oid			owner = role_arg(fcinfo, 1, false);
+	int32		active;
+	Oid			t[2] = {TEXTOID, REGROLEOID};
+	Datum		v[2] = {CStringGetTextDatum(name), ObjectIdGetDatum(owner)};
+	HbCatalogWrite w;
+
+	begin_change(&w, "reassign a model", name, &active);
+	if (!superuser_arg(w.caller) && !is_member_of_role(w.caller, owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be member of role \"%s\"", GetUserNameFromId(owner, false)),
+				 errdetail("Only members of a role can make it the owner of model \"%s\".", name)));
+	hb_write_sql("UPDATE hbird.model SET owner = $2 WHERE name = $1",
+				 2, t, v, NULL, SPI_OK_UPDATE);
+	hb_write_end(&w);
 	PG_RETURN_VOID();
 }

@@ -126,8 +126,12 @@ hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
 	/* the cut was measured for k up to the tuned one; above it, keep only */
 	s->cut = k <= t->k ? t->cheap_cut : INFINITY;
 	s->max_kept = Max(s->keep, HB_APPROX_MAX_KEPT);
-	s->cxt = AllocSetContextCreate(parent, "hbird approximate top-k",
-								   ALLOCSET_DEFAULT_SIZES);
+	/*
+	 * No context of its own: a hash aggregate holds one state per group,
+	 * and it sums the memory of every child context each time it checks
+	 * its limit.  What is allocated here is freed piece by piece.
+	 */
+	s->cxt = parent;
 	s->cap = Min(s->keep, 1024);
 	s->heap = MemoryContextAllocHuge(s->cxt, sizeof(Kept) * s->cap);
 	s->lazy = hb_lazy_for(e, s->approx, s->cxt);

@@ -81,14 +81,18 @@ typedef struct HbAggState
 	int			width;			/* doubles per row of x */
 	double	   *x;				/* cap x width */
 	double	   *scratch;		/* cap x n_outputs */
+	bool	   *bnull;			/* cap: the buffered row was NULL */
 	double	   *preds;			/* every prediction so far, in input order */
+	bool	   *pnull;			/* per prediction: its row was NULL */
+	bool		any_null;
 	int64		npreds;
 	int64		pcap;
 	bool		classes;		/* hb_predict_class_agg: class indexes */
 	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
 	HbLazy	   *lazy;			/* rows bound lazily for it (pg_lazy.c) */
-	Datum	   *rows;			/* lazy: the buffered rows, 0 for NULL */
-	MemoryContext rows_cxt;
+	Datum	   *rows;			/* lazy: copies of the buffered rows, 0 for
+								 * NULL; freed per batch (no context per
+								 * group: see pg_topk.c's heap_init) */
 } HbAggState;
 
 static void
@@ -110,6 +114,9 @@ agg_flush(HbAggState *s)
 		s->preds = s->preds ?
 			repalloc_huge(s->preds, cap * sizeof(double)) :
 			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(double));
+		s->pnull = s->pnull ?
+			repalloc_huge(s->pnull, cap * sizeof(bool)) :
+			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(bool));
 		s->pcap = cap;
 	}
 	INSTR_TIME_SET_CURRENT(start);
@@ -138,10 +145,14 @@ agg_flush(HbAggState *s)
 		hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
 						s->preds + s->npreds);
 	hb_stat_batch(s->entry, s->nbuf, &start, false);
+	for (int i = 0; i < s->nbuf; i++)
+		s->pnull[s->npreds + i] = s->bnull[i];
 	s->npreds += s->nbuf;
+	if (s->lazy)
+		for (int i = 0; i < s->nbuf; i++)
+			if (s->rows[i] != (Datum) 0)
+				pfree(DatumGetPointer(s->rows[i]));
 	s->nbuf = 0;
-	if (s->rows_cxt)
-		MemoryContextReset(s->rows_cxt);
 }
 
 /*
@@ -161,11 +172,13 @@ agg_reserve(HbAggState *s)
 	{
 		s->x = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->width);
 		s->scratch = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->entry->n_outputs);
+		s->bnull = MemoryContextAllocHuge(cxt, sizeof(bool) * cap);
 	}
 	else
 	{
 		s->x = repalloc_huge(s->x, sizeof(double) * cap * s->width);
 		s->scratch = repalloc_huge(s->scratch, sizeof(double) * cap * s->entry->n_outputs);
+		s->bnull = repalloc_huge(s->bnull, sizeof(bool) * cap);
 	}
 	if (s->lazy)
 		s->rows = s->rows ? repalloc_huge(s->rows, sizeof(Datum) * cap) :
@@ -198,9 +211,6 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 		s->cascade = hb_cascade_for(st->entry, aggcxt);
 		if (s->cascade)
 			s->lazy = hb_lazy_for(st->entry, s->cascade->approx, aggcxt);
-		if (s->lazy)
-			s->rows_cxt = AllocSetContextCreate(aggcxt, "hbird lazy rows",
-												ALLOCSET_DEFAULT_SIZES);
 		/* a linear model over text buffers margins, not 20,000-wide rows */
 		s->margins = st->entry->sparse && !classes && s->cascade == NULL;
 		s->width = s->margins ? st->entry->n_outputs : st->entry->n_features;
@@ -213,6 +223,14 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 				 errmsg("%s must score one model per group", fn)));
 
 	agg_reserve(s);
+	/*
+	 * A NULL row (the unmatched side of an outer join) has no prediction,
+	 * as hb_predict gives it none; it still takes its place in the order,
+	 * scored as all-missing only to keep the batch dense.
+	 */
+	s->bnull[s->nbuf] = PG_ARGISNULL(2);
+	if (s->bnull[s->nbuf])
+		s->any_null = true;
 	if (s->margins)
 	{
 		double	   *m = s->x + (size_t) s->nbuf * s->width;
@@ -224,7 +242,6 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 	}
 	else if (PG_ARGISNULL(2))
 	{
-		/* a NULL row is all-missing: it still takes its place in the order */
 		for (int f = 0; f < s->entry->n_features; f++)
 			s->x[(size_t) s->nbuf * s->entry->n_features + f] = get_float8_nan();
 		if (s->lazy)
@@ -238,7 +255,7 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 			   sizeof(double) * s->entry->n_features);
 		if (s->lazy)
 		{
-			MemoryContext old = MemoryContextSwitchTo(s->rows_cxt);
+			MemoryContext old = MemoryContextSwitchTo(aggcxt);
 
 			s->rows[s->nbuf] = datumCopy(PG_GETARG_DATUM(2), false, -1);
 			MemoryContextSwitchTo(old);
@@ -275,14 +292,22 @@ agg_final(FunctionCallInfo fcinfo, bool classes)
 	hb_stat_call(s->entry);
 	d = palloc_extended(sizeof(Datum) * Max(s->npreds, 1), MCXT_ALLOC_HUGE);
 	for (int64 i = 0; i < s->npreds; i++)
-		d[i] = classes ? Int32GetDatum((int32) s->preds[i]) :
+		d[i] = s->pnull[i] ? (Datum) 0 :
+			classes ? Int32GetDatum((int32) s->preds[i]) :
 			Float8GetDatum(s->preds[i]);
-	if (classes)
-		PG_RETURN_ARRAYTYPE_P(construct_array(d, (int) s->npreds, INT4OID,
-											  sizeof(int32), true, TYPALIGN_INT));
-	PG_RETURN_ARRAYTYPE_P(construct_array(d, (int) s->npreds, FLOAT8OID,
-										  sizeof(float8), FLOAT8PASSBYVAL,
-										  TYPALIGN_DOUBLE));
+	{
+		int			dims[1] = {(int) s->npreds};
+		int			lbs[1] = {1};
+
+		if (classes)
+			PG_RETURN_ARRAYTYPE_P(construct_md_array(d, s->any_null ? s->pnull : NULL,
+													 1, dims, lbs, INT4OID,
+													 sizeof(int32), true, TYPALIGN_INT));
+		PG_RETURN_ARRAYTYPE_P(construct_md_array(d, s->any_null ? s->pnull : NULL,
+												 1, dims, lbs, FLOAT8OID,
+												 sizeof(float8), FLOAT8PASSBYVAL,
+												 TYPALIGN_DOUBLE));
+	}
 }
 
 Datum

@@ -329,8 +329,8 @@ hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("model \"%s\" has text input \"%s\", which an array cannot hold",
 								model, p->inputs[i].name),
-						 errhint("Score it with a row: hb_predict('%s', t) over a table or ROW(...) whose columns are named like the inputs.",
-								 model)));
+						 errhint("Score it with a row: hb_predict(%s, t) over a table or ROW(...) whose columns are named like the inputs.",
+								 quote_literal_cstr(model))));
 		if (n != p->n_num_inputs)
 			ereport(ERROR,
 					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),

@@ -199,7 +199,8 @@ hb_catalog_bytes(const char *name, int32 version, const char *column)
 
 /*
  * May the current user score this model?  Superusers, members of the
- * model's owner role, and grantees (PUBLIC included) may.
+ * model's owner role (while it exists), and grantees (PUBLIC included)
+ * may.
  */
 bool
 hb_may_score(const HbCatalogRef *ref)
@@ -212,7 +213,7 @@ hb_may_score(const HbCatalogRef *ref)
 	bool		ok = false;
 	bool		isnull;
 
-	if (superuser() || has_privs_of_role(user, ref->owner))
+	if (superuser() || (hb_role_exists(ref->owner) && has_privs_of_role(user, ref->owner)))
 		return true;
 
 	rel = table_open(hb_catalog_relid("model_grant"), AccessShareLock);
@@ -241,6 +242,7 @@ hb_check_score_privilege(const HbCatalogRef *ref)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to score model \"%s\"", ref->name),
-				 errhint("The model's owner or a model administrator can run hb_model_grant('%s', '%s').",
-						 ref->name, GetUserNameFromId(user, false))));
+				 errhint("The model's owner can run hb_model_grant(%s, %s).",
+						 quote_literal_cstr(ref->name),
+						 quote_literal_cstr(GetUserNameFromId(user, false)))));
 }

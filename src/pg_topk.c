@@ -116,8 +116,13 @@ heap_init(TopHeap *h, int k, const HbPlan *plan, MemoryContext parent)
 	memset(h, 0, sizeof(*h));
 	h->k = k;
 	h->plan = plan;
-	/* small to start with: a hash aggregate holds one heap per group */
-	h->cxt = AllocSetContextCreate(parent, "hbird top-k", ALLOCSET_SMALL_SIZES);
+	/*
+	 * Small to start with, and no context of its own: a hash aggregate
+	 * holds one heap per group, and it sums the memory of every child
+	 * context whenever it checks its limit (quadratic in the groups).
+	 * Items are freed one by one when they leave the heap.
+	 */
+	h->cxt = parent;
 	h->cap = Min(k, 16);
 	h->e = MemoryContextAlloc(h->cxt, sizeof(TopEntry) * h->cap);
 }
@@ -245,8 +250,8 @@ use_approx(const char *mode, const HbCacheEntry *e, int k, HbTuning *t)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("model \"%s\" version %d has no tuned approximate top-K configuration",
 						e->name, e->version),
-				 errhint("Tune one with hb_tune('%s', <sample query>, kind => 'topk', k => %d, target => 0.99), or rank with mode 'exact'.",
-						 e->name, k)));
+				 errhint("Tune one with hb_tune(%s, <sample query>, kind => 'topk', k => %d, target => 0.99), or rank with mode 'exact'.",
+						 quote_literal_cstr(e->name), k)));
 	return want;
 }
 
@@ -383,8 +388,7 @@ typedef struct TopAggState
 	int			cap;			/* rows the buffers hold now */
 	int			nbuf;
 	double	   *x;
-	Datum	   *items;
-	MemoryContext buf_cxt;		/* the buffered rows; reset per batch */
+	Datum	   *items;			/* the buffered rows, copies freed per batch */
 	HbTopkStats stats;
 	HbApproxTopk *approx;		/* tuned approximation, or NULL: exact */
 } TopAggState;
@@ -405,8 +409,9 @@ topagg_flush(TopAggState *s)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	hb_stat_batch(s->entry, s->nbuf, &start, true);
 	s->heap.next_ordinal += s->nbuf;
+	for (int i = 0; i < s->nbuf; i++)
+		pfree(DatumGetPointer(s->items[i]));
 	s->nbuf = 0;
-	MemoryContextReset(s->buf_cxt);
 }
 
 /* Buffers grow with the group up to a full batch (see agg_reserve). */
@@ -469,8 +474,6 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 		heap_init(&s->heap, k, st->entry->plan, aggcxt);
 		s->threshold = -INFINITY;
 		s->batch = Min(hb_batch_rows(st->entry), 1024);
-		s->buf_cxt = AllocSetContextCreate(aggcxt, "hbird top-k rows",
-										   ALLOCSET_SMALL_SIZES);
 	}
 	else if (!hb_cache_same(s->entry, st->entry))
 		ereport(ERROR,
@@ -492,7 +495,7 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 	memcpy(s->x + (size_t) s->nbuf * s->entry->n_features, st->x,
 		   sizeof(double) * s->entry->n_features);
 	{
-		MemoryContext old = MemoryContextSwitchTo(s->buf_cxt);
+		MemoryContext old = MemoryContextSwitchTo(aggcxt);
 
 		s->items[s->nbuf] = datumCopy(PG_GETARG_DATUM(3), false, -1);
 		MemoryContextSwitchTo(old);

@@ -1,14 +1,14 @@
 /*
  * pg_tune.c
- *	  hb_tune, the tuning catalog (hb_tune_store, hb_tune_drop), reading a
+ *	  hb_tune, the tuning catalog (writing, hb_tune_drop), reading a
  *	  tuning back for scoring, and the GUCs of the statistical shortcuts.
  *
  * hb_tune runs with the caller's rights: the sample query is the caller's
- * SQL and sees only what the caller may see.  Only the write goes through
- * hb_tune_store, a SECURITY DEFINER function that lets the model's owner
- * and model administrators (those who may run hb_model_upload) store a
- * tuning, and nobody else.  Scoring reads tunings with direct scans under
- * the statement's snapshot, like the model catalog (pg_catalog.c).
+ * SQL and sees only what the caller may see.  Only who may change the
+ * model (its owner's members, superusers) tunes it, and the write goes
+ * through pg_owner.c like every catalog write.  Scoring reads tunings with
+ * direct scans under the statement's snapshot, like the model catalog
+ * (pg_catalog.c).
  */
 #include "postgres.h"
 
@@ -216,7 +216,8 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("tuning of model \"%s\" version %d is invalid: %s",
 							e->name, e->version, err.msg),
-					 errhint("Run hb_tune again, or hb_tune_drop('%s').", e->name)));
+					 errhint("Run hb_tune again, or hb_tune_drop(%s).",
+							 quote_literal_cstr(e->name))));
 		out->found = true;
 		out->k = best_k;
 		out->threshold = get_float(best, desc, "threshold", INFINITY);
@@ -378,6 +379,9 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 	return x;
 }
 
+static void write_tuning(const char *name, Oid *types, Datum *values,
+						 char *nulls);
+
 /* NaN for "not this kind's figure": stored as NULL. */
 #define MEASURES 10
 
@@ -449,8 +453,6 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	  const GroupCosts *gc)
 {
 	const HbTuneCandidate *ch = &res->cand[res->chosen];
-	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-	char	   *sql;
 	Oid			types[21] = {TEXTOID, INT4OID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID,
 		INT4OID, INT8OID, INT8OID, INT4OID, TEXTOID, INT4OID, INT4ARRAYOID,
 		FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID, TEXTARRAYOID, FLOAT8ARRAYOID,
@@ -543,14 +545,7 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 		vnulls[18] = vnulls[19] = vnulls[20] = 'n';
 	}
 
-	/* the function next to hb_tune, whatever the caller's search_path */
-	sql = psprintf("SELECT %s.hb_tune_store($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
-				   "$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
-				   quote_identifier(get_namespace_name(nsp)));
-	SPI_connect();
-	if (SPI_execute_with_args(sql, 21, types, v, vnulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not store the tuning of model \"%s\"", e->name);
-	SPI_finish();
+	write_tuning(e->name, types, v, vnulls);
 }
 
 Datum
@@ -625,6 +620,20 @@ hb_tune(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("model \"%s\" is not a tree ensemble; only tree ensembles are approximated",
 						e->name)));
+
+	/*
+	 * Only who may change the model tunes it: checked (and the model's row
+	 * locked) before the sample is read, and again when the result is
+	 * written.
+	 */
+	{
+		HbCatalogWrite w;
+
+		hb_write_begin(&w, "tune a model");
+		if (!hb_write_lock_model(&w, e->name, NULL))
+			hb_no_such_model(e->name);
+		hb_write_end(&w);
+	}
 
 	InitMaterializedSRF(fcinfo, 0);
 	work = AllocSetContextCreate(CurrentMemoryContext, "hbird tune",
@@ -707,210 +716,94 @@ hb_tune(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* ---- writing and dropping tunings (SECURITY DEFINER) ---- */
-
-static void
-run_sql(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
-		int expect)
-{
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
-
-	if (rc != expect)
-		elog(ERROR, "hbird catalog statement failed (%s): %s",
-			 SPI_result_code_string(rc), sql);
-}
+/* ---- writing and dropping tunings ---- */
 
 /*
- * Lock the model's row and check that the caller (outside this SECURITY
- * DEFINER function) may change its tunings: a superuser, a member of the
- * owner role, or a model administrator (may run hb_model_upload).
+ * Store a tuning: the arguments in the order of the columns below (name,
+ * version, kind, k, target, confidence, seed, sample_rows, eval_rows,
+ * chosen candidate, approximation kind, trees, features, parameters,
+ * cheap cut, full cost, candidate labels, measures, feature groups, group
+ * costs, featurization cost).  The caller must be able to change the
+ * model (pg_owner.c); it is recorded as the tuner.
  */
 static void
-lock_and_check(const char *name, Oid fn_oid)
+write_tuning(const char *name, Oid *types, Datum *values, char *nulls)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
-	Oid			caller = GetOuterUserId();
-	Oid			owner;
-	bool		isnull;
+	HbCatalogWrite w;
+	Oid			t[22];
+	Datum		v[22];
+	char		n[23];
 
-	run_sql("SELECT owner FROM hbird.model WHERE name = $1 FOR UPDATE",
-			1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("model \"%s\" does not exist", name)));
-	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-										   SPI_tuptable->tupdesc, 1, &isnull));
-	if (superuser_arg(caller) || has_privs_of_role(caller, owner))
-		return;
+	hb_write_begin(&w, "store a tuning");
+	if (!hb_write_lock_model(&w, name, NULL))
+		hb_no_such_model(name);
 	{
-		Oid			nsp = get_func_namespace(fn_oid);
-		List	   *qname = list_make2(makeString(get_namespace_name(nsp)),
-									   makeString("hb_model_upload"));
-		Oid			argtypes[4] = {TEXTOID, BYTEAOID, TEXTOID, TEXTARRAYOID};
-		Oid			upload = LookupFuncName(qname, 4, argtypes, true);
+		Oid			vt[2] = {TEXTOID, INT4OID};
+		Datum		vv[2] = {values[0], values[1]};
 
-		if (OidIsValid(upload) &&
-			pg_proc_aclcheck(upload, caller, ACL_EXECUTE) == ACLCHECK_OK)
-			return;
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to tune model \"%s\"", name),
-			 errhint("Tunings are stored by the model's owner or a model administrator.")));
-}
-
-/*
- * hb_tune_store is callable by everyone: refuse what the catalog's
- * constraints would reject with a less telling error (or not at all).
- */
-static void
-check_store_args(FunctionCallInfo fcinfo, const char *name)
-{
-	char	   *kind = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	char	   *akind = text_to_cstring(PG_GETARG_TEXT_PP(10));
-	bool		topk = strcmp(kind, "topk") == 0;
-	int32		k = PG_GETARG_INT32(3);
-	double		target = PG_GETARG_FLOAT8(4);
-	double		confidence = PG_GETARG_FLOAT8(5);
-	ArrayType  *labels = PG_GETARG_ARRAYTYPE_P(16);
-	ArrayType  *measures = PG_GETARG_ARRAYTYPE_P(17);
-	int			n = ArrayGetNItems(ARR_NDIM(labels), ARR_DIMS(labels));
-	int32		chosen = PG_GETARG_INT32(9);
-
-	if (!topk && strcmp(kind, "cascade") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown tuning kind \"%s\"", kind),
-				 errhint("Kinds are 'topk' and 'cascade'.")));
-	if (topk ? k <= 0 : k != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k of a %s tuning of model \"%s\" must be %s, not %d",
-						kind, name, topk ? "positive" : "0", k)));
-	if (!(target > 0.0 && target < 1.0) || !(confidence > 0.0 && confidence < 1.0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("target and confidence must be between 0 and 1 (exclusive), not %g and %g",
-						target, confidence)));
-	if (strcmp(akind, "prefix") != 0 && strcmp(akind, "linear") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown approximation kind \"%s\"", akind)));
-	/* the featurization column is optional */
-	if (ARR_NDIM(labels) != 1 || n == 0 || ARR_NDIM(measures) != 2 ||
-		ARR_DIMS(measures)[0] != n ||
-		(ARR_DIMS(measures)[1] != MEASURES && ARR_DIMS(measures)[1] != MEASURES - 1))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the measures of the tuning of model \"%s\" must be one row of %d per candidate label",
-						name, MEASURES - 1),
-				 errdetail("A last column, the featurization cost, may follow.")));
-	if (PG_NARGS() > 19 && !PG_ARGISNULL(18) && !PG_ARGISNULL(19))
-	{
-		ArrayType  *gl = PG_GETARG_ARRAYTYPE_P(18);
-		ArrayType  *gv = PG_GETARG_ARRAYTYPE_P(19);
-
-		if (ARR_NDIM(gl) > 1 || ARR_NDIM(gv) > 1 ||
-			ArrayGetNItems(ARR_NDIM(gl), ARR_DIMS(gl)) !=
-			ArrayGetNItems(ARR_NDIM(gv), ARR_DIMS(gv)))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the feature groups of the tuning of model \"%s\" must have one cost each",
-							name)));
-	}
-	if (chosen < 1 || chosen > n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("chosen candidate %d of the tuning of model \"%s\" does not exist",
-						chosen, name)));
-}
-
-Datum
-hb_tune_store(PG_FUNCTION_ARGS)
-{
-	char	   *name = text_to_cstring(hb_require_text(fcinfo, 0, "model name"));
-
-	for (int i = 1; i < 18; i++)
-		if (i != 14 && PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument %d of hb_tune_store must not be null", i + 1)));
-	check_store_args(fcinfo, name);
-	SPI_connect();
-	lock_and_check(name, fcinfo->flinfo->fn_oid);
-	{
-		Oid			t[2] = {TEXTOID, INT4OID};
-		Datum		v[2] = {CStringGetTextDatum(name), PG_GETARG_DATUM(1)};
-
-		run_sql("SELECT 1 FROM hbird.model_version WHERE name = $1 AND version = $2",
-				2, t, v, NULL, SPI_OK_SELECT);
+		hb_write_sql("SELECT 1 FROM hbird.model_version WHERE name = $1 AND version = $2",
+					 2, vt, vv, NULL, SPI_OK_SELECT);
 		if (SPI_processed == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("model \"%s\" has no version %d", name, PG_GETARG_INT32(1))));
+					 errmsg("model \"%s\" has no version %d", name,
+							DatumGetInt32(values[1]))));
 	}
-	{
-		Oid			t[4] = {TEXTOID, INT4OID, TEXTOID, INT4OID};
-		Datum		v[4] = {CStringGetTextDatum(name), PG_GETARG_DATUM(1),
-		PG_GETARG_DATUM(2), PG_GETARG_DATUM(3)};
+	hb_write_sql("DELETE FROM hbird.tuning WHERE name = $1 AND version = $2 AND kind = $3 AND k = $4",
+				 4, types, values, NULL, SPI_OK_DELETE);
 
-		run_sql("DELETE FROM hbird.tuning WHERE name = $1 AND version = $2 AND kind = $3 AND k = $4",
-				4, t, v, NULL, SPI_OK_DELETE);
-	}
-	{
-		/* the chosen candidate's row of the measures supplies its figures */
-		Oid			t[22];
-		Datum		v[22];
-		char		nulls[22];
-		static const Oid extra[3] = {TEXTARRAYOID, FLOAT8ARRAYOID, FLOAT8OID};
+	memcpy(t, types, sizeof(Oid) * 21);
+	memcpy(v, values, sizeof(Datum) * 21);
+	memcpy(n, nulls, 21);
+	t[21] = TEXTOID;
+	v[21] = CStringGetTextDatum(GetUserNameFromId(w.caller, false));
+	n[21] = ' ';
+	n[22] = '\0';
+	/* the chosen candidate's row of the measures supplies its figures */
+	hb_write_sql(psprintf("WITH m AS (SELECT $18::float8[] AS m, $17::text[] AS l), "
+						  "c AS (SELECT i, l[i] AS approximation, m[i][1] AS ratio, m[i][2]::integer AS kept, "
+						  "       m[i][3] AS threshold, m[i][4] AS accuracy, m[i][5] AS accuracy_bound, "
+						  "       m[i][6] AS coverage, m[i][7] AS cost_us, m[i][8] AS expected_speedup, "
+						  "       m[i][9] = 1 AS chosen, "
+						  "       CASE WHEN array_length(m, 2) >= 10 THEN m[i][10] END AS featurize_us "
+						  "       FROM m, generate_series(1, array_length(l, 1)) AS i), "
+						  "t AS (INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed, "
+						  "       sample_rows, eval_rows, approximation, approx_kind, approx_trees, "
+						  "       approx_features, approx_params, ratio, kept, cheap_cut, threshold, "
+						  "       accuracy, accuracy_bound, coverage, full_cost_us, approx_cost_us, "
+						  "       expected_speedup, featurize_us, feature_groups, group_cost_us, tuned_by) "
+						  "     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, c.approximation, $11, $12, $13, $14, "
+						  "       c.ratio, c.kept, CASE WHEN $3 = 'topk' THEN $15 END, c.threshold, "
+						  "       c.accuracy, c.accuracy_bound, c.coverage, $16, c.cost_us, c.expected_speedup, "
+						  "       $21, $19, $20, $22::text::%s "
+						  "     FROM c WHERE c.i = $10 RETURNING 1) "
+						  "INSERT INTO hbird.tuning_candidate (name, version, kind, k, candidate, approximation, "
+						  "  ratio, kept, threshold, accuracy, accuracy_bound, coverage, cost_us, "
+						  "  expected_speedup, chosen, featurize_us) "
+						  "SELECT $1, $2, $3, $4, c.i, c.approximation, c.ratio, c.kept, c.threshold, "
+						  "  c.accuracy, c.accuracy_bound, c.coverage, c.cost_us, c.expected_speedup, c.chosen, "
+						  "  c.featurize_us "
+						  "FROM c WHERE (SELECT count(*) FROM t) = 1",
+						  hb_role_column_type("tuning", "tuned_by")),
+				 22, t, v, n, SPI_OK_INSERT);
+	if (SPI_processed == 0)
+		elog(ERROR, "chosen candidate %d of the tuning of model \"%s\" does not exist",
+			 DatumGetInt32(values[9]), name);
+	hb_write_end(&w);
+}
 
-		for (int i = 0; i < 21; i++)
-		{
-			bool		absent = i >= PG_NARGS() || PG_ARGISNULL(i);
-
-			t[i] = i < 18 ? get_fn_expr_argtype(fcinfo->flinfo, i) : extra[i - 18];
-			v[i] = absent ? (Datum) 0 : PG_GETARG_DATUM(i);
-			nulls[i] = absent ? 'n' : ' ';
-		}
-		t[0] = TEXTOID;
-		v[0] = CStringGetTextDatum(name);
-		t[21] = REGROLEOID;
-		v[21] = ObjectIdGetDatum(GetOuterUserId());
-		nulls[21] = ' ';
-		run_sql("WITH m AS (SELECT $18::float8[] AS m, $17::text[] AS l), "
-				"c AS (SELECT i, l[i] AS approximation, m[i][1] AS ratio, m[i][2]::integer AS kept, "
-				"       m[i][3] AS threshold, m[i][4] AS accuracy, m[i][5] AS accuracy_bound, "
-				"       m[i][6] AS coverage, m[i][7] AS cost_us, m[i][8] AS expected_speedup, "
-				"       m[i][9] = 1 AS chosen, "
-				"       CASE WHEN array_length(m, 2) >= 10 THEN m[i][10] END AS featurize_us "
-				"       FROM m, generate_series(1, array_length(l, 1)) AS i), "
-				"t AS (INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed, "
-				"       sample_rows, eval_rows, approximation, approx_kind, approx_trees, "
-				"       approx_features, approx_params, ratio, kept, cheap_cut, threshold, "
-				"       accuracy, accuracy_bound, coverage, full_cost_us, approx_cost_us, "
-				"       expected_speedup, featurize_us, feature_groups, group_cost_us, tuned_by) "
-				"     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, c.approximation, $11, $12, $13, $14, "
-				"       c.ratio, c.kept, CASE WHEN $3 = 'topk' THEN $15 END, c.threshold, "
-				"       c.accuracy, c.accuracy_bound, c.coverage, $16, c.cost_us, c.expected_speedup, "
-				"       $21, $19, $20, $22 "
-				"     FROM c WHERE c.i = $10 RETURNING 1) "
-				"INSERT INTO hbird.tuning_candidate (name, version, kind, k, candidate, approximation, "
-				"  ratio, kept, threshold, accuracy, accuracy_bound, coverage, cost_us, "
-				"  expected_speedup, chosen, featurize_us) "
-				"SELECT $1, $2, $3, $4, c.i, c.approximation, c.ratio, c.kept, c.threshold, "
-				"  c.accuracy, c.accuracy_bound, c.coverage, c.cost_us, c.expected_speedup, c.chosen, "
-				"  c.featurize_us "
-				"FROM c WHERE (SELECT count(*) FROM t) = 1",
-				22, t, v, nulls, SPI_OK_INSERT);
-		if (SPI_processed == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("chosen candidate %d of the tuning of model \"%s\" does not exist",
-							PG_GETARG_INT32(9), name)));
-	}
-	SPI_finish();
+/*
+ * hbird 0.2.0's SQL entry for storing a tuning, which anyone could call.
+ * 0.3.0 drops it (hb_tune writes itself); the symbol stays so that an
+ * older extension version still installs, and refuses.
+ */
+Datum
+hb_tune_store(PG_FUNCTION_ARGS)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("hb_tune_store is not callable"),
+			 errhint("hb_tune stores the tuning it chooses; ALTER EXTENSION hbird UPDATE removes this function.")));
 	PG_RETURN_VOID();
 }
 
@@ -921,6 +814,7 @@ hb_tune_drop(PG_FUNCTION_ARGS)
 	Oid			t[2] = {TEXTOID, TEXTOID};
 	Datum		v[2] = {CStringGetTextDatum(name), PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1)};
 	char		nulls[3] = {' ', PG_ARGISNULL(1) ? 'n' : ' ', '\0'};
+	HbCatalogWrite w;
 	int			n;
 
 	if (!PG_ARGISNULL(1))
@@ -933,12 +827,12 @@ hb_tune_drop(PG_FUNCTION_ARGS)
 					 errmsg("unknown tuning kind \"%s\"", kind),
 					 errhint("Kinds are 'topk' and 'cascade'; NULL drops both.")));
 	}
-	SPI_connect();
-	lock_and_check(name, fcinfo->flinfo->fn_oid);
-	run_sql("DELETE FROM hbird.tuning WHERE name = $1 AND ($2 IS NULL OR kind = $2)",
-			2, t, v, nulls, SPI_OK_DELETE);
-	n = (int) SPI_processed;
-	SPI_finish();
+	hb_write_begin(&w, "drop tunings");
+	if (!hb_write_lock_model(&w, name, NULL))
+		hb_no_such_model(name);
+	n = hb_write_sql("DELETE FROM hbird.tuning WHERE name = $1 AND ($2::text IS NULL OR kind = $2)",
+					 2, t, v, nulls, SPI_OK_DELETE);
+	hb_write_end(&w);
 	PG_RETURN_INT32(n);
 }
 

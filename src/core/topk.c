@@ -35,7 +35,7 @@ struct HbTopkBounds
 bool
 hb_topk_supported(const HbPlan *p)
 {
-	return p->estimator == HB_EST_TREES && p->n_outputs == 1;
+	return p->n_outputs == 1;
 }
 
 HbTopkBounds *
@@ -228,6 +228,30 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 			return true;
 		}
 		hb_free(m);
+	}
+
+	/*
+	 * A linear model has no trees to prune by and costs one dot product a
+	 * row: every margin is computed, exact, and offered in row order.
+	 */
+	if (p->estimator == HB_EST_LINEAR)
+	{
+		double		m[TOPK_CHUNK];
+
+		for (size_t r0 = 0; r0 < n; r0 += TOPK_CHUNK)
+		{
+			size_t		nb = n - r0 < TOPK_CHUNK ? n - r0 : TOPK_CHUNK;
+
+			hb_plan_margins(p, x + r0 * nf, nb, m);
+			for (size_t i = 0; i < nb; i++)
+				if (m[i] >= *threshold)
+					*threshold = offer(arg, r0 + i, m[i]);
+			stats->rows += nb;
+			stats->rows_full += nb;
+			if ((r0 & 1023) == 0)
+				hb_check_interrupts();
+		}
+		return true;
 	}
 
 	/* LightGBM's zero snapping, once per row rather than per node */

@@ -103,6 +103,37 @@ random_model(int n_trees, int depth, int nf, bool lgbm, HbError *err)
 	return m;
 }
 
+/* A linear model with coefficients from a small set (many tied margins). */
+static HbModel *
+random_linear(int nf, HbError *err)
+{
+	HbModel    *m = hb_alloc0(sizeof(HbModel));
+
+	m->task = HB_TASK_BINARY;
+	m->estimator = HB_EST_LINEAR;
+	m->n_features = nf;
+	m->features = hb_alloc0(sizeof(HbFeature) * nf);
+	for (int f = 0; f < nf; f++)
+	{
+		char		name[16];
+
+		snprintf(name, sizeof(name), "f%d", f);
+		m->features[f].name = hb_strdup(name);
+	}
+	m->n_outputs = 1;
+	m->n_classes = 2;
+	m->base_margin = hb_alloc0(sizeof(double));
+	m->link = HB_LINK_SIGMOID;
+	m->weights = hb_alloc0(sizeof(double) * nf);
+	m->bias = hb_alloc0(sizeof(double));
+	m->bias[0] = -0.25;
+	for (int f = 0; f < nf; f++)
+		m->weights[f] = ((int) (unif() * 5) - 2) * 0.5;
+	if (!hb_model_validate(m, err))
+		return NULL;
+	return m;
+}
+
 typedef struct Held
 {
 	int			k;
@@ -197,7 +228,7 @@ check(const char *what, HbPlan *p, const double *x, size_t n, int k)
 	for (int i = 0; same && i < want; i++)
 		same = h.row[i] == order[i] && h.margin[i] == m[order[i]];
 	ok(same, "%s k=%d n=%zu: same rows, order and margins as a full sort", what, k, n);
-	if (k <= 10 && n >= 1000)
+	if (k <= 10 && n >= 1000 && hb_plan_n_trees(p) > 0)
 	{
 		n_test++;
 		if (st.pairs_scored >= (int64_t) n * hb_plan_n_trees(p))
@@ -262,6 +293,36 @@ main(void)
 		free(x);
 		hb_plan_free(p);
 		hb_model_free(m);
+	}
+	/* linear models rank too: every row scored, the same rows and ties */
+	{
+		int			nf = 4;
+		size_t		n = 2000;
+		HbError		err = {0};
+		HbModel    *m = random_linear(nf, &err);
+		HbPlan	   *p = NULL;
+		double	   *x = malloc(sizeof(double) * n * nf);
+
+		if (m == NULL || !hb_plan_build(m, &p, &err))
+		{
+			printf("not ok %d - random linear model: %s\n", ++n_test, err.msg);
+			n_fail++;
+		}
+		else
+		{
+			n_test++;
+			if (!hb_topk_supported(p))
+				n_fail++;
+			printf("%s %d - a single-output linear model can be ranked\n",
+				   hb_topk_supported(p) ? "ok" : "not ok", n_test);
+			for (size_t r = 0; r < n * nf; r++)
+				x[r] = ((int) (unif() * 5) - 2) * 0.5;
+			for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++)
+				check("linear model", p, x, n, ks[i]);
+			hb_plan_free(p);
+			hb_model_free(m);
+		}
+		free(x);
 	}
 	printf("# passed %d failed %d\n", n_test - n_fail, n_fail);
 	return n_fail ? 1 : 0;

@@ -51,3 +51,41 @@ diff=$(q -d hb_dump_dst -c "SELECT count(*) FROM scored s JOIN tx t USING (id)
 rows=$(q -d hb_dump_dst -c "SELECT count(*) FROM scored")
 [ "$diff" = 0 ] && [ "$rows" = 2000 ]
 tap $? "dump/restore: identical predictions after restore ($rows rows, $diff differ)"
+
+# Owners and grantees travel by name: a model owned by a role and granted
+# to another, restored into a cluster whose roles have other OIDs (created
+# in the other order, after a filler role), keeps the same role names.
+q -d hb_dump_src -v bin="$(cat $fx/binary_logistic.json)" >/dev/null <<'SQL'
+CREATE ROLE regress_dump_owner;
+CREATE ROLE regress_dump_reader;
+GRANT EXECUTE ON FUNCTION hb_model_upload(text, text, text, text[]),
+	hb_model_grant(text, name) TO regress_dump_owner;
+SET ROLE regress_dump_owner;
+SELECT hb_model_upload('owned', :'bin');
+SELECT hb_model_grant('owned', 'regress_dump_reader');
+RESET ROLE;
+GRANT SELECT ON tx TO regress_dump_reader;
+SQL
+roles_src=$(q -d hb_dump_src -c "SELECT string_agg(format('%s:%s:%s', m.name, m.owner, g.grantee), ',')
+	FROM hbird.model m JOIN hbird.model_grant g USING (name) WHERE m.name = 'owned'")
+oids_src=$(q -d hb_dump_src -c "SELECT owner::oid FROM hbird.model WHERE name = 'owned'")
+pg_dump -Fc -d hb_dump_src -f "$dump"
+q -d hb_dump_src -c "SET client_min_messages = warning" \
+	-c "DROP OWNED BY regress_dump_owner, regress_dump_reader" \
+	-c "DROP ROLE regress_dump_owner, regress_dump_reader"
+(
+	. tests/sql_shell/own_cluster.inc
+	own_cluster || { echo "not ok - dump/restore: second cluster did not start"; exit 0; }
+	q -c "CREATE ROLE regress_dump_filler" -c "CREATE ROLE regress_dump_reader" \
+		-c "CREATE ROLE regress_dump_owner" -c "CREATE DATABASE hb_dump_other" >/dev/null
+	pg_restore -d hb_dump_other "$dump" 2>"$own_cluster_dir/restore.err"
+	tap $? "dump/restore: restored into a second cluster"
+	roles_dst=$(q -d hb_dump_other -c "SELECT string_agg(format('%s:%s:%s', m.name, m.owner, g.grantee), ',')
+		FROM hbird.model m JOIN hbird.model_grant g USING (name) WHERE m.name = 'owned'")
+	oids_dst=$(q -d hb_dump_other -c "SELECT owner::oid FROM hbird.model WHERE name = 'owned'")
+	[ -n "$roles_src" ] && [ "$roles_src" = "$roles_dst" ] && [ "$oids_src" != "$oids_dst" ]
+	tap $? "dump/restore: owner and grantee restored by name ($roles_dst; owner OID $oids_src there, $oids_dst here)"
+	scores=$(q -d hb_dump_other -c "SET ROLE regress_dump_reader" -c "SELECT count(hb_predict('owned', t)) FROM tx t")
+	[ "$scores" = 2000 ]
+	tap $? "dump/restore: the restored grantee scores the restored model ($scores rows)"
+)

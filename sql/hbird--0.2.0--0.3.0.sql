@@ -1,0 +1,129 @@
+/* hbird 0.2.0 -> 0.3.0 */
+
+\echo Use "ALTER EXTENSION hbird UPDATE TO '0.3.0'" to load this file. \quit
+
+/*
+ * Every schema change from 0.2.0 on; a fresh CREATE EXTENSION runs
+ * hbird--0.1.0.sql, hbird--0.1.0--0.2.0.sql and then this file.  Keep
+ * sections per feature.
+ */
+
+/* ---- Privileges: the role executing decides (docs/reliability.md) ---- */
+
+/*
+ * The administration functions run with the caller's rights: their checks
+ * see the role actually executing (a SECURITY DEFINER function sees only
+ * its owner, and the session's role is not who runs an index expression
+ * under ANALYZE), and they write the catalog through the library as the
+ * catalog's owner.  EXECUTE stays revoked from PUBLIC; a model is changed
+ * only by superusers and members of its owner role.
+ */
+ALTER FUNCTION hb_model_upload(text, bytea, text, text[]) SECURITY INVOKER;
+ALTER FUNCTION hb_model_upload(text, text, text, text[]) SECURITY INVOKER;
+ALTER FUNCTION hb_model_activate(text, integer) SECURITY INVOKER;
+ALTER FUNCTION hb_model_drop(text) SECURITY INVOKER;
+ALTER FUNCTION hb_model_drop(text, integer) SECURITY INVOKER;
+ALTER FUNCTION hb_model_grant(text, name) SECURITY INVOKER;
+ALTER FUNCTION hb_model_revoke(text, name) SECURITY INVOKER;
+
+/* tunings are written by hb_tune itself; nobody calls a store function */
+DROP FUNCTION hb_tune_store(text, integer, text, integer, double precision,
+							double precision, integer, bigint, bigint, integer,
+							text, integer, integer[], double precision[],
+							double precision, double precision, text[],
+							double precision[], text[], double precision[],
+							double precision);
+ALTER FUNCTION hb_tune_drop(text, text) SECURITY INVOKER;
+REVOKE ALL ON FUNCTION hb_tune(text, text, text, integer, double precision,
+							   double precision, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION hb_tune_drop(text, text) FROM PUBLIC;
+
+/* give a model another owner (REASSIGN OWNED does it for all of a role's) */
+CREATE FUNCTION hb_model_reassign(name text, new_owner name)
+RETURNS void
+AS 'MODULE_PATHNAME', 'hb_model_reassign'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+REVOKE ALL ON FUNCTION hb_model_reassign(text, name) FROM PUBLIC;
+
+/*
+ * Who uploaded, granted or tuned: the role's name at the time, a record
+ * that outlives the role (a regrole of a dropped role is a bare OID, which
+ * a restore would give to whichever role has it).  Owners and grantees stay
+ * regrole: roles that hold them cannot be dropped while hbird is loaded.
+ */
+DROP VIEW hb_models;
+DROP VIEW hb_model_grants;
+DROP VIEW hb_tunings;
+
+ALTER TABLE hbird.model_version ALTER COLUMN uploaded_by TYPE name
+	USING uploaded_by::text::name;
+ALTER TABLE hbird.model_grant ALTER COLUMN granted_by TYPE name
+	USING granted_by::text::name;
+ALTER TABLE hbird.tuning ALTER COLUMN tuned_by TYPE name
+	USING tuned_by::text::name;
+
+/*
+ * n_inputs: what a row binds to columns (a pipeline's raw inputs, else the
+ * features); n_features: the model's features after featurization.
+ */
+CREATE VIEW hb_models AS
+SELECT v.name,
+	   v.version,
+	   (m.active_version IS NOT DISTINCT FROM v.version) AS active,
+	   v.format,
+	   v.task,
+	   (SELECT pg_catalog.count(*) FROM hbird.model_feature f
+		 WHERE f.name OPERATOR(pg_catalog.=) v.name
+		   AND f.version OPERATOR(pg_catalog.=) v.version)::integer AS n_inputs,
+	   v.n_features,
+	   v.n_outputs,
+	   v.n_trees,
+	   v.max_depth,
+	   v.size_bytes,
+	   v.uploaded_by,
+	   v.uploaded_at,
+	   v.objective,
+	   v.n_classes,
+	   pg_catalog.encode(v.sha256, 'hex') AS sha256,
+	   m.owner
+FROM hbird.model m
+JOIN hbird.model_version v ON v.name OPERATOR(pg_catalog.=) m.name;
+
+CREATE VIEW hb_model_grants AS
+SELECT name, grantee, granted_by, granted_at
+FROM hbird.model_grant;
+
+CREATE VIEW hb_tunings AS
+SELECT t.name,
+	   t.version,
+	   (m.active_version IS NOT DISTINCT FROM t.version) AS active,
+	   t.kind,
+	   NULLIF(t.k, 0) AS k,
+	   t.target,
+	   t.confidence,
+	   t.seed,
+	   t.sample_rows,
+	   t.eval_rows,
+	   t.approximation,
+	   t.ratio,
+	   t.kept,
+	   t.threshold,
+	   t.accuracy,
+	   t.accuracy_bound,
+	   t.coverage,
+	   t.full_cost_us,
+	   t.approx_cost_us,
+	   t.expected_speedup,
+	   t.featurize_us,
+	   t.feature_groups,
+	   t.group_cost_us,
+	   t.tuned_by,
+	   t.tuned_at
+FROM hbird.tuning t
+JOIN hbird.model m ON m.name OPERATOR(pg_catalog.=) t.name;
+
+GRANT SELECT ON hb_models, hb_model_grants, hb_tunings TO PUBLIC;
+
+/* ---- end of privileges ---- */

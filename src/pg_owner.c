@@ -1,0 +1,453 @@
+/*
+ * pg_owner.c
+ *	  Who may change a model, and how hbird writes its catalog.
+ *
+ * The rules (docs/reliability.md, "Privileges"):
+ *
+ *	- Every check uses the role actually executing, GetUserId().  The
+ *	  administration functions are SECURITY INVOKER, so that role is the
+ *	  caller's, also when the call comes from an index expression, a trigger
+ *	  or a SECURITY DEFINER function someone else owns (where the session's
+ *	  role, GetOuterUserId(), may well be a superuser running ANALYZE).
+ *	- Nothing is written inside a security-restricted operation (maintenance
+ *	  commands running a table owner's code), as PostgreSQL refuses its own
+ *	  catalog changes there.
+ *	- A model is changed only by superusers and roles with the privileges of
+ *	  its owner, as PostgreSQL's objects are; a dropped owner is nobody.
+ *	- The writes themselves run as the owner of hbird's catalog, with
+ *	  search_path pinned, inside one SPI connection: the caller needs no
+ *	  privilege on the tables and cannot redirect any name in the SQL.
+ *
+ * Roles that own models or hold their grants cannot be dropped while hbird
+ * is loaded in the backend (it is in shared_preload_libraries wherever
+ * hb_stat_models is used); REASSIGN OWNED and DROP OWNED move or drop
+ * models as they do PostgreSQL's objects of the current database.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "hbird.h"
+
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/* ---- ownership ---- */
+
+bool
+hb_role_exists(Oid role)
+{
+	return OidIsValid(role) &&
+		SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role));
+}
+
+/*
+ * May role change a model owned by owner?  Superusers, and roles with the
+ * privileges of the owner; an owner that no longer exists grants nothing
+ * (its OID could one day name an unrelated role).
+ */
+bool
+hb_may_change(Oid role, Oid owner)
+{
+	if (superuser_arg(role))
+		return true;
+	return hb_role_exists(owner) && has_privs_of_role(role, owner);
+}
+
+void
+hb_check_owner(Oid role, Oid owner, const char *name)
+{
+	if (!hb_may_change(role, owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of model \"%s\"", name),
+				 hb_role_exists(owner) ?
+				 errdetail("Model \"%s\" is owned by role \"%s\".", name,
+						   GetUserNameFromId(owner, false)) :
+				 errdetail("The role that owned model \"%s\" no longer exists; only a superuser can change it.",
+						   name),
+				 errhint("Members of the owner role and superusers change a model; hb_model_reassign gives it another owner.")));
+}
+
+/* ---- model names ---- */
+
+/*
+ * Characters that would let a name look like another in a listing or a
+ * log line: controls (C0, DEL, C1), bidirectional overrides and isolates,
+ * and invisible joiners.
+ */
+static bool
+deceptive_char(pg_wchar c)
+{
+	return c < 0x20 || (c >= 0x7f && c <= 0x9f) ||
+		c == 0x061c || c == 0x200b || c == 0x200c || c == 0x200d ||
+		c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e) ||
+		c == 0x2060 || (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
+}
+
+static bool
+space_char(pg_wchar c)
+{
+	return c == ' ' || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+		c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+/*
+ * A new model's name: printable, not blank.  Names already in the catalog
+ * are accepted by every other function as they are, so that a model
+ * uploaded before these rules can still be dropped.
+ */
+void
+hb_check_new_model_name(const char *name)
+{
+	const unsigned char *p = (const unsigned char *) name;
+	const unsigned char *end = p + strlen(name);
+	bool		utf8 = GetDatabaseEncoding() == PG_UTF8;
+	bool		blank = true;
+
+	while (p < end)
+	{
+		pg_wchar	c;
+		int			len = utf8 ? pg_utf_mblen(p) : pg_mblen((const char *) p);
+
+		if (p + len > end)
+			break;
+		c = utf8 ? utf8_to_unicode(p) : (len == 1 ? *p : 0x100);
+		if (deceptive_char(c))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("model name must not contain control or bidirectional formatting characters"),
+					 errdetail("Character U+%04X at byte %d.", (unsigned) c,
+							   (int) (p - (const unsigned char *) name))));
+		if (!space_char(c))
+			blank = false;
+		p += len;
+	}
+	if (blank)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model name must not be blank")));
+}
+
+/* ---- writing the catalog ---- */
+
+static Oid
+catalog_owner(void)
+{
+	Oid			relid = hb_catalog_relid("model");
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * Start writing the catalog on behalf of the role executing now (w->caller
+ * afterwards); what names the operation for the error inside a
+ * security-restricted operation.  Connects SPI.
+ */
+void
+hb_write_begin(HbCatalogWrite *w, const char *what)
+{
+	w->caller = GetUserId();
+	if (InSecurityRestrictedOperation())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot %s within security-restricted operation", what),
+				 errdetail("Maintenance commands such as ANALYZE, VACUUM and REINDEX run a table owner's code with restricted rights.")));
+	GetUserIdAndSecContext(&w->save_userid, &w->save_sec_context);
+	SPI_connect();
+	w->guc_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	SetUserIdAndSecContext(catalog_owner(),
+						   w->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+void
+hb_write_end(HbCatalogWrite *w)
+{
+	SetUserIdAndSecContext(w->save_userid, w->save_sec_context);
+	AtEOXact_GUC(false, w->guc_level);
+	SPI_finish();
+}
+
+/* Run one catalog statement; the SPI result code must be expect. */
+int
+hb_write_sql(const char *sql, int nargs, Oid *types, Datum *values,
+			 const char *nulls, int expect)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls,
+										   false, 0);
+
+	if (rc != expect)
+		elog(ERROR, "hbird catalog statement failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
+	return (int) SPI_processed;
+}
+
+/*
+ * The SQL type of a role column that records who did something: name from
+ * 0.3.0 on (what the role was called; it outlives the role), regrole in
+ * older catalogs, which the library still writes until ALTER EXTENSION
+ * UPDATE.
+ */
+const char *
+hb_role_column_type(const char *relname, const char *colname)
+{
+	Oid			relid = hb_catalog_relid(relname);
+	AttrNumber	att = get_attnum(relid, colname);
+
+	return att != InvalidAttrNumber && get_atttype(relid, att) == REGROLEOID ?
+		"regrole" : "name";
+}
+
+/*
+ * Lock a model's row (serialising every change of one model) and check
+ * that the caller may change it.  Returns false when there is no such
+ * model; *active gets the active version (0 if none).
+ */
+bool
+hb_write_lock_model(HbCatalogWrite *w, const char *name, int32 *active)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		isnull;
+	Oid			owner;
+	Datum		d;
+
+	hb_write_sql("SELECT owner, active_version FROM hbird.model WHERE name = $1 FOR UPDATE",
+				 1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (active)
+		*active = isnull ? 0 : DatumGetInt32(d);
+	hb_check_owner(w->caller, owner, name);
+	return true;
+}
+
+void
+hb_no_such_model(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("model \"%s\" does not exist", name)));
+}
+
+/* ---- roles: DROP ROLE, REASSIGN OWNED, DROP OWNED ---- */
+
+static bool
+extension_here(void)
+{
+	return IsTransactionState() && OidIsValid(get_extension_oid("hbird", true)) &&
+		OidIsValid(get_namespace_oid("hbird", true));
+}
+
+static List *
+role_oids(List *rolespecs, bool missing_ok)
+{
+	List	   *oids = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rolespecs)
+	{
+		Oid			r = get_rolespec_oid(lfirst(lc), missing_ok);
+
+		if (OidIsValid(r))
+			oids = lappend_oid(oids, r);
+	}
+	return oids;
+}
+
+/*
+ * What of this database's catalog depends on role: the lines of a DETAIL,
+ * as PostgreSQL lists "owner of table t" and "privileges for table t".
+ */
+static int
+role_dependents(Oid role, StringInfo detail)
+{
+	int			n = 0;
+	static const char *const what[2][2] = {{"model", "owner"}, {"model_grant", "grantee"}};
+
+	for (int t = 0; t < 2; t++)
+	{
+		Relation	rel = table_open(hb_catalog_relid(what[t][0]), AccessShareLock);
+		TupleDesc	desc = RelationGetDescr(rel);
+		AttrNumber	name_att = InvalidAttrNumber;
+		AttrNumber	role_att = InvalidAttrNumber;
+		SysScanDesc scan;
+		Snapshot	snap;
+		HeapTuple	tup;
+
+		for (int i = 0; i < desc->natts; i++)
+		{
+			const char *a = NameStr(TupleDescAttr(desc, i)->attname);
+
+			if (strcmp(a, "name") == 0)
+				name_att = i + 1;
+			else if (strcmp(a, what[t][1]) == 0)
+				role_att = i + 1;
+		}
+		snap = RegisterSnapshot(GetLatestSnapshot());
+		scan = systable_beginscan(rel, InvalidOid, false, snap, 0, NULL);
+		while ((tup = systable_getnext(scan)) != NULL)
+		{
+			bool		isnull;
+			Oid			r = DatumGetObjectId(heap_getattr(tup, role_att, desc, &isnull));
+
+			if (isnull || r != role)
+				continue;
+			if (n++ < 10)
+				appendStringInfo(detail, "%s%s model \"%s\"", detail->len ? "\n" : "",
+								 t == 0 ? "owner of" : "privileges for",
+								 TextDatumGetCString(heap_getattr(tup, name_att, desc, &isnull)));
+		}
+		systable_endscan(scan);
+		UnregisterSnapshot(snap);
+		table_close(rel, AccessShareLock);
+	}
+	if (n > 10)
+		appendStringInfo(detail, "\nand %d other models", n - 10);
+	return n;
+}
+
+static void
+check_drop_role(DropRoleStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (!extension_here())
+		return;
+	foreach(lc, role_oids(stmt->roles, true))
+	{
+		Oid			role = lfirst_oid(lc);
+		StringInfoData detail;
+
+		initStringInfo(&detail);
+		if (role_dependents(role, &detail) > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("role \"%s\" cannot be dropped because some objects depend on it",
+							GetUserNameFromId(role, false)),
+					 errdetail("%s", detail.data),
+					 errhint("REASSIGN OWNED BY or DROP OWNED BY in this database moves or drops its models and their grants; hb_model_reassign gives one model another owner.")));
+	}
+}
+
+static ArrayType *
+oid_array(List *oids)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(list_length(oids), 1));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, oids)
+		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return construct_array(d, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+}
+
+/* After PostgreSQL's REASSIGN OWNED (its privilege checks passed). */
+static void
+reassign_owned(ReassignOwnedStmt *stmt)
+{
+	HbCatalogWrite w;
+	Oid			types[2] = {OIDARRAYOID, OIDOID};
+	Datum		values[2];
+	int			n;
+
+	if (!extension_here())
+		return;
+	values[0] = PointerGetDatum(oid_array(role_oids(stmt->roles, false)));
+	values[1] = ObjectIdGetDatum(get_rolespec_oid(stmt->newrole, false));
+	hb_write_begin(&w, "reassign models");
+	n = hb_write_sql("UPDATE hbird.model SET owner = $2::oid::regrole "
+					 "WHERE owner::oid = ANY ($1)", 2, types, values, NULL,
+					 SPI_OK_UPDATE);
+	hb_write_end(&w);
+	if (n > 0)
+		ereport(NOTICE,
+				(errmsg_plural("%d model reassigned", "%d models reassigned", n, n)));
+}
+
+/* After PostgreSQL's DROP OWNED: the roles' models go, and their grants. */
+static void
+drop_owned(DropOwnedStmt *stmt)
+{
+	HbCatalogWrite w;
+	Oid			types[1] = {OIDARRAYOID};
+	Datum		values[1];
+	int			n;
+
+	if (!extension_here())
+		return;
+	values[0] = PointerGetDatum(oid_array(role_oids(stmt->roles, false)));
+	hb_write_begin(&w, "drop models");
+	n = hb_write_sql("DELETE FROM hbird.model WHERE owner::oid = ANY ($1)",
+					 1, types, values, NULL, SPI_OK_DELETE);
+	hb_write_sql("DELETE FROM hbird.model_grant WHERE grantee::oid = ANY ($1)",
+				 1, types, values, NULL, SPI_OK_DELETE);
+	hb_write_end(&w);
+	if (n > 0)
+		ereport(NOTICE,
+				(errmsg_plural("%d model dropped", "%d models dropped", n, n)));
+}
+
+static void
+hb_process_utility(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (IsA(parsetree, DropRoleStmt))
+		check_drop_role((DropRoleStmt *) parsetree);
+
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+
+	if (IsA(parsetree, ReassignOwnedStmt))
+		reassign_owned((ReassignOwnedStmt *) parsetree);
+	else if (IsA(parsetree, DropOwnedStmt))
+		drop_owned((DropOwnedStmt *) parsetree);
+}
+
+void
+hb_owner_init(void)
+{
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = hb_process_utility;
+}
