@@ -64,3 +64,22 @@ FROM hb_compile('binary_logistic_deep', 4096) GROUP BY strategy;
 SELECT hbt_try($$SELECT * FROM hb_compile('binary_logistic', 0)$$);
 SELECT hbt_try($$SELECT * FROM hb_compile('nosuch')$$);
 RESET hbird.batch_memory;
+
+-- a NULL row (the unmatched side of an outer join) scores NULL in every
+-- form: the aggregates agree with array_agg of the row-at-a-time call
+CREATE TABLE keys AS SELECT g AS id FROM generate_series(-3, 30) g;
+SELECT hb_predict_agg('binary_logistic', t ORDER BY k.id) IS NOT DISTINCT FROM
+	   array_agg(hb_predict('binary_logistic', t) ORDER BY k.id) AS agg_same,
+	   hb_predict_class_agg('binary_logistic', t ORDER BY k.id) IS NOT DISTINCT FROM
+	   array_agg(hb_predict_class('binary_logistic', t) ORDER BY k.id) AS class_agg_same,
+	   count(*) FILTER (WHERE t IS NULL) AS null_rows,
+	   (SELECT count(*) FROM unnest(hb_predict_agg('binary_logistic', t ORDER BY k.id)) v WHERE v IS NULL) AS null_predictions
+FROM keys k LEFT JOIN binary_logistic_in t USING (id);
+SELECT hb_predict_agg('multi_softprob', t ORDER BY k.id) IS NOT DISTINCT FROM
+	   array_agg(hb_predict('multi_softprob', t) ORDER BY k.id) AS multi_agg_same,
+	   hb_predict_class_agg('multi_softprob', t ORDER BY k.id) IS NOT DISTINCT FROM
+	   array_agg(hb_predict_class('multi_softprob', t) ORDER BY k.id) AS multi_class_agg_same
+FROM keys k LEFT JOIN multi_softprob_in t USING (id);
+-- only NULL rows
+SELECT hb_predict_agg('binary_logistic', NULL::binary_logistic_in) AS all_null FROM generate_series(1, 3);
+DROP TABLE keys;

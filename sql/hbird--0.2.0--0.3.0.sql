@@ -127,3 +127,48 @@ JOIN hbird.model m ON m.name OPERATOR(pg_catalog.=) t.name;
 GRANT SELECT ON hb_models, hb_model_grants, hb_tunings TO PUBLIC;
 
 /* ---- end of privileges ---- */
+
+/* ---- Arrays of any numeric type ---- */
+
+/*
+ * ARRAY[1, 2, 3] is an integer[] and ARRAY[1.5, 2] a numeric[]: with only
+ * float8[] and real[] forms the call was ambiguous.  The same C functions
+ * read every element type, NULL elements as missing values.
+ */
+CREATE FUNCTION hb_predict(name text, x smallint[]) RETURNS double precision
+AS 'MODULE_PATHNAME', 'hb_predict_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict(name text, x integer[]) RETURNS double precision
+AS 'MODULE_PATHNAME', 'hb_predict_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict(name text, x bigint[]) RETURNS double precision
+AS 'MODULE_PATHNAME', 'hb_predict_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict(name text, x numeric[]) RETURNS double precision
+AS 'MODULE_PATHNAME', 'hb_predict_array' LANGUAGE C STABLE PARALLEL SAFE;
+
+CREATE FUNCTION hb_predict_proba(name text, x smallint[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_proba_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_proba(name text, x integer[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_proba_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_proba(name text, x bigint[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_proba_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_proba(name text, x numeric[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_proba_array' LANGUAGE C STABLE PARALLEL SAFE;
+
+CREATE FUNCTION hb_predict_margin(name text, x smallint[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_margin_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_margin(name text, x integer[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_margin_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_margin(name text, x bigint[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_margin_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_margin(name text, x numeric[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_margin_array' LANGUAGE C STABLE PARALLEL SAFE;
+
+CREATE FUNCTION hb_predict_class(name text, x smallint[]) RETURNS integer
+AS 'MODULE_PATHNAME', 'hb_predict_class_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_class(name text, x integer[]) RETURNS integer
+AS 'MODULE_PATHNAME', 'hb_predict_class_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_class(name text, x bigint[]) RETURNS integer
+AS 'MODULE_PATHNAME', 'hb_predict_class_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_class(name text, x numeric[]) RETURNS integer
+AS 'MODULE_PATHNAME', 'hb_predict_class_array' LANGUAGE C STABLE PARALLEL SAFE;
+
+/* ---- end of arrays ---- */

@@ -148,3 +148,34 @@ SELECT hbt_try($$SELECT hb_model_upload('pl_bad', '{"format": "hbird-pipeline", 
 SELECT hbt_try($$SELECT hb_model_upload('pl_bad', '{"format": "hbird-pipeline", "version": 1, "inputs": [{"name": "a"}], "features": ["a"], "model": {"kind": "linear", "coef": [[1, 2]]}}')$$);
 SELECT hbt_try($$SELECT hb_model_upload('pl_bad', '{"format": "hbird-pipeline", "version": 1, "inputs": [{"name": "a"}], "steps": [{"op": "one_hot_encoder", "in": ["a"], "categories": [[1, 2]], "handle_unknown": "sometimes"}], "features": ["a"], "model": {"kind": "linear", "coef": [[1]]}}')$$);
 SELECT hbt_try($$SELECT hb_model_upload('pl_bad', '{"format": "hbird-pipeline", "version": 1, "inputs": [{"name": "a", "cost": "free"}], "features": ["a"], "model": {"kind": "linear", "coef": [[1]]}}')$$);
+
+-- linear pipelines rank: hb_topk and hb_topk_agg give the rows, scores and
+-- tie order of ORDER BY hb_predict(...) DESC, row order
+CREATE FUNCTION pl_topk_same(m text, k int) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	got text;
+	agg text;
+	want text;
+BEGIN
+	EXECUTE format('SELECT string_agg(format(''%%s:%%s'', (item).id, score), '','' ORDER BY rank)
+					FROM hb_topk(%L, %s, NULL::pl_rows, ''SELECT * FROM pl_rows ORDER BY id'')', m, k) INTO got;
+	EXECUTE format('SELECT string_agg((r).id::text, '','') FROM unnest((SELECT hb_topk_agg(%L, %s, t ORDER BY id) FROM pl_rows t)) r',
+				   m, k) INTO agg;
+	EXECUTE format('SELECT string_agg(format(''%%s:%%s'', id, s), '','' ORDER BY s DESC, id),
+						   string_agg(id::text, '','' ORDER BY s DESC, id)
+					FROM (SELECT id, hb_predict(%L, t) AS s FROM pl_rows t ORDER BY s DESC, id LIMIT %s) q', m, k)
+		INTO want;
+	RETURN CASE WHEN got = want AND agg = (SELECT string_agg(split_part(x, ':', 1), ',')
+										   FROM unnest(string_to_array(want, ',')) x)
+				THEN 'same' ELSE 'DIFFERENT: ' || coalesce(got, '-') || ' / ' || coalesce(agg, '-') || ' vs ' || coalesce(want, '-') END;
+END $$;
+SELECT m, k, pl_topk_same(m, k)
+FROM (VALUES ('logreg_tfidf'), ('ridge_char'), ('gbr_sgd')) AS a(m),
+	 (VALUES (1), (5), (1000)) AS b(k)
+ORDER BY m, k;
+DROP FUNCTION pl_topk_same(text, int);
+
+-- what rows bind to (raw inputs) and what the model reads (features)
+SELECT name, n_inputs, n_features FROM hb_models
+WHERE name IN ('logreg_tfidf', 'gbr_sgd', 'xgb_onehot') ORDER BY name;

@@ -51,7 +51,7 @@ SELECT count(*) AS n, count(*) FILTER (WHERE NOT hbt_close(a.v, e.pred)) AS bad
 FROM unnest((SELECT hb_predict_agg('sp_ridge', r ORDER BY id) FROM sp_rows r)) WITH ORDINALITY AS a(v, k)
 JOIN (SELECT row_number() OVER (ORDER BY id) AS k, id FROM sp_rows) rr USING (k)
 JOIN sp_ridge_exp e USING (id);
-SELECT cardinality(p) AS n, hbt_close(p[2], :ridge_intercept) AS null_row_is_intercept,
+SELECT cardinality(p) AS n, p[2] IS NULL AS null_row_is_null,
 	   hbt_close(p[1], (SELECT pred FROM sp_ridge_exp WHERE id = 0)) AS first_row,
 	   hbt_close(p[3], (SELECT pred FROM sp_ridge_exp WHERE id = 1)) AS third_row
 FROM (SELECT hb_predict_agg('sp_ridge', r ORDER BY o) AS p

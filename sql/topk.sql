@@ -33,6 +33,19 @@ FROM (VALUES ('binary_logistic', 'binary_logistic_in'),
 	 (VALUES (1), (3), (10), (199), (200), (1000)) AS ks(k)
 ORDER BY model, tab, k;
 
+-- a linear model (gblinear) ranks too: every row scored, same answer
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set lin `cat :abs_srcdir/tests/fixtures/linear/linear_tiny.json`
+\set lincsv `cat :abs_srcdir/tests/fixtures/linear/linear_tiny.csv`
+SELECT hb_model_upload('topk_linear', :'lin') AS version, hbt_load('topk_linear_in', :'lincsv') AS rows;
+SELECT k, topk_matches('topk_linear', 'topk_linear_in', k) FROM (VALUES (1), (3), (1000)) AS ks(k);
+SELECT (SELECT array_agg((r).id) FROM unnest(hb_topk_agg('topk_linear', 3, t ORDER BY id)) r) =
+	   (SELECT array_agg(id) FROM (SELECT id FROM topk_linear_in t ORDER BY hb_predict('topk_linear', t) DESC, id LIMIT 3) q)
+	   AS linear_agg_same
+FROM topk_linear_in t;
+SELECT hb_model_drop('topk_linear');
+DROP TABLE topk_linear_in;
+
 -- pruning happened: fewer (row, tree) pairs than full scoring
 SELECT count(*) FROM hb_topk('binary_logistic_deep', 1, NULL::binary_logistic_deep_in);
 SELECT rows, rows_fully_scored < rows AS pruned_rows, pairs_scored < pairs_total AS pruned_pairs

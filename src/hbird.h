@@ -199,6 +199,7 @@ extern int	hb_batch_memory_kb;
 extern int	hb_batch_rows(const HbCacheEntry *e);
 extern Oid	hb_rowtype_arg(FunctionCallInfo fcinfo, int argno);
 extern char *hb_query_arg(FunctionCallInfo fcinfo, int argno, Oid rowtype);
+extern Portal hb_open_query(const char *query, const char *what);
 typedef void (*HbBatchFn) (void *arg, const double *x, Datum *items,
 						   uint64 n);
 extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,

@@ -19,6 +19,8 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
+#include "utils/plancache.h"
+#include "catalog/pg_class.h"
 #include "utils/memutils.h"
 #include "parser/parse_type.h"
 #include "utils/float.h"
@@ -337,11 +339,13 @@ hb_query_arg(FunctionCallInfo fcinfo, int argno, Oid rowtype)
 		return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 	relid = typeidTypeRelid(rowtype);
 
-	if (!OidIsValid(relid))
+	/* a standalone composite type (CREATE TYPE ... AS) has no rows */
+	if (!OidIsValid(relid) || get_rel_relkind(relid) == RELKIND_COMPOSITE_TYPE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("type %s is not the row type of a table", format_type_be(rowtype)),
-				 errhint("Pass a query that returns rows of that type.")));
+				 errhint("Pass a query that returns rows of that type, as in (..., NULL::%s, 'SELECT ... FROM ...').",
+						 format_type_be(rowtype))));
 	return psprintf("SELECT * FROM %s",
 					quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 											   get_rel_name(relid)));
@@ -360,23 +364,64 @@ hb_rowtype_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * Open a read-only cursor over query and check that its rows are of the
- * wanted row type (same column types by position, as a function returning
- * that type would need).  Returns the conversion map (NULL if none needed).
+ * Open a read-only cursor over the caller's query (SPI connected).  It has
+ * to be one SELECT that only reads: said up front and in those words,
+ * rather than as the "not allowed in a non-volatile function" that SPI's
+ * read-only mode would raise halfway.  what names the query in errors
+ * ("query", "sample query").
+ */
+Portal
+hb_open_query(const char *query, const char *what)
+{
+	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+	List	   *sources;
+	ListCell   *lc;
+
+	if (plan == NULL)
+		elog(ERROR, "could not prepare %s: %s", what, SPI_result_code_string(SPI_result));
+	sources = SPI_plan_get_plan_sources(plan);
+	if (list_length(sources) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a single SELECT that returns rows", what),
+				 errdetail("It has %d statements.", list_length(sources))));
+	foreach(lc, ((CachedPlanSource *) linitial(sources))->query_list)
+	{
+		Query	   *q = lfirst_node(Query, lc);
+		const char *tag = GetCommandTagName(((CachedPlanSource *) linitial(sources))->commandTag);
+
+		if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be a SELECT that only reads, not %s", what, tag)));
+		if (q->hasModifyingCTE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be a SELECT that only reads", what),
+					 errdetail("Its WITH clause holds a data-modifying statement.")));
+		if (q->rowMarks != NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be a SELECT that only reads", what),
+					 errdetail("It locks rows (FOR UPDATE / FOR SHARE).")));
+	}
+	if (!SPI_is_cursor_plan(plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a single SELECT that returns rows", what)));
+	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
+}
+
+/*
+ * Open the query and check that its rows are of the wanted row type (same
+ * column types by position, as a function returning that type would
+ * need).  Returns the conversion map (NULL if none needed).
  */
 static Portal
 open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
 {
-	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
-	Portal		portal;
+	Portal		portal = hb_open_query(query, "query");
 
-	if (plan == NULL)
-		elog(ERROR, "could not prepare query: %s", SPI_result_code_string(SPI_result));
-	if (!SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("query must be a single SELECT that returns rows")));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
 	*map = convert_tuples_by_position(portal->tupDesc, rowdesc,
 									  gettext_noop("query does not return rows of the given row type"));
 	return portal;

@@ -344,27 +344,58 @@ hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 				 errmsg("feature array has %d elements, but model \"%s\" has %d features",
 						n, model, e->n_features)));
 
-	for (int i = 0; i < n; i++)
+	if (elt != FLOAT8OID && elt != FLOAT4OID)
 	{
-		double		v;
+		/* integers, numeric, booleans: as a column of that type binds */
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		Datum	   *elems;
+		bool	   *nulls;
+		int			ne;
 
-		if (bitmap && !(bitmap[i / 8] & (1 << (i % 8))))
-			v = NAN;
-		else if (elt == FLOAT8OID)
+		if (!type_is_bindable(elt))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("feature array of type %s[] cannot feed model \"%s\"",
+							format_type_be(elt), model),
+					 errhint("Features take arrays of integers, floating-point numbers, numeric and booleans.")));
+		get_typlenbyvalalign(elt, &typlen, &typbyval, &typalign);
+		deconstruct_array(arr, elt, typlen, typbyval, typalign, &elems, &nulls, &ne);
+		for (int i = 0; i < ne; i++)
 		{
-			v = *(float8 *) data;
-			data += sizeof(float8);
+			double		v = nulls[i] ? NAN : datum_to_double(elems[i], elt);
+
+			if (num)
+				num[p->inputs[i].index] = v;
+			else
+				x[i] = v;
 		}
-		else
-		{
-			v = *(float4 *) data;
-			data += sizeof(float4);
-		}
-		if (num)
-			num[p->inputs[i].index] = v;
-		else
-			x[i] = v;
+		pfree(elems);
+		pfree(nulls);
 	}
+	else
+		for (int i = 0; i < n; i++)
+		{
+			double		v;
+
+			if (bitmap && !(bitmap[i / 8] & (1 << (i % 8))))
+				v = NAN;
+			else if (elt == FLOAT8OID)
+			{
+				v = *(float8 *) data;
+				data += sizeof(float8);
+			}
+			else
+			{
+				v = *(float4 *) data;
+				data += sizeof(float4);
+			}
+			if (num)
+				num[p->inputs[i].index] = v;
+			else
+				x[i] = v;
+		}
 	if (p)
 	{
 		HbRawRows	raw = {1, num, NULL};

@@ -285,7 +285,26 @@ typedef struct TopkScan
 	TopHeap    *heap;
 	double		threshold;
 	HbTopkStats stats;
+	bool		margins;		/* x holds the rows' margins (e->sparse) */
 } TopkScan;
+
+/*
+ * A linear model over text binds rows to their margins through the sparse
+ * scorer, as hb_predict does: ranking them from the dense feature vector
+ * would sum in another order and could order near-ties differently from
+ * ORDER BY hb_predict(...).  Every row is complete; offer those that reach
+ * the threshold.
+ */
+static void
+offer_margins(const double *m, size_t n, double *threshold, TopHeap *h,
+			  HbTopkStats *stats)
+{
+	for (size_t i = 0; i < n; i++)
+		if (m[i] >= *threshold)
+			*threshold = heap_offer(h, i, m[i]);
+	stats->rows += n;
+	stats->rows_full += n;
+}
 
 static void
 topk_batch(void *arg, const double *x, Datum *items, uint64 n)
@@ -295,8 +314,10 @@ topk_batch(void *arg, const double *x, Datum *items, uint64 n)
 
 	s->heap->batch_items = items;
 	INSTR_TIME_SET_CURRENT(start);
-	if (!hb_topk_score(s->entry->plan, s->bounds, x, n, &s->threshold,
-					   heap_offer, s->heap, &s->stats))
+	if (s->margins)
+		offer_margins(x, n, &s->threshold, s->heap, &s->stats);
+	else if (!hb_topk_score(s->entry->plan, s->bounds, x, n, &s->threshold,
+							heap_offer, s->heap, &s->stats))
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	hb_stat_batch(s->entry, (int64) n, &start, true);
 	s->heap->next_ordinal += n;
@@ -357,8 +378,12 @@ hb_topk(PG_FUNCTION_ARGS)
 	scan.bounds = bounds_for(e, CurrentMemoryContext);
 	scan.heap = &heap;
 	scan.threshold = -INFINITY;
-	hb_scan_batches(fcinfo, e, query, rowtype,
-					Min(hb_batch_rows(e), 4096), topk_batch, &scan, NULL);
+	scan.margins = e->sparse != NULL;
+	if (scan.margins)
+		hb_scan_batches_margins(fcinfo, e, query, rowtype, 4096, topk_batch, &scan);
+	else
+		hb_scan_batches(fcinfo, e, query, rowtype,
+						Min(hb_batch_rows(e), 4096), topk_batch, &scan, NULL);
 
 	heap_sort(&heap);
 	for (int i = 0; i < heap.n; i++)
@@ -391,6 +416,8 @@ typedef struct TopAggState
 	Datum	   *items;			/* the buffered rows, copies freed per batch */
 	HbTopkStats stats;
 	HbApproxTopk *approx;		/* tuned approximation, or NULL: exact */
+	bool		margins;		/* x holds margins (see offer_margins) */
+	int			width;			/* doubles per buffered row */
 } TopAggState;
 
 static void
@@ -404,6 +431,8 @@ topagg_flush(TopAggState *s)
 	INSTR_TIME_SET_CURRENT(start);
 	if (s->approx)
 		hb_approx_topk_batch(s->approx, s->x, s->items, s->nbuf);
+	else if (s->margins)
+		offer_margins(s->x, s->nbuf, &s->threshold, &s->heap, &s->stats);
 	else if (!hb_topk_score(s->entry->plan, s->bounds, s->x, s->nbuf, &s->threshold,
 							heap_offer, &s->heap, &s->stats))
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
@@ -425,12 +454,12 @@ topagg_reserve(TopAggState *s, MemoryContext cxt)
 	cap = Min(s->batch, Max(16, s->cap * 2));
 	if (s->x == NULL)
 	{
-		s->x = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->entry->n_features);
+		s->x = MemoryContextAllocHuge(cxt, sizeof(double) * cap * s->width);
 		s->items = MemoryContextAlloc(cxt, sizeof(Datum) * cap);
 	}
 	else
 	{
-		s->x = repalloc_huge(s->x, sizeof(double) * cap * s->entry->n_features);
+		s->x = repalloc_huge(s->x, sizeof(double) * cap * s->width);
 		s->items = repalloc(s->items, sizeof(Datum) * cap);
 	}
 	s->cap = cap;
@@ -471,6 +500,8 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 			MemoryContextSwitchTo(old);
 		}
 		s->bounds = bounds_for(st->entry, aggcxt);
+		s->margins = st->entry->sparse != NULL && s->approx == NULL;
+		s->width = s->margins ? 1 : st->entry->n_features;
 		heap_init(&s->heap, k, st->entry->plan, aggcxt);
 		s->threshold = -INFINITY;
 		s->batch = Min(hb_batch_rows(st->entry), 1024);
@@ -490,10 +521,15 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(s);
 
 	topagg_reserve(s, aggcxt);
-	st->cur->lazy = s->approx ? hb_approx_topk_lazy(s->approx) : NULL;
-	hb_call_load_record(fcinfo, st, 3);
-	memcpy(s->x + (size_t) s->nbuf * s->entry->n_features, st->x,
-		   sizeof(double) * s->entry->n_features);
+	if (s->margins)
+		hb_call_load_margins(fcinfo, st, 3, s->x + s->nbuf);
+	else
+	{
+		st->cur->lazy = s->approx ? hb_approx_topk_lazy(s->approx) : NULL;
+		hb_call_load_record(fcinfo, st, 3);
+		memcpy(s->x + (size_t) s->nbuf * s->entry->n_features, st->x,
+			   sizeof(double) * s->entry->n_features);
+	}
 	{
 		MemoryContext old = MemoryContextSwitchTo(aggcxt);
 

@@ -313,7 +313,6 @@ static double *
 read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 			size_t *n_out, RawSample *rs)
 {
-	SPIPlanPtr	plan;
 	Portal		portal;
 	HbBinding	bind;
 	size_t		n = 0,
@@ -322,14 +321,7 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 	MemoryContext outer = CurrentMemoryContext;
 
 	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "could not prepare sample query: %s", SPI_result_code_string(SPI_result));
-	if (!SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("sample query must be a single SELECT that returns rows")));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	portal = hb_open_query(query, "sample query");
 	hb_bind_desc(&bind, e, portal->tupDesc, outer, e->name);
 	memset(rs, 0, sizeof(*rs));
 	if (e->pipeline)
