@@ -15,6 +15,7 @@
 
 #include "hbird.h"
 #include "device.h"
+#include "pg_scan.h"
 
 PG_MODULE_MAGIC;
 
@@ -181,6 +182,19 @@ _PG_init(void)
 
 	hb_stat_init();
 	hb_owner_init();
+
+	DefineCustomBoolVariable("hbird.batch_scan",
+							 "Scores plain SQL calls in batches.",
+							 "When on, the planner puts an HbirdScore node where hb_predict and the "
+							 "other scoring functions are evaluated for many rows, so that they "
+							 "score in batches (and ORDER BY a score LIMIT k prunes); off keeps "
+							 "the row-at-a-time plans.  The answers are the same.",
+							 &hb_batch_scan,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	hb_scan_init();
 	DefineCustomBoolVariable("hbird.early_exit",
 							 "Stops scoring a row once its class is settled.",
 							 "Class predictions of tree classifiers skip the remaining trees "

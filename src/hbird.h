@@ -139,6 +139,11 @@ extern void hb_bind_row(const HbBinding *b, const HbCacheEntry *e,
 						HeapTupleHeader td, double *x);
 extern void hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e,
 						  HeapTuple tuple, double *x);
+extern void hb_bind_values(const HbBinding *b, const HbCacheEntry *e,
+						   const Datum *values, const bool *nulls, double *x);
+extern void hb_bind_values_margins(const HbBinding *b, const HbCacheEntry *e,
+								   const Datum *values, const bool *nulls,
+								   double *margins);
 extern void hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 						 const char *model);
 /* e->sparse only: the row's raw margins (n_outputs), no feature vector */

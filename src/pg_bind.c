@@ -209,13 +209,12 @@ featurize_row(const HbBinding *b, const HbCacheEntry *e, double *x)
 		hb_report(&err, "could not featurize a row for model", e->name);
 }
 
-/* Deform the tuple into the binding's raw inputs b->num / b->text. */
+/* A row's column values into the binding's raw inputs b->num / b->text. */
 static void
-bind_inputs(const HbBinding *b, HeapTuple tuple)
+bind_inputs(const HbBinding *b, const Datum *values, const bool *nulls)
 {
 	const HbPipeline *p = b->pipeline;
 
-	heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
 	for (int i = 0; i < p->n_inputs; i++)
 	{
 		const HbInput *in = &p->inputs[i];
@@ -223,24 +222,24 @@ bind_inputs(const HbBinding *b, HeapTuple tuple)
 
 		if (in->type == HB_INPUT_NUMERIC)
 		{
-			b->num[in->index] = b->nulls[a] ? NAN :
-				datum_to_double(b->values[a], b->atttype[i]);
+			b->num[in->index] = nulls[a] ? NAN :
+				datum_to_double(values[a], b->atttype[i]);
 			continue;
 		}
-		if (b->nulls[a])
+		if (nulls[a])
 		{
 			b->text[in->index].ptr = NULL;
 			b->text[in->index].len = 0;
 		}
 		else if (b->atttype[i] == NAMEOID)
 		{
-			b->text[in->index].ptr = NameStr(*DatumGetName(b->values[a]));
+			b->text[in->index].ptr = NameStr(*DatumGetName(values[a]));
 			b->text[in->index].len = (int32) strlen(b->text[in->index].ptr);
 		}
 		else
 		{
 			/* the detoasted copy lives in the per-row context */
-			struct varlena *v = PG_DETOAST_DATUM_PACKED(b->values[a]);
+			struct varlena *v = PG_DETOAST_DATUM_PACKED(values[a]);
 			char	   *ptr = VARDATA_ANY(v);
 			int			len = VARSIZE_ANY_EXHDR(v);
 
@@ -253,26 +252,38 @@ bind_inputs(const HbBinding *b, HeapTuple tuple)
 	}
 }
 
+/*
+ * A row given as its column values (values[a], nulls[a] for attribute a of
+ * the bound row type): what the batching scan reads from its input slots,
+ * without forming a tuple.
+ */
 void
-hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
-			  double *x)
+hb_bind_values(const HbBinding *b, const HbCacheEntry *e, const Datum *values,
+			   const bool *nulls, double *x)
 {
 	if (b->pipeline == NULL)
 	{
-		heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
 		for (int f = 0; f < e->n_features; f++)
 		{
 			int			a = b->attnum[f];
 
-			x[f] = b->nulls[a] ? NAN : datum_to_double(b->values[a], b->atttype[f]);
+			x[f] = nulls[a] ? NAN : datum_to_double(values[a], b->atttype[f]);
 		}
 		return;
 	}
-	bind_inputs(b, tuple);
+	bind_inputs(b, values, nulls);
 	if (b->lazy)
 		hb_lazy_featurize(b->lazy, b, x);
 	else
 		featurize_row(b, e, x);
+}
+
+void
+hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
+			  double *x)
+{
+	heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
+	hb_bind_values(b, e, b->values, b->nulls, x);
 }
 
 /*
@@ -283,11 +294,20 @@ void
 hb_bind_tuple_margins(const HbBinding *b, const HbCacheEntry *e,
 					  HeapTuple tuple, double *margins)
 {
+	heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
+	hb_bind_values_margins(b, e, b->values, b->nulls, margins);
+}
+
+/* hb_bind_tuple_margins of a row given as its column values */
+void
+hb_bind_values_margins(const HbBinding *b, const HbCacheEntry *e,
+					   const Datum *values, const bool *nulls, double *margins)
+{
 	HbRawRows	raw = {1, b->num, b->text};
 	HbError		err = {0};
 
 	Assert(e->sparse != NULL && b->pipeline != NULL);
-	bind_inputs(b, tuple);
+	bind_inputs(b, values, nulls);
 	if (!hb_sparse_linear_margins(e->sparse, &raw, margins, b->slots, &err))
 		hb_report(&err, "could not featurize a row for model", e->name);
 }

@@ -25,10 +25,16 @@
 #define TOPK_CHUNK 64			/* rows scored together */
 #define TOPK_TREE_BLOCK 8		/* trees between two pruning checks */
 
+/*
+ * For the k lowest margins (ORDER BY ... ASC) everything runs on the
+ * negated margins: sign is -1, the "maxima" are those of -leaf, and
+ * thresholds and offers compare sign * margin.
+ */
 struct HbTopkBounds
 {
 	int32_t		n_trees;
-	double	   *suffix_max;		/* sum of leaf maxima of trees t.. */
+	double		sign;			/* +1: the k highest margins, -1: lowest */
+	double	   *suffix_max;		/* sum of maxima of sign * leaf, trees t.. */
 	double	   *suffix_abs;		/* sum of |leaf| maxima of trees t.. (slack) */
 };
 
@@ -38,14 +44,15 @@ hb_topk_supported(const HbPlan *p)
 	return p->n_outputs == 1;
 }
 
-HbTopkBounds *
-hb_topk_bounds(const HbPlan *p)
+static HbTopkBounds *
+topk_bounds(const HbPlan *p, double sign)
 {
 	HbTopkBounds *b = hb_alloc0(sizeof(HbTopkBounds));
 
 	if (b == NULL)
 		return NULL;
 	b->n_trees = p->n_trees;
+	b->sign = sign;
 	b->suffix_max = hb_alloc(sizeof(double) * (p->n_trees + 1));
 	b->suffix_abs = hb_alloc(sizeof(double) * (p->n_trees + 1));
 	if (!b->suffix_max || !b->suffix_abs)
@@ -68,7 +75,7 @@ hb_topk_bounds(const HbPlan *p)
 			if (p->nodes[i].feature >= 0)
 				continue;
 			{
-				double		v = p->sum_f32 ? (double) p->nodes[i].thr : p->leaf_d[i];
+				double		v = sign * (p->sum_f32 ? (double) p->nodes[i].thr : p->leaf_d[i]);
 
 				if (v > mx)
 					mx = v;
@@ -80,6 +87,18 @@ hb_topk_bounds(const HbPlan *p)
 		b->suffix_abs[t] = b->suffix_abs[t + 1] + ab;
 	}
 	return b;
+}
+
+HbTopkBounds *
+hb_topk_bounds(const HbPlan *p)
+{
+	return topk_bounds(p, 1.0);
+}
+
+HbTopkBounds *
+hb_topk_bounds_lowest(const HbPlan *p)
+{
+	return topk_bounds(p, -1.0);
 }
 
 void
@@ -101,7 +120,7 @@ hb_topk_bounds_free(HbTopkBounds *b)
 static inline double
 upper_bound(const HbTopkBounds *b, const HbPlan *p, double partial, int t)
 {
-	double		ub = partial + b->suffix_max[t];
+	double		ub = b->sign * partial + b->suffix_max[t];
 
 	if (p->sum_f32)
 		ub += (fabs(partial) + b->suffix_abs[t]) * FLT_EPSILON * (b->n_trees - t + 1);
@@ -186,7 +205,7 @@ score_ptt(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 		}
 		/* survivors' sums ran in model tree order: they are exact */
 		for (size_t i = 0; i < nlive; i++)
-			if (acc[i] >= *threshold)
+			if (b->sign * acc[i] >= *threshold)
 				*threshold = offer(arg, ids[i], acc[i]);
 		stats->rows += nb;
 		stats->rows_full += nlive;
@@ -219,7 +238,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 		if (m != NULL && hb_device_try_margins(p, x, n, m))
 		{
 			for (size_t r = 0; r < n; r++)
-				if (m[r] >= *threshold)
+				if (b->sign * m[r] >= *threshold)
 					*threshold = offer(arg, r, m[r]);
 			stats->rows += n;
 			stats->rows_full += n;
@@ -244,7 +263,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 
 			hb_plan_margins(p, x + r0 * nf, nb, m);
 			for (size_t i = 0; i < nb; i++)
-				if (m[i] >= *threshold)
+				if (b->sign * m[i] >= *threshold)
 					*threshold = offer(arg, r0 + i, m[i]);
 			stats->rows += nb;
 			stats->rows_full += nb;
@@ -327,7 +346,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 			int			r = live[i];
 			double		m = p->sum_f32 ? (double) acc_f[r] : acc_d[r];
 
-			if (m >= *threshold)
+			if (b->sign * m >= *threshold)
 				*threshold = offer(arg, r0 + r, m);
 		}
 		stats->rows += nb;

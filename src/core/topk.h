@@ -17,8 +17,9 @@ typedef struct HbTopkStats
 } HbTopkStats;
 
 /*
- * Called for each row whose exact margin is at least the threshold; returns
- * the new threshold (the K-th best margin once K rows are held, else
+ * Called for each row whose exact margin is at least the threshold (with
+ * lowest bounds: at most minus the threshold); returns the new threshold
+ * (the K-th best margin once K rows are held, negated for lowest, else
  * -infinity).  row is the index within the x passed to hb_topk_score.
  */
 typedef double (*HbTopkOffer) (void *arg, size_t row, double margin);
@@ -26,8 +27,13 @@ typedef double (*HbTopkOffer) (void *arg, size_t row, double margin);
 /* Top-K needs one margin per row: single-output tree models. */
 extern bool hb_topk_supported(const HbPlan *p);
 
-/* Per-tree leaf bounds of a plan; NULL when out of memory. */
+/*
+ * Per-tree leaf bounds of a plan, for the rows of highest margins (or,
+ * _lowest, of lowest margins: then thresholds and the offers' returns are
+ * in negated margins); NULL when out of memory.
+ */
 extern HbTopkBounds *hb_topk_bounds(const HbPlan *p);
+extern HbTopkBounds *hb_topk_bounds_lowest(const HbPlan *p);
 extern void hb_topk_bounds_free(HbTopkBounds *b);
 
 /*

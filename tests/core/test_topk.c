@@ -184,6 +184,13 @@ offer_shifted(void *arg, size_t row, double margin)
 	return offer(s->h, s->base + row, margin);
 }
 
+/* the k lowest margins: held negated, so the same list serves */
+static double
+offer_lowest(void *arg, size_t row, double margin)
+{
+	return offer_shifted(arg, row, -margin);
+}
+
 static double *sort_m;
 
 static int
@@ -238,6 +245,26 @@ check(const char *what, HbPlan *p, const double *x, size_t n, int k)
 			   n_test, what, k, (long long) st.pairs_scored,
 			   (long long) n * hb_plan_n_trees(p));
 	}
+	hb_topk_bounds_free(b);
+
+	/* the k lowest (ORDER BY ... ASC): the same on negated margins */
+	b = hb_topk_bounds_lowest(p);
+	for (size_t i = 0; i < n; i++)
+	{
+		m[i] = -m[i];
+		order[i] = i;
+	}
+	qsort(order, n, sizeof(size_t), cmp_rows);
+	h.n = 0;
+	threshold = -INFINITY;
+	memset(&st, 0, sizeof(st));
+	hb_topk_score(p, b, x, half, &threshold, offer_lowest, &first, &st);
+	hb_topk_score(p, b, x + half * hb_plan_n_features(p), n - half, &threshold,
+				  offer_lowest, &second, &st);
+	same = h.n == want && st.rows == (int64_t) n;
+	for (int i = 0; same && i < want; i++)
+		same = h.row[i] == order[i] && h.margin[i] == m[order[i]];
+	ok(same, "%s k=%d n=%zu: lowest: same rows, order and margins as a full sort", what, k, n);
 	hb_topk_bounds_free(b);
 	free(m);
 	free(order);

@@ -1,0 +1,55 @@
+/*
+ * pg_scan.h
+ *	  The batching scan: a custom plan node (HbirdScore) that the planner
+ *	  hook puts where scoring calls are evaluated, so that plain SQL scores
+ *	  rows in batches (pg_scan_plan.c builds it, pg_scan_exec.c runs it).
+ *
+ * The node sits on one input plan (its outer plan).  Its scan tuple is the
+ * input's columns followed by one column per scoring call it computes; its
+ * target list and quals are the expressions the replaced node evaluated,
+ * reading that tuple.  What the executor needs beyond the expressions
+ * travels in custom_private as plain value nodes, so that the plan can be
+ * copied and sent to parallel workers:
+ *
+ *	custom_private = (n_input, calls, topk)
+ *	  calls: one list per call (kind, is_array, source, rowtype, relid)
+ *	  topk:  (call, k, descending) when the node feeds a bounded sort on
+ *			 that call's score, else NIL
+ *	custom_exprs = (name_0, arg_0, name_1, arg_1, ...[, limit_count,
+ *			 limit_offset]) in terms of the input's columns (OUTER_VAR)
+ */
+#ifndef HB_PG_SCAN_H
+#define HB_PG_SCAN_H
+
+#include "nodes/extensible.h"
+
+/* What a scoring call returns. */
+typedef enum HbCallKind
+{
+	HB_CALL_NONE = 0,
+	HB_CALL_PREDICT,			/* float8 */
+	HB_CALL_PROBA,				/* float8[] */
+	HB_CALL_MARGIN,				/* float8[] */
+	HB_CALL_CLASS,				/* integer */
+	HB_CALL_TARGETS				/* float8[] */
+} HbCallKind;
+
+/* Where a call's row comes from. */
+typedef enum HbRowSource
+{
+	HB_SOURCE_DATUM = 0,		/* evaluate the argument: a row or an array */
+	HB_SOURCE_COLUMNS			/* the input's first columns are the columns
+								 * of relation relid: bind them directly */
+} HbRowSource;
+
+extern const CustomScanMethods hb_score_scan_methods;
+extern bool hb_batch_scan;
+
+/* pg_scan_plan.c */
+extern void hb_scan_init(void);
+extern HbCallKind hb_scoring_call(Oid funcid, bool *is_array);
+
+/* pg_scan_exec.c */
+extern Node *hb_score_create_state(CustomScan *cscan);
+
+#endif							/* HB_PG_SCAN_H */

@@ -1,0 +1,964 @@
+/*
+ * pg_scan_exec.c
+ *	  Running the batching scan (HbirdScore, see pg_scan.h): read a batch of
+ *	  rows from the input plan, score every call over the batch at once,
+ *	  and hand the rows up one by one with their scores.
+ *
+ * Every call scores exactly what its row-at-a-time function would return
+ * for the same row: the same binding (by column name, the same type
+ * checks and errors), the same plan entry points per kind (the sparse
+ * scorer for linear models over text, cascades when hbird.cascade is on,
+ * the class early exit), and every strategy adds each row's leaves in the
+ * same order whatever the batch.  Models are resolved at the first row,
+ * as the functions resolve them at their first call, so an empty input
+ * raises nothing.
+ *
+ * Batches start at one row and double up to what hbird.batch_memory
+ * allows for the models and the buffered rows, so that LIMIT 1, EXISTS or
+ * a cursor's first FETCH do not wait for a full batch.
+ *
+ * Top-K (a node feeding ORDER BY <score> LIMIT k, pg_scan_plan.c): rows
+ * that can no longer reach the k best scores seen so far are not scored;
+ * they go up with a score that sorts below every real one (-Infinity, or
+ * +Infinity for ascending order), and the sort above discards them.  That
+ * is the very answer of the row-at-a-time plan, ties and their order
+ * included, because the bounded sort (tuplesort's top-N heap) discards a
+ * row that does not beat the worst of the k it holds without touching the
+ * heap, and such a row is worse than that under either score.  The sort
+ * only becomes a heap after 2k rows (before, it would quicksort everything
+ * it got, fake scores included), so no row before the 2k-th is pruned;
+ * and pruning is off when the k rows would not fit work_mem (an external
+ * sort would see the fake scores).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "lib/binaryheap.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/typcache.h"
+
+#include "hbird.h"
+#include "pg_scan.h"
+#include "topk.h"
+
+#define HB_SCAN_MAX_ROWS 65536
+
+typedef struct ScoreCall
+{
+	HbCallKind	kind;
+	bool		is_array;
+	HbRowSource source;
+	Oid			rowtype;		/* COLUMNS: the type the row binds as */
+	Oid			relid;			/* COLUMNS: the relation of the input */
+	ExprState  *name_es;
+	ExprState  *arg_es;			/* DATUM: the row or array */
+
+	/* resolved at the first row */
+	bool		resolved;
+	char	   *name;
+	HbCacheEntry *e;
+	HbCascade  *cascade;		/* hbird.cascade's tuned cascade, or NULL */
+	bool		sparse;			/* rows bind to margins (e->sparse) */
+	int			width;			/* doubles per bound row */
+	int			nout;			/* doubles per row of out */
+	HbBinding	bind;
+	bool		bound;			/* bind is valid for the rows' type */
+	int		   *colmap;			/* COLUMNS: input column of each attribute
+								 * of rowtype, or NULL when the same */
+	Datum	   *rowvals;		/* COLUMNS with colmap: one row's values */
+	bool	   *rownulls;
+
+	/* per batch, cap rows (the scoring buffers: x_cap) */
+	int			x_cap;
+	double	   *x;
+	double	   *scratch;
+	double	   *out;
+	int32	   *cls;
+	int		   *rows;			/* batch row of each bound row */
+	Datum	   *values;			/* the scores, per batch row */
+	bool	   *isnull;
+} ScoreCall;
+
+typedef struct HbScoreState
+{
+	CustomScanState css;
+	int			n_input;
+	int			n_calls;
+	ScoreCall  *calls;
+
+	TupleTableSlot *rowslot;	/* one input row, to evaluate arguments */
+	ExprContext *argcxt;
+	MemoryContext batch_cxt;	/* the rows' by-reference values, scores */
+	MemoryContext state_cxt;	/* what lives as long as the node */
+	int16	   *typlen;			/* per input column */
+	bool	   *typbyval;
+	bool	   *keep;			/* input columns anything reads */
+	int			last_col;		/* deform the input up to it */
+	bool	   *keep_exprs;		/* of them, what the expressions read */
+	int			last_col_exprs;
+	bool		any_columns;	/* a call binds the input's columns */
+
+	Datum	   *vals;			/* cap x n_input */
+	bool	   *nulls;
+	int			cap;
+	int			nrows;
+	int			pos;
+	bool		eof;
+	int			next_rows;		/* rows to read for the next batch */
+	int			max_rows;
+	Size		max_bytes;
+
+	/* top-K */
+	int			topk_call;		/* -1: none */
+	int64		k;
+	bool		descending;
+	bool		topk_on;		/* decided at the first batch */
+	ExprState  *limit_count;
+	ExprState  *limit_offset;
+	HbTopkBounds *bounds;
+	binaryheap *best;			/* the k best (sign * margin) so far */
+	double		threshold;		/* sign * margin a row must reach */
+	int64		seen;			/* rows handed up before this batch */
+
+	/* EXPLAIN ANALYZE */
+	int64		batches;
+	int64		rows_in;
+	int64		rows_scored;
+	int64		rows_pruned;
+} HbScoreState;
+
+/* ---- models ---- */
+
+static void
+resolve_call(HbScoreState *st, ScoreCall *c)
+{
+	ExprContext *ec = st->argcxt;
+	bool		isnull;
+	Datum		d;
+	MemoryContext old;
+	HbCacheEntry *e;
+
+	ec->ecxt_outertuple = NULL;
+	d = ExecEvalExprSwitchContext(c->name_es, ec, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model name must not be null")));
+	old = MemoryContextSwitchTo(st->state_cxt);
+	c->name = TextDatumGetCString(d);
+	e = hb_resolve_model(c->name);
+	hb_cache_pin_for(e, st->state_cxt);
+	c->e = e;
+	/* the row-at-a-time functions' checks, in their words */
+	if (c->kind == HB_CALL_PROBA && e->n_classes < 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" is a %s model; hb_predict_proba needs a classifier",
+						e->name, hb_task_name(e->task)),
+				 errhint("Use hb_predict for its value.")));
+	if (c->kind == HB_CALL_CLASS)
+		hb_check_classifier(e, "hb_predict_class");
+	if ((c->kind == HB_CALL_PREDICT || c->kind == HB_CALL_CLASS) && hb_cascade_on)
+		c->cascade = hb_cascade_for(e, st->state_cxt);
+	c->sparse = e->sparse != NULL && !c->is_array &&
+		(c->kind == HB_CALL_PROBA || c->kind == HB_CALL_MARGIN ||
+		 (c->kind == HB_CALL_PREDICT && c->cascade == NULL));
+	c->width = c->sparse ? e->n_outputs : e->n_features;
+	c->nout = Max(e->n_outputs, Max(e->n_classes, 1));
+	if (c->source == HB_SOURCE_COLUMNS)
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc_copy(c->rowtype, -1);
+
+		hb_bind_desc(&c->bind, e, desc, st->state_cxt, e->name);
+		c->bound = true;
+		if (get_rel_type_id(c->relid) != c->rowtype)
+		{
+			/* a partition bound as its parent: columns by name */
+			c->colmap = palloc(sizeof(int) * desc->natts);
+			for (int a = 0; a < desc->natts; a++)
+			{
+				Form_pg_attribute att = TupleDescAttr(desc, a);
+
+				c->colmap[a] = att->attisdropped ? -1 :
+					get_attnum(c->relid, NameStr(att->attname)) - 1;
+			}
+			c->rowvals = palloc(sizeof(Datum) * Max(desc->natts, 1));
+			c->rownulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+		}
+	}
+	c->resolved = true;
+	MemoryContextSwitchTo(old);
+}
+
+/* Columns the bindings read: kept, and deformed up to the last. */
+static void
+note_bound_columns(HbScoreState *st, ScoreCall *c)
+{
+	int			n = c->bind.pipeline ? c->bind.pipeline->n_inputs : c->e->n_features;
+
+	for (int f = 0; f < n; f++)
+	{
+		int			a = c->bind.attnum[f];
+
+		if (c->colmap)
+			a = c->colmap[a];
+		if (a >= 0 && a < st->n_input)
+		{
+			st->keep[a] = true;
+			st->last_col = Max(st->last_col, a + 1);
+		}
+	}
+}
+
+static void
+grow_buffers(HbScoreState *st, int cap)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->state_cxt);
+
+	if (cap <= st->cap)
+	{
+		MemoryContextSwitchTo(old);
+		return;
+	}
+	st->vals = st->vals ? repalloc_huge(st->vals, sizeof(Datum) * cap * st->n_input) :
+		MemoryContextAllocHuge(st->state_cxt, sizeof(Datum) * cap * Max(st->n_input, 1));
+	st->nulls = st->nulls ? repalloc_huge(st->nulls, sizeof(bool) * cap * st->n_input) :
+		MemoryContextAllocHuge(st->state_cxt, sizeof(bool) * cap * Max(st->n_input, 1));
+	for (int j = 0; j < st->n_calls; j++)
+	{
+		ScoreCall  *c = &st->calls[j];
+
+		if (c->values)
+		{
+			pfree(c->values);
+			pfree(c->isnull);
+			pfree(c->rows);
+		}
+		c->values = palloc(sizeof(Datum) * cap);
+		c->isnull = palloc(sizeof(bool) * cap);
+		c->rows = palloc(sizeof(int) * cap);
+	}
+	st->cap = cap;
+	MemoryContextSwitchTo(old);
+}
+
+/* A call's scoring buffers for the current capacity (once resolved). */
+static void
+grow_call_buffers(HbScoreState *st, ScoreCall *c)
+{
+	int			cap = st->cap;
+
+	if (c->x_cap >= cap)
+		return;
+	if (c->x)
+	{
+		pfree(c->x);
+		pfree(c->scratch);
+		pfree(c->out);
+		pfree(c->cls);
+	}
+	c->x = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * cap * Max(c->width, 1));
+	c->scratch = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * cap * c->nout);
+	c->out = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * cap * c->nout);
+	c->cls = MemoryContextAllocHuge(st->state_cxt, sizeof(int32) * cap);
+	c->x_cap = cap;
+}
+
+/* ---- top-K ---- */
+
+static int
+best_cmp(Datum a, Datum b, void *arg)
+{
+	double		x = DatumGetFloat8(a);
+	double		y = DatumGetFloat8(b);
+
+	/* a min-heap: the k-th best on top */
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* A row's exact margin is in: the k best so far, and what to beat. */
+static double
+topk_offer(void *arg, size_t row, double margin)
+{
+	HbScoreState *st = arg;
+	double		v = st->descending ? margin : -margin;
+
+	if (st->best->bh_size < st->k)
+		binaryheap_add(st->best, Float8GetDatum(v));
+	else if (v > DatumGetFloat8(binaryheap_first(st->best)))
+		binaryheap_replace_first(st->best, Float8GetDatum(v));
+	st->threshold = st->best->bh_size < st->k ? -INFINITY :
+		DatumGetFloat8(binaryheap_first(st->best));
+	return st->threshold;
+}
+
+typedef struct TopkArg
+{
+	HbScoreState *st;
+	double	   *margins;		/* per bound row: exact, or NaN if pruned */
+	int			offset;
+} TopkArg;
+
+static double
+topk_offer_row(void *arg, size_t row, double margin)
+{
+	TopkArg    *a = arg;
+
+	a->margins[a->offset + row] = margin;
+	return topk_offer(a->st, row, margin);
+}
+
+/* Whether pruning can be exact for this query (see the top of the file). */
+static void
+topk_start(HbScoreState *st)
+{
+	ScoreCall  *c = &st->calls[st->topk_call];
+	CustomScan *cs = (CustomScan *) st->css.ss.ps.plan;
+	List	   *topk = lthird(cs->custom_private);
+	double		row_bytes = (double) cs->scan.plan.plan_width + 64.0;
+
+	st->topk_on = false;
+	if (c->cascade != NULL || c->sparse || hb_plan_n_trees(c->e->plan) == 0 ||
+		!hb_topk_supported(c->e->plan))
+		return;
+	st->k = intVal(lsecond(topk));
+	if (st->limit_count)
+	{
+		bool		cnull,
+					onull;
+		Datum		cnt = ExecEvalExprSwitchContext(st->limit_count, st->argcxt, &cnull);
+		Datum		off = ExecEvalExprSwitchContext(st->limit_offset, st->argcxt, &onull);
+
+		if (cnull || DatumGetInt64(cnt) < 0)
+			return;
+		st->k = DatumGetInt64(cnt) + (onull ? 0 : Max(DatumGetInt64(off), 0));
+	}
+	if (st->k <= 0 || st->k > INT_MAX / 2 ||
+		2.0 * st->k * row_bytes > (double) work_mem * 1024.0)
+		return;
+	{
+		MemoryContext old = MemoryContextSwitchTo(st->state_cxt);
+
+		st->bounds = st->descending ? hb_topk_bounds(c->e->plan) :
+			hb_topk_bounds_lowest(c->e->plan);
+		st->best = binaryheap_allocate((int) st->k, best_cmp, NULL);
+		MemoryContextSwitchTo(old);
+	}
+	if (st->bounds == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	st->threshold = -INFINITY;
+	st->topk_on = true;
+}
+
+/*
+ * The top-K call over nb bound rows: rows before the 2k-th of the scan are
+ * scored in full, later ones through the pruning scorer.
+ */
+static void
+score_topk(HbScoreState *st, ScoreCall *c, int nb)
+{
+	const HbPlan *p = c->e->plan;
+	int			nf = c->e->n_features;
+	int			full = 0;
+	double	   *m = c->scratch;
+	HbTopkStats ts = {0};
+	TopkArg		a = {st, m, 0};
+	double		fake = st->descending ? -INFINITY : INFINITY;
+
+	while (full < nb && st->seen + c->rows[full] < 2 * st->k)
+		full++;
+	if (full > 0)
+	{
+		hb_plan_margins(p, c->x, full, m);
+		for (int b = 0; b < full; b++)
+			(void) topk_offer(st, b, m[b]);
+	}
+	for (int b = full; b < nb; b++)
+		m[b] = NAN;
+	if (nb > full)
+	{
+		a.offset = full;
+		if (!hb_topk_score(p, st->bounds, c->x + (size_t) full * nf, nb - full,
+						   &st->threshold, topk_offer_row, &a, &ts))
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	}
+	for (int b = 0; b < nb; b++)
+	{
+		double		score;
+
+		if (isnan(m[b]))
+		{
+			c->values[c->rows[b]] = Float8GetDatum(fake);
+			st->rows_pruned++;
+			continue;
+		}
+		hb_link_predict(p, &m[b], 1, &score);
+		c->values[c->rows[b]] = Float8GetDatum(score);
+	}
+}
+
+/* ---- scoring a batch ---- */
+
+static Datum
+float8_array_datum(const double *v, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		d[i] = Float8GetDatum(v[i]);
+	return PointerGetDatum(construct_array(d, n, FLOAT8OID, sizeof(float8),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/* Bind row i of the batch for call c into its next slot of c->x. */
+static bool
+bind_row(HbScoreState *st, ScoreCall *c, int i, int nb)
+{
+	Datum	   *rv = st->vals + (size_t) i * st->n_input;
+	bool	   *rn = st->nulls + (size_t) i * st->n_input;
+	double	   *x = c->x + (size_t) nb * c->width;
+	HbCacheEntry *e = c->e;
+
+	if (c->source == HB_SOURCE_COLUMNS)
+	{
+		if (c->colmap)
+		{
+			for (int a = 0; a < c->bind.natts; a++)
+			{
+				int			col = c->colmap[a];
+
+				c->rownulls[a] = col < 0 || rn[col];
+				c->rowvals[a] = col < 0 ? (Datum) 0 : rv[col];
+			}
+			rv = c->rowvals;
+			rn = c->rownulls;
+		}
+		if (c->sparse)
+			hb_bind_values_margins(&c->bind, e, rv, rn, x);
+		else
+			hb_bind_values(&c->bind, e, rv, rn, x);
+		return true;
+	}
+
+	{
+		ExprContext *ec = st->argcxt;
+		TupleTableSlot *slot = st->rowslot;
+		bool		isnull;
+		Datum		d;
+
+		ExecClearTuple(slot);
+		memcpy(slot->tts_values, rv, sizeof(Datum) * st->n_input);
+		memcpy(slot->tts_isnull, rn, sizeof(bool) * st->n_input);
+		ExecStoreVirtualTuple(slot);
+		ec->ecxt_outertuple = slot;
+		ResetExprContext(ec);
+		d = ExecEvalExprSwitchContext(c->arg_es, ec, &isnull);
+		if (isnull)
+			return false;
+		if (c->is_array)
+		{
+			MemoryContext old = MemoryContextSwitchTo(ec->ecxt_per_tuple_memory);
+
+			hb_array_row(DatumGetArrayTypeP(d), e, x, e->name);
+			MemoryContextSwitchTo(old);
+			return true;
+		}
+		{
+			HeapTupleHeader td = DatumGetHeapTupleHeader(d);
+
+			if (!c->bound || c->bind.tupType != HeapTupleHeaderGetTypeId(td) ||
+				c->bind.tupTypmod != HeapTupleHeaderGetTypMod(td))
+			{
+				hb_bind_record(&c->bind, e, td, st->state_cxt, e->name);
+				c->bound = true;
+			}
+			if (c->sparse)
+				hb_bind_row_margins(&c->bind, e, td, x);
+			else
+				hb_bind_row(&c->bind, e, td, x);
+		}
+		return true;
+	}
+}
+
+static void
+score_call(HbScoreState *st, ScoreCall *c, bool topk)
+{
+	HbCacheEntry *e = c->e;
+	const HbPlan *p = e->plan;
+	int			nb = 0;
+	instr_time	start;
+
+	grow_call_buffers(st, c);
+	for (int i = 0; i < st->nrows; i++)
+	{
+		c->isnull[i] = false;
+		if (bind_row(st, c, i, nb))
+			c->rows[nb++] = i;
+		else
+		{
+			c->isnull[i] = true;
+			c->values[i] = (Datum) 0;
+		}
+	}
+	if (nb == 0)
+		return;
+	INSTR_TIME_SET_CURRENT(start);
+	if (topk)
+		score_topk(st, c, nb);
+	else
+		switch (c->kind)
+		{
+			case HB_CALL_PREDICT:
+				if (c->cascade)
+					hb_cascade_run(p, c->cascade, c->x, nb, HB_CASCADE_PREDICT, c->out, NULL);
+				else if (c->sparse)
+					hb_link_predict(p, c->x, nb, c->out);
+				else
+					hb_plan_predict(p, c->x, nb, c->scratch, c->out);
+				for (int b = 0; b < nb; b++)
+					c->values[c->rows[b]] = Float8GetDatum(c->out[b]);
+				break;
+			case HB_CALL_PROBA:
+				if (c->sparse)
+					hb_link_proba(p, c->x, nb, c->out);
+				else
+					hb_plan_proba(p, c->x, nb, c->scratch, c->out);
+				for (int b = 0; b < nb; b++)
+					c->values[c->rows[b]] = float8_array_datum(c->out + (size_t) b * e->n_classes,
+															   e->n_classes);
+				break;
+			case HB_CALL_MARGIN:
+				if (c->sparse)
+					memcpy(c->out, c->x, sizeof(double) * nb * e->n_outputs);
+				else
+					hb_plan_margins(p, c->x, nb, c->out);
+				for (int b = 0; b < nb; b++)
+					c->values[c->rows[b]] = float8_array_datum(c->out + (size_t) b * e->n_outputs,
+															   e->n_outputs);
+				break;
+			case HB_CALL_CLASS:
+				hb_classify(e, c->cascade, c->x, nb, c->cls);
+				for (int b = 0; b < nb; b++)
+					c->values[c->rows[b]] = Int32GetDatum(c->cls[b]);
+				break;
+			default:
+				elog(ERROR, "unexpected scoring call kind %d", (int) c->kind);
+		}
+	hb_stat_batch(e, nb, &start, topk);
+	st->rows_scored += nb;
+}
+
+/* The batch's limits, once the models are known. */
+static void
+size_batches(HbScoreState *st)
+{
+	int			rows = HB_SCAN_MAX_ROWS;
+
+	for (int j = 0; j < st->n_calls; j++)
+		rows = Min(rows, hb_batch_rows(st->calls[j].e));
+	/* the buffered rows get hbird.batch_memory too */
+	st->max_bytes = (Size) hb_batch_memory_kb * 1024;
+	st->max_rows = Max(rows, 1);
+	if (!hb_batch_scan)
+		st->max_rows = 1;		/* a cached plan, batching turned off since */
+}
+
+static bool
+fill_batch(HbScoreState *st)
+{
+	PlanState  *outer = outerPlanState(&st->css.ss.ps);
+	MemoryContext old;
+	int			target;
+	Size		bytes = 0;
+	bool		first = !st->calls[0].resolved;
+
+	if (st->eof)
+		return false;
+	MemoryContextReset(st->batch_cxt);
+	st->nrows = 0;
+	st->pos = 0;
+	target = Min(st->next_rows, st->max_rows);
+	st->next_rows = Min((int64) st->next_rows * 2, (int64) st->max_rows);
+	grow_buffers(st, target);
+
+	/*
+	 * The input runs in the executor's context (a scan allocates its state
+	 * at its first row); only the copies of the rows' values go into the
+	 * batch's context, which the next batch resets.
+	 */
+	while (st->nrows < target && bytes < st->max_bytes)
+	{
+		TupleTableSlot *in = ExecProcNode(outer);
+		Datum	   *rv;
+		bool	   *rn;
+
+		if (TupIsNull(in))
+		{
+			st->eof = true;
+			break;
+		}
+		slot_getsomeattrs(in, st->last_col);
+		rv = st->vals + (size_t) st->nrows * st->n_input;
+		rn = st->nulls + (size_t) st->nrows * st->n_input;
+		for (int col = 0; col < st->n_input; col++)
+		{
+			if (!st->keep[col] || col >= st->last_col || in->tts_isnull[col])
+			{
+				rv[col] = (Datum) 0;
+				rn[col] = true;
+				continue;
+			}
+			rn[col] = false;
+			if (st->typbyval[col])
+				rv[col] = in->tts_values[col];
+			else
+			{
+				/* the input's slot changes with its next row */
+				Size		sz = datumGetSize(in->tts_values[col], false, st->typlen[col]);
+
+				old = MemoryContextSwitchTo(st->batch_cxt);
+				rv[col] = datumCopy(in->tts_values[col], false, st->typlen[col]);
+				MemoryContextSwitchTo(old);
+				bytes += sz;
+			}
+		}
+		bytes += st->n_input * (sizeof(Datum) + sizeof(bool));
+		st->nrows++;
+	}
+	if (st->nrows == 0)
+		return false;
+
+	if (first)
+	{
+		/*
+		 * The models, as the functions resolve them at their first call;
+		 * then the batches' sizes, which depend on the models.
+		 */
+		for (int j = 0; j < st->n_calls; j++)
+			resolve_call(st, &st->calls[j]);
+		size_batches(st);
+		st->next_rows = Min(st->next_rows, st->max_rows);
+		if (st->topk_call >= 0)
+			topk_start(st);
+
+		/*
+		 * Until the models were known every column was kept (a table's
+		 * columns that a model reads); from now on only what is read.
+		 */
+		if (st->any_columns)
+		{
+			memcpy(st->keep, st->keep_exprs, sizeof(bool) * st->n_input);
+			st->last_col = st->last_col_exprs;
+			for (int j = 0; j < st->n_calls; j++)
+				if (st->calls[j].source == HB_SOURCE_COLUMNS)
+					note_bound_columns(st, &st->calls[j]);
+		}
+	}
+
+	old = MemoryContextSwitchTo(st->batch_cxt);
+	for (int j = 0; j < st->n_calls; j++)
+		score_call(st, &st->calls[j], st->topk_on && j == st->topk_call);
+	MemoryContextSwitchTo(old);
+	st->batches++;
+	st->rows_in += st->nrows;
+	return true;
+}
+
+/* ---- executor methods ---- */
+
+static bool
+keep_vars_walker(Node *node, HbScoreState *st)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *v = (Var *) node;
+
+		if ((v->varno == INDEX_VAR || v->varno == OUTER_VAR) &&
+			v->varattno > 0 && v->varattno <= st->n_input)
+		{
+			st->keep[v->varattno - 1] = true;
+			st->last_col = Max(st->last_col, v->varattno);
+		}
+		else if ((v->varno == INDEX_VAR || v->varno == OUTER_VAR) && v->varattno == 0)
+		{
+			for (int c = 0; c < st->n_input; c++)
+				st->keep[c] = true;
+			st->last_col = st->n_input;
+		}
+		return false;
+	}
+	return expression_tree_walker(node, keep_vars_walker, st);
+}
+
+static void
+hb_score_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	HbScoreState *st = (HbScoreState *) node;
+	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
+	List	   *calls = lsecond(cs->custom_private);
+	List	   *topk = lthird(cs->custom_private);
+	ListCell   *lc;
+	int			j = 0;
+	TupleDesc	in_desc;
+
+	st->state_cxt = AllocSetContextCreate(estate->es_query_cxt, "hbird batching scan",
+										  ALLOCSET_DEFAULT_SIZES);
+	st->batch_cxt = AllocSetContextCreate(st->state_cxt, "hbird batch rows",
+										  ALLOCSET_DEFAULT_SIZES);
+	outerPlanState(node) = ExecInitNode(outerPlan(cs), estate, eflags);
+	in_desc = ExecGetResultType(outerPlanState(node));
+	st->n_input = intVal(linitial(cs->custom_private));
+	Assert(st->n_input == in_desc->natts);
+	st->rowslot = ExecInitExtraTupleSlot(estate, in_desc, &TTSOpsVirtual);
+	st->argcxt = CreateExprContext(estate);
+	st->typlen = palloc(sizeof(int16) * Max(st->n_input, 1));
+	st->typbyval = palloc(sizeof(bool) * Max(st->n_input, 1));
+	st->keep = palloc0(sizeof(bool) * Max(st->n_input, 1));
+	for (int c = 0; c < st->n_input; c++)
+	{
+		Form_pg_attribute att = TupleDescAttr(in_desc, c);
+
+		st->typlen[c] = att->attlen;
+		st->typbyval[c] = att->attbyval;
+	}
+
+	st->n_calls = list_length(calls);
+	st->calls = palloc0(sizeof(ScoreCall) * Max(st->n_calls, 1));
+	foreach(lc, calls)
+	{
+		List	   *priv = lfirst(lc);
+		ScoreCall  *c = &st->calls[j];
+		Expr	   *name = list_nth(cs->custom_exprs, 2 * j);
+		Expr	   *arg = list_nth(cs->custom_exprs, 2 * j + 1);
+
+		c->kind = intVal(linitial(priv));
+		c->is_array = intVal(lsecond(priv)) != 0;
+		c->source = intVal(lthird(priv));
+		c->rowtype = (Oid) intVal(lfourth(priv));
+		c->relid = (Oid) intVal(list_nth(priv, 4));
+		c->name_es = ExecInitExpr(name, &node->ss.ps);
+		if (c->source == HB_SOURCE_DATUM)
+		{
+			c->arg_es = ExecInitExpr(arg, &node->ss.ps);
+			(void) keep_vars_walker((Node *) arg, st);
+		}
+		j++;
+	}
+	/* what the node's own expressions read of the input */
+	(void) keep_vars_walker((Node *) cs->scan.plan.targetlist, st);
+	(void) keep_vars_walker((Node *) cs->scan.plan.qual, st);
+	st->keep_exprs = palloc(sizeof(bool) * Max(st->n_input, 1));
+	memcpy(st->keep_exprs, st->keep, sizeof(bool) * st->n_input);
+	st->last_col_exprs = st->last_col;
+	/*
+	 * Which of a table's columns a model reads is known at its first row:
+	 * until then every column is kept.
+	 */
+	for (j = 0; j < st->n_calls; j++)
+		if (st->calls[j].source == HB_SOURCE_COLUMNS)
+			st->any_columns = true;
+	if (st->any_columns)
+	{
+		for (int c = 0; c < st->n_input; c++)
+			st->keep[c] = true;
+		st->last_col = st->n_input;
+	}
+
+	st->topk_call = -1;
+	if (topk != NIL)
+	{
+		st->topk_call = intVal(linitial(topk));
+		st->k = intVal(lsecond(topk));
+		st->descending = intVal(lthird(topk)) != 0;
+		if (list_length(cs->custom_exprs) > 2 * st->n_calls)
+		{
+			st->limit_count = ExecInitExpr(list_nth(cs->custom_exprs, 2 * st->n_calls),
+										   &node->ss.ps);
+			st->limit_offset = ExecInitExpr(list_nth(cs->custom_exprs, 2 * st->n_calls + 1),
+											&node->ss.ps);
+		}
+	}
+	st->next_rows = 1;
+	st->max_rows = HB_SCAN_MAX_ROWS;
+	st->max_bytes = (Size) hb_batch_memory_kb * 1024;
+}
+
+static TupleTableSlot *
+hb_score_exec(CustomScanState *node)
+{
+	HbScoreState *st = (HbScoreState *) node;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	ExprState  *qual = node->ss.ps.qual;
+	ProjectionInfo *proj = node->ss.ps.ps_ProjInfo;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+
+	for (;;)
+	{
+		int			i;
+
+		CHECK_FOR_INTERRUPTS();
+		if (st->pos >= st->nrows)
+		{
+			if (st->topk_on)
+				st->seen += st->nrows;
+			if (!fill_batch(st))
+				return NULL;
+		}
+		i = st->pos++;
+		ExecClearTuple(slot);
+		memcpy(slot->tts_values, st->vals + (size_t) i * st->n_input,
+			   sizeof(Datum) * st->n_input);
+		memcpy(slot->tts_isnull, st->nulls + (size_t) i * st->n_input,
+			   sizeof(bool) * st->n_input);
+		for (int j = 0; j < st->n_calls; j++)
+		{
+			slot->tts_values[st->n_input + j] = st->calls[j].values[i];
+			slot->tts_isnull[st->n_input + j] = st->calls[j].isnull[i];
+		}
+		ExecStoreVirtualTuple(slot);
+
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = slot;
+		if (qual && !ExecQual(qual, econtext))
+		{
+			InstrCountFiltered1(node, 1);
+			continue;
+		}
+		if (proj)
+			return ExecProject(proj);
+		return slot;
+	}
+}
+
+static void
+hb_score_end(CustomScanState *node)
+{
+	HbScoreState *st = (HbScoreState *) node;
+
+	for (int j = 0; j < st->n_calls; j++)
+		if (st->calls[j].resolved)
+			hb_stat_call(st->calls[j].e);
+	if (st->bounds)
+		hb_topk_bounds_free(st->bounds);
+	st->bounds = NULL;
+	ExecEndNode(outerPlanState(node));
+}
+
+static void
+hb_score_rescan(CustomScanState *node)
+{
+	HbScoreState *st = (HbScoreState *) node;
+	PlanState  *outer = outerPlanState(node);
+
+	st->nrows = 0;
+	st->pos = 0;
+	st->eof = false;
+	st->next_rows = 1;
+	st->seen = 0;
+	st->threshold = -INFINITY;
+	if (st->best)
+		binaryheap_reset(st->best);
+	MemoryContextReset(st->batch_cxt);
+	if (outer->chgParam == NULL)
+		ExecReScan(outer);
+}
+
+static void
+hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	HbScoreState *st = (HbScoreState *) node;
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int j = 0; j < st->n_calls; j++)
+	{
+		ScoreCall  *c = &st->calls[j];
+		CustomScan *cs = (CustomScan *) node->ss.ps.plan;
+		Node	   *name = list_nth(cs->custom_exprs, 2 * j);
+
+		if (buf.len > 0)
+			appendStringInfoString(&buf, ", ");
+		if (c->resolved)
+			appendStringInfo(&buf, "%s v%d (%s)", c->name, c->e->version,
+							 hb_strategy_name(hb_plan_strategy(c->e->plan, st->max_rows)));
+		else if (IsA(name, Const) && !((Const *) name)->constisnull)
+		{
+			/* not run: what it would score with, if the caller may */
+			char	   *mname = TextDatumGetCString(((Const *) name)->constvalue);
+			HbCatalogRef ref;
+
+			if (hb_catalog_lookup(mname, &ref) && hb_may_score(&ref))
+			{
+				HbCacheEntry *e = hb_cache_acquire(&ref);
+
+				appendStringInfo(&buf, "%s v%d (%s)", mname, e->version,
+								 hb_strategy_name(hb_plan_strategy(e->plan, hb_batch_rows(e))));
+			}
+			else
+				appendStringInfoString(&buf, mname);
+		}
+		else
+			appendStringInfoString(&buf, "(named per execution)");
+		appendStringInfoString(&buf, c->source == HB_SOURCE_COLUMNS ? " columns" : " rows");
+	}
+	ExplainPropertyText("Models", buf.data, es);
+	if (st->calls[0].resolved)
+		ExplainPropertyInteger("Batch Size", "rows", st->max_rows, es);
+	if (st->topk_call >= 0)
+	{
+		resetStringInfo(&buf);
+		if (st->limit_count && !st->batches)
+			appendStringInfo(&buf, "%s, k from LIMIT", st->descending ? "descending" : "ascending");
+		else
+			appendStringInfo(&buf, "%s, k = %lld%s", st->descending ? "descending" : "ascending",
+							 (long long) st->k,
+							 st->batches && !st->topk_on ? ", not pruning" : "");
+		ExplainPropertyText("Top-K", buf.data, es);
+	}
+	if (es->analyze)
+	{
+		ExplainPropertyInteger("Batches", NULL, st->batches, es);
+		ExplainPropertyInteger("Rows Scored", NULL, st->rows_scored, es);
+		if (st->topk_call >= 0)
+			ExplainPropertyInteger("Rows Pruned", NULL, st->rows_pruned, es);
+	}
+}
+
+static const CustomExecMethods hb_score_exec_methods = {
+	.CustomName = "HbirdScore",
+	.BeginCustomScan = hb_score_begin,
+	.ExecCustomScan = hb_score_exec,
+	.EndCustomScan = hb_score_end,
+	.ReScanCustomScan = hb_score_rescan,
+	.ExplainCustomScan = hb_score_explain,
+};
+
+Node *
+hb_score_create_state(CustomScan *cscan)
+{
+	HbScoreState *st = (HbScoreState *) newNode(sizeof(HbScoreState), T_CustomScanState);
+
+	st->css.methods = &hb_score_exec_methods;
+	return (Node *) st;
+}
+
+const CustomScanMethods hb_score_scan_methods = {
+	.CustomName = "HbirdScore",
+	.CreateCustomScanState = hb_score_create_state,
+};

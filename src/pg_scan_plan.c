@@ -1,0 +1,1253 @@
+/*
+ * pg_scan_plan.c
+ *	  Where plain SQL gets batched: a planner hook that rewrites the
+ *	  finished plan so that scoring calls are computed by an HbirdScore
+ *	  node (pg_scan_exec.c) in batches instead of one row at a time.
+ *
+ * The rewrite runs after standard_planner, on the plan as it will run
+ * (after setrefs): PostgreSQL has already chosen joins, parallelism and
+ * where each expression is evaluated; hbird only changes how the scoring
+ * calls among them are evaluated.  Two shapes cover the places a call can
+ * be evaluated per row:
+ *
+ *	- a node that projects (a scan, a join, a Result, a subquery scan...)
+ *	  and evaluates calls in its target list or quals: it keeps producing
+ *	  the columns the calls read (a table's own columns for a whole-row
+ *	  argument, so that no composite datum is formed), and an HbirdScore
+ *	  node above it evaluates the original target list and the quals that
+ *	  score, the calls read from its batch;
+ *	- an Agg whose aggregate arguments score (sum(hb_predict(...))): the
+ *	  HbirdScore node goes below it, appending a score column per call to
+ *	  its input, and the Agg reads those columns.
+ *
+ * A bounded sort on a score (ORDER BY hb_predict(...) DESC LIMIT k) marks
+ * its HbirdScore node as a top-K node: rows that can no longer reach the k
+ * best are not scored (pg_scan_exec.c explains why the answer, ties
+ * included, is that of the row-at-a-time plan).
+ *
+ * Decision rule (docs/design.md, "Batching scan"): a call is batched where
+ * the node evaluating it is estimated to produce at least two rows, its
+ * model name does not depend on the row, and it is evaluated for every row
+ * (not in a CASE branch, a later COALESCE argument or a FILTERed
+ * aggregate).  Batching costs one batch of buffered rows and pays from the
+ * second row on; everything else stays row at a time.  Statements that lock
+ * rows (FOR UPDATE) or update and delete are left alone: their EvalPlanQual
+ * rechecks re-run plan nodes one tuple at a time.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_operator_d.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/plannodes.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/planmain.h"
+#include "optimizer/planner.h"
+#include "parser/parsetree.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "hbird.h"
+#include "pg_scan.h"
+
+bool		hb_batch_scan = true;
+
+static planner_hook_type prev_planner = NULL;
+
+/* ---- which functions score ---- */
+
+typedef struct CallKindEntry
+{
+	Oid			funcid;			/* hash key */
+	HbCallKind	kind;
+	bool		is_array;
+} CallKindEntry;
+
+static HTAB *call_kinds = NULL;
+
+static const struct
+{
+	const char *symbol;
+	HbCallKind	kind;
+	bool		is_array;
+}			scoring_symbols[] =
+{
+	{"hb_predict_record", HB_CALL_PREDICT, false},
+	{"hb_predict_array", HB_CALL_PREDICT, true},
+	{"hb_predict_proba_record", HB_CALL_PROBA, false},
+	{"hb_predict_proba_array", HB_CALL_PROBA, true},
+	{"hb_predict_margin_record", HB_CALL_MARGIN, false},
+	{"hb_predict_margin_array", HB_CALL_MARGIN, true},
+	{"hb_predict_class_record", HB_CALL_CLASS, false},
+	{"hb_predict_class_array", HB_CALL_CLASS, true},
+	{"hb_predict_targets_record", HB_CALL_TARGETS, false},
+	{"hb_predict_targets_array", HB_CALL_TARGETS, true},
+};
+
+static void
+call_kinds_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	if (call_kinds != NULL)
+	{
+		hash_destroy(call_kinds);
+		call_kinds = NULL;
+	}
+}
+
+/*
+ * What a function is to the batching scan: one of hbird's scoring
+ * functions (a C function of this library with one of the symbols above),
+ * or HB_CALL_NONE.  Cached per backend; any change to pg_proc clears it.
+ */
+HbCallKind
+hb_scoring_call(Oid funcid, bool *is_array)
+{
+	CallKindEntry *ent;
+	bool		found;
+	HeapTuple	tup;
+
+	if (call_kinds == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(CallKindEntry);
+		ctl.hcxt = TopMemoryContext;
+		call_kinds = hash_create("hbird scoring functions", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	ent = hash_search(call_kinds, &funcid, HASH_ENTER, &found);
+	if (found)
+	{
+		*is_array = ent->is_array;
+		return ent->kind;
+	}
+	ent->kind = HB_CALL_NONE;
+	ent->is_array = false;
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tup);
+
+		if (proc->prolang == ClanguageId)
+		{
+			bool		isnull;
+			Datum		bin = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_probin, &isnull);
+			Datum		src;
+
+			if (!isnull)
+			{
+				char	   *path = TextDatumGetCString(bin);
+				size_t		len = strlen(path);
+
+				/* '$libdir/hbird', or a full path to it */
+				if (len >= 5 && strcmp(path + len - 5, "hbird") == 0 &&
+					(len == 5 || path[len - 6] == '/'))
+				{
+					src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+					if (!isnull)
+					{
+						char	   *sym = TextDatumGetCString(src);
+
+						for (int i = 0; i < lengthof(scoring_symbols); i++)
+							if (strcmp(sym, scoring_symbols[i].symbol) == 0)
+							{
+								ent->kind = scoring_symbols[i].kind;
+								ent->is_array = scoring_symbols[i].is_array;
+							}
+					}
+				}
+			}
+		}
+		ReleaseSysCache(tup);
+	}
+	*is_array = ent->is_array;
+	return ent->kind;
+}
+
+/* ---- finding the calls a node evaluates for every row ---- */
+
+typedef struct FoundCall
+{
+	FuncExpr   *expr;			/* the call, as the node evaluates it */
+	HbCallKind	kind;
+	bool		is_array;
+} FoundCall;
+
+typedef struct FindCtx
+{
+	List	   *calls;			/* FoundCall * */
+	int			conditional;	/* > 0: inside a branch evaluated for some
+								 * rows only */
+	bool		outer_only;		/* Agg: calls must read only its input */
+} FindCtx;
+
+static bool
+only_outer_vars_walker(Node *node, void *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varno != OUTER_VAR;
+	return expression_tree_walker(node, only_outer_vars_walker, ctx);
+}
+
+/* A scoring call the scan can batch, with its kind; else HB_CALL_NONE. */
+static HbCallKind
+batchable_call(FuncExpr *f, bool *is_array)
+{
+	HbCallKind	kind;
+
+	if (f->funcretset || list_length(f->args) != 2)
+		return HB_CALL_NONE;
+	kind = hb_scoring_call(f->funcid, is_array);
+	if (kind == HB_CALL_NONE)
+		return kind;
+	/* the model must be the same for every row of the scan */
+	if (contain_var_clause(linitial(f->args)) ||
+		contain_volatile_functions(linitial(f->args)) ||
+		contain_subplans(linitial(f->args)))
+		return HB_CALL_NONE;
+	/* the row or array: evaluated per row by the scan; no subqueries */
+	if (contain_subplans(lsecond(f->args)))
+		return HB_CALL_NONE;
+	return kind;
+}
+
+static bool
+find_calls_walker(Node *node, FindCtx *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr))
+	{
+		FuncExpr   *f = (FuncExpr *) node;
+		bool		is_array;
+		HbCallKind	kind = batchable_call(f, &is_array);
+
+		if (kind != HB_CALL_NONE && ctx->conditional == 0 &&
+			(!ctx->outer_only || !only_outer_vars_walker((Node *) f->args, NULL)))
+		{
+			ListCell   *lc;
+
+			foreach(lc, ctx->calls)
+				if (equal(((FoundCall *) lfirst(lc))->expr, f))
+					return false;
+			{
+				FoundCall  *fc = palloc(sizeof(FoundCall));
+
+				fc->expr = f;
+				fc->kind = kind;
+				fc->is_array = is_array;
+				ctx->calls = lappend(ctx->calls, fc);
+			}
+			return false;
+		}
+	}
+	if (IsA(node, CaseExpr))
+	{
+		/* only the first condition is evaluated for every row */
+		CaseExpr   *c = (CaseExpr *) node;
+		bool		first = true;
+		ListCell   *lc;
+
+		if (find_calls_walker((Node *) c->arg, ctx))
+			return true;
+		foreach(lc, c->args)
+		{
+			CaseWhen   *w = lfirst_node(CaseWhen, lc);
+
+			if (!first)
+				ctx->conditional++;
+			if (find_calls_walker((Node *) w->expr, ctx))
+				return true;
+			if (first)
+				ctx->conditional++;
+			if (find_calls_walker((Node *) w->result, ctx))
+				return true;
+			ctx->conditional--;
+			if (!first)
+				ctx->conditional--;
+			first = false;
+		}
+		ctx->conditional++;
+		if (find_calls_walker((Node *) c->defresult, ctx))
+			return true;
+		ctx->conditional--;
+		return false;
+	}
+	if (IsA(node, CoalesceExpr) || IsA(node, BoolExpr))
+	{
+		/* the first argument always, the others only sometimes */
+		List	   *args = IsA(node, CoalesceExpr) ?
+		((CoalesceExpr *) node)->args : ((BoolExpr *) node)->args;
+		ListCell   *lc;
+
+		foreach(lc, args)
+		{
+			if (lc != list_head(args))
+				ctx->conditional++;
+			if (find_calls_walker(lfirst(lc), ctx))
+				return true;
+			if (lc != list_head(args))
+				ctx->conditional--;
+		}
+		return false;
+	}
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *a = (Aggref *) node;
+		bool		filtered = a->aggfilter != NULL;
+
+		if (find_calls_walker((Node *) a->aggfilter, ctx))
+			return true;
+		if (filtered)
+			ctx->conditional++;
+		if (find_calls_walker((Node *) a->args, ctx) ||
+			find_calls_walker((Node *) a->aggdirectargs, ctx))
+			return true;
+		if (filtered)
+			ctx->conditional--;
+		return false;
+	}
+	if (IsA(node, SubPlan) || IsA(node, AlternativeSubPlan) ||
+		IsA(node, WindowFunc))
+		return false;
+	return expression_tree_walker(node, find_calls_walker, ctx);
+}
+
+static List *
+find_calls(Node *node, List *calls, bool outer_only)
+{
+	FindCtx		ctx = {calls, 0, outer_only};
+
+	(void) find_calls_walker(node, &ctx);
+	return ctx.calls;
+}
+
+/* ---- rewriting expressions ---- */
+
+typedef struct ReplaceCtx
+{
+	List	   *calls;			/* FoundCall * */
+	int			varno;			/* of the replacing Vars */
+	int			first_attno;	/* the first call's column */
+} ReplaceCtx;
+
+/* Every occurrence of a batched call becomes a Var of its column. */
+static Node *
+replace_calls_mutator(Node *node, ReplaceCtx *ctx)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, FuncExpr))
+	{
+		int			i = 0;
+		ListCell   *lc;
+
+		foreach(lc, ctx->calls)
+		{
+			FoundCall  *fc = lfirst(lc);
+
+			if (equal(fc->expr, node))
+				return (Node *) makeVar(ctx->varno, ctx->first_attno + i,
+										fc->expr->funcresulttype, -1,
+										InvalidOid, 0);
+			i++;
+		}
+	}
+	return expression_tree_mutator(node, replace_calls_mutator, ctx);
+}
+
+static Node *
+replace_calls(Node *node, List *calls, int varno, int first_attno)
+{
+	ReplaceCtx	ctx = {calls, varno, first_attno};
+
+	return replace_calls_mutator(node, &ctx);
+}
+
+/* The input columns of a scoring node: Vars of the replaced node. */
+typedef struct InputCols
+{
+	List	   *vars;			/* Var * (or Const for a dropped column) */
+} InputCols;
+
+static bool
+same_var(const Var *a, const Var *b)
+{
+	return a->varno == b->varno && a->varattno == b->varattno &&
+		a->vartype == b->vartype && a->vartypmod == b->vartypmod &&
+		a->varcollid == b->varcollid && a->varlevelsup == b->varlevelsup;
+}
+
+/* 1-based position of var among the input columns, added if absent. */
+static int
+input_col(InputCols *in, Var *var)
+{
+	int			i = 1;
+	ListCell   *lc;
+
+	foreach(lc, in->vars)
+	{
+		Node	   *n = lfirst(lc);
+
+		if (IsA(n, Var) && same_var((Var *) n, var))
+			return i;
+		i++;
+	}
+	in->vars = lappend(in->vars, copyObject(var));
+	return i;
+}
+
+typedef struct RemapCtx
+{
+	InputCols  *in;
+	int			varno;			/* what the Vars become */
+} RemapCtx;
+
+/* Vars of the replaced node become Vars of the scoring node's input. */
+static Node *
+remap_vars_mutator(Node *node, RemapCtx *ctx)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var))
+	{
+		Var		   *v = (Var *) node;
+		Var		   *nv = makeVar(ctx->varno, input_col(ctx->in, v), v->vartype,
+								 v->vartypmod, v->varcollid, 0);
+
+		return (Node *) nv;
+	}
+	return expression_tree_mutator(node, remap_vars_mutator, ctx);
+}
+
+static Node *
+remap_vars(Node *node, InputCols *in, int varno)
+{
+	RemapCtx	ctx = {in, varno};
+
+	return remap_vars_mutator(node, &ctx);
+}
+
+/*
+ * An expression of the replaced node as the scoring node evaluates it:
+ * call j becomes the scan tuple's column first_call + j, every other Var
+ * the input column holding it (INDEX_VAR).  With collect, only records the
+ * input columns needed (first_call is not known before all are).
+ */
+typedef struct RewriteExprCtx
+{
+	List	   *calls;
+	InputCols  *in;
+	int			first_call;
+	bool		collect;
+} RewriteExprCtx;
+
+static Node *
+rewrite_expr_mutator(Node *node, RewriteExprCtx *ctx)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, FuncExpr))
+	{
+		int			i = 0;
+		ListCell   *lc;
+
+		foreach(lc, ctx->calls)
+		{
+			FoundCall  *fc = lfirst(lc);
+
+			if (equal(fc->expr, node))
+				return ctx->collect ? node :
+					(Node *) makeVar(INDEX_VAR, ctx->first_call + i,
+									 fc->expr->funcresulttype, -1, InvalidOid, 0);
+			i++;
+		}
+	}
+	if (IsA(node, Var))
+	{
+		int			col = input_col(ctx->in, (Var *) node);
+		Var		   *v = (Var *) node;
+
+		return ctx->collect ? node :
+			(Node *) makeVar(INDEX_VAR, col, v->vartype, v->vartypmod,
+							 v->varcollid, 0);
+	}
+	return expression_tree_mutator(node, rewrite_expr_mutator, ctx);
+}
+
+static Node *
+rewrite_expr(Node *node, List *calls, InputCols *in, int first_call,
+			 bool collect)
+{
+	RewriteExprCtx ctx = {calls, in, first_call, collect};
+
+	return rewrite_expr_mutator(node, &ctx);
+}
+
+/* Substitute a child's target list into Vars of OUTER_VAR (Agg's input). */
+static Node *
+inline_outer_mutator(Node *node, List *child_tlist)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varno == OUTER_VAR)
+	{
+		TargetEntry *te = list_nth(child_tlist, ((Var *) node)->varattno - 1);
+
+		return (Node *) copyObject(te->expr);
+	}
+	return expression_tree_mutator(node, inline_outer_mutator, child_tlist);
+}
+
+/* ---- building the scoring node ---- */
+
+typedef struct RewriteCtx
+{
+	PlannedStmt *stmt;
+	int			next_id;		/* plan_node_id of the next new node */
+	int			nodes;			/* HbirdScore nodes made */
+} RewriteCtx;
+
+static bool
+is_scan_of_table(Plan *plan, RewriteCtx *ctx, Oid *relid)
+{
+	Index		rti;
+	RangeTblEntry *rte;
+
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+			break;
+		default:
+			return false;
+	}
+	rti = ((Scan *) plan)->scanrelid;
+	rte = rt_fetch(rti, ctx->stmt->rtable);
+	if (rte->rtekind != RTE_RELATION)
+		return false;
+	*relid = rte->relid;
+	return true;
+}
+
+/*
+ * A call whose row is the scanned table's own row (a whole-row Var of it,
+ * or of a partition converted to its parent's type) can read the table's
+ * columns straight from the input slot.  *rowtype gets the type the row
+ * binds as (the parent's, for a partition).
+ */
+static bool
+reads_whole_row(FuncExpr *f, Index scanrelid, Oid *rowtype)
+{
+	Node	   *arg = lsecond(f->args);
+
+	if (IsA(arg, ConvertRowtypeExpr))
+	{
+		*rowtype = ((ConvertRowtypeExpr *) arg)->resulttype;
+		arg = (Node *) ((ConvertRowtypeExpr *) arg)->arg;
+	}
+	else if (IsA(arg, Var))
+		*rowtype = ((Var *) arg)->vartype;
+	else
+		return false;
+	return IsA(arg, Var) && ((Var *) arg)->varno == scanrelid &&
+		((Var *) arg)->varattno == 0 && ((Var *) arg)->varlevelsup == 0;
+}
+
+static List *
+call_private(FoundCall *fc, HbRowSource source, Oid rowtype, Oid relid)
+{
+	return list_make5(makeInteger(fc->kind), makeInteger(fc->is_array),
+					  makeInteger(source), makeInteger((int) rowtype),
+					  makeInteger((int) relid));
+}
+
+/* A target list of Vars reading every column of sub, as setrefs makes. */
+static List *
+pass_through_tlist(Plan *sub, int varno)
+{
+	List	   *tl = NIL;
+	ListCell   *lc;
+
+	foreach(lc, sub->targetlist)
+	{
+		TargetEntry *te = lfirst(lc);
+		Var		   *v = makeVarFromTargetEntry(varno, te);
+
+		tl = lappend(tl, makeTargetEntry((Expr *) v, te->resno, te->resname,
+										 te->resjunk));
+	}
+	return tl;
+}
+
+static void
+copy_plan_fields(Plan *dst, const Plan *src, RewriteCtx *ctx)
+{
+	dst->startup_cost = src->startup_cost;
+	dst->total_cost = src->total_cost;
+	dst->plan_rows = src->plan_rows;
+	dst->plan_width = src->plan_width;
+	dst->parallel_aware = false;
+	dst->parallel_safe = src->parallel_safe;
+	dst->async_capable = false;
+	dst->plan_node_id = ctx->next_id++;
+	dst->extParam = bms_copy(src->extParam);
+	dst->allParam = bms_copy(src->allParam);
+}
+
+/*
+ * The scoring node over input: its scan tuple is input's columns
+ * (n_input of them) followed by the calls' scores; tlist and quals read
+ * that tuple (INDEX_VAR).  display holds each call as EXPLAIN shows it.
+ */
+static CustomScan *
+make_score_node(RewriteCtx *ctx, Plan *input, List *calls, List *display,
+				List *call_privs, List *call_exprs, List *tlist, List *quals,
+				const Plan *costs_from)
+{
+	CustomScan *cs = makeNode(CustomScan);
+	int			n_input = list_length(input->targetlist);
+	List	   *scan_tlist = NIL;
+	ListCell   *lc;
+	int			resno = 1;
+
+	foreach(lc, input->targetlist)
+	{
+		TargetEntry *te = lfirst(lc);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) makeVarFromTargetEntry(OUTER_VAR, te),
+											 resno++, te->resname, false));
+	}
+	foreach(lc, display)
+		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++,
+														 NULL, false));
+
+	copy_plan_fields(&cs->scan.plan, costs_from, ctx);
+	/* the params the calls read were the replaced node's */
+	cs->scan.plan.extParam = bms_union(cs->scan.plan.extParam, input->extParam);
+	cs->scan.plan.allParam = bms_union(cs->scan.plan.allParam, input->allParam);
+	cs->scan.plan.targetlist = tlist;
+	cs->scan.plan.qual = quals;
+	cs->scan.plan.lefttree = input;
+	cs->scan.scanrelid = 0;
+	cs->flags = 0;
+	cs->custom_plans = NIL;
+	cs->custom_exprs = call_exprs;
+	cs->custom_private = list_make3(makeInteger(n_input), call_privs, NIL);
+	cs->custom_scan_tlist = scan_tlist;
+	cs->custom_relids = NULL;
+	cs->methods = &hb_score_scan_methods;
+	ctx->nodes++;
+	return cs;
+}
+
+/*
+ * A node that projects (scan, join, Result, ...) and evaluates calls in
+ * its target list or quals, plus extra calls (in terms of the node's own
+ * Vars) whose scores an Agg above needs: the node keeps producing only the
+ * columns those read, and the scoring node above evaluates the rest.
+ * Returns plan itself when there is nothing to batch.
+ */
+static Plan *
+score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
+			Bitmapset *outputs_used)
+{
+	List	   *calls = NIL;
+	List	   *keep_quals = NIL;
+	List	   *move_quals = NIL;
+	InputCols	in = {NIL};
+	Oid			relid = InvalidOid;
+	bool		table = is_scan_of_table(plan, ctx, &relid);
+	Index		scanrelid = table ? ((Scan *) plan)->scanrelid : 0;
+	bool		columns = false;
+	List	   *privs = NIL;
+	List	   *exprs = NIL;
+	List	   *display = NIL;
+	List	   *tlist = NIL;
+	List	   *quals;
+	ListCell   *lc;
+	int			n_input;
+	int			resno;
+
+	if (plan->plan_rows < 2.0 && extra == NIL)
+		return plan;
+	calls = find_calls((Node *) plan->targetlist, NIL, false);
+	foreach(lc, plan->qual)
+	{
+		List	   *qc = find_calls(lfirst(lc), NIL, false);
+
+		if (qc == NIL)
+			keep_quals = lappend(keep_quals, lfirst(lc));
+		else
+		{
+			move_quals = lappend(move_quals, lfirst(lc));
+			calls = find_calls(lfirst(lc), calls, false);
+		}
+	}
+	foreach(lc, extra)
+		calls = find_calls(lfirst(lc), calls, false);
+	if (calls == NIL)
+		return plan;
+
+	/* a table's own rows: its columns come first, in attribute order */
+	foreach(lc, calls)
+	{
+		Oid			rowtype;
+
+		if (table && !((FoundCall *) lfirst(lc))->is_array &&
+			reads_whole_row(((FoundCall *) lfirst(lc))->expr, scanrelid, &rowtype))
+			columns = true;
+	}
+	if (columns)
+	{
+		HeapTuple	reltup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+		int			natts;
+
+		if (!HeapTupleIsValid(reltup))
+			elog(ERROR, "cache lookup failed for relation %u", relid);
+		natts = ((Form_pg_class) GETSTRUCT(reltup))->relnatts;
+		ReleaseSysCache(reltup);
+		for (AttrNumber a = 1; a <= natts; a++)
+		{
+			HeapTuple	atttup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid),
+												 Int16GetDatum(a));
+			Form_pg_attribute att;
+
+			if (!HeapTupleIsValid(atttup))
+				elog(ERROR, "cache lookup failed for attribute %d of relation %u", a, relid);
+			att = (Form_pg_attribute) GETSTRUCT(atttup);
+			if (att->attisdropped)
+				in.vars = lappend(in.vars, makeNullConst(INT4OID, -1, InvalidOid));
+			else
+				in.vars = lappend(in.vars, makeVar(scanrelid, a, att->atttypid,
+												   att->atttypmod, att->attcollation, 0));
+			ReleaseSysCache(atttup);
+		}
+	}
+
+	/* per call: what it reads, evaluated over the input's columns */
+	foreach(lc, calls)
+	{
+		FoundCall  *fc = lfirst(lc);
+		Oid			rowtype = InvalidOid;
+
+		if (columns && !fc->is_array &&
+			reads_whole_row(fc->expr, scanrelid, &rowtype))
+		{
+			privs = lappend(privs, call_private(fc, HB_SOURCE_COLUMNS, rowtype, relid));
+			exprs = lappend(exprs, remap_vars(linitial(fc->expr->args), &in, OUTER_VAR));
+			exprs = lappend(exprs, makeNullConst(RECORDOID, -1, InvalidOid));
+			/* EXPLAIN shows the call as written: t.* reads the range table */
+			display = lappend(display, copyObject(fc->expr));
+		}
+		else
+		{
+			privs = lappend(privs, call_private(fc, HB_SOURCE_DATUM, InvalidOid, InvalidOid));
+			exprs = lappend(exprs, remap_vars(linitial(fc->expr->args), &in, OUTER_VAR));
+			exprs = lappend(exprs, remap_vars(lsecond(fc->expr->args), &in, OUTER_VAR));
+			display = lappend(display, remap_vars((Node *) fc->expr, &in, OUTER_VAR));
+		}
+	}
+
+	/*
+	 * The node's outputs, scores read from the batch and everything else
+	 * from the input's columns.  Outputs nobody reads any more (an Agg's
+	 * input whose only use was a call's row) become NULLs, so that the
+	 * input need not produce them.  First every input column is found,
+	 * then the calls are numbered after them.
+	 */
+	resno = 1;
+	foreach(lc, plan->targetlist)
+	{
+		TargetEntry *te = lfirst(lc);
+		Expr	   *e = te->expr;
+		TargetEntry *nte;
+
+		if (!keep_all_outputs && !bms_is_member(te->resno, outputs_used))
+			e = (Expr *) makeNullConst(exprType((Node *) e), exprTypmod((Node *) e),
+									   exprCollation((Node *) e));
+		nte = makeTargetEntry(e, resno++, te->resname, te->resjunk);
+		nte->ressortgroupref = te->ressortgroupref;
+		nte->resorigtbl = te->resorigtbl;
+		nte->resorigcol = te->resorigcol;
+		tlist = lappend(tlist, nte);
+	}
+	foreach(lc, extra)
+		tlist = lappend(tlist, makeTargetEntry((Expr *) lfirst(lc), resno++, NULL, true));
+	(void) rewrite_expr((Node *) tlist, calls, &in, 0, true);
+	(void) rewrite_expr((Node *) move_quals, calls, &in, 0, true);
+	n_input = list_length(in.vars);
+	tlist = (List *) rewrite_expr((Node *) tlist, calls, &in, n_input + 1, false);
+	quals = (List *) rewrite_expr((Node *) move_quals, calls, &in, n_input + 1, false);
+	Assert(list_length(in.vars) == n_input);
+
+	/* the node itself now produces just those columns */
+	{
+		Plan	   *input = plan;
+		List	   *itl = NIL;
+		int			i = 1;
+
+		foreach(lc, in.vars)
+			itl = lappend(itl, makeTargetEntry(lfirst(lc), i++, NULL, false));
+		input->targetlist = itl;
+		input->qual = keep_quals;
+		return (Plan *) make_score_node(ctx, input, calls, display, privs, exprs,
+										tlist, quals, plan);
+	}
+}
+
+/*
+ * A scoring node over a plan that does not project (a Sort, a Hash...):
+ * the input's rows pass through, the calls' scores follow them.
+ */
+static Plan *
+score_over(RewriteCtx *ctx, Plan *input, List *calls_exprs)
+{
+	List	   *calls = NIL;
+	List	   *privs = NIL;
+	List	   *exprs = NIL;
+	List	   *display = NIL;
+	List	   *tlist;
+	ListCell   *lc;
+	int			resno;
+
+	foreach(lc, calls_exprs)
+		calls = find_calls(lfirst(lc), calls, true);
+	foreach(lc, calls)
+	{
+		FoundCall  *fc = lfirst(lc);
+
+		privs = lappend(privs, call_private(fc, HB_SOURCE_DATUM, InvalidOid, InvalidOid));
+		exprs = lappend(exprs, copyObject(linitial(fc->expr->args)));
+		exprs = lappend(exprs, copyObject(lsecond(fc->expr->args)));
+		display = lappend(display, copyObject(fc->expr));
+	}
+	tlist = pass_through_tlist(input, INDEX_VAR);
+	resno = list_length(tlist) + 1;
+	foreach(lc, calls)
+		tlist = lappend(tlist,
+						makeTargetEntry((Expr *) makeVar(INDEX_VAR, resno, ((FoundCall *) lfirst(lc))->expr->funcresulttype,
+														 -1, InvalidOid, 0),
+										resno, NULL, true)),
+			resno++;
+	return (Plan *) make_score_node(ctx, input, calls, display, privs, exprs,
+									tlist, NIL, input);
+}
+
+static bool
+is_score_node(Plan *plan)
+{
+	return plan != NULL && IsA(plan, CustomScan) &&
+		((CustomScan *) plan)->methods == &hb_score_scan_methods;
+}
+
+/* Outputs of an Agg's input that the Agg still reads (1-based). */
+static bool
+outer_refs_walker(Node *node, Bitmapset **used)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var) && ((Var *) node)->varno == OUTER_VAR)
+	{
+		*used = bms_add_member(*used, ((Var *) node)->varattno);
+		return false;
+	}
+	return expression_tree_walker(node, outer_refs_walker, used);
+}
+
+/*
+ * An Agg whose aggregate arguments score: a scoring node goes between it
+ * and its input, and the Agg reads the scores as input columns.
+ */
+static Plan *
+score_below_agg(RewriteCtx *ctx, Agg *agg)
+{
+	Plan	   *input = agg->plan.lefttree;
+	List	   *calls;
+	List	   *call_list = NIL;
+	Bitmapset  *used = NULL;
+	Plan	   *scored;
+	int			first;
+	ListCell   *lc;
+
+	calls = find_calls((Node *) agg->plan.targetlist, NIL, true);
+	calls = find_calls((Node *) agg->plan.qual, calls, true);
+	if (calls == NIL || input == NULL || input->plan_rows < 2.0)
+		return (Plan *) agg;
+	first = list_length(input->targetlist) + 1;
+	agg->plan.targetlist = (List *) replace_calls((Node *) agg->plan.targetlist,
+												  calls, OUTER_VAR, first);
+	agg->plan.qual = (List *) replace_calls((Node *) agg->plan.qual, calls,
+											OUTER_VAR, first);
+	(void) outer_refs_walker((Node *) agg->plan.targetlist, &used);
+	(void) outer_refs_walker((Node *) agg->plan.qual, &used);
+	for (int i = 0; i < agg->numCols; i++)
+		used = bms_add_member(used, agg->grpColIdx[i]);
+	foreach(lc, calls)
+		call_list = lappend(call_list, ((FoundCall *) lfirst(lc))->expr);
+
+	if (is_projection_capable_plan(input) && !is_score_node(input) &&
+		!IsA(input, Result))
+	{
+		/* the calls in terms of the input's own Vars */
+		List	   *inlined = NIL;
+
+		foreach(lc, call_list)
+			inlined = lappend(inlined, inline_outer_mutator(lfirst(lc), input->targetlist));
+		scored = score_above(ctx, input, inlined, false, used);
+	}
+	else
+		scored = score_over(ctx, input, call_list);
+	agg->plan.lefttree = scored;
+	return (Plan *) agg;
+}
+
+/* ---- walking the plan ---- */
+
+/* A bounded sort on the way down: what a top-K node would need. */
+typedef struct SortBound
+{
+	int64		bound;			/* rows the sort must return, or -1 */
+	Node	   *count;			/* the Limit's expressions, when not constant */
+	Node	   *offset;
+} SortBound;
+
+static const SortBound no_bound = {-1, NULL, NULL};
+
+static bool
+plain_param_walker(Node *node, void *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return ((Param *) node)->paramkind != PARAM_EXTERN;
+	if (IsA(node, Var) || IsA(node, SubPlan))
+		return true;
+	return expression_tree_walker(node, plain_param_walker, ctx);
+}
+
+static SortBound
+limit_bound(Limit *limit)
+{
+	SortBound	b = no_bound;
+
+	if (limit->limitOption != LIMIT_OPTION_COUNT || limit->limitCount == NULL)
+		return b;
+	if (IsA(limit->limitCount, Const) &&
+		(limit->limitOffset == NULL || IsA(limit->limitOffset, Const)))
+	{
+		Const	   *c = (Const *) limit->limitCount;
+		Const	   *o = (Const *) limit->limitOffset;
+		int64		off = o == NULL || o->constisnull ? 0 : DatumGetInt64(o->constvalue);
+
+		if (c->constisnull || DatumGetInt64(c->constvalue) < 0 || off < 0)
+			return b;
+		b.bound = DatumGetInt64(c->constvalue) + off;
+		return b;
+	}
+	/* parameters of a prepared statement: evaluated when the scan starts */
+	if (!plain_param_walker(limit->limitCount, NULL) &&
+		!plain_param_walker(limit->limitOffset, NULL))
+	{
+		b.bound = 0;
+		b.count = limit->limitCount;
+		b.offset = limit->limitOffset;
+	}
+	return b;
+}
+
+/* Mark a scoring node under a bounded sort on one of its scores. */
+static void
+mark_topk(Sort *sort, SortBound sb)
+{
+	CustomScan *cs = (CustomScan *) sort->plan.lefttree;
+	TargetEntry *te;
+	Var		   *v;
+	int			n_input;
+	int			call;
+	List	   *privs;
+	bool		descending;
+
+	if (sb.bound < 0 || !is_score_node((Plan *) cs) || cs->scan.plan.qual != NIL ||
+		sort->numCols < 1)
+		return;
+	te = list_nth(cs->scan.plan.targetlist, sort->sortColIdx[0] - 1);
+	if (!IsA(te->expr, Var) || ((Var *) te->expr)->varno != INDEX_VAR)
+		return;
+	v = (Var *) te->expr;
+	n_input = intVal(linitial(cs->custom_private));
+	call = v->varattno - n_input - 1;
+	if (call < 0)
+		return;
+	privs = list_nth(lsecond(cs->custom_private), call);
+	if (intVal(linitial(privs)) != HB_CALL_PREDICT)
+		return;
+	if (sort->sortOperators[0] == Float8LessOperator)
+		descending = false;
+	else if (sort->sortOperators[0] == get_commutator(Float8LessOperator))
+		descending = true;
+	else
+		return;
+	lthird(cs->custom_private) = list_make3(makeInteger(call),
+											makeInteger((int) Min(sb.bound, INT_MAX)),
+											makeInteger(descending));
+	if (sb.count != NULL)
+	{
+		cs->custom_exprs = lappend(cs->custom_exprs, copyObject(sb.count));
+		cs->custom_exprs = lappend(cs->custom_exprs,
+								   sb.offset ? copyObject(sb.offset) :
+								   (Node *) makeConst(INT8OID, -1, InvalidOid, 8,
+													  Int64GetDatum(0), false, true));
+	}
+}
+
+/* A Material over plan, as setrefs would have built it (mark, rewind). */
+static Plan *
+material_over(RewriteCtx *ctx, Plan *plan)
+{
+	Material   *m = makeNode(Material);
+
+	copy_plan_fields(&m->plan, plan, ctx);
+	m->plan.targetlist = pass_through_tlist(plan, OUTER_VAR);
+	m->plan.lefttree = plan;
+	m->plan.extParam = bms_copy(plan->extParam);
+	m->plan.allParam = bms_copy(plan->allParam);
+	return (Plan *) m;
+}
+
+static Plan *rewrite_plan(RewriteCtx *ctx, Plan *plan, SortBound sb);
+
+static List *
+rewrite_list(RewriteCtx *ctx, List *plans)
+{
+	ListCell   *lc;
+
+	foreach(lc, plans)
+		lfirst(lc) = rewrite_plan(ctx, lfirst(lc), no_bound);
+	return plans;
+}
+
+static Plan *
+rewrite_plan(RewriteCtx *ctx, Plan *plan, SortBound sb)
+{
+	if (plan == NULL)
+		return NULL;
+	check_stack_depth();
+
+	switch (nodeTag(plan))
+	{
+		case T_Limit:
+			plan->lefttree = rewrite_plan(ctx, plan->lefttree,
+										  limit_bound((Limit *) plan));
+			return plan;
+		case T_Sort:
+			plan->lefttree = rewrite_plan(ctx, plan->lefttree, no_bound);
+			mark_topk((Sort *) plan, sb);
+			return plan;
+		case T_GatherMerge:
+			/* the bound reaches the workers' sorts (tuples_needed) */
+			plan->lefttree = rewrite_plan(ctx, plan->lefttree, sb);
+			return plan;
+		case T_Agg:
+			plan->lefttree = rewrite_plan(ctx, plan->lefttree, no_bound);
+			return score_below_agg(ctx, (Agg *) plan);
+		case T_Append:
+			rewrite_list(ctx, ((Append *) plan)->appendplans);
+			return plan;
+		case T_MergeAppend:
+			rewrite_list(ctx, ((MergeAppend *) plan)->mergeplans);
+			return plan;
+		case T_SubqueryScan:
+			((SubqueryScan *) plan)->subplan =
+				rewrite_plan(ctx, ((SubqueryScan *) plan)->subplan, no_bound);
+			break;
+		case T_CustomScan:
+			rewrite_list(ctx, ((CustomScan *) plan)->custom_plans);
+			return plan;
+		case T_BitmapAnd:
+		case T_BitmapOr:
+		case T_ProjectSet:
+		case T_WindowAgg:
+			plan->lefttree = rewrite_plan(ctx, plan->lefttree, no_bound);
+			plan->righttree = rewrite_plan(ctx, plan->righttree, no_bound);
+			return plan;
+		case T_MergeJoin:
+			plan->lefttree = rewrite_plan(ctx, plan->lefttree, no_bound);
+			plan->righttree = rewrite_plan(ctx, plan->righttree, no_bound);
+			/* the inner side is marked and restored: a scoring node is not */
+			if (is_score_node(plan->righttree))
+				plan->righttree = material_over(ctx, plan->righttree);
+			break;
+		default:
+			plan->lefttree = rewrite_plan(ctx, plan->lefttree, no_bound);
+			plan->righttree = rewrite_plan(ctx, plan->righttree, no_bound);
+			break;
+	}
+
+	/* a node that projects: scan, join, Result with an input, ... */
+	if (IsA(plan, Result) && plan->lefttree == NULL)
+		return plan;			/* constants: one row */
+	if (!is_projection_capable_plan(plan) || is_score_node(plan))
+		return plan;
+	return score_above(ctx, plan, NIL, true, NULL);
+}
+
+static bool
+max_node_id_walker(Plan *plan, int *max)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return false;
+	*max = Max(*max, plan->plan_node_id);
+	max_node_id_walker(plan->lefttree, max);
+	max_node_id_walker(plan->righttree, max);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				max_node_id_walker(lfirst(lc), max);
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				max_node_id_walker(lfirst(lc), max);
+			break;
+		case T_SubqueryScan:
+			max_node_id_walker(((SubqueryScan *) plan)->subplan, max);
+			break;
+		case T_CustomScan:
+			foreach(lc, ((CustomScan *) plan)->custom_plans)
+				max_node_id_walker(lfirst(lc), max);
+			break;
+		case T_BitmapAnd:
+			foreach(lc, ((BitmapAnd *) plan)->bitmapplans)
+				max_node_id_walker(lfirst(lc), max);
+			break;
+		case T_BitmapOr:
+			foreach(lc, ((BitmapOr *) plan)->bitmapplans)
+				max_node_id_walker(lfirst(lc), max);
+			break;
+		default:
+			break;
+	}
+	return false;
+}
+
+/* Is there a scoring call anywhere in the statement? (a cheap first look) */
+static bool
+any_call_walker(Node *node, void *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr))
+	{
+		bool		is_array;
+
+		if (hb_scoring_call(((FuncExpr *) node)->funcid, &is_array) != HB_CALL_NONE)
+			return true;
+	}
+	return expression_tree_walker(node, any_call_walker, ctx);
+}
+
+static bool
+plan_has_calls(Plan *plan)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return false;
+	if (any_call_walker((Node *) plan->targetlist, NULL) ||
+		any_call_walker((Node *) plan->qual, NULL))
+		return true;
+	if (plan_has_calls(plan->lefttree) || plan_has_calls(plan->righttree))
+		return true;
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				if (plan_has_calls(lfirst(lc)))
+					return true;
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				if (plan_has_calls(lfirst(lc)))
+					return true;
+			break;
+		case T_SubqueryScan:
+			return plan_has_calls(((SubqueryScan *) plan)->subplan);
+		default:
+			break;
+	}
+	return false;
+}
+
+static PlannedStmt *
+hb_planner(Query *parse, const char *query_string, int cursorOptions,
+		   ParamListInfo boundParams)
+{
+	PlannedStmt *stmt;
+	RewriteCtx	ctx;
+	bool		any = false;
+	ListCell   *lc;
+
+	stmt = prev_planner ?
+		prev_planner(parse, query_string, cursorOptions, boundParams) :
+		standard_planner(parse, query_string, cursorOptions, boundParams);
+
+	if (!hb_batch_scan ||
+		(stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT) ||
+		stmt->rowMarks != NIL || stmt->utilityStmt != NULL)
+		return stmt;
+	any = plan_has_calls(stmt->planTree);
+	foreach(lc, stmt->subplans)
+		any = any || plan_has_calls(lfirst(lc));
+	if (!any)
+		return stmt;
+
+	ctx.stmt = stmt;
+	ctx.next_id = 0;
+	ctx.nodes = 0;
+	max_node_id_walker(stmt->planTree, &ctx.next_id);
+	foreach(lc, stmt->subplans)
+		max_node_id_walker(lfirst(lc), &ctx.next_id);
+	ctx.next_id++;
+
+	stmt->planTree = rewrite_plan(&ctx, stmt->planTree, no_bound);
+	foreach(lc, stmt->subplans)
+		lfirst(lc) = rewrite_plan(&ctx, lfirst(lc), no_bound);
+
+	/* a scrollable cursor needs backward fetches: rows come from a store */
+	if (ctx.nodes > 0 && (cursorOptions & CURSOR_OPT_SCROLL) &&
+		!ExecSupportsBackwardScan(stmt->planTree))
+		stmt->planTree = material_over(&ctx, stmt->planTree);
+	return stmt;
+}
+
+void
+hb_scan_init(void)
+{
+	RegisterCustomScanMethods(&hb_score_scan_methods);
+	CacheRegisterSyscacheCallback(PROCOID, call_kinds_invalidate, (Datum) 0);
+	prev_planner = planner_hook;
+	planner_hook = hb_planner;
+}
