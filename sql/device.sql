@@ -44,8 +44,14 @@ SELECT substring(hbt_try($$SELECT * FROM hb_topk('binary_logistic', 5, NULL::big
 				 FROM '^55000: hbird.device is gpu, but no CUDA device') AS topk;
 SELECT substring(hbt_try($$SELECT hb_topk_agg('binary_logistic', 5, b) FROM big b$$)
 				 FROM '^55000: hbird.device is gpu, but no CUDA device') AS topk_agg;
+-- the plain query is batched too (the batching scan): the same rule
+SELECT substring(hbt_try($$SELECT count(hb_predict('binary_logistic', b)) FROM big b$$)
+				 FROM '^55000: hbird.device is gpu, but no CUDA device') AS plain_query;
 -- one row per call stays on the CPU, and so does a batch of one row
+SET hbird.batch_scan = off;
 SELECT count(hb_predict('binary_logistic', i)) AS row_by_row FROM binary_logistic_in i;
+RESET hbird.batch_scan;
+SELECT hb_predict('binary_logistic', b) IS NOT NULL AS first_row FROM big b LIMIT 1;
 SELECT cardinality(hb_predict_agg('binary_logistic', i)) AS one_row
 FROM binary_logistic_in i WHERE id = 1;
 SELECT setting, available FROM hb_device();

@@ -13,6 +13,8 @@ SELECT current_setting('shared_preload_libraries') ~ 'hbird' AS preloaded \gset
 \endif
 SELECT hb_stat_models_reset();
 SELECT count(*) AS rows_after_reset FROM hb_stat_models;
+-- row at a time first (the batching scan counts differently, see the end)
+SET hbird.batch_scan = off;
 
 CREATE TEMP TABLE stm_in AS SELECT * FROM binary_logistic_in WHERE id <= 150;
 SELECT count(*) AS n FROM stm_in \gset
@@ -144,6 +146,15 @@ SELECT count(hb_predict('binary_logistic', t)) FROM stm_in t;
 SELECT count(*) AS tracked FROM hb_stat_models;
 RESET hbird.stat_track;
 SELECT current_setting('hbird.stat_max') AS stat_max;
+
+-- the batching scan: one call per scan (per partition, per worker), every row
+RESET hbird.batch_scan;
+SELECT hb_stat_models_reset();
+SELECT count(hb_predict('binary_logistic', t)) FROM stm_in t;
+SELECT calls, rows = :n AS rows_ok, strategy IS NOT NULL AS strategy_known
+FROM hb_stat_models WHERE name = 'binary_logistic';
+SELECT count(*) FROM (SELECT t.id FROM stm_in t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 3) s;
+SELECT calls, rows = 2 * :n AS rows_ok FROM hb_stat_models WHERE name = 'binary_logistic';
 
 SELECT hb_model_drop('stm_model');
 DROP OWNED BY regress_stat_user, regress_stat_reader;

@@ -66,8 +66,9 @@ typedef struct ScoreCall
 	ExprState  *name_es;
 	ExprState  *arg_es;			/* DATUM: the row or array */
 
-	/* resolved at the first row */
+	/* resolved at the first row of every (re)scan */
 	bool		resolved;
+	MemoryContext cxt;			/* what resolving allocated */
 	char	   *name;
 	HbCacheEntry *e;
 	HbCascade  *cascade;		/* hbird.cascade's tuned cascade, or NULL */
@@ -110,6 +111,8 @@ typedef struct HbScoreState
 	bool	   *keep_exprs;		/* of them, what the expressions read */
 	int			last_col_exprs;
 	bool		any_columns;	/* a call binds the input's columns */
+	bool		need_resolve;	/* a (re)scan starts: models at its first row */
+	MemoryContextCallback unpin_cb;
 
 	Datum	   *vals;			/* cap x n_input */
 	bool	   *nulls;
@@ -142,6 +145,11 @@ typedef struct HbScoreState
 
 /* ---- models ---- */
 
+/*
+ * The call's model for this scan: the name is evaluated (it may be a
+ * parameter that changes between rescans) and looked up as the function
+ * would look it up; a name unchanged since the last scan keeps its model.
+ */
 static void
 resolve_call(HbScoreState *st, ScoreCall *c)
 {
@@ -150,6 +158,7 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 	Datum		d;
 	MemoryContext old;
 	HbCacheEntry *e;
+	char	   *name;
 
 	ec->ecxt_outertuple = NULL;
 	d = ExecEvalExprSwitchContext(c->name_es, ec, &isnull);
@@ -157,11 +166,28 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("model name must not be null")));
-	old = MemoryContextSwitchTo(st->state_cxt);
-	c->name = TextDatumGetCString(d);
+	name = TextDatumGetCString(d);
+	if (c->resolved && strcmp(name, c->name) == 0)
+		return;
+	if (c->resolved)
+	{
+		hb_cache_unpin(c->e);
+		c->resolved = false;
+		c->e = NULL;
+	}
+	if (c->cxt == NULL)
+		c->cxt = AllocSetContextCreate(st->state_cxt, "hbird batching scan call",
+									   ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(c->cxt);
+	c->bound = false;
+	c->colmap = NULL;
+	c->cascade = NULL;
+	old = MemoryContextSwitchTo(c->cxt);
+	c->name = pstrdup(name);
 	e = hb_resolve_model(c->name);
-	hb_cache_pin_for(e, st->state_cxt);
+	hb_cache_pin(e);
 	c->e = e;
+	c->resolved = true;
 	/* the row-at-a-time functions' checks, in their words */
 	if (c->kind == HB_CALL_PROBA && e->n_classes < 2)
 		ereport(ERROR,
@@ -172,17 +198,18 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 	if (c->kind == HB_CALL_CLASS)
 		hb_check_classifier(e, "hb_predict_class");
 	if ((c->kind == HB_CALL_PREDICT || c->kind == HB_CALL_CLASS) && hb_cascade_on)
-		c->cascade = hb_cascade_for(e, st->state_cxt);
+		c->cascade = hb_cascade_for(e, c->cxt);
 	c->sparse = e->sparse != NULL && !c->is_array &&
 		(c->kind == HB_CALL_PROBA || c->kind == HB_CALL_MARGIN ||
 		 (c->kind == HB_CALL_PREDICT && c->cascade == NULL));
 	c->width = c->sparse ? e->n_outputs : e->n_features;
 	c->nout = Max(e->n_outputs, Max(e->n_classes, 1));
+	c->x_cap = 0;				/* buffers sized for this model */
 	if (c->source == HB_SOURCE_COLUMNS)
 	{
 		TupleDesc	desc = lookup_rowtype_tupdesc_copy(c->rowtype, -1);
 
-		hb_bind_desc(&c->bind, e, desc, st->state_cxt, e->name);
+		hb_bind_desc(&c->bind, e, desc, c->cxt, e->name);
 		c->bound = true;
 		if (get_rel_type_id(c->relid) != c->rowtype)
 		{
@@ -199,8 +226,21 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 			c->rownulls = palloc(sizeof(bool) * Max(desc->natts, 1));
 		}
 	}
-	c->resolved = true;
 	MemoryContextSwitchTo(old);
+}
+
+/* At the end of the statement (or an error), the models are let go. */
+static void
+unpin_calls(void *arg)
+{
+	HbScoreState *st = arg;
+
+	for (int j = 0; j < st->n_calls; j++)
+		if (st->calls[j].resolved)
+		{
+			hb_cache_unpin(st->calls[j].e);
+			st->calls[j].resolved = false;
+		}
 }
 
 /* Columns the bindings read: kept, and deformed up to the last. */
@@ -331,6 +371,9 @@ topk_start(HbScoreState *st)
 	double		row_bytes = (double) cs->scan.plan.plan_width + 64.0;
 
 	st->topk_on = false;
+	if (st->bounds)
+		hb_topk_bounds_free(st->bounds);
+	st->bounds = NULL;
 	if (c->cascade != NULL || c->sparse || hb_plan_n_trees(c->e->plan) == 0 ||
 		!hb_topk_supported(c->e->plan))
 		return;
@@ -354,6 +397,8 @@ topk_start(HbScoreState *st)
 
 		st->bounds = st->descending ? hb_topk_bounds(c->e->plan) :
 			hb_topk_bounds_lowest(c->e->plan);
+		if (st->best)
+			binaryheap_free(st->best);
 		st->best = binaryheap_allocate((int) st->k, best_cmp, NULL);
 		MemoryContextSwitchTo(old);
 	}
@@ -403,6 +448,7 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 		{
 			c->values[c->rows[b]] = Float8GetDatum(fake);
 			st->rows_pruned++;
+			st->rows_scored--;
 			continue;
 		}
 		hb_link_predict(p, &m[b], 1, &score);
@@ -482,7 +528,7 @@ bind_row(HbScoreState *st, ScoreCall *c, int i, int nb)
 			if (!c->bound || c->bind.tupType != HeapTupleHeaderGetTypeId(td) ||
 				c->bind.tupTypmod != HeapTupleHeaderGetTypMod(td))
 			{
-				hb_bind_record(&c->bind, e, td, st->state_cxt, e->name);
+				hb_bind_record(&c->bind, e, td, c->cxt, e->name);
 				c->bound = true;
 			}
 			if (c->sparse)
@@ -584,7 +630,7 @@ fill_batch(HbScoreState *st)
 	MemoryContext old;
 	int			target;
 	Size		bytes = 0;
-	bool		first = !st->calls[0].resolved;
+	bool		first = st->need_resolve;
 
 	if (st->eof)
 		return false;
@@ -650,6 +696,7 @@ fill_batch(HbScoreState *st)
 		 */
 		for (int j = 0; j < st->n_calls; j++)
 			resolve_call(st, &st->calls[j]);
+		st->need_resolve = false;
 		size_batches(st);
 		st->next_rows = Min(st->next_rows, st->max_rows);
 		if (st->topk_call >= 0)
@@ -797,6 +844,10 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 	st->next_rows = 1;
 	st->max_rows = HB_SCAN_MAX_ROWS;
 	st->max_bytes = (Size) hb_batch_memory_kb * 1024;
+	st->need_resolve = true;
+	st->unpin_cb.func = unpin_calls;
+	st->unpin_cb.arg = st;
+	MemoryContextRegisterResetCallback(st->state_cxt, &st->unpin_cb);
 }
 
 static TupleTableSlot *
@@ -875,6 +926,14 @@ hb_score_rescan(CustomScanState *node)
 	if (st->best)
 		binaryheap_reset(st->best);
 	MemoryContextReset(st->batch_cxt);
+	/* the models may be named by parameters that changed */
+	st->need_resolve = true;
+	if (st->any_columns)
+	{
+		for (int c = 0; c < st->n_input; c++)
+			st->keep[c] = true;
+		st->last_col = st->n_input;
+	}
 	if (outer->chgParam == NULL)
 		ExecReScan(outer);
 }

@@ -854,6 +854,44 @@ score_over(RewriteCtx *ctx, Plan *input, List *calls_exprs)
 									tlist, NIL, input);
 }
 
+/*
+ * Nodes whose target list and quals may be evaluated by a node above
+ * them: they produce rows from their inputs or a relation, one output row
+ * per row they form, and their expressions read only those rows.  (An Agg
+ * or a WindowAgg computes what only it can.)
+ */
+static bool
+can_split(Plan *plan)
+{
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+		case T_SubqueryScan:
+		case T_FunctionScan:
+		case T_TableFuncScan:
+		case T_ValuesScan:
+		case T_CteScan:
+		case T_NamedTuplestoreScan:
+		case T_WorkTableScan:
+		case T_ForeignScan:
+		case T_NestLoop:
+		case T_MergeJoin:
+		case T_HashJoin:
+		case T_Gather:
+			return true;
+		case T_Result:
+			return plan->lefttree != NULL;
+		default:
+			return false;
+	}
+}
+
 static bool
 is_score_node(Plan *plan)
 {
@@ -873,6 +911,25 @@ outer_refs_walker(Node *node, Bitmapset **used)
 		return false;
 	}
 	return expression_tree_walker(node, outer_refs_walker, used);
+}
+
+/* Can every child of an Append take the calls itself? */
+static bool
+append_children_split(Append *app)
+{
+	ListCell   *lc;
+
+	if (app->appendplans == NIL || app->plan.qual != NIL)
+		return false;
+	foreach(lc, app->appendplans)
+	{
+		Plan	   *child = lfirst(lc);
+
+		if (!can_split(child) || IsA(child, Result) || is_score_node(child) ||
+			list_length(child->targetlist) != list_length(app->plan.targetlist))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -906,8 +963,7 @@ score_below_agg(RewriteCtx *ctx, Agg *agg)
 	foreach(lc, calls)
 		call_list = lappend(call_list, ((FoundCall *) lfirst(lc))->expr);
 
-	if (is_projection_capable_plan(input) && !is_score_node(input) &&
-		!IsA(input, Result))
+	if (can_split(input) && !IsA(input, Result))
 	{
 		/* the calls in terms of the input's own Vars */
 		List	   *inlined = NIL;
@@ -915,6 +971,40 @@ score_below_agg(RewriteCtx *ctx, Agg *agg)
 		foreach(lc, call_list)
 			inlined = lappend(inlined, inline_outer_mutator(lfirst(lc), input->targetlist));
 		scored = score_above(ctx, input, inlined, false, used);
+	}
+	else if (IsA(input, Append) && append_children_split((Append *) input))
+	{
+		/*
+		 * Partitions (and UNION ALL): each child scores its own rows, and
+		 * the Append passes the scores up as more columns.
+		 */
+		Append	   *app = (Append *) input;
+		int			n = list_length(input->targetlist);
+		int			j = 0;
+
+		foreach(lc, app->appendplans)
+		{
+			Plan	   *child = lfirst(lc);
+			List	   *inlined = NIL;
+			ListCell   *lc2;
+
+			foreach(lc2, call_list)
+				inlined = lappend(inlined,
+								  inline_outer_mutator(lfirst(lc2), child->targetlist));
+			lfirst(lc) = score_above(ctx, child, inlined, false, used);
+		}
+		foreach(lc, calls)
+		{
+			FoundCall  *fc = lfirst(lc);
+
+			j++;
+			input->targetlist = lappend(input->targetlist,
+										makeTargetEntry((Expr *) makeVar(OUTER_VAR, n + j,
+																		 fc->expr->funcresulttype,
+																		 -1, InvalidOid, 0),
+														n + j, NULL, true));
+		}
+		scored = input;
 	}
 	else
 		scored = score_over(ctx, input, call_list);
@@ -976,28 +1066,94 @@ limit_bound(Limit *limit)
 	return b;
 }
 
-/* Mark a scoring node under a bounded sort on one of its scores. */
-static void
-mark_topk(Sort *sort, SortBound sb)
+/* Is every reference to column attno in the expressions a bare Var? */
+typedef struct BareCtx
 {
-	CustomScan *cs = (CustomScan *) sort->plan.lefttree;
+	int			attno;
+	bool		other;			/* found inside a larger expression */
+} BareCtx;
+
+static bool
+bare_walker(Node *node, BareCtx *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		if (((Var *) node)->varno == INDEX_VAR && ((Var *) node)->varattno == ctx->attno)
+			ctx->other = true;
+		return false;
+	}
+	return expression_tree_walker(node, bare_walker, ctx);
+}
+
+static bool
+only_bare_refs(List *tlist, int attno)
+{
+	BareCtx		ctx = {attno, false};
+	ListCell   *lc;
+
+	foreach(lc, tlist)
+	{
+		TargetEntry *te = lfirst(lc);
+
+		if (IsA(te->expr, Var))
+			continue;
+		(void) bare_walker((Node *) te->expr, &ctx);
+	}
+	return !ctx.other;
+}
+
+/*
+ * Mark the scoring nodes that feed a bounded sort whose first key is a
+ * score of theirs (output column col of plan).  Through an Append (each
+ * child's rows reach the sort among others) and a Gather (each worker's
+ * do): every node prunes with what it has seen itself, which is never
+ * more than the sort has (see pg_scan_exec.c).
+ */
+static void
+mark_topk(Plan *plan, int col, Sort *sort, SortBound sb)
+{
+	CustomScan *cs;
 	TargetEntry *te;
 	Var		   *v;
 	int			n_input;
 	int			call;
 	List	   *privs;
 	bool		descending;
+	ListCell   *lc;
 
-	if (sb.bound < 0 || !is_score_node((Plan *) cs) || cs->scan.plan.qual != NIL ||
-		sort->numCols < 1)
+	if (sb.bound < 0 || plan == NULL)
 		return;
-	te = list_nth(cs->scan.plan.targetlist, sort->sortColIdx[0] - 1);
+	if (IsA(plan, Append))
+	{
+		foreach(lc, ((Append *) plan)->appendplans)
+			mark_topk(lfirst(lc), col, sort, sb);
+		return;
+	}
+	if (IsA(plan, Gather))
+	{
+		te = list_nth(plan->targetlist, col - 1);
+		if (IsA(te->expr, Var) && ((Var *) te->expr)->varno == OUTER_VAR &&
+			plan->qual == NIL)
+			mark_topk(plan->lefttree, ((Var *) te->expr)->varattno, sort, sb);
+		return;
+	}
+	if (!is_score_node(plan))
+		return;
+	cs = (CustomScan *) plan;
+	if (cs->scan.plan.qual != NIL)
+		return;
+	te = list_nth(cs->scan.plan.targetlist, col - 1);
 	if (!IsA(te->expr, Var) || ((Var *) te->expr)->varno != INDEX_VAR)
 		return;
 	v = (Var *) te->expr;
 	n_input = intVal(linitial(cs->custom_private));
 	call = v->varattno - n_input - 1;
-	if (call < 0)
+	if (call < 0 || lthird(cs->custom_private) != NIL)
+		return;
+	/* pruned rows carry a stand-in score: only the sort may read it */
+	if (!only_bare_refs(cs->scan.plan.targetlist, v->varattno))
 		return;
 	privs = list_nth(lsecond(cs->custom_private), call);
 	if (intVal(linitial(privs)) != HB_CALL_PREDICT)
@@ -1062,7 +1218,9 @@ rewrite_plan(RewriteCtx *ctx, Plan *plan, SortBound sb)
 			return plan;
 		case T_Sort:
 			plan->lefttree = rewrite_plan(ctx, plan->lefttree, no_bound);
-			mark_topk((Sort *) plan, sb);
+			if (((Sort *) plan)->numCols > 0)
+				mark_topk(plan->lefttree, ((Sort *) plan)->sortColIdx[0],
+						  (Sort *) plan, sb);
 			return plan;
 		case T_GatherMerge:
 			/* the bound reaches the workers' sorts (tuples_needed) */
@@ -1105,9 +1263,7 @@ rewrite_plan(RewriteCtx *ctx, Plan *plan, SortBound sb)
 	}
 
 	/* a node that projects: scan, join, Result with an input, ... */
-	if (IsA(plan, Result) && plan->lefttree == NULL)
-		return plan;			/* constants: one row */
-	if (!is_projection_capable_plan(plan) || is_score_node(plan))
+	if (!can_split(plan))
 		return plan;
 	return score_above(ctx, plan, NIL, true, NULL);
 }
