@@ -97,6 +97,10 @@ def main():
     add("(d) hbird: same, default parallel setting", "hbird_parallel_seconds", rows,
         ("%s workers planned" % pg.get("hbird_parallel_workers", "?"))
         if hb_status == "ok" else "hbird: " + hb_status)
+    add("(d) hbird: same, row at a time (hbird.batch_scan = off), no workers",
+        "hbird_rowwise_serial_seconds", rows, "the previous plain-SQL path")
+    add("(d) hbird: same, row at a time, default parallel setting",
+        "hbird_rowwise_parallel_seconds", rows, "")
 
     plan = pg.get("batch_plan", "?")
     for strategy, note in [("auto", "auto: " + plan), ("tt", ""), ("ptt", "")]:
@@ -136,6 +140,16 @@ def main():
     p("(e): SET hbird.tree_strategy = auto | tt | ptt; both forms run in one process "
       "(no parallel plan exists for them); single-row hb_predict uses %s."
       % pg.get("batch_plan_1", "?"))
+    s_capi_rate = rows / s_capi if s_capi else None
+    for key, what in [("hbird_serial_seconds", "plain query, batching scan, no workers"),
+                      ("hbird_parallel_seconds", "plain query, batching scan, default parallel"),
+                      ("hbird_rowwise_serial_seconds", "plain query, row at a time, no workers")]:
+        v = fnum(pg, key)
+        if v and s_capi_rate:
+            p("%-55s %.2fx XGBoost's C API (1 thread)" % (what + ":", rows / v / s_capi_rate))
+    v = fnum(pg, "hbird_limit1_seconds")
+    if v is not None:
+        p("%-55s %.1f ms" % ("SELECT hb_predict('m', t) FROM t LIMIT 1:", 1000 * v))
     p("")
 
     status |= first_call_section(p, pg)
@@ -149,7 +163,9 @@ def main():
     if pysum is not None and cfirst is not None and int(capi.get("check_rows", -1)) == py_rows:
         checks.append(("PL/Python sum (first %d rows) vs C API" % py_rows, pysum, cfirst))
     for key, what in [("hbird_serial_result", "hbird sum, no workers"),
-                      ("hbird_parallel_result", "hbird sum, parallel")] + \
+                      ("hbird_parallel_result", "hbird sum, parallel"),
+                      ("hbird_rowwise_serial_result", "hbird sum, row at a time"),
+                      ("hbird_rowwise_parallel_result", "hbird sum, row at a time, parallel")] + \
             [("%s_%s_result" % (form, strategy), "hbird %s, %s" % (form, strategy))
              for form in ("agg", "batch") for strategy in ("auto", "tt", "ptt")]:
         v = fnum(pg, key)
@@ -262,9 +278,10 @@ def topk_section(p, pg, meta):
     p("    SELECT id, hb_predict('m', t) AS score FROM t ORDER BY score DESC, ctid LIMIT k"
       "  (serial, and default parallel: %s workers planned)"
       % pg.get("topk_order_parallel_workers", "?"))
-    hdr = ("k", "hb_topk s", "ORDER BY 1p s", "ORDER BY par s", "batch s", "vs 1p", "vs par",
-           "vs batch", "cpu/wall", "rows fully scored", "pairs scored", "hb_topk = ORDER BY")
-    fmt = "    %5s  %9s  %13s  %14s  %7s  %6s  %6s  %8s  %9s  %17s  %12s  %s"
+    hdr = ("k", "hb_topk s", "ORDER BY 1p s", "ORDER BY par s", "row at a time s", "batch s",
+           "vs 1p", "vs par", "vs batch", "1p/row", "cpu/wall", "rows fully scored",
+           "pairs scored", "hb_topk = ORDER BY")
+    fmt = "    %5s  %9s  %13s  %14s  %15s  %7s  %6s  %6s  %8s  %6s  %9s  %17s  %12s  %s"
     p(fmt % hdr)
     status = 0
     for k in ks:
@@ -272,6 +289,7 @@ def topk_section(p, pg, meta):
         s1 = fnum(pg, "topk_k%s_order_serial_seconds" % k)
         sp = fnum(pg, "topk_k%s_order_parallel_seconds" % k)
         sb = fnum(pg, "topk_k%s_batch_seconds" % k)
+        sr = fnum(pg, "topk_k%s_order_rowwise_seconds" % k)
         full, stats_rows = fnum(pg, "topk_k%s_rows_full" % k), fnum(pg, "topk_k%s_stats_rows" % k)
         pairs, total = fnum(pg, "topk_k%s_pairs_scored" % k), fnum(pg, "topk_k%s_pairs_total" % k)
         c_t = fnum(pg, "topk_k%s_cpu_seconds" % k)
@@ -281,26 +299,34 @@ def topk_section(p, pg, meta):
         v_topk = pg.get("topk_k%s_same_topk" % k, "not checked")
         v_par = pg.get("topk_k%s_same_parallel" % k, "not checked")
         v_batch = pg.get("topk_k%s_same_batch" % k, "not checked")
-        ok = all(v.startswith(("identical", "ties")) for v in (v_topk, v_par, v_batch))
+        v_row = pg.get("topk_k%s_same_rowwise" % k, "not checked")
+        ok = all(v.startswith(("identical", "ties")) for v in (v_topk, v_par, v_batch)) and \
+            v_row == "identical"
         status |= 0 if ok else 1
         p(fmt % (k,
                  "%.3f" % t if t else "-",
                  "%.3f" % s1 if s1 else "-",
                  "%.3f" % sp if sp else "-",
+                 "%.3f" % sr if sr else "-",
                  "%.3f" % sb if sb else "-",
                  "%.3gx" % (s1 / t) if t and s1 else "-",
                  "%.3gx" % (sp / t) if t and sp else "-",
                  "%.3gx" % (sb / t) if t and sb else "-",
+                 "%.3gx" % (sr / s1) if s1 and sr else "-",
                  cpu,
                  ("%s (%.2g%%)" % (format(int(full), ","), 100 * full / stats_rows))
                  if full is not None and stats_rows else "-",
                  "%.1f%%" % (100 * pairs / total) if pairs is not None and total else "-",
                  ("" if ok else "FAILED: ") + v_topk
                  + ("" if v_par == "identical" else "; ORDER BY parallel: " + v_par)
-                 + ("" if v_batch == "identical" else "; batch: " + v_batch)))
+                 + ("" if v_batch == "identical" else "; batch: " + v_batch)
+                 + ("" if v_row == "identical" else "; row at a time: " + v_row)))
     p("    'batch' = SELECT (item).id, score FROM hb_predict_batch('m', NULL::t)")
     p("              ORDER BY score DESC, (item).id LIMIT k  (full scoring, batch strategy; one process)")
-    p("    'vs 1p' / 'vs par' / 'vs batch' = that time / hb_topk time (above 1x: hb_topk is faster).")
+    p("    'ORDER BY 1p' runs the batching scan's top-K path; 'row at a time' is the same query with")
+    p("    hbird.batch_scan = off, and must return exactly the same rows in the same order.")
+    p("    'vs 1p' / 'vs par' / 'vs batch' = that time / hb_topk time (above 1x: hb_topk is faster);")
+    p("    '1p/row' = row-at-a-time time / ORDER BY 1p time.")
     p("    'cpu/wall': of hb_topk / of ORDER BY 1p.")
     p("    'rows fully scored', 'pairs scored' = (row, tree) pairs evaluated / (rows x trees): from")
     p("    hb_topk_stats() right after the timed call.")

@@ -100,6 +100,10 @@ HB="SELECT sum(hb_predict('m', t)) FROM t"
 timed hbird_serial "$SERIAL" "$HB"
 timed hbird_parallel "$DEFAULT" "$HB"
 out hbird_parallel_workers "$(workers_planned "$DEFAULT" "$HB")"
+# the same queries row at a time (the batching scan off), and the first row
+timed hbird_rowwise_serial "$SERIAL; SET hbird.batch_scan = off" "$HB"
+timed hbird_rowwise_parallel "$DEFAULT; SET hbird.batch_scan = off" "$HB"
+timed hbird_limit1 "$SERIAL" "SELECT hb_predict('m', t) FROM t LIMIT 1"
 timed hbird_py_subset "$SERIAL" \
 	"SELECT sum(hb_predict('m', s.t)) FROM (SELECT t FROM t LIMIT $BENCH_PY_ROWS) s"
 out hbird_status ok

@@ -19,7 +19,9 @@
 #                          SELECT * FROM hb_topk_stats() in the same session
 #   ORDER BY, serial       SELECT id, hb_predict('m', t) AS score FROM t
 #                          ORDER BY score DESC, ctid LIMIT k
-#                          (max_parallel_workers_per_gather = 0)
+#                          (max_parallel_workers_per_gather = 0): the
+#                          batching scan's top-K path
+#   ORDER BY, row at a time  the same with hbird.batch_scan = off
 #   ORDER BY, parallel     the same with the default parallel setting
 #   batch + ORDER BY       SELECT (item).id, score FROM hb_predict_batch('m', NULL::t)
 #                          ORDER BY score DESC, (item).id LIMIT k: full scoring
@@ -94,6 +96,8 @@ for k in $BENCH_TOPK_K; do
 	timed_to "$TMP/serial_$k.txt" "topk_k${k}_order_serial" "$SERIAL" "$ORDER_WARM" "$ORDER_Q $k"
 	timed_to "$TMP/parallel_$k.txt" "topk_k${k}_order_parallel" "$DEFAULT" "$ORDER_WARM" "$ORDER_Q $k"
 	timed_to "$TMP/batch_$k.txt" "topk_k${k}_batch" "$SERIAL" "$BATCH_WARM" "$BATCH_Q $k"
+	timed_to "$TMP/rowwise_$k.txt" "topk_k${k}_order_rowwise" "$SERIAL; SET hbird.batch_scan = off" \
+		"$ORDER_WARM" "$ORDER_Q $k"
 
 	out "topk_k${k}_n" "$(wc -l <"$TMP/topk_$k.txt")"
 	# ties: rows of the top-k whose score equals the next row's
@@ -111,6 +115,9 @@ for k in $BENCH_TOPK_K; do
 	verdict=$("$PY" "$BENCH/topk_check.py" "$k" "$TMP/serial_$k.txt" "$TMP/parallel_$k.txt") || ok=0
 	out "topk_k${k}_same_parallel" "$verdict"
 	log "  ORDER BY parallel vs serial: $verdict"
+	verdict=$("$PY" "$BENCH/topk_check.py" "$k" "$TMP/serial_$k.txt" "$TMP/rowwise_$k.txt") || ok=0
+	out "topk_k${k}_same_rowwise" "$verdict"
+	log "  ORDER BY row at a time vs batched: $verdict"
 	verdict=$("$PY" "$BENCH/topk_check.py" "$k" "$TMP/serial_$k.txt" "$TMP/batch_$k.txt") || ok=0
 	out "topk_k${k}_same_batch" "$verdict"
 	log "  hb_predict_batch + ORDER BY vs ORDER BY serial: $verdict"

@@ -30,18 +30,25 @@ ROLLBACK;
 SQL
 )
 
-# session A: 150 rows, 20 ms each (3 s), one distinct score expected
-out=$(mktemp)
-q -c "SELECT count(DISTINCT s), min(s) FROM (SELECT hb_predict('cv', p) AS s, pg_sleep(0.02) FROM probe p) q" >"$out" &
-pid=$!
-sleep 1
-# session B replaces the model in the middle of A's statement
-echo "SELECT hb_model_upload('cv', :'b');" | q -v b="$(cat $fx/binary_logitraw.json)" >/dev/null
-wait $pid
-res=$(cat "$out")
-rm -f "$out"
-[ "$res" = "1|$v1" ]
-tap $? "a statement keeps the version it started with while another session uploads (got $res, version 1 scores $v1)"
+# session A: 150 rows, 20 ms each (3 s), one distinct score expected; with
+# the batching scan (the model is resolved at its first batch and batches
+# keep coming) and row at a time
+for scan in on off; do
+	out=$(mktemp)
+	q -c "SET hbird.batch_scan = $scan" \
+		-c "SELECT count(DISTINCT s), min(s) FROM (SELECT hb_predict('cv', p) AS s, pg_sleep(0.02) FROM probe p) q" >"$out" &
+	pid=$!
+	sleep 1
+	# session B replaces the model in the middle of A's statement
+	echo "SELECT hb_model_upload('cv', :'b');" | q -v b="$(cat $fx/binary_logitraw.json)" >/dev/null
+	wait $pid
+	res=$(cat "$out")
+	rm -f "$out"
+	[ "$res" = "1|$v1" ]
+	tap $? "a statement keeps the version it started with while another session uploads, batch_scan $scan (got $res, version 1 scores $v1)"
+	# back to version 1's model for the next round
+	[ "$scan" = on ] && echo "SELECT hb_model_upload('cv', :'a');" | q -v a="$(cat $fx/binary_logistic.json)" >/dev/null
+done
 
 after=$(q -c "SELECT hb_predict('cv', p) FROM probe p WHERE id = 1")
 [ -n "$v2" ] && [ "$after" = "$v2" ] && [ "$after" != "$v1" ]
