@@ -89,14 +89,21 @@ describe(unsigned char c, char *buf, size_t size)
 	return buf;
 }
 
+/* "byte" or "bytes", for a count of n */
+static const char *
+bytes_word(uint64_t n)
+{
+	return n == 1 ? "byte" : "bytes";
+}
+
 /* Are n more bytes there?  what names them for the error. */
 static bool
 need(UParser *p, size_t n, const char *what)
 {
 	if (p->len - p->pos < n)
 		return ufail(p, HB_ERR_PARSE, p->pos,
-					 "unexpected end of input in %s (%zu bytes needed, %zu left)",
-					 what, n, p->len - p->pos);
+					 "unexpected end of input in %s (%zu %s needed, %zu left)",
+					 what, n, bytes_word(n), p->len - p->pos);
 	return true;
 }
 
@@ -180,7 +187,8 @@ read_int(UParser *p, unsigned char marker, const char *what, int64_t *out)
 
 /*
  * A length or count: an integer marker and its value, which must not be
- * negative.
+ * negative.  what names it as the subject of a sentence ("a string's
+ * length").
  */
 static bool
 read_length(UParser *p, const char *what, int64_t *out)
@@ -200,7 +208,7 @@ read_length(UParser *p, const char *what, int64_t *out)
 	if (!read_int(p, c, what, out))
 		return false;
 	if (*out < 0)
-		return ufail(p, HB_ERR_PARSE, off, "negative %s (%lld)", what,
+		return ufail(p, HB_ERR_PARSE, off, "%s is negative (%lld)", what,
 					 (long long) *out);
 	return true;
 }
@@ -217,8 +225,9 @@ read_string_bytes(UParser *p, int64_t n, const char *what, HbJson *v)
 
 	if ((uint64_t) n > p->len - p->pos)
 		return ufail(p, HB_ERR_PARSE, p->pos,
-					 "%s of %lld bytes runs past the end of the input (%zu bytes left)",
-					 what, (long long) n, p->len - p->pos);
+					 "%s of %lld %s runs past the end of the input (%zu %s left)",
+					 what, (long long) n, bytes_word((uint64_t) n),
+					 p->len - p->pos, bytes_word(p->len - p->pos));
 	s = p->s + p->pos;
 	for (int64_t i = 0; i < n;)
 	{
@@ -260,12 +269,12 @@ read_high_precision(UParser *p, size_t off, HbJson *v)
 	uint8_t		kind = NUM_PLAIN;
 	char	   *out;
 
-	if (!read_length(p, "high-precision number length", &n))
+	if (!read_length(p, "a high-precision number's length", &n))
 		return false;
 	if ((uint64_t) n > p->len - p->pos)
 		return ufail(p, HB_ERR_PARSE, p->pos,
-					 "high-precision number of %lld bytes runs past the end of the input",
-					 (long long) n);
+					 "high-precision number of %lld %s runs past the end of the input",
+					 (long long) n, bytes_word((uint64_t) n));
 	if (n > HB_JSON_MAX_NUMBER_LEN)
 		return ufail(p, HB_ERR_LIMIT, off,
 					 "number longer than %d characters", HB_JSON_MAX_NUMBER_LEN);
@@ -443,8 +452,9 @@ parse_header(UParser *p, bool object, unsigned char *type, int64_t *count)
 		if (*count > UINT32_MAX ||
 			(min_bytes > 0 && (uint64_t) *count > (p->len - p->pos) / (uint64_t) min_bytes))
 			return ufail(p, HB_ERR_PARSE, off,
-						 "container count %lld runs past the end of the input (%zu bytes left)",
-						 (long long) *count, p->len - p->pos);
+						 "container count %lld runs past the end of the input (%zu %s left)",
+						 (long long) *count, p->len - p->pos,
+						 bytes_word(p->len - p->pos));
 	}
 	return true;
 }
