@@ -182,6 +182,13 @@ extern char *hb_feature_default_name(int64_t i);
 extern bool hb_model_set_feature_names(HbModel *m, char **names, int n,
 									   HbError *err);
 
+/*
+ * Several regression outputs (targets) and no classes: n_outputs > 1 and
+ * not a classifier.  hb_plan_targets scores every target; one-value entry
+ * points (hb_predict) refuse these models.
+ */
+extern bool hb_model_is_multi_target(const HbModel *m);
+
 /* Structural checks every reader's result must pass (depth, indices, cycles). */
 extern bool hb_model_validate(HbModel *m, HbError *err);
 

@@ -553,6 +553,23 @@ hb_link_predict(const HbPlan *p, const double *margins, size_t n, double *out)
 	}
 }
 
+bool
+hb_plan_is_multi_target(const HbPlan *p)
+{
+	return p->n_outputs > 1 && p->task != HB_TASK_BINARY &&
+		p->task != HB_TASK_MULTICLASS;
+}
+
+/* Each output through the link of one output, in the order of the margins. */
+void
+hb_link_targets(const HbPlan *p, const double *margins, size_t n, double *out)
+{
+	size_t		total = n * (size_t) p->n_outputs;
+
+	for (size_t i = 0; i < total; i++)
+		out[i] = apply_link1(p, margins[i]);
+}
+
 void
 hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 {
@@ -596,6 +613,14 @@ hb_plan_predict(const HbPlan *p, const double *x, size_t n, double *scratch,
 {
 	hb_plan_margins(p, x, n, scratch);
 	hb_link_predict(p, scratch, n, out);
+}
+
+void
+hb_plan_targets(const HbPlan *p, const double *x, size_t n, double *scratch,
+				double *out)
+{
+	hb_plan_margins(p, x, n, scratch);
+	hb_link_targets(p, scratch, n, out);
 }
 
 void
@@ -809,7 +834,8 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 			p->link == HB_LINK_SOFTPLUS ? "softplus" : "identity";
 		snprintf(ops[k].in_shape, sizeof(ops[k].in_shape), "%zux%d", n, p->n_outputs);
 		snprintf(ops[k].out_shape, sizeof(ops[k].out_shape), "%zux%d", n,
-				 p->n_classes > 1 ? p->n_classes : 1);
+				 p->n_classes > 1 ? p->n_classes :
+				 hb_plan_is_multi_target(p) ? p->n_outputs : 1);
 		ops[k].param_bytes = (int64_t) sizeof(double) * p->n_outputs;
 		ops[k].flops = (double) n * p->n_outputs * 4;
 		k++;
