@@ -56,10 +56,12 @@ typedef enum HbLink
 								 * sigmoid of |x|, mirrored for x < 0 */
 	HB_LINK_SIGMOID_SUM,		/* sigmoid per class in double, then divided
 								 * by their sum (scikit-learn's one-vs-rest) */
-	HB_LINK_SOFTPLUS			/* log(1 + exp(x)): LightGBM's
+	HB_LINK_SOFTPLUS,			/* log(1 + exp(x)): LightGBM's
 								 * cross_entropy_lambda */
+	HB_LINK_SOFTMAX_PAIR		/* binary: onnxruntime's float32 SOFTMAX
+								 * over the two opposite scores -x and x */
 } HbLink;
-#define HB_LINK_LAST HB_LINK_SOFTPLUS
+#define HB_LINK_LAST HB_LINK_SOFTMAX_PAIR
 
 /* How a numeric split compares the input with the threshold. */
 typedef enum HbCmp

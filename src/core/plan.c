@@ -467,6 +467,28 @@ softmax_zero(const double *m, int k, double *out)
 		out[i] = (double) ((float) out[i] / sum);
 }
 
+/*
+ * onnxruntime's SOFTMAX over the scores -x and x of a binary linear model
+ * written as two opposite rows (scikit-learn's multinomial logistic
+ * regression on two classes): its ComputeSoftmax in float32, the larger
+ * score subtracted first, the exponentials summed in order.  out gets
+ * both probabilities.
+ */
+static void
+softmax_pair(double x, double *out)
+{
+	float		v = (float) x;
+	float		vmax = -v > v ? -v : v;
+	float		e0 = expf(-v - vmax);
+	float		e1 = expf(v - vmax);
+	float		sum = 0.0f;
+
+	sum += e0;
+	sum += e1;
+	out[0] = (double) (e0 / sum);
+	out[1] = (double) (e1 / sum);
+}
+
 static double
 apply_link1(const HbPlan *p, double x)
 {
@@ -484,6 +506,13 @@ apply_link1(const HbPlan *p, double x)
 			return probit_ort(x);
 		case HB_LINK_SOFTPLUS:
 			return log1p(exp(x));
+		case HB_LINK_SOFTMAX_PAIR:
+			{
+				double		pr[2];
+
+				softmax_pair(x, pr);
+				return pr[1];
+			}
 		default:
 			return x;
 	}
@@ -590,6 +619,12 @@ hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 			 */
 			double		pos;
 
+			if (p->link == HB_LINK_SOFTMAX_PAIR)
+			{
+				/* both columns as onnxruntime computes them */
+				softmax_pair(m[0], out + r * 2);
+				continue;
+			}
 			if (p->link == HB_LINK_SIGMOID || p->link == HB_LINK_SIGMOID_SUM)
 				pos = sigmoid(p, m[0]);
 			else if (p->link == HB_LINK_LOGISTIC || p->link == HB_LINK_SIGMOID_L1)
@@ -824,7 +859,8 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 		k = hb_tt_ops(p, n, ops, max_ops);
 	if (k < max_ops)
 	{
-		ops[k].op = p->link == HB_LINK_SOFTMAX ? "softmax" :
+		ops[k].op = p->link == HB_LINK_SOFTMAX || p->link == HB_LINK_SOFTMAX_PAIR ?
+			"softmax" :
 			p->link == HB_LINK_SIGMOID || p->link == HB_LINK_LOGISTIC ? "sigmoid" :
 			p->link == HB_LINK_EXP ? "exp" :
 			p->link == HB_LINK_SOFTMAX_ZERO ? "softmax_zero" :
