@@ -347,9 +347,11 @@ def _estimator(est, nf):
     classes = getattr(est, "classes_", None)
     if isinstance(est, (lm.LinearRegression, lm.Ridge, lm.Lasso, lm.ElasticNet, lm.SGDRegressor,
                         svm.LinearSVR)):
-        if np.ndim(est.coef_) == 2 and np.shape(est.coef_)[0] > 1:
-            raise Unsupported("%s with several targets" % kind)
-        return _linear(est, "regression", "identity", None)
+        m = _linear(est, "regression", "identity", None)
+        if len(m["coef"]) > 1:
+            # fitted on a 2-D y: one coefficient row per target
+            m["n_targets"] = len(m["coef"])
+        return m
     if isinstance(est, lm.LogisticRegression):
         if len(classes) > 2:
             mc = est.multi_class
@@ -382,11 +384,19 @@ def _estimator(est, nf):
     if isinstance(est, (sktree.DecisionTreeRegressor, ens.RandomForestRegressor,
                         ens.ExtraTreesRegressor)):
         trees = est.estimators_ if hasattr(est, "estimators_") else [est]
-        if getattr(est, "n_outputs_", 1) != 1:
-            raise Unsupported("%s with several targets" % kind)
-        out = [_tree_arrays(t, 0, t.tree_.value[:, 0, 0] / len(trees)) for t in trees]
-        return {"kind": "trees", "task": "regression", "link": "identity",
-                "comparison": "le_f32", "trees": out, "base": [0.0]}
+        # fitted on a 2-D y, tree_.value holds one value per target and node:
+        # one tree per target, of the same structure, in its target's group
+        k = int(getattr(est, "n_outputs_", 1))
+        out = [_tree_arrays(t, g, t.tree_.value[:, g, 0] / len(trees))
+               for t in trees for g in range(k)]
+        m = {"kind": "trees", "task": "regression", "link": "identity",
+             "comparison": "le_f32", "trees": out, "base": [0.0] * k}
+        if k > 1:
+            m["n_targets"] = k
+        return m
+    from sklearn.multioutput import MultiOutputRegressor
+    if isinstance(est, MultiOutputRegressor):
+        return _multi_output(est, nf)
     if isinstance(est, (ens.GradientBoostingClassifier, ens.GradientBoostingRegressor)):
         lr = float(est.learning_rate)
         init = est._raw_predict_init(np.zeros((1, nf), dtype=np.float32))[0]
@@ -420,6 +430,39 @@ def _estimator(est, nf):
         raw = est.get_booster().save_raw(raw_format="json")
         return {"format": "xgboost-json", "model": json.loads(bytes(raw).decode())}
     raise Unsupported("estimator %s is not supported" % kind)
+
+
+def _multi_output(est, nf):
+    """MultiOutputRegressor: its per-target regressors as one model of
+    several targets.  They must be native models of one kind, link and
+    comparison (linear rows stacked; trees filed under their target)."""
+    parts = [_estimator(e, nf) for e in est.estimators_]
+    first = parts[0]
+    for p in parts:
+        if "kind" not in p:
+            raise Unsupported("MultiOutputRegressor of %s (embedded models)"
+                              % type(est.estimators_[0]).__name__)
+        if p.get("task") != "regression" or p.get("n_targets", 1) != 1:
+            raise Unsupported("MultiOutputRegressor of multi-target or non-regression estimators")
+        for key in ("kind", "link", "comparison"):
+            if p.get(key) != first.get(key):
+                raise Unsupported("MultiOutputRegressor mixing estimators (%s %r and %r)"
+                                  % (key, first.get(key), p.get(key)))
+    k = len(parts)
+    if first["kind"] == "linear":
+        return {"kind": "linear", "task": "regression", "link": first["link"],
+                "n_targets": k, "coef": [p["coef"][0] for p in parts],
+                "intercept": [p["intercept"][0] for p in parts]}
+    trees = []
+    for g, p in enumerate(parts):
+        for t in p["trees"]:
+            t["group"] = g
+            trees.append(t)
+    m = {"kind": "trees", "task": "regression", "link": first["link"], "n_targets": k,
+         "trees": trees, "base": [p["base"][0] for p in parts]}
+    if "comparison" in first:
+        m["comparison"] = first["comparison"]
+    return m
 
 
 def _bits(words):

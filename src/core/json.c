@@ -11,15 +11,31 @@
  * The document's layout (json_int.h) is shared with ubjson.c, whose
  * documents hold binary numbers as well as text ones.
  *
- * Numbers are only checked against the JSON grammar while parsing; their
- * text stays in the input and is converted when someone asks.  Most model
- * files hold far more numbers than a reader looks at twice, and converting
- * late lets the reader choose strtof over strtod.  Conversion uses the C
- * library, which depends on LC_NUMERIC; a PostgreSQL backend always runs
- * with LC_NUMERIC=C, and so do programs that never call setlocale.
+ * Numbers outside arrays of numbers are only checked against the JSON
+ * grammar while parsing; their text stays in the input and is converted
+ * when someone asks, with strtod or strtof as the reader chooses.
+ *
+ * Arrays of numbers, most of a model file, are packed (json_int.h): a first
+ * pass over the bytes up to the ']' counts the elements and tells integers
+ * from the rest, a second converts each number once into an int32 or a
+ * double slot.  That costs 4 or 8 bytes per element instead of a 16-byte
+ * value pushed on the stack and then copied into the arena, which for short
+ * numbers was many times the input.  A number goes into a slot only when
+ * the accessors then return what they would have returned from its text:
+ * int32 slots take integers of at most nine digits (not "-0"), double slots
+ * integers of at most 15 digits (exact in a double), NaN and infinities,
+ * and other numbers whose double (strtod) also gives strtof's float, which
+ * fails only when the double lies exactly halfway between two floats.  An
+ * array with anything else, or with a syntax error, is parsed again value
+ * by value from its '[', which reports errors where it always did.
+ *
+ * Conversion uses the C library, which depends on LC_NUMERIC; a PostgreSQL
+ * backend always runs with LC_NUMERIC=C, and so do programs that never call
+ * setlocale.
  */
 #include "json_int.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -90,6 +106,26 @@ hb_json_arena_alloc(HbJsonDoc *doc, size_t size)
 	if (doc->next_size < MAX_BLOCK)
 		doc->next_size *= 2;
 	return (char *) b + BLOCK_HEADER;
+}
+
+void
+hb_json_arena_unalloc(HbJsonDoc *doc, void *ptr, size_t size)
+{
+	HbJsonBlock *b = doc->blocks;
+
+	size = (size + 7) & ~(size_t) 7;
+	if (b != NULL && (char *) b + BLOCK_HEADER == (char *) ptr && b->size == size)
+	{
+		/* a block of its own, the newest one */
+		doc->blocks = b->next;
+		hb_free(b);
+	}
+	else if ((char *) ptr + size == doc->cur)
+	{
+		/* the newest piece of the current block */
+		doc->cur = ptr;
+		doc->left += size;
+	}
 }
 
 void
@@ -378,6 +414,297 @@ put_utf8(char *out, uint32_t cp)
 }
 
 
+/* ---------- packed arrays of numbers ---------- */
+
+bool
+hb_json_float_midpoint(double d)
+{
+	double		a = fabs(d);
+	double		half;			/* half a float ulp at a */
+	double		q;
+	int			e;
+
+	if (!(a > 0.0) || isinf(a))
+		return false;
+	if (a < 0x1p-126)
+		half = 0x1p-150;		/* float subnormals: one fixed ulp */
+	else
+	{
+		/* a = m 2^e with m in [0.5, 1): the float ulp is 2^(e - 24) */
+		(void) frexp(a, &e);
+		half = ldexp(1.0, e - 25);
+	}
+	/* a power-of-two scaling, exact; midpoints are odd multiples */
+	q = a / half;
+	return q == floor(q) && fmod(q, 2.0) == 1.0;
+}
+
+/* 10^0 .. 10^22, all exact doubles */
+static const double pow10_exact[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
+	1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
+};
+
+/*
+ * The double nearest to the decimal number token t[0 .. n) when it has at
+ * most 2^53 as its significand and a power of ten up to 10^22 either way:
+ * then both are exact doubles and one IEEE multiplication or division
+ * rounds the quotient correctly (Clinger's fast path), the value strtod
+ * gives, many times faster.  false otherwise (the caller uses strtod), and
+ * always where the compiler keeps excess precision.
+ */
+static bool
+fast_decimal(const char *t, size_t n, double *out)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+	size_t		i = 0;
+	uint64_t	m = 0;
+	int			digits = 0;		/* significant digits in m */
+	int			e10 = 0;
+	bool		neg = false;
+	bool		frac = false;
+
+	if (t[0] == '-')
+	{
+		neg = true;
+		i++;
+	}
+	for (; i < n; i++)
+	{
+		unsigned char c = (unsigned char) t[i];
+
+		if (c == '.')
+		{
+			frac = true;
+			continue;
+		}
+		if (!is_digit(c))
+			break;
+		if (frac)
+			e10--;
+		if (m == 0 && c == '0')
+			continue;			/* leading zeros carry no precision */
+		if (++digits > 16)
+			return false;
+		m = m * 10 + (uint64_t) (c - '0');
+	}
+	if (i < n)
+	{
+		/* the grammar was checked: an exponent, with at most 4 digits here */
+		int			sign = 1,
+					e = 0,
+					k = 0;
+
+		i++;					/* 'e' or 'E' */
+		if (t[i] == '+' || t[i] == '-')
+			sign = t[i++] == '-' ? -1 : 1;
+		for (; i < n; i++, k++)
+		{
+			if (k == 4)
+				return false;
+			e = e * 10 + (t[i] - '0');
+		}
+		e10 += sign * e;
+	}
+	if (m > ((uint64_t) 1 << 53))
+		return false;
+	if (m == 0)
+		*out = 0.0;
+	else if (e10 >= 0 && e10 <= 22)
+		*out = (double) m * pow10_exact[e10];
+	else if (e10 < 0 && e10 >= -22)
+		*out = (double) m / pow10_exact[-e10];
+	else
+		return false;
+	if (neg)
+		*out = -*out;
+	return true;
+#else
+	return false;
+#endif
+}
+
+/*
+ * From p->pos (just after a '['), the bytes up to the first ']' if they can
+ * only be numbers, commas and white space: the number of elements, and
+ * whether they all look like integers of at most nine digits (*kind
+ * ARR_I32, else ARR_F64).  false for anything else (strings, containers,
+ * literals, an empty array), which is left to the value-by-value parser.
+ */
+static bool
+prescan_numbers(const Parser *p, size_t *count, uint8_t *kind)
+{
+	size_t		commas = 0;
+	size_t		digits = 0;		/* in a row, in the current token */
+	bool		any = false;
+	bool		ints = true;
+
+	for (size_t i = p->pos; i < p->len; i++)
+	{
+		unsigned char c = p->s[i];
+
+		if (is_digit(c))
+		{
+			any = true;
+			if (++digits > 9)
+				ints = false;
+			continue;
+		}
+		digits = 0;
+		switch (c)
+		{
+			case ']':
+				if (!any)
+					return false;
+				*count = commas + 1;
+				*kind = ints ? ARR_I32 : ARR_F64;
+				return true;
+			case ',':
+				commas++;
+				break;
+			case ' ':
+			case '\t':
+			case '\n':
+			case '\r':
+			case '-':
+				break;
+			case '+':
+			case '.':
+			case 'e':
+			case 'E':
+				/* NaN, Infinity, inf */
+			case 'N':
+			case 'a':
+			case 'I':
+			case 'n':
+			case 'f':
+			case 'i':
+			case 't':
+			case 'y':
+				ints = false;
+				any = true;
+				break;
+			default:
+				return false;
+		}
+	}
+	return false;
+}
+
+/*
+ * The number at p->pos into a slot of the given kind, p->pos past it; false
+ * when there is no number or its slot would not give back exactly what its
+ * text gives (see the file's header).
+ */
+static bool
+pack_number(Parser *p, uint8_t kind, void *slot)
+{
+	const char *t = (const char *) p->s + p->pos;
+	uint8_t		nk = NUM_PLAIN;
+	size_t		n = hb_json_scan_number(p->s + p->pos, p->len - p->pos, &nk);
+	size_t		i;
+	bool		neg;
+	uint64_t	acc = 0;
+
+	if (n == 0 || n > HB_JSON_MAX_NUMBER_LEN)
+		return false;
+	p->pos += n;
+	if (nk != NUM_PLAIN)
+	{
+		if (kind != ARR_F64)
+			return false;
+		*(double *) slot = nk == NUM_NAN ? NAN : nk == NUM_PINF ? INFINITY : -INFINITY;
+		return true;
+	}
+	neg = t[0] == '-';
+	/* wraps harmlessly for long tokens, which the digit count refuses */
+	for (i = neg ? 1 : 0; i < n && is_digit((unsigned char) t[i]); i++)
+		acc = acc * 10 + (uint64_t) (t[i] - '0');
+	if (i == n)
+	{
+		/* an integer: exact in a double up to 15 digits */
+		if (n - (neg ? 1 : 0) > 15)
+			return false;
+		if (kind == ARR_I32)
+		{
+			/* -0 is a negative zero as a double, which an int32 is not */
+			if (acc > INT32_MAX || (neg && acc == 0))
+				return false;
+			*(int32_t *) slot = neg ? -(int32_t) acc : (int32_t) acc;
+			return true;
+		}
+		*(double *) slot = neg ? -(double) acc : (double) acc;
+		return true;
+	}
+	if (kind != ARR_F64)
+		return false;
+	{
+		char		buf[HB_JSON_MAX_NUMBER_LEN + 1];
+		double		d;
+
+		memcpy(buf, t, n);
+		buf[n] = '\0';
+		if (!fast_decimal(t, n, &d))
+			d = strtod(buf, NULL);
+		/* halfway between two floats, (float) d may round the other way */
+		if (hb_json_float_midpoint(d) && (float) d != strtof(buf, NULL))
+			return false;
+		*(double *) slot = d;
+	}
+	return true;
+}
+
+/*
+ * An array of numbers at p->pos (just after its '['), packed into *v.
+ * false, with p->pos back where it was, for any other array or a syntax
+ * error (the value-by-value parser then parses it or reports the error);
+ * false with *nomem set when out of memory.
+ */
+static bool
+parse_packed(Parser *p, HbJson *v, bool *nomem)
+{
+	size_t		start = p->pos;
+	size_t		count,
+				size;
+	uint8_t		kind;
+	char	   *slots;
+
+	*nomem = false;
+	if (!prescan_numbers(p, &count, &kind))
+		return false;
+	size = ARR_ELEM_SIZE(kind);
+	slots = hb_json_arena_alloc(p->doc, count * size);
+	if (slots == NULL)
+	{
+		*nomem = true;
+		return false;
+	}
+	for (size_t k = 0; k < count; k++)
+	{
+		if ((++p->ticks & 0xFFFF) == 0)
+			hb_check_interrupts();
+		skip_ws(p);
+		if (!pack_number(p, kind, slots + k * size))
+			goto unpack;
+		skip_ws(p);
+		if (p->pos >= p->len || p->s[p->pos] != (k + 1 < count ? ',' : ']'))
+			goto unpack;
+		p->pos++;
+	}
+	memset(v, 0, sizeof(*v));
+	v->type = HB_JSON_ARRAY;
+	v->aux = kind;
+	v->n = (uint32_t) count;
+	v->u.packed = slots;
+	return true;
+
+unpack:
+	hb_json_arena_unalloc(p->doc, slots, count * size);
+	p->pos = start;
+	return false;
+}
+
+
 /* ---------- parsing ---------- */
 
 static bool
@@ -589,11 +916,17 @@ static bool
 parse_array(Parser *p, int depth)
 {
 	size_t		mark = p->top;
+	HbJson		packed;
+	bool		nomem;
 
 	if (depth > HB_JSON_MAX_DEPTH)
 		return parse_fail(p, HB_ERR_LIMIT, p->pos,
 						  "nesting is deeper than %d levels", HB_JSON_MAX_DEPTH);
 	p->pos++;					/* '[' */
+	if (parse_packed(p, &packed, &nomem))
+		return push(p, &packed);
+	if (nomem)
+		return fail_nomem(p);
 	skip_ws(p);
 	if (p->pos < p->len && p->s[p->pos] == ']')
 	{
@@ -773,6 +1106,51 @@ hb_json_parse(const char *bytes, size_t len, HbJsonDoc **out, HbError *err)
 
 /* ---------- accessors ---------- */
 
+/* Is v the handle of a packed array's element? */
+static inline bool
+is_slot(const HbJson *v)
+{
+	return ((uintptr_t) v & ARR_TAG_MASK) != ARR_VALUES;
+}
+
+/*
+ * The value behind a handle: v itself, or for an element of a packed array
+ * (a tagged handle, json_int.h) the binary number in its slot, built in
+ * *tmp.  Accessors never hand out pointers into *tmp.
+ */
+static inline const HbJson *
+deref(const HbJson *v, HbJson *tmp)
+{
+	uintptr_t	h = (uintptr_t) v;
+	const void *slot = (const void *) (h & ~ARR_TAG_MASK);
+
+	if (!is_slot(v))
+		return v;
+	memset(tmp, 0, sizeof(*tmp));
+	tmp->type = HB_JSON_NUMBER;
+	switch (h & ARR_TAG_MASK)
+	{
+		case ARR_F64:
+			tmp->aux = NUM_F64;
+			memcpy(&tmp->u.f64, slot, sizeof(double));
+			break;
+		case ARR_F32:
+			tmp->aux = NUM_F32;
+			memcpy(&tmp->u.f32, slot, sizeof(float));
+			break;
+		default:
+			{
+				int32_t		i32;
+
+				memcpy(&i32, slot, sizeof(i32));
+				tmp->aux = NUM_I64;
+				tmp->u.i64 = i32;
+				break;
+			}
+	}
+	return tmp;
+}
+
 const HbJson *
 hb_json_root(const HbJsonDoc *doc)
 {
@@ -782,7 +1160,9 @@ hb_json_root(const HbJsonDoc *doc)
 HbJsonType
 hb_json_type(const HbJson *v)
 {
-	return v ? (HbJsonType) v->type : HB_JSON_NULL;
+	if (v == NULL)
+		return HB_JSON_NULL;
+	return is_slot(v) ? HB_JSON_NUMBER : (HbJsonType) v->type;
 }
 
 const char *
@@ -790,7 +1170,7 @@ hb_json_type_name(const HbJson *v)
 {
 	if (v == NULL)
 		return "missing";
-	switch ((HbJsonType) v->type)
+	switch (hb_json_type(v))
 	{
 		case HB_JSON_NULL:
 			return "null";
@@ -811,43 +1191,43 @@ hb_json_type_name(const HbJson *v)
 bool
 hb_json_is_null(const HbJson *v)
 {
-	return v && v->type == HB_JSON_NULL;
+	return v && hb_json_type(v) == HB_JSON_NULL;
 }
 
 bool
 hb_json_is_bool(const HbJson *v)
 {
-	return v && v->type == HB_JSON_BOOL;
+	return hb_json_type(v) == HB_JSON_BOOL;
 }
 
 bool
 hb_json_is_number(const HbJson *v)
 {
-	return v && v->type == HB_JSON_NUMBER;
+	return hb_json_type(v) == HB_JSON_NUMBER;
 }
 
 bool
 hb_json_is_string(const HbJson *v)
 {
-	return v && v->type == HB_JSON_STRING;
+	return hb_json_type(v) == HB_JSON_STRING;
 }
 
 bool
 hb_json_is_array(const HbJson *v)
 {
-	return v && v->type == HB_JSON_ARRAY;
+	return hb_json_type(v) == HB_JSON_ARRAY;
 }
 
 bool
 hb_json_is_object(const HbJson *v)
 {
-	return v && v->type == HB_JSON_OBJECT;
+	return hb_json_type(v) == HB_JSON_OBJECT;
 }
 
 size_t
 hb_json_len(const HbJson *v)
 {
-	if (v == NULL)
+	if (v == NULL || is_slot(v))
 		return 0;
 	if (v->type == HB_JSON_ARRAY || v->type == HB_JSON_OBJECT ||
 		v->type == HB_JSON_STRING)
@@ -858,9 +1238,15 @@ hb_json_len(const HbJson *v)
 const HbJson *
 hb_json_at(const HbJson *arr, size_t i)
 {
-	if (arr == NULL || arr->type != HB_JSON_ARRAY || i >= arr->n)
+	uintptr_t	slot;
+
+	if (arr == NULL || is_slot(arr) || arr->type != HB_JSON_ARRAY || i >= arr->n)
 		return NULL;
-	return &arr->u.items[i];
+	if (arr->aux == ARR_VALUES)
+		return &arr->u.items[i];
+	/* a packed element: its slot's address, tagged with the kind */
+	slot = (uintptr_t) ((const char *) arr->u.packed + i * ARR_ELEM_SIZE(arr->aux));
+	return (const HbJson *) (slot | arr->aux);
 }
 
 const HbJson *
@@ -868,7 +1254,7 @@ hb_json_get(const HbJson *obj, const char *key)
 {
 	size_t		kl;
 
-	if (obj == NULL || obj->type != HB_JSON_OBJECT || key == NULL)
+	if (obj == NULL || is_slot(obj) || obj->type != HB_JSON_OBJECT || key == NULL)
 		return NULL;
 	kl = strlen(key);
 	/* from the end: the last of duplicate keys wins */
@@ -885,7 +1271,7 @@ hb_json_get(const HbJson *obj, const char *key)
 const char *
 hb_json_key_at(const HbJson *obj, size_t i)
 {
-	if (obj == NULL || obj->type != HB_JSON_OBJECT || i >= obj->n)
+	if (obj == NULL || is_slot(obj) || obj->type != HB_JSON_OBJECT || i >= obj->n)
 		return NULL;
 	return obj->u.items[2 * i].u.text;
 }
@@ -893,7 +1279,7 @@ hb_json_key_at(const HbJson *obj, size_t i)
 const HbJson *
 hb_json_value_at(const HbJson *obj, size_t i)
 {
-	if (obj == NULL || obj->type != HB_JSON_OBJECT || i >= obj->n)
+	if (obj == NULL || is_slot(obj) || obj->type != HB_JSON_OBJECT || i >= obj->n)
 		return NULL;
 	return &obj->u.items[2 * i + 1];
 }
@@ -901,7 +1287,7 @@ hb_json_value_at(const HbJson *obj, size_t i)
 const char *
 hb_json_string(const HbJson *v)
 {
-	if (v == NULL || v->type != HB_JSON_STRING)
+	if (v == NULL || is_slot(v) || v->type != HB_JSON_STRING)
 		return NULL;
 	return v->u.text;
 }
@@ -909,7 +1295,7 @@ hb_json_string(const HbJson *v)
 bool
 hb_json_bool(const HbJson *v, bool *out)
 {
-	if (v == NULL || v->type != HB_JSON_BOOL)
+	if (v == NULL || is_slot(v) || v->type != HB_JSON_BOOL)
 		return false;
 	*out = v->aux != 0;
 	return true;
@@ -933,7 +1319,8 @@ binary_double(const HbJson *v)
 static bool
 number_token(const HbJson *v, const char **text, size_t *len, uint8_t *kind)
 {
-	if (v == NULL)
+	/* packed elements are binary numbers too */
+	if (v == NULL || is_slot(v))
 		return false;
 	if (v->type == HB_JSON_NUMBER)
 	{
@@ -975,7 +1362,9 @@ hb_json_number(const HbJson *v, double *out)
 	size_t		n;
 	uint8_t		kind;
 	char		buf[HB_JSON_MAX_NUMBER_LEN + 1];
+	HbJson		tmp;
 
+	v = deref(v, &tmp);
 	if (v != NULL && v->type == HB_JSON_NUMBER && NUM_IS_BINARY(v->aux))
 	{
 		*out = binary_double(v);
@@ -1009,7 +1398,9 @@ hb_json_float(const HbJson *v, float *out)
 	size_t		n;
 	uint8_t		kind;
 	char		buf[HB_JSON_MAX_NUMBER_LEN + 1];
+	HbJson		tmp;
 
+	v = deref(v, &tmp);
 	if (v != NULL && v->type == HB_JSON_NUMBER && NUM_IS_BINARY(v->aux))
 	{
 		/* a float32 comes back bit for bit, NaN payloads included */
@@ -1051,7 +1442,9 @@ hb_json_int(const HbJson *v, int64_t *out)
 	bool		neg = false;
 	uint64_t	acc = 0;
 	double		d;
+	HbJson		tmp;
 
+	v = deref(v, &tmp);
 	if (v != NULL && v->type == HB_JSON_NUMBER && NUM_IS_BINARY(v->aux))
 	{
 		if (v->aux == NUM_I64)

@@ -4,7 +4,9 @@
  *
  * The whole document is parsed into a read-only tree whose nodes live in a
  * few large blocks, so a 30 MB model with millions of numbers costs a handful
- * of allocations and one call to free.  The parser never reads outside
+ * of allocations and one call to free.  Arrays of numbers, most of a model
+ * file, are stored packed, 4 or 8 bytes per element (json_int.h), so the
+ * document stays below twice the size of its input (docs/reliability.md).  The parser never reads outside
  * [bytes, bytes + len), limits nesting to HB_JSON_MAX_DEPTH and reports the
  * byte offset of the first problem.
  *
@@ -14,6 +16,10 @@
  * Numbers are kept as their text (pointing into the input) and converted on
  * request, with strtod or strtof, so a caller can get exactly the float32
  * that the writer printed.  The input therefore has to outlive the document.
+ * The elements of an array of numbers are converted while parsing instead,
+ * into values from which every accessor returns exactly what it would have
+ * returned from the text (an array where that cannot be promised keeps the
+ * text); they have no text of their own (hb_json_number_text).
  *
  * hb_ubjson_parse builds the same kind of document from UBJSON (XGBoost's
  * .ubj files), where numbers are binary: int8 to int64, float32 and float64.
@@ -83,7 +89,11 @@ extern bool hb_json_is_object(const HbJson *v);
  */
 extern size_t hb_json_len(const HbJson *v);
 
-/* Array element i, or NULL when v is no array or i is out of range. */
+/*
+ * Array element i, or NULL when v is no array or i is out of range.  The
+ * handle stays valid as long as the document; for an element of a packed
+ * array it is not the address of a value (HbJson is opaque anyway).
+ */
 extern const HbJson *hb_json_at(const HbJson *arr, size_t i);
 
 /*
@@ -120,7 +130,7 @@ extern bool hb_json_int(const HbJson *v, int64_t *out);
 /*
  * A number's text as written in the input (a string's bytes for a numeric
  * string); not NUL-terminated.  NULL for anything else, binary numbers of a
- * UBJSON document included.
+ * UBJSON document and elements of packed arrays of numbers included.
  */
 extern const char *hb_json_number_text(const HbJson *v, size_t *len);
 

@@ -10,6 +10,19 @@
  * arena.  A number is either its text (kinds NUM_PLAIN to NUM_NINF, the text
  * pointing into the input or into the arena) or a binary value (NUM_F32,
  * NUM_F64, NUM_I64), which the accessors return exactly.
+ *
+ * Arrays of numbers are most of a model file (an XGBoost tree is ten arrays
+ * with one number per node), and 16 bytes per element is many times the
+ * input: "0," is two bytes of text, a uint8 of UBJSON one.  So an array of
+ * numbers whose values the accessors can return exactly from a plain
+ * binary value is packed: its run holds int32, float32 or float64 values
+ * (HbJson.aux of the array: ARR_I32, ARR_F32, ARR_F64) instead of values.
+ * hb_json_at hands out an element as a tagged handle, the address of its
+ * slot with the kind in the two low bits (slots are at least 4-aligned,
+ * values 8-aligned, so a value's handle has 00 there).  Handles are only
+ * ever decoded by the accessors (json.h's HbJson is opaque), which read a
+ * packed element as a binary number: NUM_I64 for ARR_I32, NUM_F32,
+ * NUM_F64.
  */
 #ifndef HB_JSON_INT_H
 #define HB_JSON_INT_H
@@ -29,10 +42,21 @@
 
 #define NUM_IS_BINARY(kind) ((kind) >= NUM_F32)
 
+/* Array kinds, kept in HbJson.aux of an array; also the tag of a handle */
+#define ARR_VALUES	0			/* u.items: n values */
+#define ARR_F64		1			/* u.packed: n doubles */
+#define ARR_F32		2			/* u.packed: n floats */
+#define ARR_I32		3			/* u.packed: n int32 */
+#define ARR_TAG_MASK ((uintptr_t) 3)
+
+/* Bytes of one packed element of kind k */
+#define ARR_ELEM_SIZE(k) ((k) == ARR_F64 ? sizeof(double) : sizeof(int32_t))
+
 struct HbJson
 {
 	uint8_t		type;			/* HbJsonType */
-	uint8_t		aux;			/* number: NUM_*; boolean: its value */
+	uint8_t		aux;			/* number: NUM_*; boolean: its value; array:
+								 * ARR_* */
 	uint16_t	pad;
 	uint32_t	n;				/* string bytes, array elements, object
 								 * members, number text bytes */
@@ -42,6 +66,7 @@ struct HbJson
 								 * arena; text number: its text */
 		HbJson	   *items;		/* array: n values; object: n key/value
 								 * pairs, key first */
+		void	   *packed;		/* packed array: n elements of its kind */
 		float		f32;
 		double		f64;
 		int64_t		i64;
@@ -69,6 +94,20 @@ extern HbJsonDoc *hb_json_doc_new(void);
 
 /* size bytes, 8-aligned, that live as long as the document; NULL if no memory. */
 extern void *hb_json_arena_alloc(HbJsonDoc *doc, size_t size);
+
+/*
+ * Give back the most recent hb_json_arena_alloc(doc, size) that returned
+ * ptr, when nothing was allocated since; otherwise its bytes stay with the
+ * document (freed with it).
+ */
+extern void hb_json_arena_unalloc(HbJsonDoc *doc, void *ptr, size_t size);
+
+/*
+ * Is d exactly halfway between two adjacent floats (or at the float
+ * overflow threshold)?  Only there can (float) d differ from the float
+ * nearest to the decimal that d was rounded from.
+ */
+extern bool hb_json_float_midpoint(double d);
 
 /*
  * Length of the JSON number token at s[0 .. n) (the grammar of json.h,

@@ -396,6 +396,13 @@ check_names_unique(HbModel *m, HbError *err)
 }
 
 bool
+hb_model_is_multi_target(const HbModel *m)
+{
+	return m->n_outputs > 1 && m->task != HB_TASK_BINARY &&
+		m->task != HB_TASK_MULTICLASS;
+}
+
+bool
 hb_model_validate(HbModel *m, HbError *err)
 {
 	/*

@@ -56,10 +56,12 @@ typedef enum HbLink
 								 * sigmoid of |x|, mirrored for x < 0 */
 	HB_LINK_SIGMOID_SUM,		/* sigmoid per class in double, then divided
 								 * by their sum (scikit-learn's one-vs-rest) */
-	HB_LINK_SOFTPLUS			/* log(1 + exp(x)): LightGBM's
+	HB_LINK_SOFTPLUS,			/* log(1 + exp(x)): LightGBM's
 								 * cross_entropy_lambda */
+	HB_LINK_SOFTMAX_PAIR		/* binary: onnxruntime's float32 SOFTMAX
+								 * over the two opposite scores -x and x */
 } HbLink;
-#define HB_LINK_LAST HB_LINK_SOFTPLUS
+#define HB_LINK_LAST HB_LINK_SOFTMAX_PAIR
 
 /* How a numeric split compares the input with the threshold. */
 typedef enum HbCmp
@@ -181,6 +183,13 @@ extern char *hb_feature_default_name(int64_t i);
 /* Replace the feature names (from the upload's features argument). */
 extern bool hb_model_set_feature_names(HbModel *m, char **names, int n,
 									   HbError *err);
+
+/*
+ * Several regression outputs (targets) and no classes: n_outputs > 1 and
+ * not a classifier.  hb_plan_targets scores every target; one-value entry
+ * points (hb_predict) refuse these models.
+ */
+extern bool hb_model_is_multi_target(const HbModel *m);
 
 /* Structural checks every reader's result must pass (depth, indices, cycles). */
 extern bool hb_model_validate(HbModel *m, HbError *err);

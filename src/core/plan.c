@@ -467,6 +467,28 @@ softmax_zero(const double *m, int k, double *out)
 		out[i] = (double) ((float) out[i] / sum);
 }
 
+/*
+ * onnxruntime's SOFTMAX over the scores -x and x of a binary linear model
+ * written as two opposite rows (scikit-learn's multinomial logistic
+ * regression on two classes): its ComputeSoftmax in float32, the larger
+ * score subtracted first, the exponentials summed in order.  out gets
+ * both probabilities.
+ */
+static void
+softmax_pair(double x, double *out)
+{
+	float		v = (float) x;
+	float		vmax = -v > v ? -v : v;
+	float		e0 = expf(-v - vmax);
+	float		e1 = expf(v - vmax);
+	float		sum = 0.0f;
+
+	sum += e0;
+	sum += e1;
+	out[0] = (double) (e0 / sum);
+	out[1] = (double) (e1 / sum);
+}
+
 static double
 apply_link1(const HbPlan *p, double x)
 {
@@ -484,6 +506,13 @@ apply_link1(const HbPlan *p, double x)
 			return probit_ort(x);
 		case HB_LINK_SOFTPLUS:
 			return log1p(exp(x));
+		case HB_LINK_SOFTMAX_PAIR:
+			{
+				double		pr[2];
+
+				softmax_pair(x, pr);
+				return pr[1];
+			}
 		default:
 			return x;
 	}
@@ -553,6 +582,23 @@ hb_link_predict(const HbPlan *p, const double *margins, size_t n, double *out)
 	}
 }
 
+bool
+hb_plan_is_multi_target(const HbPlan *p)
+{
+	return p->n_outputs > 1 && p->task != HB_TASK_BINARY &&
+		p->task != HB_TASK_MULTICLASS;
+}
+
+/* Each output through the link of one output, in the order of the margins. */
+void
+hb_link_targets(const HbPlan *p, const double *margins, size_t n, double *out)
+{
+	size_t		total = n * (size_t) p->n_outputs;
+
+	for (size_t i = 0; i < total; i++)
+		out[i] = apply_link1(p, margins[i]);
+}
+
 void
 hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 {
@@ -573,6 +619,12 @@ hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 			 */
 			double		pos;
 
+			if (p->link == HB_LINK_SOFTMAX_PAIR)
+			{
+				/* both columns as onnxruntime computes them */
+				softmax_pair(m[0], out + r * 2);
+				continue;
+			}
 			if (p->link == HB_LINK_SIGMOID || p->link == HB_LINK_SIGMOID_SUM)
 				pos = sigmoid(p, m[0]);
 			else if (p->link == HB_LINK_LOGISTIC || p->link == HB_LINK_SIGMOID_L1)
@@ -596,6 +648,14 @@ hb_plan_predict(const HbPlan *p, const double *x, size_t n, double *scratch,
 {
 	hb_plan_margins(p, x, n, scratch);
 	hb_link_predict(p, scratch, n, out);
+}
+
+void
+hb_plan_targets(const HbPlan *p, const double *x, size_t n, double *scratch,
+				double *out)
+{
+	hb_plan_margins(p, x, n, scratch);
+	hb_link_targets(p, scratch, n, out);
 }
 
 void
@@ -799,7 +859,8 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 		k = hb_tt_ops(p, n, ops, max_ops);
 	if (k < max_ops)
 	{
-		ops[k].op = p->link == HB_LINK_SOFTMAX ? "softmax" :
+		ops[k].op = p->link == HB_LINK_SOFTMAX || p->link == HB_LINK_SOFTMAX_PAIR ?
+			"softmax" :
 			p->link == HB_LINK_SIGMOID || p->link == HB_LINK_LOGISTIC ? "sigmoid" :
 			p->link == HB_LINK_EXP ? "exp" :
 			p->link == HB_LINK_SOFTMAX_ZERO ? "softmax_zero" :
@@ -809,7 +870,8 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 			p->link == HB_LINK_SOFTPLUS ? "softplus" : "identity";
 		snprintf(ops[k].in_shape, sizeof(ops[k].in_shape), "%zux%d", n, p->n_outputs);
 		snprintf(ops[k].out_shape, sizeof(ops[k].out_shape), "%zux%d", n,
-				 p->n_classes > 1 ? p->n_classes : 1);
+				 p->n_classes > 1 ? p->n_classes :
+				 hb_plan_is_multi_target(p) ? p->n_outputs : 1);
 		ops[k].param_bytes = (int64_t) sizeof(double) * p->n_outputs;
 		ops[k].flops = (double) n * p->n_outputs * 4;
 		k++;

@@ -77,17 +77,47 @@ extern int	hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops,
 /*
  * What hb_predict returns, one value per row: the regression value, the
  * positive-class probability, the ranking score, or the argmax class index.
- * scratch holds n x n_outputs doubles (the margins on the way).
+ * scratch holds n x n_outputs doubles (the margins on the way).  A
+ * multi-target model has no one value per row: this gives its first target
+ * only, and callers that return one value refuse such models
+ * (hb_plan_is_multi_target).
  */
 extern void hb_plan_predict(const HbPlan *p, const double *x, size_t n,
+							double *scratch, double *out);
+
+/*
+ * Multi-target regression: several outputs (targets), none of them a class
+ * (n_outputs > 1, not a classifier); hb_model_is_multi_target says the same
+ * of the IR.
+ */
+extern bool hb_plan_is_multi_target(const HbPlan *p);
+
+/*
+ * Every output after the link, n x n_outputs, row-major: each target of a
+ * multi-target model through the link its objective implies for one output
+ * (identity for squared error, exp for Poisson / gamma / Tweedie, the
+ * sigmoid for reg:logistic, ONNX's post-transforms), which is what
+ * hb_plan_predict gives for a model of one target; for any other model that
+ * is not a classifier, the same values as hb_plan_predict.  Classifiers'
+ * outputs are per-class margins: their probabilities come from
+ * hb_plan_proba (here each output would only get the one-output link).
+ * scratch holds n x n_outputs doubles; out may be scratch.
+ */
+extern void hb_plan_targets(const HbPlan *p, const double *x, size_t n,
 							double *scratch, double *out);
 
 /* Class probabilities, n x n_classes; only for classifiers.  Same scratch. */
 extern void hb_plan_proba(const HbPlan *p, const double *x, size_t n,
 						  double *scratch, double *out);
 
-/* Turn margins (n x n_outputs) into predictions / probabilities in place. */
+/*
+ * Turn margins (n x n_outputs, computed by hb_plan_margins or elsewhere:
+ * the sparse text path, a device) into predictions, probabilities or
+ * targets; out may be margins for hb_link_targets.
+ */
 extern void hb_link_predict(const HbPlan *p, const double *margins, size_t n,
+							double *out);
+extern void hb_link_targets(const HbPlan *p, const double *margins, size_t n,
 							double *out);
 extern void hb_link_proba(const HbPlan *p, const double *margins, size_t n,
 						  double *out);

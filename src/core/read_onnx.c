@@ -45,7 +45,12 @@
  * Classifiers: two class labels with a single score column are binary
  * (the column is the positive class's score); two columns are binary too
  * when they are exact opposites (scikit-learn's linear models), else the
- * model is multiclass with one margin per class.  Class labels (strings or
+ * model is multiclass with one margin per class.  A SOFTMAX over two
+ * opposite columns (scikit-learn's multinomial logistic regression on two
+ * classes) is onnxruntime's float32 softmax over [-s, s]
+ * (HB_LINK_SOFTMAX_PAIR); over a single column it is refused, as
+ * onnxruntime's LinearClassifier then ignores the post-transform and
+ * returns [1 - s, s].  Class labels (strings or
  * integers) are not kept: predictions are class indexes, in label order.
  */
 #include "model.h"
@@ -628,8 +633,26 @@ classifier_task(Reader *r, const OnnxNode *n, int n_labels, int n_cols,
 			case PT_PROBIT:
 				m->link = HB_LINK_PROBIT;
 				break;
+			case PT_SOFTMAX:
+
+				/*
+				 * Two opposite score rows (what scikit-learn's converter
+				 * writes for every binary linear model): onnxruntime's
+				 * softmax over the two columns [-s, s].  One score column
+				 * gets no softmax from onnxruntime (its LinearClassifier
+				 * returns [1 - s, s] whatever the post_transform), so there
+				 * is no probability to give for it.
+				 */
+				if (m->estimator == HB_EST_LINEAR && r->two_col_binary)
+				{
+					m->link = HB_LINK_SOFTMAX_PAIR;
+					break;
+				}
+				return refuse(r, n, m->estimator == HB_EST_LINEAR ?
+							  "a softmax over a single score column is not supported (over two opposite score rows it is)" :
+							  "a softmax over a single score column is not supported");
 			default:
-				return refuse(r, n, "a softmax over a single score column is not supported");
+				return refuse(r, n, "a SOFTMAX_ZERO post_transform on a binary model is not supported");
 		}
 		return true;
 	}
@@ -1751,10 +1774,10 @@ read_linear(Reader *r, const OnnxNode *n, bool classifier)
 			if (!new_model(r, n, nf, 1))
 				goto done;
 			r->m->estimator = HB_EST_LINEAR;
+			r->two_col_binary = rows == 2;
 			if (!classifier_task(r, n, 2, 1, pt, true))
 				goto done;
 			r->m->sum_f32 = true;
-			r->two_col_binary = rows == 2;
 			ok = set_linear(r, rows == 2 ? coef + nf : coef,
 							icpt ? (rows == 2 ? icpt + 1 : icpt) : NULL, 1, nf);
 			goto done;
@@ -3054,7 +3077,7 @@ read_node(Reader *r, const OnnxNode *n)
 		if (r->m->link == HB_LINK_LOGISTIC && r->m->task == HB_TASK_MULTICLASS)
 			r->m->link = HB_LINK_SIGMOID_L1;
 		else if (!(r->m->link == HB_LINK_LOGISTIC && r->m->task == HB_TASK_BINARY) &&
-				 r->m->link != HB_LINK_SOFTMAX)
+				 r->m->link != HB_LINK_SOFTMAX && r->m->link != HB_LINK_SOFTMAX_PAIR)
 			return refuse(r, n, "an L1 normalisation is supported only after LOGISTIC or SOFTMAX");
 		return n->n_output < 1 || val_add(r, n->output[0], VAL_SCORES, NULL, 0);
 	}

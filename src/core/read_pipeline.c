@@ -1238,22 +1238,30 @@ read_link(Reader *r, const HbJson *jm, HbModel *m)
 	return true;
 }
 
-/* task from "task" or the class count; outputs */
+/*
+ * task from "task" or the class count; outputs.  A regression model has one
+ * output per target: "n_targets" (default 1) of them, one coefficient row
+ * or one group of trees each (scikit-learn's estimators fitted on a 2-D y).
+ */
 static bool
 read_task(Reader *r, const HbJson *jm, HbModel *m, int64_t n_outputs_seen)
 {
 	const char *task = get_str(jm, "task");
-	int64_t		nc;
+	int64_t		nc,
+				nt;
 
-	if (!get_int(r, jm, "n_classes", 0, false, 0, 100000, &nc))
+	if (!get_int(r, jm, "n_classes", 0, false, 0, 100000, &nc) ||
+		!get_int(r, jm, "n_targets", 1, false, 1, 100000, &nt))
 		return false;
 	if (task == NULL)
 		task = nc == 0 ? "regression" : (nc == 2 && n_outputs_seen == 1) ? "binary" : "multiclass";
+	if (nt != 1 && strcmp(task, "regression") != 0)
+		return fail(r, HB_ERR_INVALID, "model.n_targets is for regression models, not %s ones", task);
 	if (strcmp(task, "regression") == 0)
 	{
 		m->task = HB_TASK_REGRESSION;
 		m->n_classes = 0;
-		m->n_outputs = 1;
+		m->n_outputs = (int32_t) nt;
 	}
 	else if (strcmp(task, "binary") == 0)
 	{

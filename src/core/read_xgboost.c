@@ -37,6 +37,17 @@
  * 3.x, a bracketed vector string "[3.3333334E-1,...]" with one value per
  * output.  default_left is booleans in old files and 0/1 in new ones.
  *
+ * Several targets (learner_model_param.num_target > 1, 1.6+) are several
+ * outputs, each through the objective's link: with one output per tree,
+ * tree_info files each tree under its target; with multi_strategy =
+ * "multi_output_tree" (2.0+) every tree has vector leaves
+ * (tree_param.size_leaf_vector = the number of outputs, tree_info 0), whose
+ * values are base_weights[leaf * width ..] (2.0 - 3.1) or, from 3.2,
+ * leaf_weights[row * width ..] with the row in the leaf's right_children
+ * entry.  A vector-leaf tree becomes one IR tree per output, of the same
+ * structure, so each output still sums its leaves in float32 in tree order
+ * (multi:softprob models with vector leaves get one tree per class).
+ *
  * XGBoost computes in float32: inputs and thresholds are floats, a numeric
  * split sends x < threshold left, missing values take the node's default
  * child, and leaves are summed into a float accumulator that starts at the
@@ -348,14 +359,76 @@ read_node_cats(Reader *r, TreeCats *tc, int t, int32_t id, HbNode *node)
 }
 
 /*
- * Read tree t into *tree.  The walk from the root checks every index before
- * using it and reads only the nodes it reaches; a node reached twice is a
- * cycle or a shared subtree, which XGBoost never writes.
+ * Where a tree's leaf values are.  A scalar tree keeps its leaf's value in
+ * split_conditions[leaf].  A vector-leaf tree (multi_strategy =
+ * "multi_output_tree", tree_param.size_leaf_vector = width > 1) keeps width
+ * values per leaf: in base_weights[leaf * width ..] up to XGBoost 3.1, and
+ * from 3.2 in leaf_weights[row * width ..], where a leaf's right_children
+ * entry is its row (left_children is -1 for leaves in both).
+ */
+typedef struct LeafSource
+{
+	const HbJson *vals;
+	const char *name;			/* of vals, for messages */
+	int32_t		width;			/* values per leaf */
+	bool		by_row;			/* 3.2+: the row is right_children[leaf] */
+} LeafSource;
+
+/* Value k of leaf id, whose row (leaf_weights layout) is row. */
+static bool
+leaf_value(Reader *r, const LeafSource *ls, int t, int32_t id, int64_t row,
+		   int32_t k, float weight, double *out)
+{
+	float		f;
+
+	if (!tree_float(r, ls->vals, ls->name, t,
+					(size_t) (ls->by_row ? row : id) * ls->width + k, &f))
+		return false;
+	/* dart scales each tree's output by its weight, in float */
+	*out = (double) (float) (f * weight);
+	return true;
+}
+
+/*
+ * The leaf values of a vector-leaf tree, one HbTree per component: trees[0]
+ * was read with component 0, trees[1 .. width) get its nodes with their own
+ * component's values (group k: XGBoost adds component k to output k).
+ */
+static bool
+expand_vector_leaves(Reader *r, const LeafSource *ls, int t, float weight,
+					 const int64_t *rows, HbTree *trees)
+{
+	const HbTree *first = &trees[0];
+
+	for (int32_t k = 1; k < ls->width; k++)
+	{
+		HbTree	   *tree = &trees[k];
+
+		*tree = *first;
+		tree->group = k;
+		tree->nodes = hb_alloc(sizeof(HbNode) * first->n_nodes);
+		if (tree->nodes == NULL)
+			return nomem(r);
+		memcpy(tree->nodes, first->nodes, sizeof(HbNode) * first->n_nodes);
+		for (int32_t id = 0; id < first->n_nodes; id++)
+			if (rows[id] >= 0 &&
+				!leaf_value(r, ls, t, id, rows[id], k, weight, &tree->nodes[id].value))
+				return false;
+	}
+	return true;
+}
+
+/*
+ * Read tree t into *trees: one tree for a scalar tree, ls->width for a
+ * vector-leaf one (see LeafSource).  The walk from the root checks every
+ * index before using it and reads only the nodes it reaches; a node reached
+ * twice is a cycle or a shared subtree, which XGBoost never writes.
  */
 static bool
 read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
-		  HbTree *tree)
+		  int32_t width, HbTree *trees)
 {
+	HbTree	   *tree = &trees[0];
 	HbModel    *m = r->m;
 	const HbJson *param = hb_json_get(jt, "tree_param");
 	const HbJson *lc,
@@ -365,11 +438,13 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 			   *dl,
 			   *st;
 	TreeCats	tc;
+	LeafSource	ls;
 	char		where[48];
 	int64_t		n,
 				v;
 	int32_t    *stack = NULL;
 	int32_t    *depth = NULL;
+	int64_t    *rows = NULL;	/* vector leaves: each leaf's row, else -1 */
 	int			sp = 0;
 	bool		ok = false;
 
@@ -383,13 +458,6 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 					   "xgboost model: tree %d: tree_param is not an object", t);
 
 	snprintf(where, sizeof(where), "tree %d tree_param", t);
-	/* vector leaves come from multi_strategy="multi_output_tree" */
-	if (!int_param(r, param, where, "size_leaf_vector", true, 0, &v))
-		return false;
-	if (v > 1)
-		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
-					   "xgboost model: tree %d has vector leaves (size_leaf_vector %lld); multi-target trees are not supported",
-					   t, (long long) v);
 
 	if (!(lc = tree_array(r, jt, t, "left_children", -1)))
 		return false;
@@ -410,6 +478,23 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 		!(sc = tree_array(r, jt, t, "split_conditions", n)) ||
 		!(dl = tree_array(r, jt, t, "default_left", n)))
 		return false;
+	memset(&ls, 0, sizeof(ls));
+	ls.vals = sc;
+	ls.name = "split_conditions";
+	ls.width = 1;
+	if (width > 1)
+	{
+		/* a vector-leaf tree: values from base_weights or leaf_weights */
+		ls.width = width;
+		ls.by_row = hb_json_get(jt, "leaf_weights") != NULL;
+		ls.name = ls.by_row ? "leaf_weights" : "base_weights";
+		if (!(ls.vals = tree_array(r, jt, t, ls.name, ls.by_row ? -1 : n * width)))
+			return false;
+		if (hb_json_len(ls.vals) % width != 0)
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "xgboost model: tree %d: leaf_weights has %zu values, not a multiple of the %d targets",
+						   t, hb_json_len(ls.vals), width);
+	}
 	st = hb_json_get(jt, "split_type");
 	if (st != NULL && !(st = tree_array(r, jt, t, "split_type", n)))
 		return false;
@@ -431,13 +516,19 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 
 	stack = hb_alloc(sizeof(int32_t) * n);
 	depth = hb_alloc(sizeof(int32_t) * n);
-	if (stack == NULL || depth == NULL)
+	if (width > 1)
+		rows = hb_alloc(sizeof(int64_t) * n);
+	if (stack == NULL || depth == NULL || (width > 1 && rows == NULL))
 	{
 		nomem(r);
 		goto done;
 	}
 	for (int64_t i = 0; i < n; i++)
+	{
 		depth[i] = -1;
+		if (rows)
+			rows[i] = -1;
+	}
 	if (st != NULL && hb_json_get(jt, "categories_nodes") != NULL &&
 		!read_tree_cats(r, jt, t, n, &tc))
 		goto done;
@@ -459,7 +550,18 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 		if (!tree_int(r, lc, "left_children", t, id, &left) ||
 			!tree_int(r, rc, "right_children", t, id, &right))
 			goto done;
-		if (left == -1 || right == -1)
+		if (ls.by_row && left == -1)
+		{
+			/* 3.2+ vector leaves: right_children holds the leaf's row */
+			if (right < 0 || (uint64_t) right >= hb_json_len(ls.vals) / ls.width)
+			{
+				hb_fail(r->err, HB_ERR_INVALID,
+						"xgboost model: tree %d: leaf %d has row %lld of leaf_weights, which has %zu rows",
+						t, id, (long long) right, hb_json_len(ls.vals) / ls.width);
+				goto done;
+			}
+		}
+		else if (left == -1 || right == -1)
 		{
 			if (left != right)
 			{
@@ -468,10 +570,13 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 						t, id, (long long) left, (long long) right);
 				goto done;
 			}
-			if (!tree_float(r, sc, "split_conditions", t, id, &f))
+		}
+		if (left == -1)
+		{
+			if (!leaf_value(r, &ls, t, id, right, 0, weight, &node->value))
 				goto done;
-			/* dart scales each tree's output by its weight, in float */
-			node->value = (double) (float) (f * weight);
+			if (rows)
+				rows[id] = ls.by_row ? right : id;
 			tree->n_leaves++;
 			continue;
 		}
@@ -561,11 +666,12 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 			goto done;
 		}
 	}
-	ok = true;
+	ok = width <= 1 || expand_vector_leaves(r, &ls, t, weight, rows, trees);
 
 done:
 	hb_free(stack);
 	hb_free(depth);
+	hb_free(rows);
 	hb_free(tc.index);
 	return ok;
 }
@@ -587,6 +693,47 @@ check_cats_block(Reader *r, const HbJson *model)
 	return true;
 }
 
+/*
+ * The leaf width of a model's trees: 1 for scalar leaves, else the
+ * size_leaf_vector of every tree (XGBoost's multi_strategy holds for the
+ * whole model), which must be the number of outputs.  Each vector-leaf tree
+ * becomes that many IR trees, one per output, of the same structure: the
+ * executors then add each output's leaves in tree order in float32, as
+ * XGBoost adds each component of the leaf vectors.
+ */
+static bool
+leaf_width(Reader *r, const HbJson *trees, int32_t *width)
+{
+	int64_t		first = 0;
+
+	*width = 1;
+	for (size_t i = 0; i < hb_json_len(trees); i++)
+	{
+		const HbJson *param = hb_json_get(hb_json_at(trees, i), "tree_param");
+		int64_t		v;
+		char		where[48];
+
+		snprintf(where, sizeof(where), "tree %zu tree_param", i);
+		if (!int_param(r, param, where, "size_leaf_vector", true, 0, &v))
+			return false;
+		/* XGBoost writes 0 or 1 for scalar leaves */
+		if (v <= 1)
+			v = 1;
+		if (i == 0)
+			first = v;
+		else if (v != first)
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "xgboost model: its trees differ in leaf size (tree 0: %lld values per leaf, tree %zu: %lld)",
+						   (long long) first, i, (long long) v);
+	}
+	if (first > 1 && first != r->m->n_outputs)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: its trees have leaf vectors of %lld values, but it has %d output%s",
+					   (long long) first, r->m->n_outputs, r->m->n_outputs == 1 ? "" : "s");
+	*width = (int32_t) first;
+	return true;
+}
+
 /* gbtree or dart; weights is dart's weight_drop, NULL for gbtree. */
 static bool
 read_trees(Reader *r, const HbJson *model, const char *where,
@@ -598,6 +745,7 @@ read_trees(Reader *r, const HbJson *model, const char *where,
 			   *param;
 	size_t		n;
 	int64_t		v;
+	int32_t		width;
 	uint8_t    *placed;
 	bool		ok = true;
 
@@ -625,14 +773,19 @@ read_trees(Reader *r, const HbJson *model, const char *where,
 					   "xgboost model: weight_drop has %zu entries for %zu trees",
 					   hb_json_len(weights), n);
 
-	m->trees = hb_alloc0(sizeof(HbTree) * (n ? n : 1));
+	if (!leaf_width(r, trees, &width))
+		return false;
+	if ((int64_t) n * width > INT32_MAX)
+		return hb_fail(r->err, HB_ERR_LIMIT,
+					   "xgboost model has too many trees (%zu of %d targets)", n, width);
+	m->trees = hb_alloc0(sizeof(HbTree) * (n ? n * width : 1));
 	placed = hb_alloc0(n ? n : 1);
 	if (m->trees == NULL || placed == NULL)
 	{
 		hb_free(placed);
 		return nomem(r);
 	}
-	m->n_trees = (int32_t) n;
+	m->n_trees = (int32_t) (n * width);
 
 	for (size_t i = 0; i < n && ok; i++)
 	{
@@ -664,6 +817,14 @@ read_trees(Reader *r, const HbJson *model, const char *where,
 						 pos, m->n_outputs);
 			break;
 		}
+		/* a vector-leaf tree adds to every output; XGBoost files it in group 0 */
+		if (width > 1 && group != 0)
+		{
+			ok = hb_fail(r->err, HB_ERR_INVALID,
+						 "xgboost model: tree_info[%zu] is %lld, but a vector-leaf tree belongs to group 0",
+						 pos, (long long) group);
+			break;
+		}
 		if (weights != NULL &&
 			(!hb_json_float(hb_json_at(weights, pos), &w) || !isfinite(w)))
 		{
@@ -671,9 +832,10 @@ read_trees(Reader *r, const HbJson *model, const char *where,
 						 "xgboost model: weight_drop[%zu] is not a finite number", pos);
 			break;
 		}
-		ok = read_tree(r, jt, (int) pos, w, (int32_t) group, &m->trees[pos]);
-		if (m->trees[pos].depth > m->max_depth)
-			m->max_depth = m->trees[pos].depth;
+		ok = read_tree(r, jt, (int) pos, w, (int32_t) group, width,
+					   &m->trees[pos * width]);
+		if (m->trees[pos * width].depth > m->max_depth)
+			m->max_depth = m->trees[pos * width].depth;
 		hb_check_interrupts();
 	}
 	hb_free(placed);
@@ -949,6 +1111,38 @@ read_objective(Reader *r, const HbJson *learner)
 				   "xgboost objective \"%.64s\" is not supported", name);
 }
 
+/*
+ * num_target > 1: one output per target (XGBoost 1.6+), each through the
+ * objective's link on its own, with the trees of one_output_per_tree filed
+ * by tree_info under their target.  Regression objectives, and
+ * binary:logistic on several labels (multi-label: each target is one
+ * label's probability), which is a multi-target model of probabilities, not
+ * a binary classifier.
+ */
+static bool
+multi_target(Reader *r, int64_t nclass, int64_t ntarget)
+{
+	HbModel    *m = r->m;
+
+	if (nclass > 1)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "xgboost model has %lld classes and %lld targets; hbird reads one or the other",
+					   (long long) nclass, (long long) ntarget);
+	if (m->task != HB_TASK_REGRESSION && m->task != HB_TASK_BINARY)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "xgboost model has %lld targets with objective %s; multi-target models are read for regression and binary:logistic objectives",
+					   (long long) ntarget, r->obj->name);
+	if (m->task == HB_TASK_BINARY && m->link != HB_LINK_SIGMOID)
+		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
+					   "xgboost model has %lld targets with objective %s; multi-label models are read for binary:logistic",
+					   (long long) ntarget, r->obj->name);
+	m->task = HB_TASK_REGRESSION;
+	m->predict_class = false;
+	m->n_outputs = (int32_t) ntarget;
+	m->n_classes = 0;
+	return true;
+}
+
 static bool
 read_learner(Reader *r, const HbJson *root)
 {
@@ -994,15 +1188,20 @@ read_learner(Reader *r, const HbJson *root)
 		return hb_fail(r->err, HB_ERR_INVALID,
 					   "xgboost model: num_class %lld, num_target %lld",
 					   (long long) nclass, (long long) ntarget);
-	if (ntarget > 1)
-		return hb_fail(r->err, HB_ERR_UNSUPPORTED,
-					   "xgboost model has %lld targets; multi-target models are not supported",
-					   (long long) ntarget);
+	if (ntarget > XGB_MAX_CLASSES)
+		return hb_fail(r->err, HB_ERR_LIMIT,
+					   "xgboost model has %lld targets, more than %d",
+					   (long long) ntarget, XGB_MAX_CLASSES);
 
 	m->task = r->obj->task;
 	m->link = r->obj->link;
 	m->predict_class = r->obj->predict_class;
-	if (m->task == HB_TASK_MULTICLASS)
+	if (ntarget > 1)
+	{
+		if (!multi_target(r, nclass, ntarget))
+			return false;
+	}
+	else if (m->task == HB_TASK_MULTICLASS)
 	{
 		if (nclass < 1)
 			return hb_fail(r->err, HB_ERR_INVALID,

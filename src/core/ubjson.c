@@ -24,10 +24,14 @@
  *
  * Numbers stay binary in the document (NUM_I64, NUM_F32, NUM_F64; json.c's
  * accessors convert them); strings and 'H' numbers are copied into the
- * arena, so the document does not point into the input.
+ * arena, so the document does not point into the input.  Typed arrays of
+ * numbers, which is how XGBoost writes every per-node array, are packed
+ * (json_int.h): 4 bytes per float32 or integer of up to 32 bits (a uint8
+ * included), 8 per float64, instead of a 16-byte value each.
  */
 #include "json_int.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -89,14 +93,21 @@ describe(unsigned char c, char *buf, size_t size)
 	return buf;
 }
 
+/* "byte" or "bytes", for a count of n */
+static const char *
+bytes_word(uint64_t n)
+{
+	return n == 1 ? "byte" : "bytes";
+}
+
 /* Are n more bytes there?  what names them for the error. */
 static bool
 need(UParser *p, size_t n, const char *what)
 {
 	if (p->len - p->pos < n)
 		return ufail(p, HB_ERR_PARSE, p->pos,
-					 "unexpected end of input in %s (%zu bytes needed, %zu left)",
-					 what, n, p->len - p->pos);
+					 "unexpected end of input in %s (%zu %s needed, %zu left)",
+					 what, n, bytes_word(n), p->len - p->pos);
 	return true;
 }
 
@@ -180,7 +191,8 @@ read_int(UParser *p, unsigned char marker, const char *what, int64_t *out)
 
 /*
  * A length or count: an integer marker and its value, which must not be
- * negative.
+ * negative.  what names it as the subject of a sentence ("a string's
+ * length").
  */
 static bool
 read_length(UParser *p, const char *what, int64_t *out)
@@ -200,7 +212,7 @@ read_length(UParser *p, const char *what, int64_t *out)
 	if (!read_int(p, c, what, out))
 		return false;
 	if (*out < 0)
-		return ufail(p, HB_ERR_PARSE, off, "negative %s (%lld)", what,
+		return ufail(p, HB_ERR_PARSE, off, "%s is negative (%lld)", what,
 					 (long long) *out);
 	return true;
 }
@@ -217,8 +229,9 @@ read_string_bytes(UParser *p, int64_t n, const char *what, HbJson *v)
 
 	if ((uint64_t) n > p->len - p->pos)
 		return ufail(p, HB_ERR_PARSE, p->pos,
-					 "%s of %lld bytes runs past the end of the input (%zu bytes left)",
-					 what, (long long) n, p->len - p->pos);
+					 "%s of %lld %s runs past the end of the input (%zu %s left)",
+					 what, (long long) n, bytes_word((uint64_t) n),
+					 p->len - p->pos, bytes_word(p->len - p->pos));
 	s = p->s + p->pos;
 	for (int64_t i = 0; i < n;)
 	{
@@ -260,12 +273,12 @@ read_high_precision(UParser *p, size_t off, HbJson *v)
 	uint8_t		kind = NUM_PLAIN;
 	char	   *out;
 
-	if (!read_length(p, "high-precision number length", &n))
+	if (!read_length(p, "a high-precision number's length", &n))
 		return false;
 	if ((uint64_t) n > p->len - p->pos)
 		return ufail(p, HB_ERR_PARSE, p->pos,
-					 "high-precision number of %lld bytes runs past the end of the input",
-					 (long long) n);
+					 "high-precision number of %lld %s runs past the end of the input",
+					 (long long) n, bytes_word((uint64_t) n));
 	if (n > HB_JSON_MAX_NUMBER_LEN)
 		return ufail(p, HB_ERR_LIMIT, off,
 					 "number longer than %d characters", HB_JSON_MAX_NUMBER_LEN);
@@ -443,8 +456,9 @@ parse_header(UParser *p, bool object, unsigned char *type, int64_t *count)
 		if (*count > UINT32_MAX ||
 			(min_bytes > 0 && (uint64_t) *count > (p->len - p->pos) / (uint64_t) min_bytes))
 			return ufail(p, HB_ERR_PARSE, off,
-						 "container count %lld runs past the end of the input (%zu bytes left)",
-						 (long long) *count, p->len - p->pos);
+						 "container count %lld runs past the end of the input (%zu %s left)",
+						 (long long) *count, p->len - p->pos,
+						 bytes_word(p->len - p->pos));
 	}
 	return true;
 }
@@ -471,22 +485,202 @@ element_marker(UParser *p, unsigned char type, unsigned char *marker,
 	return true;
 }
 
-/* Typed array of fixed-size numbers: decode them in one loop. */
+/*
+ * The packed kind (json_int.h) for a typed array of numbers of this type
+ * whose count payloads start at s: ARR_F32 for float32, ARR_F64 for
+ * float64, ARR_I32 for integers of at most 32 bits, and for int64 ARR_I32
+ * or ARR_F64 when every value fits; ARR_VALUES when they do not (int64s
+ * beyond 2^53 keep their own values, which hb_json_int returns exactly).
+ */
+static uint8_t
+packed_kind(unsigned char type, const unsigned char *s, size_t count)
+{
+	bool		i32 = true;
+
+	switch (type)
+	{
+		case 'd':
+			return ARR_F32;
+		case 'D':
+			return ARR_F64;
+		case 'i':
+		case 'U':
+		case 'I':
+		case 'l':
+			return ARR_I32;
+		case 'L':
+			break;
+		default:
+			return ARR_VALUES;
+	}
+	for (size_t i = 0; i < count; i++)
+	{
+		int64_t		v = (int64_t) get_be(s + i * 8, 8);
+
+		if (v < -((int64_t) 1 << 53) || v > ((int64_t) 1 << 53))
+			return ARR_VALUES;
+		if (v < INT32_MIN || v > INT32_MAX)
+			i32 = false;
+	}
+	return i32 ? ARR_I32 : ARR_F64;
+}
+
+/* One number's payload into a packed slot of the given kind. */
 static void
+put_slot(char *slot, uint8_t kind, unsigned char type, uint64_t u)
+{
+	HbJson		v;
+
+	set_number(&v, type, u);
+	if (kind == ARR_F32)
+		memcpy(slot, &v.u.f32, sizeof(float));
+	else if (kind == ARR_F64)
+	{
+		double		d = v.aux == NUM_F64 ? v.u.f64 :
+			v.aux == NUM_F32 ? (double) v.u.f32 : (double) v.u.i64;
+
+		memcpy(slot, &d, sizeof(double));
+	}
+	else
+	{
+		int32_t		i32 = (int32_t) v.u.i64;
+
+		memcpy(slot, &i32, sizeof(i32));
+	}
+}
+
+/*
+ * Typed array of count fixed-size numbers (count > 0) into *v: packed
+ * where packed_kind allows, else one value each; decoded in one loop.
+ */
+static bool
 parse_typed_numbers(UParser *p, unsigned char type, size_t count,
-					HbJson *items)
+					size_t off, HbJson *v)
 {
 	int			size = payload_size(type);
 	const unsigned char *s = p->s + p->pos;
+	uint8_t		kind = packed_kind(type, s, count);
+	HbJson	   *items = NULL;
+	char	   *slots = NULL;
 
+	/* packed or not, each element counts against the document's budget */
+	if (count > p->max_nodes - p->nodes)
+		return ufail(p, HB_ERR_LIMIT, off,
+					 "document has more values than its %zu bytes can hold", p->len);
+	if (kind == ARR_VALUES)
+	{
+		if ((items = alloc_values(p, count, off)) == NULL)
+			return false;
+	}
+	else
+	{
+		p->nodes += count;
+		slots = hb_json_arena_alloc(p->doc, count * ARR_ELEM_SIZE(kind));
+		if (slots == NULL)
+			return unomem(p);
+	}
 	/* parse_header checked that the bytes are there */
 	for (size_t i = 0; i < count; i++)
 	{
+		uint64_t	u = get_be(s + i * size, size);
+
 		if ((i & 0xFFFF) == 0xFFFF)
 			hb_check_interrupts();
-		set_number(&items[i], type, get_be(s + i * size, size));
+		if (items)
+			set_number(&items[i], type, u);
+		else
+			put_slot(slots + i * ARR_ELEM_SIZE(kind), kind, type, u);
 	}
 	p->pos += count * size;
+	memset(v, 0, sizeof(*v));
+	v->type = HB_JSON_ARRAY;
+	v->aux = kind;
+	v->n = (uint32_t) count;
+	if (items)
+		v->u.items = items;
+	else
+		v->u.packed = slots;
+	return true;
+}
+
+/*
+ * A counted array without a type whose count elements, from p->pos, are
+ * all fixed-size numbers with their own markers (XGBoost writes tree_info
+ * so): their packed kind, or ARR_VALUES when it has anything else or its
+ * values fit no packed kind exactly (then the element-by-element parser
+ * reads it and reports any error).  Reads ahead without moving p->pos.
+ */
+static uint8_t
+counted_kind(const UParser *p, size_t count)
+{
+	size_t		pos = p->pos;
+	bool		f32 = true,
+				i32 = true,
+				f64 = true;
+
+	for (size_t k = 0; k < count; k++)
+	{
+		unsigned char m;
+		int			size;
+		HbJson		v;
+
+		while (pos < p->len && p->s[pos] == 'N')
+			pos++;
+		if (pos >= p->len)
+			return ARR_VALUES;
+		m = p->s[pos++];
+		size = payload_size(m);
+		if (size <= 0 || m == 'C' || p->len - pos < (size_t) size)
+			return ARR_VALUES;
+		set_number(&v, m, get_be(p->s + pos, size));
+		pos += size;
+		if (v.aux != NUM_F32)
+			f32 = false;
+		if (v.aux != NUM_I64 || v.u.i64 < INT32_MIN || v.u.i64 > INT32_MAX)
+			i32 = false;
+		/* a double holds every float but a NaN's payload bits, and ints to 2^53 */
+		if ((v.aux == NUM_F32 && isnan(v.u.f32)) ||
+			(v.aux == NUM_I64 && (v.u.i64 < -((int64_t) 1 << 53) ||
+								  v.u.i64 > ((int64_t) 1 << 53))))
+			f64 = false;
+	}
+	return f32 ? ARR_F32 : i32 ? ARR_I32 : f64 ? ARR_F64 : ARR_VALUES;
+}
+
+/* The count elements that counted_kind accepted, packed into *v. */
+static bool
+parse_counted_numbers(UParser *p, size_t count, uint8_t kind, size_t off,
+					  HbJson *v)
+{
+	size_t		size = ARR_ELEM_SIZE(kind);
+	char	   *slots;
+
+	if (count > p->max_nodes - p->nodes)
+		return ufail(p, HB_ERR_LIMIT, off,
+					 "document has more values than its %zu bytes can hold", p->len);
+	p->nodes += count;
+	slots = hb_json_arena_alloc(p->doc, count * size);
+	if (slots == NULL)
+		return unomem(p);
+	for (size_t k = 0; k < count; k++)
+	{
+		unsigned char m;
+		int			psize;
+
+		if ((k & 0xFFFF) == 0xFFFF)
+			hb_check_interrupts();
+		skip_noops(p);
+		m = p->s[p->pos++];
+		psize = payload_size(m);
+		put_slot(slots + k * size, kind, m, get_be(p->s + p->pos, psize));
+		p->pos += psize;
+	}
+	memset(v, 0, sizeof(*v));
+	v->type = HB_JSON_ARRAY;
+	v->aux = kind;
+	v->n = (uint32_t) count;
+	v->u.packed = slots;
+	return true;
 }
 
 static bool
@@ -523,25 +717,29 @@ parse_array(UParser *p, size_t off, int depth, HbJson *v)
 	if (!parse_header(p, false, &type, &count))
 		return false;
 
+	if (count > 0 && type != 0 && payload_size(type) > 0 && type != 'C')
+		return parse_typed_numbers(p, type, (size_t) count, off, v);
+	if (count > 0 && type == 0)
+	{
+		uint8_t		kind = counted_kind(p, (size_t) count);
+
+		if (kind != ARR_VALUES)
+			return parse_counted_numbers(p, (size_t) count, kind, off, v);
+	}
 	if (count >= 0)
 	{
 		HbJson	   *items = NULL;
 
 		if (count > 0 && (items = alloc_values(p, (size_t) count, off)) == NULL)
 			return false;
-		if (type != 0 && payload_size(type) > 0 && type != 'C')
-			parse_typed_numbers(p, type, (size_t) count, items);
-		else
+		for (int64_t i = 0; i < count; i++)
 		{
-			for (int64_t i = 0; i < count; i++)
-			{
-				unsigned char marker;
-				size_t		voff;
+			unsigned char marker;
+			size_t		voff;
 
-				if (!element_marker(p, type, &marker, &voff) ||
-					!parse_value(p, marker, voff, depth, &items[i]))
-					return false;
-			}
+			if (!element_marker(p, type, &marker, &voff) ||
+				!parse_value(p, marker, voff, depth, &items[i]))
+				return false;
 		}
 		memset(v, 0, sizeof(*v));
 		v->type = HB_JSON_ARRAY;

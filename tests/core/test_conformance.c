@@ -781,7 +781,13 @@ run_onnx_case(const char *dir, const HbJson *c)
 		else if (classifier && cols == 1)
 			hb_plan_predict(plan, x, in.rows, scratch, got);
 		else if (!classifier && cols == m->n_outputs)
-			hb_plan_margins(plan, x, in.rows, got);
+		{
+			/* every target, after the post-transform (MRg*: two targets) */
+			hb_plan_targets(plan, x, in.rows, scratch, got);
+			if (m->n_outputs > 1)
+				strncat(label_note, ", all targets",
+						sizeof(label_note) - strlen(label_note) - 1);
+		}
 		else
 		{
 			tu_report(false, "%s %s: expected %d value columns, hbird has %d outputs",

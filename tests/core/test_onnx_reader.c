@@ -125,8 +125,11 @@ fixture_case(const char *name)
 	}
 	else
 	{
+		/* several targets: every one, each after the post-transform */
 		cols = m->n_outputs;
-		memcpy(got, mt, sizeof(double) * in.rows * cols);
+		snprintf(msg, sizeof(msg), "%s: a multi-target model of %d targets", name, cols);
+		check(hb_model_is_multi_target(m) && hb_plan_is_multi_target(plan), msg, NULL);
+		hb_plan_targets(plan, x, in.rows, scratch, got);
 	}
 	if (want.cols != cols || want.rows != in.rows)
 	{
@@ -474,7 +477,8 @@ main(void)
 	static const char *const fixtures[] = {
 		"tree_modes", "tree_softmax", "tree_softmax_zero", "tree_binary_logistic",
 		"tree_probit", "tree_double", "linear_logistic", "featurized_trees",
-		"label_numbers",
+		"label_numbers", "tree_targets_logistic", "linear_targets",
+		"linear_softmax_binary",
 	};
 	FILE	   *probe = fopen(FIXTURES "tree_modes.onnx", "rb");
 
@@ -488,6 +492,8 @@ main(void)
 		fixture_case(fixtures[i]);
 	refused("unsupported_relu", HB_ERR_UNSUPPORTED, "Relu", "relu_1");
 	refused("unsupported_svm_rbf", HB_ERR_UNSUPPORTED, "SVMRegressor", "RBF");
+	refused("unsupported_softmax_one_column", HB_ERR_UNSUPPORTED, "one_column",
+			"softmax over a single score column");
 	refused("tree_too_deep", HB_ERR_LIMIT, "deeper than", NULL);
 	refused("tree_cycle", HB_ERR_LIMIT, "deeper than", NULL);
 	text_fixture_case("text_inputs", 2);

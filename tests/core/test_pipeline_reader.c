@@ -21,9 +21,17 @@
 
 static TuRows rows;
 
+/* What a fixture's expected file holds */
+typedef enum Expect
+{
+	EXPECT_PREDICT,				/* pred (or margin,pred) */
+	EXPECT_PROBA,				/* p0 .. */
+	EXPECT_TARGETS				/* t0 .. of a multi-target regressor */
+} Expect;
+
 /* Bind the given rows by input name, featurize, score. */
 static bool
-score(const HbModel *m, const HbPlan *plan, const int *ids, int n, bool proba,
+score(const HbModel *m, const HbPlan *plan, const int *ids, int n, Expect what,
 	  double *out, HbError *err)
 {
 	const HbPipeline *p = m->pipeline;
@@ -51,8 +59,10 @@ score(const HbModel *m, const HbPlan *plan, const int *ids, int n, bool proba,
 	r = hb_pipeline_run(p, &raw, x, err);
 	if (r)
 	{
-		if (proba)
+		if (what == EXPECT_PROBA)
 			hb_plan_proba(plan, x, n, scratch, out);
+		else if (what == EXPECT_TARGETS)
+			hb_plan_targets(plan, x, n, scratch, out);
 		else
 			hb_plan_predict(plan, x, n, scratch, out);
 	}
@@ -80,7 +90,7 @@ check_model(const char *name, HbModel *m, const char *how)
 				k;
 	int		   *ids;
 	double	   *got;
-	bool		proba;
+	Expect		what;
 	double		worst = 0;
 	int			bad = 0;
 
@@ -90,8 +100,13 @@ check_model(const char *name, HbModel *m, const char *how)
 		tu_report(false, "%s: %s unreadable", name, path);
 		return;
 	}
-	proba = strcmp(exp.names[1], "p0") == 0;
-	k = proba ? exp.cols - 1 : 1;
+	what = strcmp(exp.names[1], "p0") == 0 ? EXPECT_PROBA :
+		strcmp(exp.names[1], "t0") == 0 ? EXPECT_TARGETS : EXPECT_PREDICT;
+	k = what == EXPECT_PREDICT ? 1 : exp.cols - 1;
+	if (what == EXPECT_TARGETS)
+		tu_report(hb_model_is_multi_target(m) && m->n_outputs == k,
+				  "%s (%s): a model of %d targets (has %d outputs)", name, how, k,
+				  m->n_outputs);
 	n = exp.rows;
 	ids = malloc(sizeof(int) * n);
 	got = malloc(sizeof(double) * n * (k > m->n_outputs ? k : m->n_outputs + 1));
@@ -102,7 +117,7 @@ check_model(const char *name, HbModel *m, const char *how)
 		tu_report(false, "%s (%s): plan: %s", name, how, err.msg);
 		goto done;
 	}
-	if (!score(m, plan, ids, n, proba, got, &err))
+	if (!score(m, plan, ids, n, what, got, &err))
 	{
 		tu_report(false, "%s (%s): run: %s", name, how, err.msg);
 		goto done;
@@ -111,7 +126,8 @@ check_model(const char *name, HbModel *m, const char *how)
 		for (int j = 0; j < k; j++)
 		{
 			/* "margin,pred" files: compare the prediction (last column) */
-			double		want = exp.v[(size_t) i * exp.cols + (proba ? 1 + j : exp.cols - 1)];
+			double		want = exp.v[(size_t) i * exp.cols +
+									 (what == EXPECT_PREDICT ? exp.cols - 1 : 1 + j)];
 			double		g = got[(size_t) i * k + j];
 
 			if (!close_enough(g, want))
@@ -124,7 +140,7 @@ check_model(const char *name, HbModel *m, const char *how)
 				worst = fabs(g - want);
 		}
 	tu_report(bad == 0, "%s (%s): %d rows x %d equal scikit-learn's %s (max abs diff %.3g)",
-			  name, how, n, k, proba ? "predict_proba" : "predict", worst);
+			  name, how, n, k, what == EXPECT_PROBA ? "predict_proba" : "predict", worst);
 done:
 	hb_plan_free(plan);
 	tu_free_table(&exp);
@@ -135,7 +151,10 @@ done:
 static const char *const names[] = {
 	"logreg_tfidf", "rf_hashing", "gb_multiclass", "ridge_char", "svc_words",
 	"etr_hashing", "strict_dt", "gbr_sgd", "xgb_onehot", "ovr_charwb",
-	"liblinear_ascii", "ridge_hash_wb", "hgb_binary", "hgb_multiclass", "hgb_poisson"
+	"liblinear_ascii", "ridge_hash_wb", "hgb_binary", "hgb_multiclass", "hgb_poisson",
+	/* several targets */
+	"dt_targets", "rf_targets", "etr_targets", "linreg_targets", "ridge_targets",
+	"multi_gbr", "multi_ridge"
 };
 
 static HbModel *
@@ -354,6 +373,23 @@ test_errors(void)
 	expect_error(HEAD "\"inputs\":[{\"name\":\"t\",\"type\":\"text\"}],\"steps\":[{\"op\":\"tfidf_vectorizer\","
 				 "\"input\":\"t\",\"vocabulary\":{\"a\":0},\"token_pattern\":\"[a-z]+\"}],"
 				 "\"features\":[\"tfidf_vectorizer\"]," LIN, HB_ERR_UNSUPPORTED, "token_pattern");
+	/* several targets: one coefficient row (or tree group) per target */
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":\"linear\",\"coef\":[[1],[2]]}}", HB_ERR_INVALID,
+				 "model.coef has 2 rows for 1 outputs");
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":\"linear\",\"n_targets\":3,\"coef\":[[1],[2]]}}",
+				 HB_ERR_INVALID, "model.coef has 2 rows for 3 outputs");
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":\"linear\",\"task\":\"binary\",\"n_targets\":2,"
+				 "\"coef\":[[1],[2]]}}", HB_ERR_INVALID, "n_targets is for regression models");
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":\"trees\",\"n_targets\":2,\"trees\":[{\"group\":2,"
+				 "\"feature\":[0],\"threshold\":[0],\"left\":[-1],\"right\":[-1],\"value\":[1]}]}}",
+				 HB_ERR_INVALID, "adds to output 2, but the model has 2 outputs");
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":\"linear\",\"n_targets\":0,\"coef\":[[1]]}}",
+				 HB_ERR_INVALID, "n_targets");
 }
 
 /* a hand-made pipeline over an embedded LightGBM model, base64 and text */

@@ -195,6 +195,19 @@ expect_fail(const void *bytes, size_t len, HbErrCode code, const char *what)
 			  "%s: refused with code %d (got %d: %s)", what, code, err.code, err.msg);
 }
 
+/* Refused, with a message that contains want. */
+static void
+expect_message(const void *bytes, size_t len, const char *want)
+{
+	HbJsonDoc  *doc = NULL;
+	HbError		err;
+	bool		r = parse_exact(bytes, len, &doc, &err);
+
+	tu_report(!r && strstr(err.msg, want) != NULL,
+			  "message says \"%s\" (got: %s)", want, r ? "accepted" : err.msg);
+	hb_json_free(doc);
+}
+
 static void
 expect_fail_buf(Buf *b, HbErrCode code, const char *what)
 {
@@ -846,6 +859,20 @@ test_malformed(const char *dir)
 	expect_fail("{#l\x80\x00\x00\x00", 7, HB_ERR_PARSE, "negative object count");
 	expect_fail("{i\xff" "a", 4, HB_ERR_PARSE, "negative key length");
 	expect_fail("Hi\xff", 3, HB_ERR_PARSE, "negative 'H' length");
+
+	/* the messages name what is wrong in a sentence, with the right plural */
+	expect_message("[#i\xfe", 4, "a container's count is negative (-2)");
+	expect_message("Si\xff", 3, "a string's length is negative (-1)");
+	expect_message("{i\xff" "a", 4, "an object key's length is negative (-1)");
+	expect_message("Hi\xff", 3, "a high-precision number's length is negative (-1)");
+	expect_message("L\x01", 2, "(8 bytes needed, 1 left)");
+	expect_message("[#I\x00", 4, "(2 bytes needed, 1 left)");
+	expect_message("d", 1, "(4 bytes needed, 0 left)");
+	expect_message("[U", 2, "in an integer (1 byte needed, 0 left)");
+	expect_message("SU\x02" "a", 4, "a string of 2 bytes runs past the end of the input (1 byte left)");
+	expect_message("SU\x01", 3, "a string of 1 byte runs past the end of the input (0 bytes left)");
+	expect_message("[#U\x05Z", 5, "container count 5 runs past the end of the input (1 byte left)");
+	expect_message("HU\x02" "1", 4, "high-precision number of 2 bytes runs past the end");
 
 	/* lengths past the end */
 	expect_fail("SU\x05" "abc", 6, HB_ERR_PARSE, "string past the end");
