@@ -172,3 +172,51 @@ CREATE FUNCTION hb_predict_class(name text, x numeric[]) RETURNS integer
 AS 'MODULE_PATHNAME', 'hb_predict_class_array' LANGUAGE C STABLE PARALLEL SAFE;
 
 /* ---- end of arrays ---- */
+
+/* ---- Models of several targets ---- */
+
+/*
+ * hb_predict answers one value per row, and refuses a model of several
+ * targets (42809); hb_predict_targets answers all of them, after each
+ * target's link, as an array (one element for a model of one target).
+ */
+CREATE FUNCTION hb_predict_targets(name text, "row" record) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_targets_record' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_targets(name text, x double precision[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_targets_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_targets(name text, x real[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_targets_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_targets(name text, x smallint[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_targets_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_targets(name text, x integer[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_targets_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_targets(name text, x bigint[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_targets_array' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_targets(name text, x numeric[]) RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_targets_array' LANGUAGE C STABLE PARALLEL SAFE;
+
+CREATE FUNCTION hb_predict_targets_agg_sfunc(internal, name text, "row" record)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'hb_predict_targets_agg_sfunc'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+CREATE FUNCTION hb_predict_targets_agg_final(internal)
+RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_targets_agg_final'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+/* a group's targets in input order: rows x targets (use ORDER BY inside) */
+CREATE AGGREGATE hb_predict_targets_agg(name text, "row" record) (
+	SFUNC = hb_predict_targets_agg_sfunc,
+	STYPE = internal,
+	FINALFUNC = hb_predict_targets_agg_final,
+	PARALLEL = SAFE
+);
+
+/* every row of a query (default: the table behind the row type), all targets */
+CREATE FUNCTION hb_predict_targets_batch(name text, rowtype anyelement, query text DEFAULT NULL)
+RETURNS TABLE (targets double precision[], item anyelement)
+AS 'MODULE_PATHNAME', 'hb_predict_targets_batch'
+LANGUAGE C STABLE;
+
+/* ---- end of several targets ---- */

@@ -17,6 +17,7 @@
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set fixtures :abs_srcdir '/tests/fixtures/'
 \set bin `cat :fixtures/binary_logistic.json`
+\set reg `cat :fixtures/reg_squarederror.json`
 SET client_min_messages = warning;
 
 CREATE ROLE regress_pm_owner;
@@ -35,12 +36,16 @@ GRANT EXECUTE ON FUNCTION hb_model_upload(text, text, text, text[]),
 	TO regress_pm_owner, regress_pm_admin;
 CREATE TABLE pm_rows AS SELECT * FROM binary_logistic_in WHERE id <= 20;
 GRANT SELECT ON pm_rows TO PUBLIC;
+CREATE TABLE pm_reg_rows AS SELECT * FROM reg_squarederror_in WHERE id <= 20;
+GRANT SELECT ON pm_reg_rows TO PUBLIC;
 -- a tuning sample big enough for top-5 at precision 0.5, confidence 0.5
 CREATE TABLE pm_sample AS SELECT * FROM binary_logistic_in;
 GRANT SELECT ON pm_sample TO PUBLIC;
 SET ROLE regress_pm_owner;
 SELECT hb_model_upload('pm_model', :'bin') AS v1, hb_model_upload('pm_model', :'bin') AS v2;
 SELECT hb_model_grant('pm_model', 'regress_pm_scorer');
+SELECT hb_model_upload('pm_reg', :'reg') AS v1;
+SELECT hb_model_grant('pm_reg', 'regress_pm_scorer');
 RESET ROLE;
 SELECT name, owner, count(*) AS versions FROM hb_models WHERE name = 'pm_model' GROUP BY 1, 2;
 
@@ -94,6 +99,14 @@ INSERT INTO pm_fn (fn, stmt) VALUES
 ('hb_predict_class(real[])', $$SELECT hb_predict_class('pm_model', ARRAY[1, 2, 3, 4, 5, 6]::real[])$$),
 ('hb_predict_class_agg', $$SELECT hb_predict_class_agg('pm_model', r ORDER BY id) FROM pm_rows r$$),
 ('hb_predict_class_batch', $$SELECT count(*) FROM hb_predict_class_batch('pm_model', NULL::pm_rows)$$),
+('hb_predict(integer[])', $$SELECT hb_predict('pm_model', ARRAY[1, 2, 3, 4, 5, 6])$$),
+('hb_predict_class(numeric[])', $$SELECT hb_predict_class('pm_model', ARRAY[1.5, 2, 3, 4, 5, 6])$$),
+('hb_predict_proba(bigint[])', $$SELECT hb_predict_proba('pm_model', ARRAY[1, 2, 3, 4, 5, 6]::bigint[])$$),
+('hb_predict_margin(smallint[])', $$SELECT hb_predict_margin('pm_model', ARRAY[1, 2, 3, 4, 5, 6]::smallint[])$$),
+('hb_predict_targets(record)', $$SELECT hb_predict_targets('pm_reg', r) FROM pm_reg_rows r$$),
+('hb_predict_targets(float8[])', $$SELECT hb_predict_targets('pm_reg', ARRAY[1, 2, 3, 4, 5, 6, 7, 8]::float8[])$$),
+('hb_predict_targets_agg', $$SELECT hb_predict_targets_agg('pm_reg', r) FROM pm_reg_rows r$$),
+('hb_predict_targets_batch', $$SELECT count(*) FROM hb_predict_targets_batch('pm_reg', NULL::pm_reg_rows)$$),
 ('hb_class_stats', $$SELECT * FROM hb_class_stats()$$),
 ('hb_class_stats_reset', $$SELECT hb_class_stats_reset()$$),
 ('hb_tune (stores the result)', $$SELECT count(*) FROM hb_tune('pm_model', 'SELECT * FROM pm_sample', 'topk', 5, 0.5, 0.5)$$),
@@ -185,8 +198,8 @@ RESET ROLE;
 SELECT name FROM hb_models WHERE name LIKE $$x'%$$ OR name = 'pm_model' ORDER BY name, version;
 SELECT hb_model_drop($$x'); DELETE FROM hbird.model; --$$);
 
-SELECT hb_model_drop('pm_model');
-DROP TABLE pm_rows, pm_secret, pm_sample;
+SELECT hb_model_drop('pm_model'), hb_model_drop('pm_reg');
+DROP TABLE pm_rows, pm_secret, pm_sample, pm_reg_rows;
 DROP FUNCTION pm_try(name, text);
 REVOKE EXECUTE ON FUNCTION hb_model_upload(text, text, text, text[]),
 	hb_model_upload(text, bytea, text, text[]),

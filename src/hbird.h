@@ -199,6 +199,9 @@ extern void hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st,
 extern void hb_call_load_margins(FunctionCallInfo fcinfo, HbCallState *st,
 								 int row_arg, double *margins);
 
+extern void hb_check_single_target(const HbCacheEntry *e, const char *fn);
+extern void hb_check_regression(const HbCacheEntry *e, const char *fn);
+
 /* pg_batch.c */
 extern int	hb_batch_memory_kb;
 extern int	hb_batch_rows(const HbCacheEntry *e);

@@ -34,6 +34,9 @@ PG_FUNCTION_INFO_V1(hb_predict_agg_final);
 PG_FUNCTION_INFO_V1(hb_predict_class_agg_sfunc);
 PG_FUNCTION_INFO_V1(hb_predict_class_agg_final);
 PG_FUNCTION_INFO_V1(hb_predict_batch);
+PG_FUNCTION_INFO_V1(hb_predict_targets_agg_sfunc);
+PG_FUNCTION_INFO_V1(hb_predict_targets_agg_final);
+PG_FUNCTION_INFO_V1(hb_predict_targets_batch);
 PG_FUNCTION_INFO_V1(hb_compile);
 
 int			hb_batch_memory_kb = 64 * 1024;
@@ -90,6 +93,8 @@ typedef struct HbAggState
 	int64		npreds;
 	int64		pcap;
 	bool		classes;		/* hb_predict_class_agg: class indexes */
+	bool		targets;		/* hb_predict_targets_agg: pw values a row */
+	int			pw;				/* doubles per prediction */
 	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
 	HbLazy	   *lazy;			/* rows bound lazily for it (pg_lazy.c) */
 	Datum	   *rows;			/* lazy: copies of the buffered rows, 0 for
@@ -108,14 +113,14 @@ agg_flush(HbAggState *s)
 	{
 		int64		cap = Max(s->pcap * 2, s->npreds + s->nbuf);
 
-		if ((Size) cap * sizeof(double) > MaxAllocHugeSize)
+		if ((Size) cap * s->pw * sizeof(double) > MaxAllocHugeSize)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("hb_predict_agg cannot hold more than %zu predictions",
-							MaxAllocHugeSize / sizeof(double))));
+							MaxAllocHugeSize / sizeof(double) / s->pw)));
 		s->preds = s->preds ?
-			repalloc_huge(s->preds, cap * sizeof(double)) :
-			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(double));
+			repalloc_huge(s->preds, cap * s->pw * sizeof(double)) :
+			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * s->pw * sizeof(double));
 		s->pnull = s->pnull ?
 			repalloc_huge(s->pnull, cap * sizeof(bool)) :
 			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(bool));
@@ -141,6 +146,11 @@ agg_flush(HbAggState *s)
 							HB_CASCADE_PREDICT, s->preds + s->npreds, NULL,
 							s->lazy ? hb_lazy_complete : NULL, s->lazy);
 	}
+	else if (s->targets && s->margins)
+		hb_link_targets(s->entry->plan, s->x, s->nbuf, s->preds + s->npreds * s->pw);
+	else if (s->targets)
+		hb_plan_targets(s->entry->plan, s->x, s->nbuf, s->scratch,
+						s->preds + s->npreds * s->pw);
 	else if (s->margins)
 		hb_link_predict(s->entry->plan, s->x, s->nbuf, s->preds + s->npreds);
 	else
@@ -188,10 +198,19 @@ agg_reserve(HbAggState *s)
 	s->cap = cap;
 }
 
-static Datum
-agg_sfunc(FunctionCallInfo fcinfo, bool classes)
+typedef enum AggKind
 {
-	const char *fn = classes ? "hb_predict_class_agg" : "hb_predict_agg";
+	AGG_PREDICT,
+	AGG_CLASS,
+	AGG_TARGETS
+} AggKind;
+
+static Datum
+agg_sfunc(FunctionCallInfo fcinfo, AggKind kind)
+{
+	bool		classes = kind == AGG_CLASS;
+	const char *fn = kind == AGG_CLASS ? "hb_predict_class_agg" :
+		kind == AGG_TARGETS ? "hb_predict_targets_agg" : "hb_predict_agg";
 	MemoryContext aggcxt;
 	HbAggState *s;
 	HbCallState *st;
@@ -202,6 +221,10 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 	st = hb_call_prepare(fcinfo, 1, false);
 	if (classes)
 		hb_check_classifier(st->entry, fn);
+	else if (kind == AGG_TARGETS)
+		hb_check_regression(st->entry, fn);
+	else
+		hb_check_single_target(st->entry, fn);
 	s = PG_ARGISNULL(0) ? NULL : (HbAggState *) PG_GETARG_POINTER(0);
 	if (s == NULL)
 	{
@@ -210,7 +233,9 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 		hb_cache_pin_for(st->entry, aggcxt);
 		s->batch = hb_batch_rows(st->entry);
 		s->classes = classes;
-		s->cascade = hb_cascade_for(st->entry, aggcxt);
+		s->targets = kind == AGG_TARGETS;
+		s->pw = s->targets ? st->entry->n_outputs : 1;
+		s->cascade = s->targets ? NULL : hb_cascade_for(st->entry, aggcxt);
 		if (s->cascade)
 			s->lazy = hb_lazy_for(st->entry, s->cascade->approx, aggcxt);
 		/* a linear model over text buffers margins, not 20,000-wide rows */
@@ -271,13 +296,19 @@ agg_sfunc(FunctionCallInfo fcinfo, bool classes)
 Datum
 hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
 {
-	return agg_sfunc(fcinfo, false);
+	return agg_sfunc(fcinfo, AGG_PREDICT);
 }
 
 Datum
 hb_predict_class_agg_sfunc(PG_FUNCTION_ARGS)
 {
-	return agg_sfunc(fcinfo, true);
+	return agg_sfunc(fcinfo, AGG_CLASS);
+}
+
+Datum
+hb_predict_targets_agg_sfunc(PG_FUNCTION_ARGS)
+{
+	return agg_sfunc(fcinfo, AGG_TARGETS);
 }
 
 /* The group's predictions (or class indexes) in input order. */
@@ -322,6 +353,40 @@ Datum
 hb_predict_class_agg_final(PG_FUNCTION_ARGS)
 {
 	return agg_final(fcinfo, true);
+}
+
+/* The group's targets, one row of n_outputs per input row (NULLs for a NULL row). */
+Datum
+hb_predict_targets_agg_final(PG_FUNCTION_ARGS)
+{
+	HbAggState *s;
+	Datum	   *d;
+	bool	   *nulls;
+	int			dims[2];
+	int			lbs[2] = {1, 1};
+	int			pw;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	s = (HbAggState *) PG_GETARG_POINTER(0);
+	agg_flush(s);
+	hb_stat_call(s->entry);
+	pw = s->pw;
+	if (s->npreds == 0)
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(FLOAT8OID));
+	d = palloc_extended(sizeof(Datum) * s->npreds * pw, MCXT_ALLOC_HUGE);
+	nulls = palloc_extended(sizeof(bool) * s->npreds * pw, MCXT_ALLOC_HUGE);
+	for (int64 i = 0; i < s->npreds; i++)
+		for (int j = 0; j < pw; j++)
+		{
+			nulls[i * pw + j] = s->pnull[i];
+			d[i * pw + j] = s->pnull[i] ? (Datum) 0 : Float8GetDatum(s->preds[i * pw + j]);
+		}
+	dims[0] = (int) s->npreds;
+	dims[1] = pw;
+	PG_RETURN_ARRAYTYPE_P(construct_md_array(d, s->any_null ? nulls : NULL, 2, dims, lbs,
+											 FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL,
+											 TYPALIGN_DOUBLE));
 }
 
 /* ---- hb_predict_batch(name, rowtype, query) -> (score, item) ---- */
@@ -511,6 +576,7 @@ typedef struct PredictBatch
 {
 	HbCacheEntry *entry;
 	ReturnSetInfo *rsinfo;
+	bool		targets;		/* hb_predict_targets_batch */
 	double	   *scratch;
 	double	   *pred;
 	HbCascade  *cascade;
@@ -525,6 +591,30 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 	instr_time	start;			/* hb_stat_models */
 
 	INSTR_TIME_SET_CURRENT(start);
+	if (b->targets)
+	{
+		int			nt = b->entry->n_outputs;
+
+		if (b->margins)
+			hb_link_targets(b->entry->plan, x, n, b->pred);
+		else
+			hb_plan_targets(b->entry->plan, x, n, b->scratch, b->pred);
+		hb_stat_batch(b->entry, (int64) n, &start, false);
+		for (uint64 i = 0; i < n; i++)
+		{
+			Datum		values[2];
+			bool		nulls[2] = {false, false};
+			Datum	   *d = palloc(sizeof(Datum) * nt);
+
+			for (int j = 0; j < nt; j++)
+				d[j] = Float8GetDatum(b->pred[i * nt + j]);
+			values[0] = PointerGetDatum(construct_array(d, nt, FLOAT8OID, sizeof(float8),
+														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			values[1] = items[i];
+			tuplestore_putvalues(b->rsinfo->setResult, b->rsinfo->setDesc, values, nulls);
+		}
+		return;
+	}
 	if (b->cascade)
 	{
 		if (b->lazy)
@@ -550,8 +640,8 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 	}
 }
 
-Datum
-hb_predict_batch(PG_FUNCTION_ARGS)
+static Datum
+predict_batch_call(FunctionCallInfo fcinfo, bool targets)
 {
 	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
 	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
@@ -560,13 +650,19 @@ hb_predict_batch(PG_FUNCTION_ARGS)
 	int			batch;
 
 	b.entry = st->entry;
+	b.targets = targets;
+	if (targets)
+		hb_check_regression(b.entry, "hb_predict_targets_batch");
+	else
+		hb_check_single_target(b.entry, "hb_predict_batch");
 	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	InitMaterializedSRF(fcinfo, 0);
 	query = hb_query_arg(fcinfo, 2, rowtype);
 	batch = hb_batch_rows(b.entry);
 	b.scratch = palloc_extended(sizeof(double) * batch * b.entry->n_outputs, MCXT_ALLOC_HUGE);
-	b.pred = palloc_extended(sizeof(double) * batch, MCXT_ALLOC_HUGE);
-	b.cascade = hb_cascade_for(b.entry, CurrentMemoryContext);
+	b.pred = palloc_extended(sizeof(double) * batch * (targets ? b.entry->n_outputs : 1),
+							 MCXT_ALLOC_HUGE);
+	b.cascade = targets ? NULL : hb_cascade_for(b.entry, CurrentMemoryContext);
 	b.lazy = b.cascade ? hb_lazy_for(b.entry, b.cascade->approx, CurrentMemoryContext) : NULL;
 	b.margins = b.entry->sparse != NULL && b.cascade == NULL;
 	if (b.margins)
@@ -577,6 +673,20 @@ hb_predict_batch(PG_FUNCTION_ARGS)
 						b.lazy);
 	hb_stat_call(b.entry);
 	return (Datum) 0;
+}
+
+Datum
+hb_predict_batch(PG_FUNCTION_ARGS)
+{
+	return predict_batch_call(fcinfo, false);
+}
+
+/* ---- hb_predict_targets_batch(name, rowtype, query) -> (targets, item) ---- */
+
+Datum
+hb_predict_targets_batch(PG_FUNCTION_ARGS)
+{
+	return predict_batch_call(fcinfo, true);
 }
 
 /* ---- hb_compile(name, batch_size) ---- */

@@ -24,13 +24,43 @@ PG_FUNCTION_INFO_V1(hb_predict_proba_record);
 PG_FUNCTION_INFO_V1(hb_predict_proba_array);
 PG_FUNCTION_INFO_V1(hb_predict_margin_record);
 PG_FUNCTION_INFO_V1(hb_predict_margin_array);
+PG_FUNCTION_INFO_V1(hb_predict_targets_record);
+PG_FUNCTION_INFO_V1(hb_predict_targets_array);
 
 typedef enum ScoreKind
 {
 	SCORE_PREDICT,
 	SCORE_PROBA,
-	SCORE_MARGIN
+	SCORE_MARGIN,
+	SCORE_TARGETS
 } ScoreKind;
+
+/*
+ * One value per row cannot say what a model of several targets predicts:
+ * its first target alone would be a silently partial answer.
+ */
+/* Targets are what a regression (or ranking) model predicts. */
+void
+hb_check_regression(const HbCacheEntry *e, const char *fn)
+{
+	if (e->n_classes >= 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" is a %s model; %s needs a regression model",
+						e->name, hb_task_name(e->task), fn),
+				 errhint("Use hb_predict_proba for the probability of each class.")));
+}
+
+void
+hb_check_single_target(const HbCacheEntry *e, const char *fn)
+{
+	if (hb_plan_is_multi_target(e->plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" predicts %d targets; %s returns one value per row",
+						e->name, e->n_outputs, fn),
+				 errhint("Use hb_predict_targets for every target, as an array.")));
+}
 
 
 /*
@@ -249,6 +279,10 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 	bool		timed = HB_STAT_SAMPLE();
 
 	st = hb_call_prepare(fcinfo, 0, kind == SCORE_PROBA);
+	if (kind == SCORE_PREDICT)
+		hb_check_single_target(st->entry, "hb_predict");
+	else if (kind == SCORE_TARGETS)
+		hb_check_regression(st->entry, "hb_predict_targets");
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();
 	if (timed)
@@ -272,6 +306,10 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 				break;
 			case SCORE_MARGIN:
 				result = float8_array(st->scratch, e->n_outputs);
+				break;
+			case SCORE_TARGETS:
+				hb_link_targets(e->plan, st->scratch, 1, st->out);
+				result = float8_array(st->out, e->n_outputs);
 				break;
 		}
 		hb_stat_row(e, timed ? &start : NULL);
@@ -299,6 +337,10 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 			break;
 		case SCORE_MARGIN:
 			hb_plan_margins(e->plan, st->x, 1, st->out);
+			result = float8_array(st->out, e->n_outputs);
+			break;
+		case SCORE_TARGETS:
+			hb_plan_targets(e->plan, st->x, 1, st->scratch, st->out);
 			result = float8_array(st->out, e->n_outputs);
 			break;
 	}
@@ -340,4 +382,20 @@ Datum
 hb_predict_margin_array(PG_FUNCTION_ARGS)
 {
 	return score(fcinfo, SCORE_MARGIN, false);
+}
+
+/*
+ * Every target of a regression model, after its link: n_outputs values
+ * (one for a model of one target, so the function serves every model).
+ */
+Datum
+hb_predict_targets_record(PG_FUNCTION_ARGS)
+{
+	return score(fcinfo, SCORE_TARGETS, true);
+}
+
+Datum
+hb_predict_targets_array(PG_FUNCTION_ARGS)
+{
+	return score(fcinfo, SCORE_TARGETS, false);
 }

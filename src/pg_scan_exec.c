@@ -197,10 +197,15 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 				 errhint("Use hb_predict for its value.")));
 	if (c->kind == HB_CALL_CLASS)
 		hb_check_classifier(e, "hb_predict_class");
+	if (c->kind == HB_CALL_PREDICT)
+		hb_check_single_target(e, "hb_predict");
+	if (c->kind == HB_CALL_TARGETS)
+		hb_check_regression(e, "hb_predict_targets");
 	if ((c->kind == HB_CALL_PREDICT || c->kind == HB_CALL_CLASS) && hb_cascade_on)
 		c->cascade = hb_cascade_for(e, c->cxt);
 	c->sparse = e->sparse != NULL && !c->is_array &&
 		(c->kind == HB_CALL_PROBA || c->kind == HB_CALL_MARGIN ||
+		 c->kind == HB_CALL_TARGETS ||
 		 (c->kind == HB_CALL_PREDICT && c->cascade == NULL));
 	c->width = c->sparse ? e->n_outputs : e->n_features;
 	c->nout = Max(e->n_outputs, Max(e->n_classes, 1));
@@ -600,6 +605,15 @@ score_call(HbScoreState *st, ScoreCall *c, bool topk)
 				hb_classify(e, c->cascade, c->x, nb, c->cls);
 				for (int b = 0; b < nb; b++)
 					c->values[c->rows[b]] = Int32GetDatum(c->cls[b]);
+				break;
+			case HB_CALL_TARGETS:
+				if (c->sparse)
+					hb_link_targets(p, c->x, nb, c->out);
+				else
+					hb_plan_targets(p, c->x, nb, c->scratch, c->out);
+				for (int b = 0; b < nb; b++)
+					c->values[c->rows[b]] = float8_array_datum(c->out + (size_t) b * e->n_outputs,
+															   e->n_outputs);
 				break;
 			default:
 				elog(ERROR, "unexpected scoring call kind %d", (int) c->kind);
