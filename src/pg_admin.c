@@ -141,9 +141,19 @@ sha256(const char *data, size_t len, uint8 *out)
 	pg_cryptohash_free(ctx);
 }
 
+/*
+ * Upload the model in varlena arg (a bytea or a text argument: the same
+ * representation, stored as given).  A model near hbird.max_model_bytes
+ * must not need several times its size: the argument is stored as it
+ * came, the compiled plan (built only to prove the model compiles) and
+ * the IR are freed as soon as they are no longer needed, and the image is
+ * turned into a bytea in place.
+ */
 static Datum
-upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
+upload(FunctionCallInfo fcinfo, struct varlena *arg)
 {
+	const char *bytes = VARDATA_ANY(arg);
+	size_t		len = VARSIZE_ANY_EXHDR(arg);
 	char	   *name = model_name_arg(fcinfo);
 	HbFormat	format = HB_FORMAT_AUTO;
 	ArrayType  *features = NULL;
@@ -163,6 +173,7 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 	int			n_listed;
 	bool		isnull;
 	bool		exists;
+	bool		has_pipeline;
 	HbCatalogWrite w;
 
 	if (!PG_ARGISNULL(2))
@@ -210,8 +221,13 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 	}
 	if (!hb_plan_build(m, &plan, &err))
 		hb_report(&err, "could not compile model", name);
+	hb_plan_free(plan);
 	if (!hb_model_image_write(m, &image, &image_len, &err))
 		hb_report(&err, "could not compile model", name);
+	/* the image as a bytea, in place */
+	image = repalloc_huge(image, image_len + VARHDRSZ);
+	memmove(image + VARHDRSZ, image, image_len);
+	SET_VARSIZE(image, image_len + VARHDRSZ);
 	sha256(bytes, len, digest);
 	MemoryContextSwitchTo(old);
 
@@ -272,12 +288,8 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 		TEXTARRAYOID, BYTEAOID, BYTEAOID, INT8OID, TEXTOID, BYTEAOID};
 		Datum		v[16];
 		char		nulls[17] = "                ";
-		bytea	   *body = palloc(VARHDRSZ + len);
 		bytea	   *hash = palloc(VARHDRSZ + HB_SHA256_LEN);
-		bytea	   *img = palloc_extended(VARHDRSZ + image_len, MCXT_ALLOC_HUGE);
 
-		SET_VARSIZE(body, VARHDRSZ + len);
-		memcpy(VARDATA(body), bytes, len);
 		SET_VARSIZE(hash, VARHDRSZ + HB_SHA256_LEN);
 		memcpy(VARDATA(hash), digest, HB_SHA256_LEN);
 
@@ -294,13 +306,15 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 		v[10] = features ? PointerGetDatum(features) : (Datum) 0;
 		if (!features)
 			nulls[10] = 'n';
-		v[11] = PointerGetDatum(body);
+		v[11] = PointerGetDatum(arg);
 		v[12] = PointerGetDatum(hash);
 		v[13] = Int64GetDatum((int64) len);
 		v[14] = CStringGetTextDatum(GetUserNameFromId(w.caller, false));
-		SET_VARSIZE(img, VARHDRSZ + image_len);
-		memcpy(VARDATA(img), image, image_len);
-		v[15] = PointerGetDatum(img);
+		v[15] = PointerGetDatum(image);
+		/* everything the rows need is copied out: the IR can go */
+		has_pipeline = m->pipeline != NULL;
+		hb_model_free(m);
+		m = NULL;
 		hb_write_sql(psprintf("INSERT INTO hbird.model_version (name, version, format, task, objective, "
 							  "n_features, n_outputs, n_classes, n_trees, max_depth, feature_names, "
 							  "body, sha256, size_bytes, uploaded_by, image) "
@@ -324,7 +338,7 @@ upload(FunctionCallInfo fcinfo, const char *bytes, size_t len)
 		v[4] = PointerGetDatum(construct_md_array(fcosts, fcost_nulls, 1, dims, lbs,
 												  TEXTOID, -1, false, TYPALIGN_INT));
 		/* cost came with 0.2.0: a 0.1.0 catalog still takes other models */
-		if (m->pipeline)
+		if (has_pipeline)
 			hb_write_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type, cost) "
 						 "SELECT $1, $2, u.ord::integer, u.f, u.t, u.c "
 						 "FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(f, t, c, ord)",
@@ -358,7 +372,7 @@ hb_model_upload_bytea(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("model bytes must not be null")));
 	b = PG_GETARG_BYTEA_PP(1);
-	return upload(fcinfo, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+	return upload(fcinfo, b);
 }
 
 Datum
@@ -371,7 +385,7 @@ hb_model_upload_text(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("model text must not be null")));
 	t = PG_GETARG_TEXT_PP(1);
-	return upload(fcinfo, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	return upload(fcinfo, t);
 }
 
 static bool

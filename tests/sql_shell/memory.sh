@@ -50,7 +50,8 @@ SQL
 tap $? "memory: $rows-row table set up"
 
 names=(hb_predict_row hb_predict_array hb_predict_proba hb_predict_margin hb_predict_batch
-	hb_predict_agg hb_predict_agg_groups hb_topk hb_topk_agg hb_topk_agg_groups)
+	hb_predict_agg hb_predict_agg_groups hb_topk hb_topk_agg hb_topk_agg_groups
+	scan_order_by_limit scan_class_filter)
 stmts=(
 	"SELECT count(hb_predict('m', b)) FROM big b"
 	"SELECT count(hb_predict('m', ARRAY[amount, age, balance, n_tx, risk, tenure])) FROM big b"
@@ -62,6 +63,8 @@ stmts=(
 	"SELECT count(*) FROM hb_topk('m', 10, NULL::big)"
 	"SELECT cardinality(hb_topk_agg('m', 10, b)) FROM big b"
 	"SELECT count(*) FROM (SELECT id % 1000, hb_topk_agg('m', 3, b) FROM big b GROUP BY 1) g"
+	"SELECT count(*) FROM (SELECT id FROM big b ORDER BY hb_predict('m', b) DESC LIMIT 10) s"
+	"SELECT count(*) FROM big b WHERE hb_predict_class('m', b) = 1"
 )
 
 # one session runs everything; serial plans, so this backend does the work
@@ -122,3 +125,43 @@ row=$(q -F ' ' -c "SELECT max(rss_kb), (SELECT ctx_bytes FROM memlog WHERE entry
 read -r max_entries ctx4 ctxmax ctx40 n <<<"$row"
 [ "${n:-0}" = 40 ] && [ "$max_entries" -le 4 ] && [ "$ctxmax" -le $((ctx4 + ctx4 / 2)) ]
 tap $? "memory: plan cache over 40 versions with hbird.plan_cache_entries = 4: at most ${max_entries:-?} entries; cache ${ctx4:-?} bytes after 4 versions, ${ctx40:-?} after 40 (max ${ctxmax:-?})"
+
+# Uploading a large model: a 10 MB XGBoost JSON file (the fixture's trees
+# repeated) may raise the backend's peak resident memory (VmHWM, which also
+# counts the shared buffers the insert touches) by at most 8 times its size.
+# The text argument is stored as it came, the compiled plan and the IR are
+# freed once the image is written, and numbers in the parsed document are
+# packed (docs/reliability.md, "Memory").
+big_model=$tmp/big_model.json
+/usr/bin/python3 - "$fx/binary_logistic.json" "$big_model" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+gb = m["learner"]["gradient_booster"]["model"]
+trees = gb["trees"]
+out, size = [], 0
+while size < 10 * 1024 * 1024:
+    for t in trees:
+        t = dict(t, id=len(out))
+        out.append(t)
+        size += len(json.dumps(t))
+gb["trees"] = out
+gb["tree_info"] = [0] * len(out)
+gb["gbtree_model_param"]["num_trees"] = str(len(out))
+json.dump(m, open(sys.argv[2], "w"))
+PY
+chmod 644 "$big_model"
+bytes=$(stat -c %s "$big_model")
+# (the file is read by psql itself: 10 MB is more than one argument may hold)
+row=$(q -F ' ' -v path="$big_model" <<'SQL'
+\set m `cat :path`
+SELECT (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1] AS hwm \gset before_
+SELECT hb_model_upload('big_upload', :'m') AS v \gset
+SELECT :before_hwm, (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1];
+SQL
+)
+hwm0=${row%% *}
+hwm1=${row##* }
+grow_kb=$(( ${hwm1:-0} - ${hwm0:-0} ))
+[ -n "$hwm0" ] && [ "$grow_kb" -le $((8 * bytes / 1024)) ]
+tap $? "memory: uploading a $((bytes / 1024)) kB model raised the backend's peak by $grow_kb kB ($(awk -v g="$grow_kb" -v b="$bytes" 'BEGIN { printf "%.1f", g * 1024 / b }')x the file; limit 8x)"
+q -c "SELECT hb_model_drop('big_upload')" >/dev/null
