@@ -1429,9 +1429,11 @@ compact_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
  * more than the walk's keys, k the steps of the column's search
  * (c_cost: their sum, plus a fifth, made at build).  Break-even comes at
  * 20-35 trees of 28 columns; top-K's blocks of 50 trees take this kernel.
+ * Fewer than eight rows (a forced PTT on single rows) keep the walk, which
+ * was 2-3x faster there.
  */
 static bool
-compact_pays(const HbPtt *t, int t_begin, int t_end)
+compact_pays(const HbPtt *t, size_t n, int t_begin, int t_end)
 {
 	int64_t		saved = 0;
 
@@ -1439,6 +1441,9 @@ compact_pays(const HbPtt *t, int t_begin, int t_end)
 		return false;
 	if (ptt_kernel != HB_PTT_KERNEL_AUTO)
 		return true;
+	/* a group is eight rows: below that, most of its work is wasted */
+	if (n < 8)
+		return false;
 	for (int i = t_begin; i < t_end; i++)
 		if (!t->trees[i].general)
 			saved += 2 * t->trees[i].depth + 1;
@@ -1483,7 +1488,7 @@ hb_ptt_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
 	int			tb1;
 	uint32_t	blocks = 0;
 
-	if (compact_pays(t, t_begin, t_end) &&
+	if (compact_pays(t, n, t_begin, t_end) &&
 		compact_accumulate(p, x, n, t_begin, t_end, margins,
 						   ptt_kernel == HB_PTT_KERNEL_PORTABLE))
 		return;
