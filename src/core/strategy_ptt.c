@@ -59,6 +59,15 @@
  * TT to the bit: tree blocks run in order and trees within a block in
  * order.  Between tree blocks the float32 running sum lives in the double
  * margins array, which holds any float exactly.
+ *
+ * Kernels.  That is the eight-row walk (PTT_WALK).  The build also makes a
+ * compact form of the layout (16-bit ranks instead of keys, 4 bytes a node
+ * slot), and the compact kernel ("The compact kernel" below: eight rows per
+ * group, the top three levels in SSE2 registers, four instructions a step)
+ * scores it at about 2.3 times the walk's speed on 500 trees of depth 8.
+ * hb_ptt_accumulate takes it whenever its ranks pay (compact_pays); both
+ * give the same bits, and the device copy (hb_ptt_view) is the layout
+ * above, unchanged.
  */
 #include "plan_int.h"
 
@@ -74,7 +83,6 @@
 
 /* the compact kernel (below) */
 #define HB_PTT_C_MAX_RANK	32767	/* ranks compare as int16 in SSE2 */
-#define HB_PTT_C_MAX_DEPTH	HB_PTT_DEPTH_LIMIT
 #define HB_PTT_C_MAX_COLUMNS 1024	/* at least 32 rows of keys per chunk */
 #define HB_PTT_C_TOP		3		/* levels chosen in SSE2 registers */
 #define HB_PTT_C_CHUNK_ROWS	1024	/* rows whose keys are made at once */
@@ -249,7 +257,7 @@ place(HbPtt *t, const HbPlan *p, const HbPttTree *tr, const int32_t *column,
  * sorted, as keys; per tree slot j (heap numbering from 1, the slot of PTT
  * node j - 1), the node's key offset and the index of its threshold.
  * Returns 1 when built, 0 when the model does not fit it (too many
- * thresholds on a column, too many columns, too deep), -1 out of memory.
+ * thresholds on a column, too many columns), -1 out of memory.
  */
 static int
 compact_cmp32(const void *a, const void *b)
@@ -321,7 +329,7 @@ compact_build(HbPtt *t)
 	int64_t		slots = 0,
 				nthr = 0;
 
-	if (t->n_used > HB_PTT_C_MAX_COLUMNS || t->max_depth > HB_PTT_C_MAX_DEPTH)
+	if (t->n_used > HB_PTT_C_MAX_COLUMNS)
 		return 0;
 
 	/* thresholds per column, duplicates included */
@@ -852,8 +860,8 @@ walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
  * "rank > i": a node holds the 16-bit index of its threshold (c_thr), and
  * an input's two sides are its rank (side 0: NaN ranks 0, below every
  * threshold; side 1: NaN ranks R, above every one).  The ranks of a chunk
- * of rows are computed once (a binary search per row and column) and read
- * by every tree, so a column may hold at most HB_PTT_C_MAX_RANK distinct
+ * of rows are computed once (a search per row and column) and read by
+ * every tree; a column may hold at most HB_PTT_C_MAX_RANK distinct
  * thresholds (XGBoost's hist models have at most 256 per feature).
  *
  * Keys by groups of eight rows.  Keys are stored [group][2 * column +
@@ -868,22 +876,26 @@ walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
  *
  * is two loads of the node, a compare with the key in memory, and an add
  * with carry (x86-64 GNU C: inline assembly, since gcc spends three
- * instructions on the carry; elsewhere plain C).
+ * instructions on the carry; elsewhere plain C).  -DHB_NO_SIMD builds the
+ * plain C kernel only, as other machines get it (test_strategies runs it:
+ * scripts/sanitize.sh builds with it too).
  *
  * The top levels (HB_PTT_C_TOP, 7 nodes) are the same for every row: their
  * thresholds are broadcast once per tree, each node is compared with a
  * column of eight keys in one instruction (pcmpgtw: ranks stay below
  * 32768), and the path is selected with masks, which gives the slot at
- * level HB_PTT_C_TOP for eight rows without a gather.
+ * level HB_PTT_C_TOP for eight rows without a gather.  The next group's
+ * top levels are computed before this group's walk, in the shadow of its
+ * loads.
  *
  * Leaves are added per row in model tree order into float32 (double)
  * accumulators, exactly as the other strategies do.
  */
-#if defined(__SSE2__)
+#if defined(__SSE2__) && !defined(HB_NO_SIMD)
 #include <emmintrin.h>
 #define HB_PTT_SSE2 1
 #endif
-#if defined(__GNUC__) && defined(__x86_64__)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(HB_NO_SIMD)
 #define HB_PTT_ASM 1
 #endif
 
@@ -905,11 +917,10 @@ hb_ptt_has_compact(const HbPlan *p)
  * Ranks.  The rank of key u, how many of a column's thresholds are at or
  * below it, comes from the column's search tree E (size = 2^k slots, see
  * compact_build): k steps of i = 2i + (E[i] <= u) from slot 1 end at slot
- * size + rank.  Four rows are searched side by side (their chains of loads
- * overlap) for the same k steps, so no branch depends on the data.  x86-64
- * GNU C: a compare with the key in memory and an add with carry a step,
- * against u + 1, which does not wrap (keys of numbers stay far below the
- * padding).
+ * size + rank.  Eight rows are searched side by side (their chains of
+ * loads overlap) for the same k steps, so no branch depends on the data.
+ * x86-64 GNU C: a load, a compare with u + 1 and an add with carry a step
+ * (u + 1 does not wrap: keys of numbers stay far below the padding).
  */
 #ifdef HB_PTT_ASM
 /* CF = E[i] < u + 1, i.e. E[i] <= u; then i = 2i + CF */
@@ -1010,7 +1021,7 @@ column_keys_sse2(const HbPtt *t, const double *xc, int nf, int c, int k,
 					f1 = _mm_movelh_ps(_mm_cvtpd_ps(d[2]), _mm_cvtpd_ps(d[3]));
 		__m128i		u0,
 					u1;
-		uint32_t	u[8] __attribute__((aligned(16)));
+		uint32_t	u[8];
 
 		nan0 = _mm_castps_si128(_mm_cmpunord_ps(f0, f0));
 		nan1 = _mm_castps_si128(_mm_cmpunord_ps(f1, f1));
@@ -1019,14 +1030,14 @@ column_keys_sse2(const HbPtt *t, const double *xc, int nf, int c, int k,
 		u1 = _mm_castps_si128(_mm_add_ps(f1, _mm_setzero_ps()));
 		u0 = _mm_xor_si128(u0, _mm_or_si128(_mm_srai_epi32(u0, 31), hi));
 		u1 = _mm_xor_si128(u1, _mm_or_si128(_mm_srai_epi32(u1, 31), hi));
-		_mm_store_si128((__m128i *) u, _mm_andnot_si128(nan0, u0));
-		_mm_store_si128((__m128i *) (u + 4), _mm_andnot_si128(nan1, u1));
+		_mm_storeu_si128((__m128i *) u, _mm_andnot_si128(nan0, u0));
+		_mm_storeu_si128((__m128i *) (u + 4), _mm_andnot_si128(nan1, u1));
 		rank8_32(t->e32 + t->e_off[c], k, u, false, rank);
 	}
 	else
 	{
 		const __m128i hi64 = _mm_set_epi32((int) 0x80000000u, 0, (int) 0x80000000u, 0);
-		uint64_t	u[8] __attribute__((aligned(16)));
+		uint64_t	u[8];
 		__m128i		m[4];
 
 		for (int i = 0; i < 4; i++)
@@ -1036,7 +1047,7 @@ column_keys_sse2(const HbPtt *t, const double *xc, int nf, int c, int k,
 
 			m[i] = _mm_castpd_si128(_mm_cmpunord_pd(d[i], d[i]));
 			v = _mm_xor_si128(v, _mm_or_si128(sgn, hi64));
-			_mm_store_si128((__m128i *) (u + 2 * i), _mm_andnot_si128(m[i], v));
+			_mm_storeu_si128((__m128i *) (u + 2 * i), _mm_andnot_si128(m[i], v));
 		}
 		/* the 64-bit NaN masks as 32-bit ones */
 		nan0 = _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(m[0]), _mm_castsi128_ps(m[1]),
@@ -1145,8 +1156,12 @@ mux(__m128i mask, __m128i m1, __m128i m0)
 /*
  * The slots at level L (L <= 4) of eight rows: node n's mask is "right"
  * (all ones) or "left" (zero) per row; level d's bit selects among the
- * masks of its level with the bits above it.
+ * masks of its level with the bits above it.  (Four levels measured 0.98x
+ * three: docs/strategies.md.)
  */
+#if HB_PTT_C_TOP > 4
+#error "top_sse2 selects at most four levels"
+#endif
 static inline __m128i
 top_sse2(const uint16_t *kg, const int *off, const __m128i *thr, int L)
 {
@@ -1242,7 +1257,6 @@ compact_tree(const HbPtt *t, const HbPttTree *tr, const uint16_t *kb, int ng,
 #ifdef HB_PTT_SSE2
 	int			off[1 << HB_PTT_C_TOP];
 	__m128i		thr[1 << HB_PTT_C_TOP];
-
 	__m128i		jnext = _mm_setzero_si128();
 
 	for (int n = 1; n < (1 << top); n++)
@@ -1253,6 +1267,7 @@ compact_tree(const HbPtt *t, const HbPttTree *tr, const uint16_t *kb, int ng,
 	if (!portable && ng > 0)
 		jnext = top_sse2(kb, off, thr, top);
 #else
+	(void) top;
 	portable = true;
 #endif
 
