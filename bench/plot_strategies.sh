@@ -10,7 +10,9 @@ command -v gnuplot >/dev/null || { echo "gnuplot is not installed (apt-get insta
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# "| depth | trees | batch | XGBoost | TT | PTT | GEMM |" rows -> depth xgb tt ptt gemm per trees
+# "| depth | trees | batch | XGBoost | TT | PTT | PTT, eight-row walk | GEMM | PTT / walk |"
+# rows (or the older "| depth | trees | batch | XGBoost | TT | PTT | GEMM |")
+# -> depth xgb tt ptt walk gemm per trees
 /usr/bin/python3 - "$in" "$tmp" <<'PY'
 import re, sys
 src, tmp = sys.argv[1], sys.argv[2]
@@ -24,11 +26,14 @@ rows = {}
 batch_max = 0
 for line in open(src):
     cells = [c.strip() for c in line.strip().strip('|').split('|')]
-    if len(cells) != 7 or not cells[0].isdigit():
+    if len(cells) not in (7, 9) or not cells[0].isdigit():
         continue
     d, t, b = int(cells[0]), int(cells[1]), int(cells[2])
     batch_max = max(batch_max, b)
-    rows.setdefault((t, b), []).append((d, [rate(c) for c in cells[3:]]))
+    if len(cells) == 7:       # no eight-row walk column: NaN
+        cells = cells[:6] + ['nan'] + cells[6:] + ['']
+    r = [rate(c) for c in cells[3:8]]
+    rows.setdefault((t, b), []).append((d, [v if v is not None else float('nan') for v in r]))
 for (t, b), pts in rows.items():
     if b != batch_max:
         continue
@@ -38,7 +43,7 @@ for (t, b), pts in rows.items():
 print(batch_max)
 PY
 batch=$(/usr/bin/python3 -c "
-import re;print(max(int(c[2]) for c in ([x.strip() for x in l.strip().strip('|').split('|')] for l in open('$in')) if len(c)==7 and c[0].isdigit()))")
+import re;print(max(int(c[2]) for c in ([x.strip() for x in l.strip().strip('|').split('|')] for l in open('$in')) if len(c) in (7, 9) and c[0].isdigit()))")
 gnuplot <<GP
 set terminal pngcairo size 1200,420 font ",10"
 set output "$out"
@@ -53,7 +58,8 @@ do for [t in "10 100 500"] {
   plot "$tmp/trees".t.".dat" using 1:2 with linespoints title "XGBoost", \
        "" using 1:3 with linespoints title "hbird TT", \
        "" using 1:4 with linespoints title "hbird PTT", \
-       "" using 1:5 with linespoints title "hbird GEMM"
+       "" using 1:5 with linespoints title "hbird PTT, eight-row walk", \
+       "" using 1:6 with linespoints title "hbird GEMM"
 }
 unset multiplot
 GP

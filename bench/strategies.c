@@ -20,8 +20,11 @@
  * XGBoost: XGBoosterPredictFromDense on the float32 rows, nthread=1, as
  * bench/xgb_capi.c.  hbird reads the same values as doubles (its input
  * format), converted before timing.  OpenBLAS is held to one thread.
- * Before timing, every model is checked: PTT and GEMM margins must equal
- * TT's bit for bit, and TT's must equal XGBoost's margins.
+ * Before timing, every model is checked: PTT (every kernel) and GEMM margins
+ * must equal TT's bit for bit, and TT's must equal XGBoost's margins.
+ * "PTT" is hb_ptt_margins with the kernel it chooses; "PTT, eight-row walk"
+ * forces the kernel PTT had before the compact one, so that the two are
+ * compared in one run.
  */
 #include <math.h>
 #include <stdint.h>
@@ -50,9 +53,11 @@
 
 enum
 {
-	M_XGB, M_TT, M_PTT, M_GEMM, N_METHODS
+	M_XGB, M_TT, M_PTT, M_PTT8, M_GEMM, N_METHODS
 };
-static const char *method_names[N_METHODS] = {"XGBoost", "hbird TT", "hbird PTT", "hbird GEMM"};
+static const char *method_names[N_METHODS] = {
+	"XGBoost", "hbird TT", "hbird PTT", "hbird PTT, eight-row walk", "hbird GEMM"
+};
 
 static const int depths[] = {2, 4, 6, 8, 10};
 static const int tree_counts[] = {10, 100, 500};
@@ -132,6 +137,12 @@ score(Scorer *s, size_t first, size_t b)
 		case M_PTT:
 			hb_ptt_margins(s->plan, rows_d + first * N_FEATURES, b, s->out);
 			break;
+		case M_PTT8:
+			/* the kernel PTT had before the compact one (strategy_ptt.c) */
+			hb_ptt_set_kernel(HB_PTT_KERNEL_WALK8);
+			hb_ptt_margins(s->plan, rows_d + first * N_FEATURES, b, s->out);
+			hb_ptt_set_kernel(HB_PTT_KERNEL_AUTO);
+			break;
 		case M_GEMM:
 			hb_gemm_margins(s->plan, rows_d + first * N_FEATURES, b, s->out);
 			break;
@@ -183,12 +194,18 @@ check_model(const char *name, const HbPlan *p, BoosterHandle h, size_t n,
 			*worst_xgb = fabs(tt[i] - xm[i]);
 	if (p->ptt)
 	{
-		hb_ptt_margins(p, rows_d, n, other);
-		if (memcmp(tt, other, sizeof(double) * n) != 0)
+		/* every PTT kernel: the choice, the eight-row walk, compact, portable */
+		for (int k = HB_PTT_KERNEL_AUTO; k <= HB_PTT_KERNEL_PORTABLE; k++)
 		{
-			fprintf(stderr, "%s: PTT margins differ from TT\n", name);
-			ok = false;
+			hb_ptt_set_kernel((HbPttKernel) k);
+			hb_ptt_margins(p, rows_d, n, other);
+			if (memcmp(tt, other, sizeof(double) * n) != 0)
+			{
+				fprintf(stderr, "%s: PTT margins (kernel %d) differ from TT\n", name, k);
+				ok = false;
+			}
 		}
+		hb_ptt_set_kernel(HB_PTT_KERNEL_AUTO);
 	}
 	if (p->gemm)
 	{
@@ -368,7 +385,8 @@ main(int argc, char **argv)
 					int			prev = -1;
 
 					active[me] = false;
-					if ((me == M_PTT && !p->ptt) || (me == M_GEMM && !p->gemm))
+					if (((me == M_PTT || me == M_PTT8) && !p->ptt) ||
+						(me == M_GEMM && !p->gemm))
 					{
 						c->absent = true;
 						continue;
@@ -403,10 +421,11 @@ main(int argc, char **argv)
 							active[me] = false;
 					}
 			}
-			fprintf(stderr, "%-9s nodes %7lld  TT %8.0f  PTT %8.0f  GEMM %8.0f  XGB %8.0f rows/s at %zu  (%.0f s)\n",
+			fprintf(stderr, "%-9s nodes %7lld  TT %8.0f  PTT %8.0f  PTT8 %8.0f  GEMM %8.0f  XGB %8.0f rows/s at %zu  (%.0f s)\n",
 					name, (long long) p->n_nodes,
 					cells[di][ti][N_BATCHES - 1][M_TT].rows_per_s,
 					cells[di][ti][N_BATCHES - 1][M_PTT].rows_per_s,
+					cells[di][ti][N_BATCHES - 1][M_PTT8].rows_per_s,
 					cells[di][ti][N_BATCHES - 1][M_GEMM].rows_per_s,
 					cells[di][ti][N_BATCHES - 1][M_XGB].rows_per_s,
 					batches[N_BATCHES - 1], now() - t_start);
@@ -434,8 +453,12 @@ main(int argc, char **argv)
 		   " the rate of the largest batch of the same method and model that was (a call"
 		   " would have taken over %.1f s); ratio = rows/s / XGBoost's rows/s at the same"
 		   " batch\n", ROUNDS, budget, MAX_CALL);
-	printf("- checks: PTT and GEMM margins bit-identical to TT's on 4,096 rows of every"
-		   " model: %s; TT vs XGBoost margins: max |diff| %.3g\n\n",
+	printf("- PTT: `hb_ptt_margins` with the kernel it chooses (the compact kernel where"
+		   " it pays, else the eight-row walk; `src/core/strategy_ptt.c`); PTT, eight-row"
+		   " walk: the same layout with the kernel PTT had before the compact one, forced"
+		   " (`HB_PTT_KERNEL_WALK8`)\n");
+	printf("- checks: PTT (every kernel) and GEMM margins bit-identical to TT's on 4,096"
+		   " rows of every model: %s; TT vs XGBoost margins: max |diff| %.3g\n\n",
 		   all_ok ? "yes" : "**NO**", worst_xgb_all);
 
 	{
@@ -463,12 +486,14 @@ main(int argc, char **argv)
 					   visits / (secs * ghz * 1e9));
 		}
 		printf("\nnode visits = rows × trees × depth (%.3g per batch); cycles ="
-			   " seconds × %.2f GHz.\n\n", visits, ghz);
+			   " seconds × %.2f GHz.  PTT / PTT, eight-row walk: %.2f×.\n\n", visits, ghz,
+			   cells[di][ti][bi][M_PTT].rows_per_s / cells[di][ti][bi][M_PTT8].rows_per_s);
 	}
 
 	printf("## Grid (rows/s, and ratio vs XGBoost)\n\n");
-	printf("| depth | trees | batch | XGBoost | TT | PTT | GEMM |\n");
-	printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+	printf("| depth | trees | batch | XGBoost | TT | PTT | PTT, eight-row walk | GEMM |"
+		   " PTT / eight-row walk |\n");
+	printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (size_t di = 0; di < N_DEPTHS; di++)
 		for (size_t ti = 0; ti < N_TREES; ti++)
 			for (size_t bi = 0; bi < N_BATCHES; bi++)
@@ -489,7 +514,11 @@ main(int argc, char **argv)
 					else
 						printf(" %s (%.2f×) |", rate, c->rows_per_s / xr);
 				}
-				printf("\n");
+				if (cells[di][ti][bi][M_PTT].absent)
+					printf(" — |\n");
+				else
+					printf(" %.2f× |\n", cells[di][ti][bi][M_PTT].rows_per_s /
+						   cells[di][ti][bi][M_PTT8].rows_per_s);
 			}
 	free(rows_d);
 	free(rows_f);

@@ -25,9 +25,10 @@ failed=0
 tap() { echo "$1"; case $1 in "not ok"*) failed=1 ;; esac; }
 
 # Build each core test into $1 with compiler flags $2 (the core's objects
-# once, then one link per test); echo the binaries into $1/list.
+# once, then one link per test; $3: only tests/core/$3.c); echo the
+# binaries into $1/list.
 build_core() {
-	local dir=$1 flags=$2 t b c objs=()
+	local dir=$1 flags=$2 only=${3:-test_*} t b c objs=()
 	mkdir -p "$dir/obj"
 	# ONNX's protobuf messages are generated C (protoc-c, see Makefile)
 	make -s src/core/onnx/onnx_ml.pb-c.c >>"$dir/build.log" 2>&1
@@ -39,7 +40,7 @@ build_core() {
 		fi
 		objs+=("$b")
 	done
-	for t in tests/core/test_*.c; do
+	for t in tests/core/$only.c; do
 		b=$dir/$(basename "$t" .c)
 		if ! $CC -std=gnu11 -g -Wall -Isrc/core $flags -o "$b" "$t" "${objs[@]}" \
 			-lopenblas -lprotobuf-c -lm >>"$dir/build.log" 2>&1; then
@@ -73,6 +74,20 @@ run_core() {
 			"$b" >"$b.log" 2>&1
 		rc=$?
 		judge "asan+ubsan $(basename "$b")" $rc "$b.log"
+	done <"$dir/list"
+
+	# the plain C kernels, as machines without SSE2 or x86-64 build them
+	# (strategy_ptt.c's compact kernel: -DHB_NO_SIMD)
+	dir=$out/core_nosimd
+	rm -rf "$dir"
+	build_core "$dir" "-O1 $SAN_FLAGS -DHB_NO_SIMD" test_strategies
+	[ -f "$dir/list" ] || return
+	while read -r b; do
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+			"$b" >"$b.log" 2>&1
+		rc=$?
+		judge "asan+ubsan -DHB_NO_SIMD $(basename "$b")" $rc "$b.log"
 	done <"$dir/list"
 }
 

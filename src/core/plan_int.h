@@ -107,6 +107,25 @@ extern void hb_ptt_accumulate(const HbPlan *p, const double *x, size_t n,
 							  int t_begin, int t_end, double *margins);
 extern int	hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
+/*
+ * PTT's kernels (strategy_ptt.c), for tests and benchmarks: AUTO takes the
+ * compact kernel where the plan has its layout and it pays, else the
+ * eight-row walk; WALK8 always the eight-row walk; COMPACT the compact
+ * kernel wherever the plan has its layout; PORTABLE likewise, in plain C
+ * (no SSE2, no assembly), as other machines build it.  All give the same
+ * bits.  Process-wide, like hb_set_strategy_override.
+ */
+typedef enum HbPttKernel
+{
+	HB_PTT_KERNEL_AUTO = 0,
+	HB_PTT_KERNEL_WALK8,
+	HB_PTT_KERNEL_COMPACT,
+	HB_PTT_KERNEL_PORTABLE
+} HbPttKernel;
+extern void hb_ptt_set_kernel(HbPttKernel k);
+/* Does the plan's PTT layout include the compact kernel's? */
+extern bool hb_ptt_has_compact(const HbPlan *p);
+
 /* The PTT layout, read-only, for copying it to a device (device.c). */
 typedef struct HbPttView
 {

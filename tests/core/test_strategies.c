@@ -123,6 +123,8 @@ skip(const char *fmt,...)
  * Build the PTT and GEMM layouts (with room to spare) and compare all
  * three strategies with TT on the whole input.
  */
+static Expect expect_compact = EITHER;	/* set around a call */
+
 static void
 check_strategies(const char *name, HbModel *m, const double *x, size_t n,
 				 Expect expect_ptt, Expect expect_gemm)
@@ -158,11 +160,34 @@ check_strategies(const char *name, HbModel *m, const double *x, size_t n,
 		tu_report(false, "%s: ptt build: %s", name, err.msg);
 	else
 	{
+		/* every kernel of PTT: the choice, the eight-row walk, compact */
+		static const struct
+		{
+			HbPttKernel k;
+			const char *what;
+		}			kernels[] = {
+			{HB_PTT_KERNEL_AUTO, "ptt"},
+			{HB_PTT_KERNEL_WALK8, "ptt walk8"},
+			{HB_PTT_KERNEL_COMPACT, "ptt compact"},
+			{HB_PTT_KERNEL_PORTABLE, "ptt compact portable"},
+		};
+
+		ok = hb_ptt_ops(p, 1024, ops, 256) >= 2 && hb_ptt_bytes(p->ptt) > 0;
 		why[0] = '\0';
-		ok = same_bits("ptt", hb_ptt_margins, p, x, n, ref, why, sizeof(why)) &&
-			hb_ptt_ops(p, 1024, ops, 256) >= 2 && hb_ptt_bytes(p->ptt) > 0;
-		tu_report(ok, "%s: ptt == tt, bit for bit (%zu layout bytes) %s", name,
-				  hb_ptt_bytes(p->ptt), why);
+		for (size_t ki = 0; ki < sizeof(kernels) / sizeof(kernels[0]) && ok; ki++)
+		{
+			hb_ptt_set_kernel(kernels[ki].k);
+			ok = same_bits(kernels[ki].what, hb_ptt_margins, p, x, n, ref, why,
+						   sizeof(why));
+		}
+		hb_ptt_set_kernel(HB_PTT_KERNEL_AUTO);
+		tu_report(ok, "%s: ptt == tt, bit for bit, every kernel (%zu layout bytes%s) %s",
+				  name, hb_ptt_bytes(p->ptt),
+				  hb_ptt_has_compact(p) ? ", compact" : "", why);
+		if (expect_compact != EITHER)
+			tu_report(hb_ptt_has_compact(p) == (expect_compact == BUILD),
+					  "%s: compact layout %s", name,
+					  expect_compact == BUILD ? "built" : "refused");
 	}
 
 	for (int t = 0; t < m->n_trees; t++)
@@ -240,7 +265,9 @@ test_random_models(void)
 				continue;
 			}
 			x = random_inputs(o.n_features, N_ROWS);
+			expect_compact = BUILD;
 			check_strategies(name, m, x, N_ROWS, BUILD, BUILD);
+			expect_compact = EITHER;
 			free(x);
 			hb_model_free(m);
 		}
@@ -278,7 +305,9 @@ test_node_kinds(void)
 			continue;
 		}
 		x = random_inputs(o.n_features, N_ROWS);
+		expect_compact = BUILD;
 		check_strategies(name, m, x, N_ROWS, BUILD, BUILD);
+		expect_compact = EITHER;
 		free(x);
 		hb_model_free(m);
 	}
@@ -326,6 +355,107 @@ test_wide_models(void)
 				 o.kinds ? ", categorical/ZERO/NONE nodes" : "");
 		x = random_inputs(o.n_features, N_ROWS);
 		check_strategies(name, m, x, N_ROWS, BUILD, BUILD);
+		free(x);
+		hb_model_free(m);
+	}
+}
+
+/*
+ * The compact kernel's limits: a column with HB_PTT_C_MAX_RANK distinct
+ * thresholds still gets it (ranks up to 32767, NaN on the right side ranks
+ * 32767), one more and the plan keeps the eight-row walk; likewise a model
+ * whose trees use more than 1024 columns.  Inputs hit the thresholds, their
+ * neighbours, NaN and the infinities.
+ */
+static void
+test_compact_limits(void)
+{
+	static const int distinct[] = {32767, 32768};
+
+	for (int variant = 0; variant < 4; variant++)
+	{
+		GenOpts		o;
+		HbModel    *m;
+		double	   *x,
+				   *thr;
+		int			nd = distinct[variant & 1];
+		int64_t		k = 0;
+		char		name[128];
+
+		memset(&o, 0, sizeof(o));
+		o.depth = 12;
+		o.cmp = (variant & 2) ? HB_CMP_LE_F64 : HB_CMP_LT_F32;
+		o.n_outputs = 1;
+		o.n_features = 1;
+		o.p_leaf = 0.0;
+		o.full = true;
+		o.n_trees = 9;			/* 9 x 4095 nodes: room for 32768 values */
+		o.default_left = -1;
+		m = random_model(&o);
+		if (m == NULL)
+		{
+			tu_report(false, "compact limits: generator");
+			continue;
+		}
+		/* nd distinct thresholds, every one used, each a float */
+		thr = malloc(sizeof(double) * nd);
+		for (int i = 0; i < nd; i++)
+			thr[i] = (double) (float) (-20.0 + i * (40.0 / nd));
+		for (int t = 0; t < m->n_trees; t++)
+			for (int i = 0; i < m->trees[t].n_nodes; i++)
+				if (m->trees[t].nodes[i].left != HB_LEAF)
+					m->trees[t].nodes[i].threshold = thr[(k++ * 7919) % nd];
+		x = malloc(sizeof(double) * N_ROWS);
+		for (int r = 0; r < N_ROWS; r++)
+		{
+			double		v = thr[irand(nd)];
+
+			switch (irand(6))
+			{
+				case 0:
+					v = nextafter(v, -INFINITY);
+					break;
+				case 1:
+					v = nextafter(v, INFINITY);
+					break;
+				case 2:
+					v = irand(4) == 0 ? NAN : irand(2) ? INFINITY : -INFINITY;
+					break;
+				default:
+					break;
+			}
+			x[r] = v;
+		}
+		snprintf(name, sizeof(name), "%d distinct thresholds on a column, %s", nd,
+				 o.cmp == HB_CMP_LT_F32 ? "f32 <" : "f64 <=");
+		expect_compact = nd <= 32767 ? BUILD : REFUSE;
+		check_strategies(name, m, x, N_ROWS, BUILD, EITHER);
+		expect_compact = EITHER;
+		free(thr);
+		free(x);
+		hb_model_free(m);
+	}
+
+	/* 40 trees over 5000 features use about 2000 columns: too many */
+	{
+		GenOpts		o;
+		HbModel    *m;
+		double	   *x;
+
+		memset(&o, 0, sizeof(o));
+		o.depth = 6;
+		o.cmp = HB_CMP_LT_F32;
+		o.n_outputs = 1;
+		o.n_features = 5000;
+		o.p_leaf = 0.0;
+		o.full = true;
+		o.n_trees = 40;
+		o.default_left = -1;
+		m = random_model(&o);
+		x = random_inputs(o.n_features, 200);
+		expect_compact = REFUSE;
+		check_strategies("40 trees over 5000 features", m, x, 200, BUILD, EITHER);
+		expect_compact = EITHER;
 		free(x);
 		hb_model_free(m);
 	}
@@ -754,6 +884,7 @@ main(void)
 	test_random_models();
 	test_node_kinds();
 	test_wide_models();
+	test_compact_limits();
 	test_deep_chain();
 	test_limits();
 	test_nomem();
