@@ -151,11 +151,12 @@ json.dump(m, open(sys.argv[2], "w"))
 PY
 chmod 644 "$big_model"
 bytes=$(stat -c %s "$big_model")
-# (the file is read by psql itself: 10 MB is more than one argument may hold)
+# (read by the server: a 10 MB literal in the query text would add
+# PostgreSQL's own copies of it to the figure)
+chmod 755 "$tmp"
 row=$(q -F ' ' -v path="$big_model" <<'SQL'
-\set m `cat :path`
 SELECT (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1] AS hwm \gset before_
-SELECT hb_model_upload('big_upload', :'m') AS v \gset
+SELECT hb_model_upload('big_upload', pg_read_binary_file(:'path')) AS v \gset
 SELECT :before_hwm, (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1];
 SQL
 )
