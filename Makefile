@@ -40,7 +40,7 @@ endif
 PG_CPPFLAGS += $(PG_CPPFLAGS_CUDA)
 # not in OBJS: PGXS would look for LLVM bitcode of it
 SHLIB_LINK += $(CUDA_OBJ) $(CUDA_LIBS)
-EXTRA_CLEAN = src/cuda/hb_cuda.o
+EXTRA_CLEAN += src/cuda/hb_cuda.o
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -55,13 +55,28 @@ $(CUDA_OBJ): src/cuda/hb_cuda.cu src/cuda/hb_cuda.h
 	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 endif
 
-# C unit tests of the core: no PostgreSQL involved
+# C unit tests of the core: no PostgreSQL involved.  The core is compiled
+# once into an archive that every test links; its objects depend on every
+# core header (unlike PGXS's, which track none).
 CORE_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Isrc/core
 TEST_BINS = $(patsubst tests/core/%.c,tests/core/bin/%,$(wildcard tests/core/test_*.c))
+CORE_TEST_OBJS = $(patsubst src/core/%.c,tests/core/obj/%.o,$(wildcard src/core/*.c)) \
+	tests/core/obj/onnx_ml.pb-c.o
+CORE_LIB = tests/core/obj/libhbcore.a
 
-tests/core/bin/%: tests/core/%.c $(CORE_SRCS) $(ONNX_PB).h $(wildcard src/core/*.h) $(wildcard tests/core/*.h) $(CUDA_OBJ)
+tests/core/obj/%.o: src/core/%.c $(wildcard src/core/*.h) $(ONNX_PB).h
+	@mkdir -p tests/core/obj
+	$(CC) $(CORE_CFLAGS) $(PG_CPPFLAGS_CUDA) -c -o $@ $<
+tests/core/obj/onnx_ml.pb-c.o: $(ONNX_PB).c $(ONNX_PB).h
+	@mkdir -p tests/core/obj
+	$(CC) $(CORE_CFLAGS) -c -o $@ $<
+$(CORE_LIB): $(CORE_TEST_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+tests/core/bin/%: tests/core/%.c $(CORE_LIB) $(wildcard tests/core/*.h) $(CUDA_OBJ)
 	@mkdir -p tests/core/bin
-	$(CC) $(CORE_CFLAGS) $(PG_CPPFLAGS_CUDA) -o $@ $< $(CORE_SRCS) $(CUDA_OBJ) -lopenblas -lprotobuf-c -lm $(CUDA_LIBS)
+	$(CC) $(CORE_CFLAGS) $(PG_CPPFLAGS_CUDA) -o $@ $< $(CORE_LIB) $(CUDA_OBJ) -lopenblas -lprotobuf-c -lm $(CUDA_LIBS)
 
 .PHONY: core-tests
 core-tests: $(TEST_BINS)
@@ -69,7 +84,7 @@ core-tests: $(TEST_BINS)
 clean: clean-core-tests
 .PHONY: clean-core-tests
 clean-core-tests:
-	rm -rf tests/core/bin
+	rm -rf tests/core/bin tests/core/obj
 
 # Sanitizers (scripts/sanitize.sh): core unit tests with ASan + UBSan, under
 # valgrind memcheck, and the regression suites against an ASan + UBSan build

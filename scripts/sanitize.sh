@@ -135,7 +135,7 @@ run_check() {
 	}
 	# a copy of the tree, so the sanitized objects never mix with the normal ones
 	tar -cf - --exclude=./.git --exclude=./tests/log --exclude=./results \
-		--exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./tests/core/bin . |
+		--exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./tests/core/bin --exclude=./tests/core/obj . |
 		tar -xf - -C "$dir/src"
 	# CPU only: the sanitizers watch the host code; the CUDA part has its own checks
 	if ! make -C "$dir/src" -s -j2 USE_CUDA=0 COPT="-O1 $SAN_FLAGS" \

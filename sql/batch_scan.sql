@@ -4,6 +4,9 @@
 -- compares the results as text (floats print shortest-exact, so equal
 -- text is equal bits); it also says whether the batched plan was used.
 \getenv abs_srcdir PG_ABS_SRCDIR
+-- the planner hook is installed when hbird's library loads: without
+-- shared_preload_libraries, a session's first statement plans before that
+LOAD 'hbird';
 \set fixtures :abs_srcdir '/tests/fixtures/'
 
 CREATE FUNCTION bs_run(q text, batch boolean) RETURNS text

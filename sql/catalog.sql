@@ -76,3 +76,18 @@ SELECT hbt_try(format('SELECT hb_model_upload(%L, decode(%L, %L), %L)', 'ubj', :
 SELECT hbt_try(format('SELECT hb_model_upload(%L, %L::text, %L)', 'ubj', :'bin', 'xgboost-ubj'));
 SELECT hbt_try(format('SELECT hb_model_upload(%L, substring(decode(%L, %L) FROM 1 FOR 500))', 'ubj', :'ubj', 'base64'));
 SELECT hb_model_drop('ubj');
+
+-- a feature name longer than a column name binds to no column (a
+-- warning at upload names it); arrays still score the model
+SELECT hb_model_upload('long_names', :'bin', 'auto',
+	ARRAY['amount', repeat('x', 64), 'balance', 'n_tx', 'risk', 'tenure']) AS version;
+SELECT hb_predict('long_names', ARRAY[1, 2, 3, 4, 5, 6]) IS NOT NULL AS array_scores;
+SELECT hb_model_drop('long_names');
+
+-- a standalone composite type is not a table: its default query is refused
+-- with a hint, and a query that returns rows of it works
+CREATE TYPE cat_rowtype AS (amount float8, age float8, balance float8, n_tx float8, risk float8, tenure float8);
+SELECT hbt_try($$SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype)$$);
+SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype,
+	'SELECT amount, age, balance, n_tx, risk, tenure FROM binary_logistic_in');
+DROP TYPE cat_rowtype;

@@ -1,5 +1,8 @@
 -- hb_predict is PARALLEL SAFE: a large scan scores in parallel workers,
 -- with the same results as a serial scan.
+-- the planner hook is installed when hbird's library loads: without
+-- shared_preload_libraries, a session's first statement plans before that
+LOAD 'hbird';
 CREATE TABLE big AS
 SELECT g AS id,
 	   CASE WHEN g % 11 = 0 THEN NULL ELSE sin(g) END AS amount,

@@ -33,21 +33,31 @@ FROM generate_series(1, 40000) g;
 ANALYZE big;
 SQL
 
-out=$(q <<'SQL'
+# row at a time: one call per row; batching scan: one call per worker scan
+for scan in off on; do
+	out=$(q -v scan="$scan" <<'SQL'
 SELECT hb_stat_models_reset();
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_leader_participation = off;
+SET hbird.batch_scan = :scan;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT sum(hb_predict('par', b)) FROM big b;
 SELECT 'stats', calls, rows, cache_misses + cache_hits FROM hb_stat_models WHERE name = 'par';
 SQL
 )
-launched=$(sed -n 's/.*Workers Launched: \([0-9]*\).*/\1/p' <<<"$out")
-stats=$(grep '^stats|' <<<"$out")
-[ "${launched:-0}" -ge 1 ]
-tap $? "stat_models parallel: the scan ran in parallel workers (launched: ${launched:-none})"
-[ "$stats" = "stats|40000|40000|${launched:-x}" ]
-tap $? "stat_models parallel: every row scored in a worker is counted, one lookup per worker (got '$stats', want 'stats|40000|40000|$launched')"
+	launched=$(sed -n 's/.*Workers Launched: \([0-9]*\).*/\1/p' <<<"$out")
+	stats=$(grep '^stats|' <<<"$out")
+	[ "${launched:-0}" -ge 1 ]
+	tap $? "stat_models parallel, batch_scan $scan: the scan ran in parallel workers (launched: ${launched:-none})"
+	if [ "$scan" = off ]; then
+		want="stats|40000|40000|${launched:-x}"
+	else
+		# EXPLAIN looks the model up once more in the leader, to show it
+		want="stats|${launched:-x}|40000|$((${launched:-0} + 1))"
+	fi
+	[ "$stats" = "$want" ]
+	tap $? "stat_models parallel, batch_scan $scan: every row scored in a worker is counted, one lookup per worker (got '$stats', want '$want')"
+done
