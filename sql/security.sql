@@ -6,15 +6,6 @@
 \set bin `cat :fixtures/binary_logistic.json`
 SET client_min_messages = warning;
 
-CREATE FUNCTION sec_try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-
 CREATE FUNCTION sec_detail(stmt text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -68,13 +59,13 @@ INSERT INTO sec_mallory.t SELECT g FROM generate_series(1, 10) g;
 CREATE INDEX ON sec_mallory.t (sec_mallory.plant(x));
 RESET ROLE;
 SET sec.armed = 'drop';
-SELECT sec_try('ANALYZE sec_mallory.t') AS analyze_drops;
+SELECT hbt_try('ANALYZE sec_mallory.t') AS analyze_drops;
 SET sec.armed = 'tune';
-SELECT sec_try('ANALYZE sec_mallory.t') AS analyze_tunes;
+SELECT hbt_try('ANALYZE sec_mallory.t') AS analyze_tunes;
 SELECT set_config('sec.body', :'bin', false) IS NOT NULL AS body_set;
 SET sec.armed = 'upload';
-SELECT sec_try('ANALYZE sec_mallory.t') AS analyze_uploads;
-SELECT sec_try('REINDEX TABLE sec_mallory.t') AS reindex_uploads;
+SELECT hbt_try('ANALYZE sec_mallory.t') AS analyze_uploads;
+SELECT hbt_try('REINDEX TABLE sec_mallory.t') AS reindex_uploads;
 RESET sec.armed;
 SELECT name, CASE WHEN owner = current_user::regrole THEN 'the superuser' ELSE owner::text END AS owner
 FROM hb_models WHERE name LIKE 'sec%' ORDER BY name;
@@ -87,15 +78,15 @@ LANGUAGE sql SECURITY DEFINER AS $$ SELECT hb_model_drop('sec_dba')::text $$;
 CREATE FUNCTION sec_mallory.helper_grant() RETURNS text
 LANGUAGE sql SECURITY DEFINER AS $$ SELECT hb_model_grant('sec_dba', 'regress_sec_mallory')::text $$;
 RESET ROLE;
-SELECT sec_try('SELECT sec_mallory.helper()') AS definer_drops;
-SELECT sec_try('SELECT sec_mallory.helper_grant()') AS definer_grants;
+SELECT hbt_try('SELECT sec_mallory.helper()') AS definer_drops;
+SELECT hbt_try('SELECT sec_mallory.helper_grant()') AS definer_grants;
 SELECT count(*) AS sec_dba_versions FROM hb_models WHERE name = 'sec_dba';
 SELECT count(*) AS grants_planted FROM hb_model_grants WHERE name = 'sec_dba';
 
 -- The internal store function is gone; the tuning tables are not writable.
 SELECT count(*) AS store_functions FROM pg_proc WHERE proname = 'hb_tune_store';
 SET ROLE regress_sec_mallory;
-SELECT sec_try($$INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed,
+SELECT hbt_try($$INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed,
 	sample_rows, eval_rows, approximation, approx_kind, approx_trees, approx_features,
 	approx_params, accuracy, accuracy_bound, coverage, full_cost_us, approx_cost_us,
 	expected_speedup, tuned_by) VALUES ('sec_dba', 1, 'cascade', 0, 0.5, 0.5, 0, 1, 1,
@@ -119,21 +110,21 @@ ORDER BY 1;
 -- ---- 2. ownership between administrators ----
 
 SET ROLE regress_sec_mallory;
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', 'sec_alice', :'bin')) AS replace_alices;
-SELECT sec_try($$SELECT hb_model_activate('sec_alice', 1)$$) AS activate_alices;
-SELECT sec_try($$SELECT hb_model_grant('sec_alice', 'regress_sec_mallory')$$) AS grant_alices;
-SELECT sec_try($$SELECT hb_model_reassign('sec_alice', 'regress_sec_mallory')$$) AS take_alices;
-SELECT sec_try($$SELECT hb_model_drop('sec_alice')$$) AS drop_alices;
-SELECT sec_try($$SELECT hb_model_drop('sec_dba')$$) AS drop_superusers;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', 'sec_alice', :'bin')) AS replace_alices;
+SELECT hbt_try($$SELECT hb_model_activate('sec_alice', 1)$$) AS activate_alices;
+SELECT hbt_try($$SELECT hb_model_grant('sec_alice', 'regress_sec_mallory')$$) AS grant_alices;
+SELECT hbt_try($$SELECT hb_model_reassign('sec_alice', 'regress_sec_mallory')$$) AS take_alices;
+SELECT hbt_try($$SELECT hb_model_drop('sec_alice')$$) AS drop_alices;
+SELECT hbt_try($$SELECT hb_model_drop('sec_dba')$$) AS drop_superusers;
 -- a new model is mallory's own
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', 'sec_mallory', :'bin')) AS upload_own;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', 'sec_mallory', :'bin')) AS upload_own;
 -- mallory cannot give its model away to a role it is not a member of
-SELECT sec_try($$SELECT hb_model_reassign('sec_mallory', 'regress_sec_alice')$$) AS give_away;
+SELECT hbt_try($$SELECT hb_model_reassign('sec_mallory', 'regress_sec_alice')$$) AS give_away;
 RESET ROLE;
 -- a member of alice's role acts as alice
 SET ROLE regress_sec_carol;
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', 'sec_alice', :'bin')) AS member_replaces;
-SELECT sec_try($$SELECT hb_model_grant('sec_alice', 'public')$$) AS member_grants;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', 'sec_alice', :'bin')) AS member_replaces;
+SELECT hbt_try($$SELECT hb_model_grant('sec_alice', 'public')$$) AS member_grants;
 RESET ROLE;
 SELECT name, version, owner, uploaded_by FROM hb_models WHERE name = 'sec_alice' ORDER BY version;
 SELECT grantee, granted_by FROM hb_model_grants WHERE name = 'sec_alice';
@@ -144,14 +135,14 @@ SELECT hb_model_reassign('sec_alice', 'regress_sec_alice');
 
 -- ---- 3. names ----
 
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', E'a\u202Eb', :'bin')) AS bidi_override;
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', E'a\u200Bb', :'bin')) AS zero_width;
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', E'a\u0085b', :'bin')) AS c1_control;
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', E'a\x7fb', :'bin')) AS delete_char;
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', E'a\tb', :'bin')) AS tab;
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', '   ', :'bin')) AS blank;
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', E'\u3000\u00A0', :'bin')) AS unicode_blank;
-SELECT sec_try(format('SELECT hb_model_upload(%L, %L)', 'Café Ω', :'bin')) AS accented;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', E'a\u202Eb', :'bin')) AS bidi_override;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', E'a\u200Bb', :'bin')) AS zero_width;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', E'a\u0085b', :'bin')) AS c1_control;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', E'a\x7fb', :'bin')) AS delete_char;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', E'a\tb', :'bin')) AS tab;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', '   ', :'bin')) AS blank;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', E'\u3000\u00A0', :'bin')) AS unicode_blank;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', 'Café Ω', :'bin')) AS accented;
 SELECT hb_model_drop('Café Ω');
 -- a hint quotes a name as SQL does
 SET ROLE regress_sec_mallory;
@@ -174,11 +165,11 @@ RESET ROLE;
 UPDATE hbird.model SET owner = 4000000000::oid::regrole WHERE name = 'sec_orphan';
 SET ROLE regress_sec_mallory;
 SELECT sec_detail($$SELECT hb_model_drop('sec_orphan')$$) AS orphan_drop;
-SELECT sec_try($$SELECT hb_predict('sec_orphan', ARRAY[1, 2, 3, 4, 5, 6]::float8[])$$) AS orphan_score;
+SELECT hbt_try($$SELECT hb_predict('sec_orphan', ARRAY[1, 2, 3, 4, 5, 6]::float8[])$$) AS orphan_score;
 RESET ROLE;
 SELECT hb_model_reassign('sec_orphan', 'regress_sec_mallory');
 SET ROLE regress_sec_mallory;
-SELECT sec_try($$SELECT hb_model_drop('sec_orphan')$$) AS reassigned_drop;
+SELECT hbt_try($$SELECT hb_model_drop('sec_orphan')$$) AS reassigned_drop;
 RESET ROLE;
 
 -- ---- 5. roles that own models or hold their grants ----
@@ -195,7 +186,7 @@ REASSIGN OWNED BY regress_sec_alice TO regress_sec_carol;
 SELECT DISTINCT name, CASE WHEN owner = current_user::regrole THEN 'the superuser' ELSE owner::text END AS owner
 FROM hb_models WHERE name LIKE 'sec%' ORDER BY name;
 DROP OWNED BY regress_sec_alice;
-SELECT sec_try('DROP ROLE regress_sec_alice') AS drop_alice_now;
+SELECT hbt_try('DROP ROLE regress_sec_alice') AS drop_alice_now;
 -- who uploaded is a name: it outlives the role
 SELECT DISTINCT uploaded_by FROM hb_models WHERE name = 'sec_alice';
 -- DROP OWNED drops carol's models and revokes its grants
@@ -203,12 +194,12 @@ DROP OWNED BY regress_sec_carol;
 SELECT DISTINCT name, CASE WHEN owner = current_user::regrole THEN 'the superuser' ELSE owner::text END AS owner
 FROM hb_models WHERE name LIKE 'sec%' ORDER BY name;
 SELECT count(*) AS grants_left FROM hb_model_grants WHERE grantee::text LIKE 'regress_sec%';
-SELECT sec_try('DROP ROLE regress_sec_carol') AS drop_carol_now;
+SELECT hbt_try('DROP ROLE regress_sec_carol') AS drop_carol_now;
 DROP OWNED BY regress_sec_mallory;
 SELECT name FROM hb_models WHERE name LIKE 'sec%' ORDER BY name;
 
 SELECT hb_model_drop('sec_dba');
 DROP ROLE regress_sec_mallory, regress_sec_nobody;
 SELECT count(*) AS models_left FROM hb_models WHERE name LIKE 'sec%';
-DROP FUNCTION sec_try(text), sec_detail(text);
+DROP FUNCTION sec_detail(text);
 RESET client_min_messages;

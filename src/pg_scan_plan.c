@@ -346,28 +346,44 @@ typedef struct ReplaceCtx
 	int			first_attno;	/* the first call's column */
 } ReplaceCtx;
 
+/* The position of node among the batched calls, or -1. */
+static int
+call_index(List *calls, Node *node)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	if (!IsA(node, FuncExpr))
+		return -1;
+	foreach(lc, calls)
+	{
+		if (equal(((FoundCall *) lfirst(lc))->expr, node))
+			return i;
+		i++;
+	}
+	return -1;
+}
+
+/* A Var of the column that holds call i's score. */
+static Node *
+call_var(List *calls, int i, int varno, int first_attno)
+{
+	FoundCall  *fc = list_nth(calls, i);
+
+	return (Node *) makeVar(varno, first_attno + i, fc->expr->funcresulttype,
+							-1, InvalidOid, 0);
+}
+
 /* Every occurrence of a batched call becomes a Var of its column. */
 static Node *
 replace_calls_mutator(Node *node, ReplaceCtx *ctx)
 {
+	int			i;
+
 	if (node == NULL)
 		return NULL;
-	if (IsA(node, FuncExpr))
-	{
-		int			i = 0;
-		ListCell   *lc;
-
-		foreach(lc, ctx->calls)
-		{
-			FoundCall  *fc = lfirst(lc);
-
-			if (equal(fc->expr, node))
-				return (Node *) makeVar(ctx->varno, ctx->first_attno + i,
-										fc->expr->funcresulttype, -1,
-										InvalidOid, 0);
-			i++;
-		}
-	}
+	if ((i = call_index(ctx->calls, node)) >= 0)
+		return call_var(ctx->calls, i, ctx->varno, ctx->first_attno);
 	return expression_tree_mutator(node, replace_calls_mutator, ctx);
 }
 
@@ -460,24 +476,12 @@ typedef struct RewriteExprCtx
 static Node *
 rewrite_expr_mutator(Node *node, RewriteExprCtx *ctx)
 {
+	int			i;
+
 	if (node == NULL)
 		return NULL;
-	if (IsA(node, FuncExpr))
-	{
-		int			i = 0;
-		ListCell   *lc;
-
-		foreach(lc, ctx->calls)
-		{
-			FoundCall  *fc = lfirst(lc);
-
-			if (equal(fc->expr, node))
-				return ctx->collect ? node :
-					(Node *) makeVar(INDEX_VAR, ctx->first_call + i,
-									 fc->expr->funcresulttype, -1, InvalidOid, 0);
-			i++;
-		}
-	}
+	if ((i = call_index(ctx->calls, node)) >= 0)
+		return ctx->collect ? node : call_var(ctx->calls, i, INDEX_VAR, ctx->first_call);
 	if (IsA(node, Var))
 	{
 		int			col = input_col(ctx->in, (Var *) node);
