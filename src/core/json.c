@@ -691,11 +691,7 @@ parse_packed(Parser *p, HbJson *v, bool *nomem)
 			goto unpack;
 		p->pos++;
 	}
-	memset(v, 0, sizeof(*v));
-	v->type = HB_JSON_ARRAY;
-	v->aux = kind;
-	v->n = (uint32_t) count;
-	v->u.packed = slots;
+	hb_json_set_packed(v, kind, count, slots);
 	return true;
 
 unpack:

@@ -28,6 +28,7 @@
 #define HB_JSON_INT_H
 
 #include <stdarg.h>
+#include <string.h>
 
 #include "json.h"
 
@@ -101,6 +102,20 @@ extern void *hb_json_arena_alloc(HbJsonDoc *doc, size_t size);
  * document (freed with it).
  */
 extern void hb_json_arena_unalloc(HbJsonDoc *doc, void *ptr, size_t size);
+
+/*
+ * Make v a packed numeric array: count values of one kind, stored in slots
+ * (from hb_json_arena_alloc), as both readers build them.
+ */
+static inline void
+hb_json_set_packed(HbJson *v, uint8_t kind, size_t count, void *slots)
+{
+	memset(v, 0, sizeof(*v));
+	v->type = HB_JSON_ARRAY;
+	v->aux = kind;
+	v->n = (uint32_t) count;
+	v->u.packed = slots;
+}
 
 /*
  * Is d exactly halfway between two adjacent floats (or at the float

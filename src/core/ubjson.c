@@ -675,11 +675,7 @@ parse_counted_numbers(UParser *p, size_t count, uint8_t kind, size_t off,
 		put_slot(slots + k * size, kind, m, get_be(p->s + p->pos, psize));
 		p->pos += psize;
 	}
-	memset(v, 0, sizeof(*v));
-	v->type = HB_JSON_ARRAY;
-	v->aux = kind;
-	v->n = (uint32_t) count;
-	v->u.packed = slots;
+	hb_json_set_packed(v, kind, count, slots);
 	return true;
 }
 

@@ -11,13 +11,9 @@ set -uo pipefail
 source "$(dirname "$0")/common.sh"
 db=hb_rel_agg_groups
 new_db
-q -v a="$(cat $fx/binary_logistic.json)" >/dev/null <<'SQL'
+q -v a="$(cat $fx/binary_logistic.json)" -v table="$fx/agg_groups_table.sql" >/dev/null <<'SQL'
 SELECT hb_model_upload('m', :'a');
-CREATE TABLE t AS
-SELECT g AS id, sin(g) AS amount, cos(g) AS age, sin(g * 0.3) AS balance, cos(g * 0.2) AS n_tx,
-	   sin(g * 0.1) AS risk, (g % 9) / 4.0::float8 AS tenure
-FROM generate_series(1, 200000) g;
-ANALYZE t;
+\i :table
 SQL
 plan() {
 	q -c "SET max_parallel_workers_per_gather = 0" -c "SET enable_sort = $1" -c "SET enable_hashagg = $2" \

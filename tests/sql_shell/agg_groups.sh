@@ -15,14 +15,10 @@ q() { psql -X -q -At -v ON_ERROR_STOP=1 -d hb_agg_groups "$@"; }
 
 dropdb --if-exists hb_agg_groups >/dev/null 2>&1
 createdb hb_agg_groups
-q -v a="$(cat $fx/binary_logistic.json)" >/dev/null <<'SQL'
+q -v a="$(cat $fx/binary_logistic.json)" -v table="$fx/agg_groups_table.sql" >/dev/null <<'SQL'
 CREATE EXTENSION hbird;
 SELECT hb_model_upload('m', :'a');
-CREATE TABLE t AS
-SELECT g AS id, sin(g) AS amount, cos(g) AS age, sin(g * 0.3) AS balance, cos(g * 0.2) AS n_tx,
-	   sin(g * 0.1) AS risk, (g % 9) / 4.0::float8 AS tenure
-FROM generate_series(1, 200000) g;
-ANALYZE t;
+\i :table
 SQL
 
 # best of three, in ms, of one aggregate over g groups under HashAggregate
