@@ -332,10 +332,9 @@ def topk_section(p, pg, meta):
     p("    hb_topk_stats() right after the timed call.")
     p("    'hb_topk = ORDER BY': identical = the same ids in the same order with the same scores")
     p("    (float8 text: equal text = equal bits); ties = the same scores at every rank and the")
-    p("    same ids in each run of equal scores, but another order inside some runs (hb_topk")
-    p("    orders by the exact margin, ORDER BY score by ctid; the probability is float32, so")
-    p("    different margins can give equal scores); hb_topk's scores and margin order are")
-    p("    then checked against hb_predict / hb_predict_margin of its ids.  ORDER BY parallel and")
+    p("    same ids in each run of equal scores, but another order inside some runs (not expected:")
+    p("    hb_topk ranks by score with ties in physical order, as ORDER BY score DESC, ctid does);")
+    p("    hb_topk's scores and order are also checked against hb_predict of its ids.  ORDER BY parallel and")
     p("    batch must equal ORDER BY serial (id follows the physical order, so (item).id = ctid order).")
     ties = ["k=%s: %s" % (k, pg["topk_k%s_ties" % k]) for k in ks
             if pg.get("topk_k%s_ties" % k, "0") != "0"]

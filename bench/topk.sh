@@ -29,11 +29,10 @@
 # and the four results must agree (bench/topk_check.py): the same ids in the
 # same order with the same scores (float8 text, which is exact: equal text =
 # equal bits), or the same up to the order inside runs of equal scores.
-# hb_topk ranks by the exact margin; binary:logistic's probability is rounded
-# to float32, so rows with different margins can share a score, and there
-# hb_topk's order (margin) and ORDER BY's (ctid) may differ.  The check then
-# also recomputes hb_predict and hb_predict_margin for hb_topk's ids and
-# requires margin order, equal margins in physical order.
+# hb_topk ranks by score (what hb_predict returns), as ORDER BY does, even
+# where binary:logistic's float32 probability gives rows of different
+# margins the same score.  The check also recomputes hb_predict for
+# hb_topk's ids and requires score order, equal scores in physical order.
 #
 # hb_topk reads the table in its physical order and gives ties to the earlier
 # row; ORDER BY ..., ctid does the same.  The table gets an id column first

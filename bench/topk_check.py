@@ -18,10 +18,10 @@ Prints one line and exits 0 when the results agree:
 and exits 1 with "different: ..." otherwise.
 
 With MARGINS it also checks that every score of OTHER is hb_predict's for
-that id, and that OTHER is ordered by margin, best first, equal margins in
-physical order (what hb_topk does: it ranks by the exact margin, and equal
-scores can have different margins because binary:logistic's probability
-is rounded to float32).
+that id, and that OTHER is ordered by score, best first, equal scores in
+physical order: what hb_topk promises (it ranks by what hb_predict returns,
+as ORDER BY does, although near 0 or 1 rows with different margins share a
+float32 probability; the margins are printed for the record only).
 
 Scores are compared as text: PostgreSQL prints float8 exactly (shortest
 round-trip form), so equal text means equal bits.
@@ -91,10 +91,11 @@ def main():
             elif m[1] != score:
                 problems.append("rank %d, id %s: score %s, hb_predict %s" % (rank, id_, score, m[1]))
         if not problems:
-            key = [(-float(by_id[i][2]), int(by_id[i][3])) for i in ids_other]
+            key = [(-float(by_id[i][1]), int(by_id[i][3])) for i in ids_other]
             if key != sorted(key):
                 bad = next(i for i in range(1, len(key)) if key[i] < key[i - 1])
-                problems.append("not in margin order at rank %d" % (bad + 1))
+                problems.append("not in score order (ties by physical order) at rank %d"
+                                % (bad + 1))
     if problems:
         print("different: " + "; ".join(problems[:3]))
         return 1
