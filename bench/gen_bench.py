@@ -7,6 +7,7 @@ Writes into datadir (default bench/data/), skipping files already there:
 
     model.json         XGBoost binary:logistic, 500 trees, max_depth 8, hist,
                        trained on 100,000 synthetic rows (features f0..f27)
+    one_tree.json      the same training, one tree: the binding step (e2)
     bench_<rows>.f32   the scoring rows: raw float32, row-major, rows x 28
                        (NaN = missing), for bench/xgb_capi.c
     bench_<rows>.csv   the same rows as CSV (header f0..f27, empty = missing)
@@ -63,7 +64,7 @@ def label(rng, x):
     return (s > 0).astype(np.float32)
 
 
-def train(path):
+def train(path, n_trees=None):
     import xgboost as xgb
 
     rng = np.random.default_rng(20240601)
@@ -75,11 +76,12 @@ def train(path):
               "max_depth": MAX_DEPTH, "eta": 0.1, "nthread": 2, "seed": 0,
               "min_child_weight": 1}
     t0 = time.time()
-    b = xgb.train(params, d, num_boost_round=N_TREES)
+    n_trees = n_trees or N_TREES
+    b = xgb.train(params, d, num_boost_round=n_trees)
     b.save_model(path + ".tmp.json")
     os.replace(path + ".tmp.json", path)
     print("gen_bench: trained %d trees (depth %d) on %d rows in %.0f s -> %s"
-          % (N_TREES, MAX_DEPTH, N_TRAIN, time.time() - t0, path))
+          % (n_trees, MAX_DEPTH, N_TRAIN, time.time() - t0, path))
 
 
 def write_rows(rows, f32_path, csv_path):
@@ -116,6 +118,12 @@ def main():
         train(model)
     else:
         print("gen_bench: using cached %s" % model)
+
+    # the first tree of the same training: step (e2) of bench/run.sh, where
+    # reading and binding the rows is nearly all the work
+    one_tree = os.path.join(datadir, "one_tree.json")
+    if not os.path.exists(one_tree):
+        train(one_tree, 1)
 
     f32_path = os.path.join(datadir, "bench_%d.f32" % rows)
     csv_path = os.path.join(datadir, "bench_%d.csv" % rows)

@@ -151,6 +151,7 @@ def main():
     if v is not None:
         p("%-55s %.1f ms" % ("SELECT hb_predict('m', t) FROM t LIMIT 1:", 1000 * v))
     p("")
+    status |= binding_section(p, pg, rows)
 
     status |= first_call_section(p, pg)
     status |= topk_section(p, pg, meta)
@@ -200,6 +201,40 @@ def main():
     sys.stdout.write(text)
     with open(out_path, "w") as fh:
         fh.write(text)
+    return status
+
+
+def binding_section(p, pg, rows):
+    """(e2): a 1-tree model, where reading and binding the rows is the work."""
+    forms = [("scan_last", "SELECT sum(f27) FROM t: the scan, every column deformed"),
+             ("scan_sum", "SELECT sum(coalesce(f0, 0) + ... + coalesce(f27, 0)) FROM t"),
+             ("plain", "SELECT sum(hb_predict('one', t)) FROM t (batching scan)"),
+             ("rowwise", "the same, row at a time (hbird.batch_scan = off)"),
+             ("agg", "sum(unnest(hb_predict_agg('one', t)))"),
+             ("batch", "sum(score) FROM hb_predict_batch('one', NULL::t)")]
+    base = fnum(pg, "bind_scan_last_seconds")
+    if base is None:
+        return 0
+    p("(e2) binding: a 1-tree model (depth 8) over the same %s rows, no workers; best of 3"
+      % format(rows, ","))
+    p("     %-62s %9s  %16s" % ("query", "seconds", "beyond the scan"))
+    for key, what in forms:
+        v = fnum(pg, "bind_%s_seconds" % key)
+        if v is None:
+            p("     %-62s %9s" % (what, "-"))
+            continue
+        extra = "" if key == "scan_last" else "%+.0f ns/row" % (1e9 * (v - base) / rows)
+        p("     %-62s %9.3f  %16s" % (what, v, extra))
+    p("     'beyond the scan' = (that time - the first row's) / rows: what reading the")
+    p("     columns into features, scoring one tree and returning the score add per row.")
+    status = 0
+    ref = fnum(pg, "bind_plain_result")
+    for key in ("rowwise", "agg", "batch"):
+        v = fnum(pg, "bind_%s_result" % key)
+        if ref is not None and v is not None and rel(v, ref) > 1e-9:
+            p("     check FAILED: %s sums to %.17g, the batching scan to %.17g" % (key, v, ref))
+            status = 1
+    p("")
     return status
 
 

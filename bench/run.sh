@@ -10,6 +10,8 @@
 #   (d) hbird: SELECT sum(hb_predict('m', t)) FROM t, serial and parallel
 #   (e) hbird's batched forms (hb_predict_agg, hb_predict_batch), serial,
 #       with hbird.tree_strategy auto, tt and ptt
+#   (e2) the same table through a 1-tree model, where reading and binding
+#       the rows is nearly all the work: every form against the scan alone
 #   (f) the first hb_predict of a fresh backend: model loaded from the
 #       stored image, from the JSON (image removed), and a second call
 #   (g) top-K: hb_topk against ORDER BY hb_predict DESC LIMIT k (bench/topk.sh)
@@ -113,7 +115,8 @@ SRV=$(mktemp -d /tmp/hbird-bench.XXXXXX)
 trap 'rm -rf "$SRV"' EXIT
 chmod 755 "$SRV"
 cp "$MODEL" "$SRV/model.json"
-chmod 644 "$SRV/model.json"
+cp "$DATA/one_tree.json" "$SRV/one_tree.json"
+chmod 644 "$SRV/model.json" "$SRV/one_tree.json"
 
 log "step 4: throwaway PostgreSQL $PG_VERSION cluster (pg_virtualenv): (b) PL/Python, (c) count(*), (d)-(g) hbird"
 # Others may reinstall hbird while this runs (new backends then load the new
@@ -122,7 +125,8 @@ SO=$(pg_config --pkglibdir 2>/dev/null || echo /usr/lib/postgresql/$PG_VERSION/l
 so_id() { [ -f "$SO" ] && echo "$(md5sum <"$SO" | cut -c1-12) $(date -u -r "$SO" '+%Y-%m-%d %H:%M:%S UTC')" || echo none; }
 SO_BEFORE=$(so_id)
 CLUSTER_OK=1
-BENCH_ROWS=$ROWS BENCH_CSV=$CSV BENCH_MODEL=$SRV/model.json BENCH_OUT=$PG_KV \
+BENCH_ROWS=$ROWS BENCH_CSV=$CSV BENCH_MODEL=$SRV/model.json BENCH_ONE_TREE=$SRV/one_tree.json \
+	BENCH_OUT=$PG_KV \
 	BENCH_PY_ROWS=$BENCH_PY_ROWS BENCH_HBIRD=$RUN_HBIRD \
 	BENCH_FIRSTCALL_REPS=${BENCH_FIRSTCALL_REPS:-10} BENCH_TOPK=${BENCH_TOPK:-1} \
 	BENCH_TOPK_K=${BENCH_TOPK_K:-1 10 100 1000} \

@@ -6,6 +6,7 @@
 #   BENCH_ROWS     number of rows in the CSV
 #   BENCH_CSV      CSV with header f0..f27 (empty cell = NULL), read by psql \copy
 #   BENCH_MODEL    model JSON, readable by the server user (postgres)
+#   BENCH_ONE_TREE the 1-tree model of step (e2), readable likewise
 #   BENCH_OUT      file to append key=value results to
 #   BENCH_PY_ROWS  rows scored by the PL/Python variant (default 20000)
 #   BENCH_HBIRD    1 to run the hbird steps, 0 to skip them
@@ -130,6 +131,38 @@ for strategy in auto tt ptt; do
 	timed "batch_$strategy" "$setup" "$BATCH" "$BATCH_WARM"
 done
 out batch_status ok
+
+# ---------------------------------------------------------------------------
+# (e2) binding: a 1-tree model over the same table, so that what is timed is
+# reading the rows, binding their 28 columns to features and handing the
+# scores back.  Baselines: the scan that deforms every column (sum(f27): the
+# last column) and the scan that adds all 28 columns up in SQL.  Each query
+# is timed three times in one session (after a warm-up); the best counts.
+if [ -n "${BENCH_ONE_TREE:-}" ]; then
+	sql -c "SELECT hb_model_upload('one', pg_read_binary_file('$BENCH_ONE_TREE'))" >/dev/null
+	cols28=$(for ((i = 0; i < NCOLS; i++)); do printf 'coalesce(f%d, 0) + ' "$i"; done)
+	bind_forms=(scan_last scan_sum plain rowwise agg batch)
+	bind_sql=(
+		"SELECT sum(f27) FROM t"
+		"SELECT sum(${cols28% + }) FROM t"
+		"SELECT sum(hb_predict('one', t)) FROM t"
+		"SELECT sum(hb_predict('one', t)) FROM t"
+		"SELECT sum(v) FROM unnest((SELECT hb_predict_agg('one', t) FROM t)) v"
+		"SELECT sum(score) FROM hb_predict_batch('one', NULL::t)"
+	)
+	for i in "${!bind_forms[@]}"; do
+		setup=$SERIAL
+		[ "${bind_forms[$i]}" = rowwise ] && setup="$SERIAL; SET hbird.batch_scan = off"
+		output=$(psql -X -At -q -v ON_ERROR_STOP=1 -c "$setup" -c "${bind_sql[$i]}" -c '\timing on' \
+			-c "${bind_sql[$i]}" -c "${bind_sql[$i]}" -c "${bind_sql[$i]}") || {
+			log "FAILED: binding step: ${bind_sql[$i]}"
+			continue
+		}
+		best=$(printf '%s\n' "$output" | psql_times | sort -g | head -1)
+		out "bind_${bind_forms[$i]}_seconds" "$(ms_to_s "$best")"
+		out "bind_${bind_forms[$i]}_result" "$(printf '%s\n' "$output" | grep -v '^Time:' | tail -1)"
+	done
+fi
 
 # ---------------------------------------------------------------------------
 # (f) first call in a fresh backend.  Each repetition is a new connection
