@@ -461,6 +461,129 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 }
 
 /*
+ * Compact kernel path: rows in chunks ranked once (HbPttChunk), trees from
+ * one check to the next.  Decided rows are closed; the chunk is compacted
+ * only when the closed rows would cost more trees than moving the open
+ * rows' ranks (as in topk.c).
+ */
+#define EE_MOVE_TREES	16		/* moving a row costs about this many trees */
+
+static bool
+score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
+			 int32_t *out, HbClassStats *st)
+{
+	int			nf = p->n_features;
+	int			k = p->n_outputs;
+	int			nt = p->n_trees;
+	HbPttChunk *c = hb_ptt_chunk_new(p);
+	int			cap;
+	double	   *acc = NULL;
+	uint8_t    *open = NULL;
+	int32_t    *keep = NULL;
+
+	if (c == NULL)
+		return false;
+	cap = hb_ptt_chunk_cap(c);
+	acc = hb_alloc(sizeof(double) * cap * k);
+	open = hb_alloc(cap);
+	keep = hb_alloc(sizeof(int32_t) * cap);
+	if (!acc || !open || !keep)
+	{
+		hb_ptt_chunk_free(c);
+		hb_free(acc);
+		hb_free(open);
+		hb_free(keep);
+		return false;
+	}
+	for (size_t r0 = 0; r0 < n; r0 += cap)
+	{
+		int			nb = n - r0 < (size_t) cap ? (int) (n - r0) : cap;
+		int			held = nb,
+					nopen = nb;
+
+		hb_ptt_chunk_load(c, x + r0 * nf, nb, r0);
+		memset(open, 1, nb);
+		for (int t0 = 0, t1, ci = 0; nopen > 0; t0 = t1)
+		{
+			const size_t *ids;
+			double		amin = DBL_MAX,
+						amax = -DBL_MAX;
+
+			t1 = ci < b->n_checks ? b->checks[ci] : nt;
+			hb_ptt_chunk_run(c, held, t0, t1);
+			st->trees_scored += (int64_t) held * (t1 - t0);
+			if (t1 == nt)
+				break;
+			hb_ptt_chunk_margins(c, acc);
+			ids = hb_ptt_chunk_ids(c);
+			for (int i = 0; i < held; i++)
+			{
+				int32_t		cls;
+
+				if (!open[i])
+					continue;
+				cls = decided(p, b, acc + (size_t) i * k, t1);
+				if (cls >= 0)
+				{
+					out[ids[i]] = cls;
+					st->rows_early++;
+					open[i] = 0;
+					nopen--;
+					continue;
+				}
+				if (acc[(size_t) i * k] < amin)
+					amin = acc[(size_t) i * k];
+				if (acc[(size_t) i * k] > amax)
+					amax = acc[(size_t) i * k];
+			}
+			if (held > nopen &&
+				(int64_t) (held - nopen) * (nt - t1) >= (int64_t) nopen * EE_MOVE_TREES)
+			{
+				int			kept = 0;
+
+				for (int i = 0; i < held; i++)
+					if (open[i])
+						keep[kept++] = i;
+				hb_ptt_chunk_select(c, keep, kept);
+				held = kept;
+				memset(open, 1, held);
+			}
+
+			/* skip the checks before any open row could plausibly be decided */
+			ci++;
+			if (k == 1 && nopen > 0)
+			{
+				int			tmin = earliest(b, amin);
+				int			e = earliest(b, amax);
+
+				if (e < tmin)
+					tmin = e;
+				while (ci < b->n_checks && b->checks[ci] < tmin)
+					ci++;
+			}
+		}
+		/* the rows still open ran every tree in model order: exact margins */
+		if (nopen > 0)
+		{
+			const size_t *ids = hb_ptt_chunk_ids(c);
+
+			hb_ptt_chunk_margins(c, acc);
+			for (int i = 0; i < held; i++)
+				if (open[i])
+					out[ids[i]] = class_of(p, acc + (size_t) i * k);
+		}
+		st->rows += nb;
+		st->trees_total += (int64_t) nb * nt;
+		hb_check_interrupts();
+	}
+	hb_ptt_chunk_free(c);
+	hb_free(acc);
+	hb_free(open);
+	hb_free(keep);
+	return true;
+}
+
+/*
  * Traversal path (small batches, single rows, models without a PTT
  * layout).  Running sums of float32 models are kept as the floats they are,
  * in doubles, the way the PTT kernel keeps them.
@@ -662,7 +785,9 @@ hb_early_exit_classes(const HbPlan *p, const HbClassBounds *b, const double *x,
 		ok = true;
 	}
 	else if (p->ptt && n >= EE_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
-		ok = score_ptt(p, b, x, n, out, stats);
+		ok = hb_ptt_chunk_usable(p, 0, p->n_trees) ?
+			score_chunks(p, b, x, n, out, stats) :
+			score_ptt(p, b, x, n, out, stats);
 	else
 		ok = score_tt(p, b, x, n, out, stats);
 	hb_free(snapped);

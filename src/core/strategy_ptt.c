@@ -1465,6 +1465,262 @@ compact_pays(const HbPtt *t, size_t n, int t_begin, int t_end)
 	return saved >= t->c_cost;
 }
 
+/*
+ * Chunks: the compact kernel over tree ranges for rows that drop out.
+ *
+ * Top-K and the class early exit score rows tree block by tree block and
+ * drop the rows that are settled.  Through hb_ptt_accumulate each block
+ * would rank its rows again (about a tenth of a full scoring each time on
+ * the anchor model) and move their doubles around; a chunk ranks its rows
+ * once, keeps their running sums in the kernel's own float32 (double)
+ * accumulators, and compacts ranks and sums in place of the inputs.  Rows
+ * get their trees in model order, whatever the blocks, so their sums are
+ * those of hb_ptt_margins, bit for bit.
+ */
+struct HbPttChunk
+{
+	const HbPlan *p;
+	int			cap;			/* rows a chunk holds */
+	int			n;				/* rows it holds now */
+	size_t		gstride;		/* uint16 per group of eight rows */
+	bool		portable;
+	bool		general;		/* some tree takes walk_slow: keep inputs */
+	char	   *mem[2];			/* ranks, sums, inputs, ids: two copies */
+	uint16_t   *kb[2];
+	float	   *af[2];
+	double	   *ad[2];
+	double	   *x[2];
+	size_t	   *id[2];
+	int			cur;			/* which copy is current */
+};
+
+bool
+hb_ptt_chunk_usable(const HbPlan *p, int t_begin, int t_end)
+{
+	const HbPtt *t = p->ptt;
+
+	/* at a batch size, as compact_pays sees it: ranks once for the range */
+	return t != NULL && t->c_key != NULL &&
+		compact_pays(t, HB_PTT_C_CHUNK_ROWS, t_begin, t_end);
+}
+
+HbPttChunk *
+hb_ptt_chunk_new(const HbPlan *p)
+{
+	const HbPtt *t = p->ptt;
+	HbPttChunk *c;
+	int			k = p->n_outputs;
+	size_t		ranks,
+				sums,
+				inputs,
+				ids;
+
+	if (t == NULL || t->c_key == NULL)
+		return NULL;
+	c = hb_alloc0(sizeof(HbPttChunk));
+	if (c == NULL)
+		return NULL;
+	c->p = p;
+	c->gstride = (size_t) 16 * t->n_used;
+	c->cap = (int) (HB_PTT_C_CHUNK_KEY_BYTES /
+					(sizeof(uint16_t) * (c->gstride ? c->gstride : 16)) * 8);
+	if (c->cap > HB_PTT_C_CHUNK_ROWS)
+		c->cap = HB_PTT_C_CHUNK_ROWS;
+	c->portable = ptt_kernel == HB_PTT_KERNEL_PORTABLE;
+	for (int i = 0; i < t->n_trees; i++)
+		c->general |= t->trees[i].general;
+	ranks = (size_t) c->cap / 8 * c->gstride * sizeof(uint16_t);
+	sums = (size_t) c->cap * k * (p->sum_f32 ? sizeof(float) : sizeof(double));
+	inputs = c->general ? (size_t) c->cap * p->n_features * sizeof(double) : 0;
+	ids = (size_t) c->cap * sizeof(size_t);
+	for (int b = 0; b < 2; b++)
+	{
+		char	   *q;
+
+		/* zeroed: lanes past the last row are compared, never added */
+		c->mem[b] = hb_alloc0(ranks + sums + inputs + ids + 4 * 16);
+		if (c->mem[b] == NULL)
+		{
+			hb_ptt_chunk_free(c);
+			return NULL;
+		}
+#define ALIGN16(P) ((char *) (((uintptr_t) (P) + 15) & ~(uintptr_t) 15))
+		q = ALIGN16(c->mem[b]);
+		c->kb[b] = (uint16_t *) q;
+		q = ALIGN16(q + ranks);
+		if (p->sum_f32)
+			c->af[b] = (float *) q;
+		else
+			c->ad[b] = (double *) q;
+		q = ALIGN16(q + sums);
+		c->x[b] = c->general ? (double *) q : NULL;
+		q = ALIGN16(q + inputs);
+		c->id[b] = (size_t *) q;
+#undef ALIGN16
+	}
+	return c;
+}
+
+void
+hb_ptt_chunk_free(HbPttChunk *c)
+{
+	if (c == NULL)
+		return;
+	hb_free(c->mem[0]);
+	hb_free(c->mem[1]);
+	hb_free(c);
+}
+
+int
+hb_ptt_chunk_cap(const HbPttChunk *c)
+{
+	return c->cap;
+}
+
+int
+hb_ptt_chunk_rows(const HbPttChunk *c)
+{
+	return c->n;
+}
+
+/*
+ * Take n rows (n <= cap): ranks once, sums at the base margins, row i gets
+ * id first_id + i.
+ */
+void
+hb_ptt_chunk_load(HbPttChunk *c, const double *x, int n, size_t first_id)
+{
+	const HbPlan *p = c->p;
+	int			k = p->n_outputs;
+	int			b = c->cur;
+
+	c->n = n;
+	compact_keys(p->ptt, x, p->n_features, n, c->kb[b], c->portable);
+	for (int i = 0; i < n; i++)
+	{
+		for (int g = 0; g < k; g++)
+		{
+			if (p->sum_f32)
+				c->af[b][(size_t) i * k + g] = (float) p->base_margin[g];
+			else
+				c->ad[b][(size_t) i * k + g] = p->base_margin[g];
+		}
+		c->id[b][i] = first_id + i;
+	}
+	if (c->general)
+		memcpy(c->x[b], x, sizeof(double) * n * p->n_features);
+}
+
+/* Add trees [t_begin, t_end) to the sums of the first nr rows. */
+void
+hb_ptt_chunk_run(HbPttChunk *c, int nr, int t_begin, int t_end)
+{
+	const HbPlan *p = c->p;
+	const HbPtt *t = p->ptt;
+	int			k = p->n_outputs;
+	int			nf = p->n_features;
+	int			b = c->cur;
+	size_t		acc_size = p->sum_f32 ? sizeof(float) : sizeof(double);
+	int32_t		idx[HB_PTT_C_BLOCK_ROWS];
+	uint32_t	blocks = 0;
+	int			tb1;
+
+	for (int tb0 = t_begin; tb0 < t_end; tb0 = tb1)
+	{
+		int64_t		block_bytes = 0;
+
+		for (tb1 = tb0; tb1 < t_end &&
+			 (tb1 == tb0 || block_bytes < HB_PTT_C_TREE_BYTES); tb1++)
+			block_bytes += (int64_t) (2 * sizeof(uint16_t) + acc_size) <<
+				t->trees[tb1].depth;
+
+		for (int r0 = 0; r0 < nr; r0 += HB_PTT_C_BLOCK_ROWS)
+		{
+			int			nb = nr - r0 < HB_PTT_C_BLOCK_ROWS ? nr - r0 : HB_PTT_C_BLOCK_ROWS;
+			int			ng = (nb + 7) / 8;
+			const uint16_t *kbb = c->kb[b] + (size_t) (r0 / 8) * c->gstride;
+			float	   *af = p->sum_f32 ? c->af[b] + (size_t) r0 * k : NULL;
+			double	   *ad = p->sum_f32 ? NULL : c->ad[b] + (size_t) r0 * k;
+
+			for (int ti = tb0; ti < tb1; ti++)
+			{
+				const HbPttTree *tr = &t->trees[ti];
+
+				if (!tr->general)
+				{
+					compact_tree(t, tr, kbb, ng, nb, k, af, ad, c->portable);
+					continue;
+				}
+				walk_slow(p, tr, c->x[b] + (size_t) r0 * nf, nf, nb, idx);
+				for (int r = 0; r < nb; r++)
+				{
+					if (af)
+						af[(size_t) r * k + tr->group] += t->leaf_f[tr->leaf_off + idx[r]];
+					else
+						ad[(size_t) r * k + tr->group] += t->leaf_d[tr->leaf_off + idx[r]];
+				}
+			}
+			if ((++blocks & 31) == 0)
+				hb_check_interrupts();
+		}
+	}
+}
+
+/*
+ * Keep rows[0..m) (indexes of rows held, distinct), in that order: row j
+ * becomes what row rows[j] was.  Built in the other copy, so any order
+ * works; about 2 x columns 16-bit moves a row.
+ */
+void
+hb_ptt_chunk_select(HbPttChunk *c, const int32_t *rows, int m)
+{
+	const HbPlan *p = c->p;
+	int			k = p->n_outputs;
+	int			nf = p->n_features;
+	int			sides = 2 * p->ptt->n_used;
+	int			s = c->cur,
+				d = 1 - c->cur;
+
+	for (int j = 0; j < m; j++)
+	{
+		int			r = rows[j];
+		const uint16_t *from = c->kb[s] + (size_t) (r / 8) * c->gstride + r % 8;
+		uint16_t   *to = c->kb[d] + (size_t) (j / 8) * c->gstride + j % 8;
+
+		for (int q = 0; q < sides; q++)
+			to[8 * q] = from[8 * q];
+		for (int g = 0; g < k; g++)
+		{
+			if (p->sum_f32)
+				c->af[d][(size_t) j * k + g] = c->af[s][(size_t) r * k + g];
+			else
+				c->ad[d][(size_t) j * k + g] = c->ad[s][(size_t) r * k + g];
+		}
+		if (c->general)
+			memcpy(c->x[d] + (size_t) j * nf, c->x[s] + (size_t) r * nf,
+				   sizeof(double) * nf);
+		c->id[d][j] = c->id[s][r];
+	}
+	c->cur = d;
+	c->n = m;
+}
+
+/* The running sums of the rows held (n x outputs), as doubles. */
+void
+hb_ptt_chunk_margins(const HbPttChunk *c, double *out)
+{
+	size_t		cells = (size_t) c->n * c->p->n_outputs;
+
+	for (size_t i = 0; i < cells; i++)
+		out[i] = c->p->sum_f32 ? (double) c->af[c->cur][i] : c->ad[c->cur][i];
+}
+
+const size_t *
+hb_ptt_chunk_ids(const HbPttChunk *c)
+{
+	return c->id[c->cur];
+}
+
 void
 hb_ptt_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 {
