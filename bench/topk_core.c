@@ -18,9 +18,12 @@
  *	 full      hb_plan_margins (strategy auto) on every batch
  *	 top-K     hb_topk_score batch by batch, the threshold carried, K in
  *			   1, 10, 100, 1000 (bounds built inside the timing, as a query
- *			   builds them), highest margins; lowest for K = 10 too
+ *			   builds them), highest margins; lowest for K = 10 too; and
+ *			   K = 10 as before chunks (hb_ptt_set_chunks(false): the
+ *			   compact kernel through hb_ptt_accumulate block by block)
  *	 classes   hb_early_exit_classes without bounds (full scoring) and with
- *			   them (the early exit), on the fraud model
+ *			   them (the early exit, with and without chunks), on the fraud
+ *			   model
  * Every answer is checked before timing: top-K against a full sort of the
  * full margins (rows, margins and tie order), classes against
  * hb_link_class of the full margins.  Writes a markdown report on stdout.
@@ -35,7 +38,7 @@
 #include <cblas.h>
 
 #include "early_exit.h"
-#include "plan.h"
+#include "plan_int.h"
 #include "topk.h"
 #include "../tests/core/test_util.h"
 
@@ -344,6 +347,7 @@ typedef struct TopkArg
 {
 	int			k;
 	double		sign;
+	bool		chunks;			/* false: block by block, as before chunks */
 } TopkArg;
 
 static void
@@ -358,13 +362,20 @@ fn_topk(void *arg)
 {
 	TopkArg    *a = arg;
 
+	hb_ptt_set_chunks(a->chunks);
 	run_topk(&heap, a->k, a->sign);
+	hb_ptt_set_chunks(true);
 }
 
+/* 0: full scoring; 1: the early exit; 2: the early exit without chunks */
 static void
 fn_classes(void *arg)
 {
-	run_classes(arg != NULL);
+	intptr_t	mode = (intptr_t) arg;
+
+	hb_ptt_set_chunks(mode != 2);
+	run_classes(mode != 0);
+	hb_ptt_set_chunks(true);
 }
 
 int
@@ -372,13 +383,16 @@ main(int argc, char **argv)
 {
 	const int	ks[] = {1, 10, 100, 1000};
 #define N_K ((int) (sizeof(ks) / sizeof(ks[0])))
-	TopkArg		targs[N_K + 1];
+#define N_TOPK (N_K + 2)
+	TopkArg		targs[N_TOPK];
 	Timing		t_full = {"full", 0, 0},
-				t_topk[N_K + 1],
+				t_topk[N_TOPK],
 				t_cls_full = {"classes, full", 0, 0},
-				t_cls_ee = {"classes, early exit", 0, 0};
-	HbTopkStats st_topk[N_K + 1];
-	HbClassStats st_ee;
+				t_cls_ee = {"classes, early exit", 0, 0},
+				t_cls_ee0 = {"classes, early exit, no chunks", 0, 0};
+	HbTopkStats st_topk[N_TOPK];
+	HbClassStats st_ee = {0},
+				st_ee0 = {0};
 	int			rounds = DEFAULT_ROUNDS;
 	size_t		len;
 	char	   *bytes;
@@ -437,12 +451,16 @@ main(int argc, char **argv)
 	full_m = malloc(sizeof(double) * n_rows);
 	order = malloc(sizeof(size_t) * n_rows);
 	hb_plan_margins_with(anchor, HB_STRATEGY_TT, ax, n_rows, full_m);
-	for (int i = 0; i <= N_K; i++)
+	for (int i = 0; i < N_TOPK; i++)
 	{
+		/* K = 1, 10, 100, 1000; 10 lowest; 10 without chunks */
 		targs[i].k = i < N_K ? ks[i] : 10;
-		targs[i].sign = i < N_K ? 1.0 : -1.0;
+		targs[i].sign = i == N_K ? -1.0 : 1.0;
+		targs[i].chunks = i <= N_K;
 		t_topk[i] = (Timing) {"top-K", 0, 0};
+		hb_ptt_set_chunks(targs[i].chunks);
 		run_topk(&heap, targs[i].k, targs[i].sign);
+		hb_ptt_set_chunks(true);
 		st_topk[i] = topk_stats;
 		if (!same_topk(&heap, full_m, targs[i].sign, order))
 		{
@@ -455,11 +473,15 @@ main(int argc, char **argv)
 	want_cls = malloc(sizeof(int32_t) * n_rows);
 	hb_plan_margins_with(fraud, HB_STRATEGY_TT, fx, n_rows, fm);
 	hb_link_class(fraud, fm, n_rows, want_cls);
-	for (int e = 0; e < 2; e++)
+	for (int e = 0; e < 3; e++)
 	{
-		run_classes(e == 1);
+		hb_ptt_set_chunks(e != 2);
+		run_classes(e != 0);
+		hb_ptt_set_chunks(true);
 		if (e == 1)
 			st_ee = class_stats;
+		if (e == 2)
+			st_ee0 = class_stats;
 		if (memcmp(classes, want_cls, sizeof(int32_t) * n_rows) != 0)
 		{
 			fprintf(stderr, "topk_core: classes (%s) differ from full scoring's\n",
@@ -474,10 +496,11 @@ main(int argc, char **argv)
 	{
 		fprintf(stderr, "round %d of %d\n", r + 1, rounds);
 		timed(&t_full, fn_full, NULL);
-		for (int i = 0; i <= N_K; i++)
+		for (int i = 0; i < N_TOPK; i++)
 			timed(&t_topk[i], fn_topk, &targs[i]);
-		timed(&t_cls_full, fn_classes, NULL);
+		timed(&t_cls_full, fn_classes, (void *) 0);
 		timed(&t_cls_ee, fn_classes, (void *) 1);
+		timed(&t_cls_ee0, fn_classes, (void *) 2);
 	}
 
 	for (size_t i = 0; i < n_rows; i++)
@@ -493,9 +516,10 @@ main(int argc, char **argv)
 	printf("|---|---:|---:|---:|---:|---:|\n");
 	printf("| full scoring (hb_plan_margins, auto) | %.4f | %.0fk | 1.00x | 100.0%% | %zu |\n",
 		   t_full.best, n_rows / t_full.best / 1e3, n_rows);
-	for (int i = 0; i <= N_K; i++)
-		printf("| exact top-%d, %s | %.4f | %.0fk | %.2fx | %.1f%% | %lld |\n",
+	for (int i = 0; i < N_TOPK; i++)
+		printf("| exact top-%d, %s%s | %.4f | %.0fk | %.2fx | %.1f%% | %lld |\n",
 			   targs[i].k, targs[i].sign > 0 ? "highest" : "lowest",
+			   targs[i].chunks ? "" : ", before (range kernel block by block)",
 			   t_topk[i].best, n_rows / t_topk[i].best / 1e3,
 			   t_full.best / t_topk[i].best,
 			   100.0 * st_topk[i].pairs_scored / ((double) n_rows * hb_plan_n_trees(anchor)),
@@ -511,6 +535,10 @@ main(int argc, char **argv)
 		   t_cls_ee.best, n_rows / t_cls_ee.best / 1e3, t_cls_full.best / t_cls_ee.best,
 		   100.0 * st_ee.trees_scored / st_ee.trees_total,
 		   100.0 * st_ee.rows_early / st_ee.rows);
+	printf("| classes, early exit, before (range kernel block by block) | %.4f | %.0fk | %.2fx | %.1f%% | %.1f%% |\n",
+		   t_cls_ee0.best, n_rows / t_cls_ee0.best / 1e3, t_cls_full.best / t_cls_ee0.best,
+		   100.0 * st_ee0.trees_scored / st_ee0.trees_total,
+		   100.0 * st_ee0.rows_early / st_ee0.rows);
 	printf("\nEvery top-K equals a full sort of the full margins (rows, margins,"
 		   " tie order); the classes equal full scoring's on every row.\n");
 	(void) sink;

@@ -83,8 +83,12 @@ open_width(const HbClassBounds *b, int t)
  * leaves for the rare rows they fit), so decisions cluster near the end.
  * Checks are placed where the open width has shrunk by EE_SHRINK since the
  * last one (at least EE_MIN_BLOCK trees apart, at most a quarter of the
- * model): few checks early, where they would rarely decide anything and
- * each costs the PTT kernel a recomputation of its keys, more near the end.
+ * model): few checks early, where they would rarely decide anything (and
+ * where each cost the eight-row walk a recomputation of its keys), more
+ * near the end.  Denser checks on the compact kernel's chunks, which pay
+ * no ranking for them, did not help: shrinking by 0.9 or 0.97 a check
+ * scored 95.5% and 98.3% of the pairs on the fraud model against 94.4%
+ * (fewer checks where the rows are decided, in the last 20 trees).
  */
 static void
 plan_checks(HbClassBounds *b)
@@ -785,6 +789,7 @@ hb_early_exit_classes(const HbPlan *p, const HbClassBounds *b, const double *x,
 		ok = true;
 	}
 	else if (p->ptt && n >= EE_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
+		/* the compact kernel's chunks where it pays, else the range kernel */
 		ok = hb_ptt_chunk_usable(p, 0, p->n_trees) ?
 			score_chunks(p, b, x, n, out, stats) :
 			score_ptt(p, b, x, n, out, stats);

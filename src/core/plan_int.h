@@ -151,6 +151,11 @@ extern void hb_ptt_chunk_select(HbPttChunk *c, const int32_t *rows, int m);
 /* running sums of the rows held, rows x outputs, as doubles */
 extern void hb_ptt_chunk_margins(const HbPttChunk *c, double *out);
 extern const size_t *hb_ptt_chunk_ids(const HbPttChunk *c);
+/*
+ * false: hb_ptt_chunk_usable says no, so top-K and the early exit take
+ * hb_ptt_accumulate block by block, as before chunks (tests, benchmarks).
+ */
+extern void hb_ptt_set_chunks(bool on);
 
 /* The PTT layout, read-only, for copying it to a device (device.c). */
 typedef struct HbPttView

@@ -1443,7 +1443,8 @@ compact_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
  * kernel, and the ranks cost this kernel about 1.5 k - 1 cycles per column
  * more than the walk's keys, k the steps of the column's search
  * (c_cost: their sum, plus a fifth, made at build).  Break-even comes at
- * 20-35 trees of 28 columns; top-K's blocks of 50 trees take this kernel.
+ * 20-35 trees of 28 columns.  Top-K and the early exit rank a chunk once
+ * for the whole model (hb_ptt_chunk_usable), whatever their blocks.
  * Fewer than eight rows (a forced PTT on single rows) keep the walk, which
  * was 2-3x faster there.
  */
@@ -1494,13 +1495,21 @@ struct HbPttChunk
 	int			cur;			/* which copy is current */
 };
 
+static bool ptt_chunks = true;
+
+void
+hb_ptt_set_chunks(bool on)
+{
+	ptt_chunks = on;
+}
+
 bool
 hb_ptt_chunk_usable(const HbPlan *p, int t_begin, int t_end)
 {
 	const HbPtt *t = p->ptt;
 
 	/* at a batch size, as compact_pays sees it: ranks once for the range */
-	return t != NULL && t->c_key != NULL &&
+	return ptt_chunks && t != NULL && t->c_key != NULL &&
 		compact_pays(t, HB_PTT_C_CHUNK_ROWS, t_begin, t_end);
 }
 

@@ -226,21 +226,25 @@ score_ptt(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 
 /*
  * Compact kernel path: rows in chunks ranked once (HbPttChunk), trees in
- * blocks between checks; rows that can no longer make it are dropped.
+ * blocks between checks; rows that can no longer make it are closed.
  *
- * Checks are cheap here (no inputs to rank again), so they are frequent,
- * but a check is skipped when even the open row of lowest partial sum
- * could not be dropped at it if its sum stayed where it is (only a guess
- * for scheduling: the sums move; decisions use upper_bound).  Dropping
- * moves the kept rows' ranks (about as much as scoring a few trees), so a
- * chunk is compacted only when the dropped rows would otherwise cost more
- * trees than the move; until then they are scored on, marked closed.
+ * A check costs a pass over the chunk's sums, no ranking, but checks every
+ * 8 trees measured slower than every 16 (fewer pairs, more passes and
+ * shorter kernel runs: docs/strategies.md), so they come at least
+ * TOPK_MIN_GAP trees apart, and later while even the open row of lowest
+ * partial sum could not be closed if its sum stayed where it is (a guess
+ * for scheduling only: sums move; decisions use upper_bound).  Closing a
+ * row does not move the others: compacting moves every kept row's ranks,
+ * so a chunk is compacted only once its closed rows would cost more trees
+ * than that (closed x remaining trees >= open x TOPK_MOVE_TREES, measured
+ * best among 2 to 32); until then they are scored on, and counted.
  *
  * A high bar first: while fewer than K rows are held (the threshold is
- * -infinity), nothing can be dropped; so after the first block the rows of
- * highest partial sums, the likeliest to be in the top K, are scored to the
- * end first, in waves of 8, 16, 32, ... rows, until the threshold is set,
- * and the other rows meet that threshold from their next check on.
+ * -infinity) nothing can be closed, so after the first block the open rows
+ * of highest partial sums, the likeliest to be in the top K, are scored to
+ * the end first, in waves of 8, 16, 32, ... rows, until the threshold is
+ * set; the other rows meet it from the next check on.  Offers may then come
+ * out of input order: the caller ranks ties by row, not by offer.
  */
 #define TOPK_FIRST_BLOCK	50	/* trees before the first check, at most */
 #define TOPK_MIN_GAP		16	/* fewest trees between two checks */

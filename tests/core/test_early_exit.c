@@ -349,16 +349,23 @@ random_suite(bool lgbm, int k, Totals *tot)
 					snprintf(first, sizeof(first), "tt: depth %d style %d cats %d: %s",
 							 g.depth, style, cats, why);
 				hb_set_strategy_override(HB_STRATEGY_AUTO);
-				/* PTT's other kernels: the eight-row walk, plain C compact */
-				for (int kn = 0; kn < 2; kn++)
+				/*
+				 * PTT's other kernels: the eight-row walk, plain C compact,
+				 * the compact kernel through hb_ptt_accumulate (no chunks)
+				 */
+				for (int kn = 0; kn < 3; kn++)
 				{
 					HbClassStats other = {0};
+					const char *names[] = {"walk", "portable", "range kernel"};
 
-					hb_ptt_set_kernel(kn == 0 ? HB_PTT_KERNEL_WALK8 : HB_PTT_KERNEL_PORTABLE);
+					hb_ptt_set_kernel(kn == 0 ? HB_PTT_KERNEL_WALK8 :
+									  kn == 1 ? HB_PTT_KERNEL_PORTABLE : HB_PTT_KERNEL_AUTO);
+					hb_ptt_set_chunks(kn != 2);
 					if (!check_plan(p, x, n, &other, why, sizeof(why)) && bad++ == 0)
 						snprintf(first, sizeof(first), "%s: depth %d style %d cats %d: %s",
-								 kn == 0 ? "walk" : "portable", g.depth, style, cats, why);
+								 names[kn], g.depth, style, cats, why);
 					hb_ptt_set_kernel(HB_PTT_KERNEL_AUTO);
+					hb_ptt_set_chunks(true);
 				}
 				add(tot, &st);
 				free(x);

@@ -421,13 +421,15 @@ typedef struct Kernel
 	const char *name;
 	HbStrategy	strategy;
 	HbPttKernel kernel;
+	bool		chunks;
 } Kernel;
 
 static const Kernel kernels[] = {
-	{"auto", HB_STRATEGY_AUTO, HB_PTT_KERNEL_AUTO},
-	{"eight-row walk", HB_STRATEGY_AUTO, HB_PTT_KERNEL_WALK8},
-	{"portable compact", HB_STRATEGY_AUTO, HB_PTT_KERNEL_PORTABLE},
-	{"traversal", HB_STRATEGY_TT, HB_PTT_KERNEL_AUTO},
+	{"auto", HB_STRATEGY_AUTO, HB_PTT_KERNEL_AUTO, true},
+	{"range kernel", HB_STRATEGY_AUTO, HB_PTT_KERNEL_AUTO, false},
+	{"eight-row walk", HB_STRATEGY_AUTO, HB_PTT_KERNEL_WALK8, true},
+	{"portable compact", HB_STRATEGY_AUTO, HB_PTT_KERNEL_PORTABLE, true},
+	{"traversal", HB_STRATEGY_TT, HB_PTT_KERNEL_AUTO, true},
 };
 
 static void
@@ -451,6 +453,7 @@ model_suite(const Gen *g, size_t n, const int *ks, int nks, bool all_kernels,
 	{
 		hb_set_strategy_override(kernels[ki].strategy);
 		hb_ptt_set_kernel(kernels[ki].kernel);
+		hb_ptt_set_chunks(kernels[ki].chunks);
 		for (int i = 0; i < nks; i++)
 		{
 			int64_t		pairs;
@@ -469,6 +472,7 @@ model_suite(const Gen *g, size_t n, const int *ks, int nks, bool all_kernels,
 	}
 	hb_set_strategy_override(HB_STRATEGY_AUTO);
 	hb_ptt_set_kernel(HB_PTT_KERNEL_AUTO);
+	hb_ptt_set_chunks(true);
 	free(x);
 	hb_plan_free(p);
 	hb_model_free(m);
@@ -488,7 +492,7 @@ main(void)
 		model_suite(&g, 3000, ks, nks, variant % 4 == 3, true);
 	}
 	/* random shapes and leaf styles, every kernel */
-	for (int i = 0; i < 12; i++)
+	for (int i = 0; i < 10; i++)
 	{
 		Gen			g;
 
@@ -500,7 +504,7 @@ main(void)
 		g.lgbm = i % 2 == 1;
 		g.cats = i % 3 == 2;
 		g.style = (LeafStyle) (i % 3);
-		model_suite(&g, 2500, ks, nks, true, false);
+		model_suite(&g, 2000, ks, nks, true, false);
 	}
 	/* a boosting-like model over several chunks of rows */
 	{
