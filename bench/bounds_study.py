@@ -192,8 +192,9 @@ def study(kind, model, rows, nf, n, rank):
         return np.stack([tabs[t][k][tabs[t][3][min(L, 12), leaf[:, t]]] for t in range(T)], 1)
 
     thr = np.sort(marg)[::-1][rank - 1] if kind == "topk" else 0.0
-    print("# %s, %d trees (depth %d), %d rows; %s" % (model, T, D, N,
-          "bar: margin %.4f, the %d-th best" % (thr, rank) if kind == "topk"
+    print("### %s, %d trees (depth %d), %d rows; %s" % (model.split("/")[-1], T, D, N,
+          "bar: margin %.4f, the best row" % thr if kind == "topk" and rank == 1
+          else "bar: margin %.4f, the %d best rows' last" % (thr, rank) if kind == "topk"
           else "class 1: %.2f%% of rows" % (100 * (marg > 0).mean())))
     print()
     print("| bound | checks every | pairs scored (perfect bar) | cost, with level-L nodes up front |")

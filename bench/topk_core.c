@@ -321,6 +321,14 @@ load_plan(const char *path)
 	return p;
 }
 
+static const char *
+base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
 typedef struct Timing
 {
 	const char *name;
@@ -510,7 +518,7 @@ main(int argc, char **argv)
 	printf("%s; `bench/topk_core.sh`, %d rounds, best of each, batches of %zu rows;"
 		   " load average %.2f at the start, %.2f at the end.\n\n",
 		   date, rounds, batch, load0, load_avg());
-	printf("Anchor model (%s): %d trees, %zu rows.\n\n", argv[1],
+	printf("Anchor model (%s): %d trees, %zu rows.\n\n", base_name(argv[1]),
 		   hb_plan_n_trees(anchor), n_rows);
 	printf("| method | seconds | rows/s | vs full | (row, tree) pairs scored | rows scored in full |\n");
 	printf("|---|---:|---:|---:|---:|---:|\n");
@@ -525,7 +533,7 @@ main(int argc, char **argv)
 			   100.0 * st_topk[i].pairs_scored / ((double) n_rows * hb_plan_n_trees(anchor)),
 			   (long long) st_topk[i].rows_full);
 	printf("\nFraud model (%s): %d trees, %zu rows drawn here, %.2f%% class 1.\n\n",
-		   argv[3], hb_plan_n_trees(fraud), n_rows,
+		   base_name(argv[3]), hb_plan_n_trees(fraud), n_rows,
 		   100.0 * positives / n_rows);
 	printf("| method | seconds | rows/s | vs full | (row, tree) pairs scored | rows decided early |\n");
 	printf("|---|---:|---:|---:|---:|---:|\n");

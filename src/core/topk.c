@@ -242,14 +242,17 @@ score_ptt(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
  * A high bar first: while fewer than K rows are held (the threshold is
  * -infinity) nothing can be closed, so after the first block the open rows
  * of highest partial sums, the likeliest to be in the top K, are scored to
- * the end first, in waves of 8, 16, 32, ... rows, until the threshold is
- * set; the other rows meet it from the next check on.  Offers may then come
- * out of input order: the caller ranks ties by row, not by offer.
+ * the end first, in waves of 64, 128, 256, ... rows, until the threshold is
+ * set; the other rows meet it from the next check on.  (Waves from 8 rows
+ * scored as many pairs and ran slower at K = 1000: small waves waste the
+ * kernel's groups.)  Offers may then come out of input order: the caller
+ * ranks ties by row, not by offer.
  */
 #define TOPK_FIRST_BLOCK	50	/* trees before the first check, at most */
 #define TOPK_MIN_GAP		16	/* fewest trees between two checks */
 #define TOPK_MAX_GAP		64	/* most trees between two checks */
 #define TOPK_MOVE_TREES		16	/* closed rows are moved out beyond this */
+#define TOPK_FIRST_WAVE		64	/* rows of the high bar's first wave */
 
 typedef struct TopkOrder
 {
@@ -358,7 +361,7 @@ score_chunks(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 			hb_ptt_chunk_margins(c, m);
 
 			/* the high bar: the likeliest rows to the end first */
-			for (int wave = 8; isinf(*threshold) && nopen > 0; wave *= 2)
+			for (int wave = TOPK_FIRST_WAVE; isinf(*threshold) && nopen > 0; wave *= 2)
 			{
 				const size_t *ids;
 				int			w = 0,
