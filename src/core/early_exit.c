@@ -88,7 +88,8 @@ open_width(const HbClassBounds *b, int t)
  * near the end.  Denser checks on the compact kernel's chunks, which pay
  * no ranking for them, did not help: shrinking by 0.9 or 0.97 a check
  * scored 95.5% and 98.3% of the pairs on the fraud model against 94.4%
- * (fewer checks where the rows are decided, in the last 20 trees).
+ * (fewer checks where the rows are decided, in the last 20 trees;
+ * measured while decided rows were still scored until a compaction).
  */
 static void
 plan_checks(HbClassBounds *b)
@@ -466,11 +467,9 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 
 /*
  * Compact kernel path: rows in chunks ranked once (HbPttChunk), trees from
- * one check to the next.  Decided rows are closed; the chunk is compacted
- * only when the closed rows would cost more trees than moving the open
- * rows' ranks (as in topk.c).
+ * one check to the next; decided rows leave the chunk at once, the last
+ * open rows taking their places (hb_ptt_chunk_drop).
  */
-#define EE_MOVE_TREES	16		/* moving a row costs about this many trees */
 
 static bool
 score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
@@ -483,20 +482,17 @@ score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 	int			cap;
 	double	   *acc = NULL;
 	uint8_t    *open = NULL;
-	int32_t    *keep = NULL;
 
 	if (c == NULL)
 		return false;
 	cap = hb_ptt_chunk_cap(c);
 	acc = hb_alloc(sizeof(double) * cap * k);
 	open = hb_alloc(cap);
-	keep = hb_alloc(sizeof(int32_t) * cap);
-	if (!acc || !open || !keep)
+	if (!acc || !open)
 	{
 		hb_ptt_chunk_free(c);
 		hb_free(acc);
 		hb_free(open);
-		hb_free(keep);
 		return false;
 	}
 	for (size_t r0 = 0; r0 < n; r0 += cap)
@@ -540,17 +536,11 @@ score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 				if (acc[(size_t) i * k] > amax)
 					amax = acc[(size_t) i * k];
 			}
-			if (held > nopen &&
-				(int64_t) (held - nopen) * (nt - t1) >= (int64_t) nopen * EE_MOVE_TREES)
+			/* the last open rows take the decided rows' places */
+			if (held > nopen)
 			{
-				int			kept = 0;
-
-				for (int i = 0; i < held; i++)
-					if (open[i])
-						keep[kept++] = i;
-				hb_ptt_chunk_select(c, keep, kept);
-				held = kept;
-				memset(open, 1, held);
+				hb_ptt_chunk_drop(c, open);
+				held = nopen;
 			}
 
 			/* skip the checks before any open row could plausibly be decided */
@@ -583,7 +573,6 @@ score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 	hb_ptt_chunk_free(c);
 	hb_free(acc);
 	hb_free(open);
-	hb_free(keep);
 	return true;
 }
 

@@ -148,6 +148,11 @@ extern void hb_ptt_chunk_load(HbPttChunk *c, const double *x, int n,
 extern void hb_ptt_chunk_run(HbPttChunk *c, int nr, int t_begin, int t_end);
 /* keep rows[0..m), distinct indexes of rows held, in that order */
 extern void hb_ptt_chunk_select(HbPttChunk *c, const int32_t *rows, int m);
+/*
+ * drop the rows whose keep[] is 0, moving as many of the last rows into
+ * their places (order changes, ids follow); keep[] follows too
+ */
+extern void hb_ptt_chunk_drop(HbPttChunk *c, uint8_t *keep);
 /* running sums of the rows held, rows x outputs, as doubles */
 extern void hb_ptt_chunk_margins(const HbPttChunk *c, double *out);
 extern const size_t *hb_ptt_chunk_ids(const HbPttChunk *c);

@@ -1714,6 +1714,64 @@ hb_ptt_chunk_select(HbPttChunk *c, const int32_t *rows, int m)
 	c->n = m;
 }
 
+/* Row r of the current copy becomes row j (r != j), in place. */
+static void
+chunk_move(HbPttChunk *c, int r, int j)
+{
+	const HbPlan *p = c->p;
+	int			k = p->n_outputs;
+	int			nf = p->n_features;
+	int			sides = 2 * p->ptt->n_used;
+	int			b = c->cur;
+	const uint16_t *from = c->kb[b] + (size_t) (r / 8) * c->gstride + r % 8;
+	uint16_t   *to = c->kb[b] + (size_t) (j / 8) * c->gstride + j % 8;
+
+	for (int q = 0; q < sides; q++)
+		to[8 * q] = from[8 * q];
+	for (int g = 0; g < k; g++)
+	{
+		if (p->sum_f32)
+			c->af[b][(size_t) j * k + g] = c->af[b][(size_t) r * k + g];
+		else
+			c->ad[b][(size_t) j * k + g] = c->ad[b][(size_t) r * k + g];
+	}
+	if (c->general)
+		memcpy(c->x[b] + (size_t) j * nf, c->x[b] + (size_t) r * nf,
+			   sizeof(double) * nf);
+	c->id[b][j] = c->id[b][r];
+}
+
+/*
+ * Drop the rows whose keep[] is 0: the last rows kept fill their places,
+ * so only as many rows move as are dropped before them (rows change order;
+ * their ids go with them).  keep[] is updated to the rows held after.
+ */
+void
+hb_ptt_chunk_drop(HbPttChunk *c, uint8_t *keep)
+{
+	int			last = c->n - 1;
+	int			held = 0;
+
+	for (int i = 0; i <= last; i++)
+	{
+		if (keep[i])
+		{
+			held = i + 1;
+			continue;
+		}
+		while (last > i && !keep[last])
+			last--;
+		if (last <= i)
+			break;
+		chunk_move(c, last, i);
+		keep[i] = 1;
+		keep[last] = 0;
+		held = i + 1;
+		last--;
+	}
+	c->n = held;
+}
+
 /* The running sums of the rows held (n x outputs), as doubles. */
 void
 hb_ptt_chunk_margins(const HbPttChunk *c, double *out)
