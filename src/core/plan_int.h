@@ -141,7 +141,11 @@ extern HbPttChunk *hb_ptt_chunk_new(const HbPlan *p);
 extern void hb_ptt_chunk_free(HbPttChunk *c);
 extern int	hb_ptt_chunk_cap(const HbPttChunk *c);
 extern int	hb_ptt_chunk_rows(const HbPttChunk *c);
-/* n rows of x (zero snapping done): ranks, base margins, ids first_id.. */
+/*
+ * n rows of x (zero snapping done): ranks, base margins, ids first_id..;
+ * x stays the caller's while the chunk holds them (trees with categorical
+ * or zero-as-missing nodes read it)
+ */
 extern void hb_ptt_chunk_load(HbPttChunk *c, const double *x, int n,
 							  size_t first_id);
 /* add trees [t_begin, t_end) to the sums of the first nr rows held */

@@ -810,8 +810,8 @@ PTT_WALK(walk_f64, uint64_t, tk64)
  * which compute each key when they need it.
  */
 static void
-walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
-		  int nb, int32_t *idx)
+walk_slow_rows(const HbPlan *p, const HbPttTree *tr, const double *const *rows,
+			   int nb, int32_t *idx)
 {
 	const HbPtt *t = p->ptt;
 	const int32_t *fsel = t->fsel + tr->node_off;
@@ -825,7 +825,7 @@ walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
 		{
 			int32_t		i = idx[r];
 			int			side = fsel[i] & 1;
-			double		v = x[(size_t) r * nf + t->used[fsel[i] >> 1]];
+			double		v = rows[r][t->used[fsel[i] >> 1]];
 			int			right;
 
 			if (src && src[i] >= 0)
@@ -843,6 +843,21 @@ walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
 	}
 	for (int r = 0; r < nb; r++)
 		idx[r] -= (1 << tr->depth) - 1;
+}
+
+/* nb (at most HB_PTT_ROWS) consecutive rows from x */
+#if HB_PTT_C_BLOCK_ROWS > HB_PTT_ROWS
+#error "walk_slow takes at most HB_PTT_ROWS rows"
+#endif
+static void
+walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
+		  int nb, int32_t *idx)
+{
+	const double *rows[HB_PTT_ROWS];
+
+	for (int r = 0; r < nb; r++)
+		rows[r] = x + (size_t) r * nf;
+	walk_slow_rows(p, tr, rows, nb, idx);
 }
 
 /*
@@ -1474,7 +1489,8 @@ compact_pays(const HbPtt *t, size_t n, int t_begin, int t_end)
  * would rank its rows again (about a tenth of a full scoring each time on
  * the anchor model) and move their doubles around; a chunk ranks its rows
  * once, keeps their running sums in the kernel's own float32 (double)
- * accumulators, and compacts ranks and sums in place of the inputs.  Rows
+ * accumulators, and moves ranks and sums rather than the inputs (trees
+ * that need them read the caller's rows through the ids).  Rows
  * get their trees in model order, whatever the blocks, so their sums are
  * those of hb_ptt_margins, bit for bit.
  */
@@ -1485,12 +1501,13 @@ struct HbPttChunk
 	int			n;				/* rows it holds now */
 	size_t		gstride;		/* uint16 per group of eight rows */
 	bool		portable;
-	bool		general;		/* some tree takes walk_slow: keep inputs */
-	char	   *mem[2];			/* ranks, sums, inputs, ids: two copies */
+	bool		general;		/* some tree takes walk_slow_rows */
+	const double *x;			/* the rows loaded: row id is x + (id - first) * nf */
+	size_t		first;
+	char	   *mem[2];			/* ranks, sums, ids: two copies */
 	uint16_t   *kb[2];
 	float	   *af[2];
 	double	   *ad[2];
-	double	   *x[2];
 	size_t	   *id[2];
 	int			cur;			/* which copy is current */
 };
@@ -1521,7 +1538,6 @@ hb_ptt_chunk_new(const HbPlan *p)
 	int			k = p->n_outputs;
 	size_t		ranks,
 				sums,
-				inputs,
 				ids;
 
 	if (t == NULL || t->c_key == NULL)
@@ -1540,14 +1556,13 @@ hb_ptt_chunk_new(const HbPlan *p)
 		c->general |= t->trees[i].general;
 	ranks = (size_t) c->cap / 8 * c->gstride * sizeof(uint16_t);
 	sums = (size_t) c->cap * k * (p->sum_f32 ? sizeof(float) : sizeof(double));
-	inputs = c->general ? (size_t) c->cap * p->n_features * sizeof(double) : 0;
 	ids = (size_t) c->cap * sizeof(size_t);
 	for (int b = 0; b < 2; b++)
 	{
 		char	   *q;
 
 		/* zeroed: lanes past the last row are compared, never added */
-		c->mem[b] = hb_alloc0(ranks + sums + inputs + ids + 4 * 16);
+		c->mem[b] = hb_alloc0(ranks + sums + ids + 3 * 16);
 		if (c->mem[b] == NULL)
 		{
 			hb_ptt_chunk_free(c);
@@ -1562,8 +1577,6 @@ hb_ptt_chunk_new(const HbPlan *p)
 		else
 			c->ad[b] = (double *) q;
 		q = ALIGN16(q + sums);
-		c->x[b] = c->general ? (double *) q : NULL;
-		q = ALIGN16(q + inputs);
 		c->id[b] = (size_t *) q;
 #undef ALIGN16
 	}
@@ -1594,7 +1607,8 @@ hb_ptt_chunk_rows(const HbPttChunk *c)
 
 /*
  * Take n rows (n <= cap): ranks once, sums at the base margins, row i gets
- * id first_id + i.
+ * id first_id + i.  Trees with categorical or zero-as-missing nodes read
+ * the inputs again: x must stay valid while the chunk holds these rows.
  */
 void
 hb_ptt_chunk_load(HbPttChunk *c, const double *x, int n, size_t first_id)
@@ -1616,8 +1630,8 @@ hb_ptt_chunk_load(HbPttChunk *c, const double *x, int n, size_t first_id)
 		}
 		c->id[b][i] = first_id + i;
 	}
-	if (c->general)
-		memcpy(c->x[b], x, sizeof(double) * n * p->n_features);
+	c->x = x;
+	c->first = first_id;
 }
 
 /* Add trees [t_begin, t_end) to the sums of the first nr rows. */
@@ -1631,6 +1645,7 @@ hb_ptt_chunk_run(HbPttChunk *c, int nr, int t_begin, int t_end)
 	int			b = c->cur;
 	size_t		acc_size = p->sum_f32 ? sizeof(float) : sizeof(double);
 	int32_t		idx[HB_PTT_C_BLOCK_ROWS];
+	const double *rows[HB_PTT_C_BLOCK_ROWS];
 	uint32_t	blocks = 0;
 	int			tb1;
 
@@ -1651,6 +1666,9 @@ hb_ptt_chunk_run(HbPttChunk *c, int nr, int t_begin, int t_end)
 			float	   *af = p->sum_f32 ? c->af[b] + (size_t) r0 * k : NULL;
 			double	   *ad = p->sum_f32 ? NULL : c->ad[b] + (size_t) r0 * k;
 
+			if (c->general)
+				for (int r = 0; r < nb; r++)
+					rows[r] = c->x + (c->id[b][r0 + r] - c->first) * nf;
 			for (int ti = tb0; ti < tb1; ti++)
 			{
 				const HbPttTree *tr = &t->trees[ti];
@@ -1660,7 +1678,7 @@ hb_ptt_chunk_run(HbPttChunk *c, int nr, int t_begin, int t_end)
 					compact_tree(t, tr, kbb, ng, nb, k, af, ad, c->portable);
 					continue;
 				}
-				walk_slow(p, tr, c->x[b] + (size_t) r0 * nf, nf, nb, idx);
+				walk_slow_rows(p, tr, rows, nb, idx);
 				for (int r = 0; r < nb; r++)
 				{
 					if (af)
@@ -1685,7 +1703,6 @@ hb_ptt_chunk_select(HbPttChunk *c, const int32_t *rows, int m)
 {
 	const HbPlan *p = c->p;
 	int			k = p->n_outputs;
-	int			nf = p->n_features;
 	int			sides = 2 * p->ptt->n_used;
 	int			s = c->cur,
 				d = 1 - c->cur;
@@ -1705,9 +1722,6 @@ hb_ptt_chunk_select(HbPttChunk *c, const int32_t *rows, int m)
 			else
 				c->ad[d][(size_t) j * k + g] = c->ad[s][(size_t) r * k + g];
 		}
-		if (c->general)
-			memcpy(c->x[d] + (size_t) j * nf, c->x[s] + (size_t) r * nf,
-				   sizeof(double) * nf);
 		c->id[d][j] = c->id[s][r];
 	}
 	c->cur = d;
@@ -1720,7 +1734,6 @@ chunk_move(HbPttChunk *c, int r, int j)
 {
 	const HbPlan *p = c->p;
 	int			k = p->n_outputs;
-	int			nf = p->n_features;
 	int			sides = 2 * p->ptt->n_used;
 	int			b = c->cur;
 	const uint16_t *from = c->kb[b] + (size_t) (r / 8) * c->gstride + r % 8;
@@ -1735,9 +1748,6 @@ chunk_move(HbPttChunk *c, int r, int j)
 		else
 			c->ad[b][(size_t) j * k + g] = c->ad[b][(size_t) r * k + g];
 	}
-	if (c->general)
-		memcpy(c->x[b] + (size_t) j * nf, c->x[b] + (size_t) r * nf,
-			   sizeof(double) * nf);
 	c->id[b][j] = c->id[b][r];
 }
 

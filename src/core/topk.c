@@ -342,7 +342,7 @@ score_chunks(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 	for (size_t r0 = 0; r0 < n; r0 += cap)
 	{
 		int			nb = n - r0 < (size_t) cap ? (int) (n - r0) : cap;
-		int			held = nb;	/* rows in the chunk, open or closed */
+		int			held = nb;	/* rows in the chunk */
 		int			nopen = nb;
 		int			t = 0,
 					t1 = first;
