@@ -83,8 +83,13 @@ open_width(const HbClassBounds *b, int t)
  * leaves for the rare rows they fit), so decisions cluster near the end.
  * Checks are placed where the open width has shrunk by EE_SHRINK since the
  * last one (at least EE_MIN_BLOCK trees apart, at most a quarter of the
- * model): few checks early, where they would rarely decide anything and
- * each costs the PTT kernel a recomputation of its keys, more near the end.
+ * model): few checks early, where they would rarely decide anything (and
+ * where each cost the eight-row walk a recomputation of its keys), more
+ * near the end.  Denser checks on the compact kernel's chunks, which pay
+ * no ranking for them, did not help: shrinking by 0.9 or 0.97 a check
+ * scored 95.5% and 98.3% of the pairs on the fraud model against 94.4%
+ * (fewer checks where the rows are decided, in the last 20 trees;
+ * measured while decided rows were still scored until a compaction).
  */
 static void
 plan_checks(HbClassBounds *b)
@@ -461,6 +466,117 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 }
 
 /*
+ * Compact kernel path: rows in chunks ranked once (HbPttChunk), trees from
+ * one check to the next; decided rows leave the chunk at once, the last
+ * open rows taking their places (hb_ptt_chunk_drop).
+ */
+
+static bool
+score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
+			 int32_t *out, HbClassStats *st)
+{
+	int			nf = p->n_features;
+	int			k = p->n_outputs;
+	int			nt = p->n_trees;
+	HbPttChunk *c = hb_ptt_chunk_new(p);
+	int			cap;
+	double	   *acc = NULL;
+	uint8_t    *open = NULL;
+
+	if (c == NULL)
+		return false;
+	cap = hb_ptt_chunk_cap(c);
+	acc = hb_alloc(sizeof(double) * cap * k);
+	open = hb_alloc(cap);
+	if (!acc || !open)
+	{
+		hb_ptt_chunk_free(c);
+		hb_free(acc);
+		hb_free(open);
+		return false;
+	}
+	for (size_t r0 = 0; r0 < n; r0 += cap)
+	{
+		int			nb = n - r0 < (size_t) cap ? (int) (n - r0) : cap;
+		int			held = nb,
+					nopen = nb;
+
+		hb_ptt_chunk_load(c, x + r0 * nf, nb, r0);
+		memset(open, 1, nb);
+		for (int t0 = 0, t1, ci = 0; nopen > 0; t0 = t1)
+		{
+			const size_t *ids;
+			double		amin = DBL_MAX,
+						amax = -DBL_MAX;
+
+			t1 = ci < b->n_checks ? b->checks[ci] : nt;
+			hb_ptt_chunk_run(c, held, t0, t1);
+			st->trees_scored += (int64_t) held * (t1 - t0);
+			if (t1 == nt)
+				break;
+			hb_ptt_chunk_margins(c, acc);
+			ids = hb_ptt_chunk_ids(c);
+			for (int i = 0; i < held; i++)
+			{
+				int32_t		cls;
+
+				if (!open[i])
+					continue;
+				cls = decided(p, b, acc + (size_t) i * k, t1);
+				if (cls >= 0)
+				{
+					out[ids[i]] = cls;
+					st->rows_early++;
+					open[i] = 0;
+					nopen--;
+					continue;
+				}
+				if (acc[(size_t) i * k] < amin)
+					amin = acc[(size_t) i * k];
+				if (acc[(size_t) i * k] > amax)
+					amax = acc[(size_t) i * k];
+			}
+			/* the last open rows take the decided rows' places */
+			if (held > nopen)
+			{
+				hb_ptt_chunk_drop(c, open);
+				held = nopen;
+			}
+
+			/* skip the checks before any open row could plausibly be decided */
+			ci++;
+			if (k == 1 && nopen > 0)
+			{
+				int			tmin = earliest(b, amin);
+				int			e = earliest(b, amax);
+
+				if (e < tmin)
+					tmin = e;
+				while (ci < b->n_checks && b->checks[ci] < tmin)
+					ci++;
+			}
+		}
+		/* the rows still open ran every tree in model order: exact margins */
+		if (nopen > 0)
+		{
+			const size_t *ids = hb_ptt_chunk_ids(c);
+
+			hb_ptt_chunk_margins(c, acc);
+			for (int i = 0; i < held; i++)
+				if (open[i])
+					out[ids[i]] = class_of(p, acc + (size_t) i * k);
+		}
+		st->rows += nb;
+		st->trees_total += (int64_t) nb * nt;
+		hb_check_interrupts();
+	}
+	hb_ptt_chunk_free(c);
+	hb_free(acc);
+	hb_free(open);
+	return true;
+}
+
+/*
  * Traversal path (small batches, single rows, models without a PTT
  * layout).  Running sums of float32 models are kept as the floats they are,
  * in doubles, the way the PTT kernel keeps them.
@@ -662,7 +778,10 @@ hb_early_exit_classes(const HbPlan *p, const HbClassBounds *b, const double *x,
 		ok = true;
 	}
 	else if (p->ptt && n >= EE_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
-		ok = score_ptt(p, b, x, n, out, stats);
+		/* the compact kernel's chunks where it pays, else the range kernel */
+		ok = hb_ptt_chunk_usable(p, 0, p->n_trees) ?
+			score_chunks(p, b, x, n, out, stats) :
+			score_ptt(p, b, x, n, out, stats);
 	else
 		ok = score_tt(p, b, x, n, out, stats);
 	hb_free(snapped);

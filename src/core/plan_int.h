@@ -126,6 +126,46 @@ extern void hb_ptt_set_kernel(HbPttKernel k);
 /* Does the plan's PTT layout include the compact kernel's? */
 extern bool hb_ptt_has_compact(const HbPlan *p);
 
+/*
+ * A chunk of rows for the compact kernel over tree ranges (strategy_ptt.c):
+ * top-K and the class early exit rank up to hb_ptt_chunk_cap rows once,
+ * add trees block by block and keep only the rows still open.  Every row
+ * gets its trees in model order: its sums are hb_ptt_margins's bits.
+ * hb_ptt_chunk_usable: the plan has the compact layout and its ranks pay
+ * over trees [t_begin, t_end); hb_ptt_chunk_new is NULL otherwise (or out of
+ * memory).
+ */
+typedef struct HbPttChunk HbPttChunk;
+extern bool hb_ptt_chunk_usable(const HbPlan *p, int t_begin, int t_end);
+extern HbPttChunk *hb_ptt_chunk_new(const HbPlan *p);
+extern void hb_ptt_chunk_free(HbPttChunk *c);
+extern int	hb_ptt_chunk_cap(const HbPttChunk *c);
+extern int	hb_ptt_chunk_rows(const HbPttChunk *c);
+/*
+ * n rows of x (zero snapping done): ranks, base margins, ids first_id..;
+ * x stays the caller's while the chunk holds them (trees with categorical
+ * or zero-as-missing nodes read it)
+ */
+extern void hb_ptt_chunk_load(HbPttChunk *c, const double *x, int n,
+							  size_t first_id);
+/* add trees [t_begin, t_end) to the sums of the first nr rows held */
+extern void hb_ptt_chunk_run(HbPttChunk *c, int nr, int t_begin, int t_end);
+/* keep rows[0..m), distinct indexes of rows held, in that order */
+extern void hb_ptt_chunk_select(HbPttChunk *c, const int32_t *rows, int m);
+/*
+ * drop the rows whose keep[] is 0, moving as many of the last rows into
+ * their places (order changes, ids follow); keep[] follows too
+ */
+extern void hb_ptt_chunk_drop(HbPttChunk *c, uint8_t *keep);
+/* running sums of the rows held, rows x outputs, as doubles */
+extern void hb_ptt_chunk_margins(const HbPttChunk *c, double *out);
+extern const size_t *hb_ptt_chunk_ids(const HbPttChunk *c);
+/*
+ * false: hb_ptt_chunk_usable says no, so top-K and the early exit take
+ * hb_ptt_accumulate block by block, as before chunks (tests, benchmarks).
+ */
+extern void hb_ptt_set_chunks(bool on);
+
 /* The PTT layout, read-only, for copying it to a device (device.c). */
 typedef struct HbPttView
 {

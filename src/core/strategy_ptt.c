@@ -810,8 +810,8 @@ PTT_WALK(walk_f64, uint64_t, tk64)
  * which compute each key when they need it.
  */
 static void
-walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
-		  int nb, int32_t *idx)
+walk_slow_rows(const HbPlan *p, const HbPttTree *tr, const double *const *rows,
+			   int nb, int32_t *idx)
 {
 	const HbPtt *t = p->ptt;
 	const int32_t *fsel = t->fsel + tr->node_off;
@@ -825,7 +825,7 @@ walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
 		{
 			int32_t		i = idx[r];
 			int			side = fsel[i] & 1;
-			double		v = x[(size_t) r * nf + t->used[fsel[i] >> 1]];
+			double		v = rows[r][t->used[fsel[i] >> 1]];
 			int			right;
 
 			if (src && src[i] >= 0)
@@ -843,6 +843,21 @@ walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
 	}
 	for (int r = 0; r < nb; r++)
 		idx[r] -= (1 << tr->depth) - 1;
+}
+
+/* nb (at most HB_PTT_ROWS) consecutive rows from x */
+#if HB_PTT_C_BLOCK_ROWS > HB_PTT_ROWS
+#error "walk_slow takes at most HB_PTT_ROWS rows"
+#endif
+static void
+walk_slow(const HbPlan *p, const HbPttTree *tr, const double *x, int nf,
+		  int nb, int32_t *idx)
+{
+	const double *rows[HB_PTT_ROWS];
+
+	for (int r = 0; r < nb; r++)
+		rows[r] = x + (size_t) r * nf;
+	walk_slow_rows(p, tr, rows, nb, idx);
 }
 
 /*
@@ -1443,7 +1458,8 @@ compact_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
  * kernel, and the ranks cost this kernel about 1.5 k - 1 cycles per column
  * more than the walk's keys, k the steps of the column's search
  * (c_cost: their sum, plus a fifth, made at build).  Break-even comes at
- * 20-35 trees of 28 columns; top-K's blocks of 50 trees take this kernel.
+ * 20-35 trees of 28 columns.  Top-K and the early exit rank a chunk once
+ * for the whole model (hb_ptt_chunk_usable), whatever their blocks.
  * Fewer than eight rows (a forced PTT on single rows) keep the walk, which
  * was 2-3x faster there.
  */
@@ -1463,6 +1479,323 @@ compact_pays(const HbPtt *t, size_t n, int t_begin, int t_end)
 		if (!t->trees[i].general)
 			saved += 2 * t->trees[i].depth + 1;
 	return saved >= t->c_cost;
+}
+
+/*
+ * Chunks: the compact kernel over tree ranges for rows that drop out.
+ *
+ * Top-K and the class early exit score rows tree block by tree block and
+ * drop the rows that are settled.  Through hb_ptt_accumulate each block
+ * would rank its rows again (about a tenth of a full scoring each time on
+ * the anchor model) and move their doubles around; a chunk ranks its rows
+ * once, keeps their running sums in the kernel's own float32 (double)
+ * accumulators, and moves ranks and sums rather than the inputs (trees
+ * that need them read the caller's rows through the ids).  Rows
+ * get their trees in model order, whatever the blocks, so their sums are
+ * those of hb_ptt_margins, bit for bit.
+ */
+struct HbPttChunk
+{
+	const HbPlan *p;
+	int			cap;			/* rows a chunk holds */
+	int			n;				/* rows it holds now */
+	size_t		gstride;		/* uint16 per group of eight rows */
+	bool		portable;
+	bool		general;		/* some tree takes walk_slow_rows */
+	const double *x;			/* the rows loaded: row id is x + (id - first) * nf */
+	size_t		first;
+	char	   *mem[2];			/* ranks, sums, ids: two copies */
+	uint16_t   *kb[2];
+	float	   *af[2];
+	double	   *ad[2];
+	size_t	   *id[2];
+	int			cur;			/* which copy is current */
+};
+
+static bool ptt_chunks = true;
+
+void
+hb_ptt_set_chunks(bool on)
+{
+	ptt_chunks = on;
+}
+
+bool
+hb_ptt_chunk_usable(const HbPlan *p, int t_begin, int t_end)
+{
+	const HbPtt *t = p->ptt;
+
+	/* at a batch size, as compact_pays sees it: ranks once for the range */
+	return ptt_chunks && t != NULL && t->c_key != NULL &&
+		compact_pays(t, HB_PTT_C_CHUNK_ROWS, t_begin, t_end);
+}
+
+HbPttChunk *
+hb_ptt_chunk_new(const HbPlan *p)
+{
+	const HbPtt *t = p->ptt;
+	HbPttChunk *c;
+	int			k = p->n_outputs;
+	size_t		ranks,
+				sums,
+				ids;
+
+	if (t == NULL || t->c_key == NULL)
+		return NULL;
+	c = hb_alloc0(sizeof(HbPttChunk));
+	if (c == NULL)
+		return NULL;
+	c->p = p;
+	c->gstride = (size_t) 16 * t->n_used;
+	c->cap = (int) (HB_PTT_C_CHUNK_KEY_BYTES /
+					(sizeof(uint16_t) * (c->gstride ? c->gstride : 16)) * 8);
+	if (c->cap > HB_PTT_C_CHUNK_ROWS)
+		c->cap = HB_PTT_C_CHUNK_ROWS;
+	c->portable = ptt_kernel == HB_PTT_KERNEL_PORTABLE;
+	for (int i = 0; i < t->n_trees; i++)
+		c->general |= t->trees[i].general;
+	ranks = (size_t) c->cap / 8 * c->gstride * sizeof(uint16_t);
+	sums = (size_t) c->cap * k * (p->sum_f32 ? sizeof(float) : sizeof(double));
+	ids = (size_t) c->cap * sizeof(size_t);
+	for (int b = 0; b < 2; b++)
+	{
+		char	   *q;
+
+		/* zeroed: lanes past the last row are compared, never added */
+		c->mem[b] = hb_alloc0(ranks + sums + ids + 3 * 16);
+		if (c->mem[b] == NULL)
+		{
+			hb_ptt_chunk_free(c);
+			return NULL;
+		}
+#define ALIGN16(P) ((char *) (((uintptr_t) (P) + 15) & ~(uintptr_t) 15))
+		q = ALIGN16(c->mem[b]);
+		c->kb[b] = (uint16_t *) q;
+		q = ALIGN16(q + ranks);
+		if (p->sum_f32)
+			c->af[b] = (float *) q;
+		else
+			c->ad[b] = (double *) q;
+		q = ALIGN16(q + sums);
+		c->id[b] = (size_t *) q;
+#undef ALIGN16
+	}
+	return c;
+}
+
+void
+hb_ptt_chunk_free(HbPttChunk *c)
+{
+	if (c == NULL)
+		return;
+	hb_free(c->mem[0]);
+	hb_free(c->mem[1]);
+	hb_free(c);
+}
+
+int
+hb_ptt_chunk_cap(const HbPttChunk *c)
+{
+	return c->cap;
+}
+
+int
+hb_ptt_chunk_rows(const HbPttChunk *c)
+{
+	return c->n;
+}
+
+/*
+ * Take n rows (n <= cap): ranks once, sums at the base margins, row i gets
+ * id first_id + i.  Trees with categorical or zero-as-missing nodes read
+ * the inputs again: x must stay valid while the chunk holds these rows.
+ */
+void
+hb_ptt_chunk_load(HbPttChunk *c, const double *x, int n, size_t first_id)
+{
+	const HbPlan *p = c->p;
+	int			k = p->n_outputs;
+	int			b = c->cur;
+
+	c->n = n;
+	compact_keys(p->ptt, x, p->n_features, n, c->kb[b], c->portable);
+	for (int i = 0; i < n; i++)
+	{
+		for (int g = 0; g < k; g++)
+		{
+			if (p->sum_f32)
+				c->af[b][(size_t) i * k + g] = (float) p->base_margin[g];
+			else
+				c->ad[b][(size_t) i * k + g] = p->base_margin[g];
+		}
+		c->id[b][i] = first_id + i;
+	}
+	c->x = x;
+	c->first = first_id;
+}
+
+/* Add trees [t_begin, t_end) to the sums of the first nr rows. */
+void
+hb_ptt_chunk_run(HbPttChunk *c, int nr, int t_begin, int t_end)
+{
+	const HbPlan *p = c->p;
+	const HbPtt *t = p->ptt;
+	int			k = p->n_outputs;
+	int			nf = p->n_features;
+	int			b = c->cur;
+	size_t		acc_size = p->sum_f32 ? sizeof(float) : sizeof(double);
+	int32_t		idx[HB_PTT_C_BLOCK_ROWS];
+	const double *rows[HB_PTT_C_BLOCK_ROWS];
+	uint32_t	blocks = 0;
+	int			tb1;
+
+	for (int tb0 = t_begin; tb0 < t_end; tb0 = tb1)
+	{
+		int64_t		block_bytes = 0;
+
+		for (tb1 = tb0; tb1 < t_end &&
+			 (tb1 == tb0 || block_bytes < HB_PTT_C_TREE_BYTES); tb1++)
+			block_bytes += (int64_t) (2 * sizeof(uint16_t) + acc_size) <<
+				t->trees[tb1].depth;
+
+		for (int r0 = 0; r0 < nr; r0 += HB_PTT_C_BLOCK_ROWS)
+		{
+			int			nb = nr - r0 < HB_PTT_C_BLOCK_ROWS ? nr - r0 : HB_PTT_C_BLOCK_ROWS;
+			int			ng = (nb + 7) / 8;
+			const uint16_t *kbb = c->kb[b] + (size_t) (r0 / 8) * c->gstride;
+			float	   *af = p->sum_f32 ? c->af[b] + (size_t) r0 * k : NULL;
+			double	   *ad = p->sum_f32 ? NULL : c->ad[b] + (size_t) r0 * k;
+
+			if (c->general)
+				for (int r = 0; r < nb; r++)
+					rows[r] = c->x + (c->id[b][r0 + r] - c->first) * nf;
+			for (int ti = tb0; ti < tb1; ti++)
+			{
+				const HbPttTree *tr = &t->trees[ti];
+
+				if (!tr->general)
+				{
+					compact_tree(t, tr, kbb, ng, nb, k, af, ad, c->portable);
+					continue;
+				}
+				walk_slow_rows(p, tr, rows, nb, idx);
+				for (int r = 0; r < nb; r++)
+				{
+					if (af)
+						af[(size_t) r * k + tr->group] += t->leaf_f[tr->leaf_off + idx[r]];
+					else
+						ad[(size_t) r * k + tr->group] += t->leaf_d[tr->leaf_off + idx[r]];
+				}
+			}
+			if ((++blocks & 31) == 0)
+				hb_check_interrupts();
+		}
+	}
+}
+
+/*
+ * Keep rows[0..m) (indexes of rows held, distinct), in that order: row j
+ * becomes what row rows[j] was.  Built in the other copy, so any order
+ * works; about 2 x columns 16-bit moves a row.
+ */
+void
+hb_ptt_chunk_select(HbPttChunk *c, const int32_t *rows, int m)
+{
+	const HbPlan *p = c->p;
+	int			k = p->n_outputs;
+	int			sides = 2 * p->ptt->n_used;
+	int			s = c->cur,
+				d = 1 - c->cur;
+
+	for (int j = 0; j < m; j++)
+	{
+		int			r = rows[j];
+		const uint16_t *from = c->kb[s] + (size_t) (r / 8) * c->gstride + r % 8;
+		uint16_t   *to = c->kb[d] + (size_t) (j / 8) * c->gstride + j % 8;
+
+		for (int q = 0; q < sides; q++)
+			to[8 * q] = from[8 * q];
+		for (int g = 0; g < k; g++)
+		{
+			if (p->sum_f32)
+				c->af[d][(size_t) j * k + g] = c->af[s][(size_t) r * k + g];
+			else
+				c->ad[d][(size_t) j * k + g] = c->ad[s][(size_t) r * k + g];
+		}
+		c->id[d][j] = c->id[s][r];
+	}
+	c->cur = d;
+	c->n = m;
+}
+
+/* Row r of the current copy becomes row j (r != j), in place. */
+static void
+chunk_move(HbPttChunk *c, int r, int j)
+{
+	const HbPlan *p = c->p;
+	int			k = p->n_outputs;
+	int			sides = 2 * p->ptt->n_used;
+	int			b = c->cur;
+	const uint16_t *from = c->kb[b] + (size_t) (r / 8) * c->gstride + r % 8;
+	uint16_t   *to = c->kb[b] + (size_t) (j / 8) * c->gstride + j % 8;
+
+	for (int q = 0; q < sides; q++)
+		to[8 * q] = from[8 * q];
+	for (int g = 0; g < k; g++)
+	{
+		if (p->sum_f32)
+			c->af[b][(size_t) j * k + g] = c->af[b][(size_t) r * k + g];
+		else
+			c->ad[b][(size_t) j * k + g] = c->ad[b][(size_t) r * k + g];
+	}
+	c->id[b][j] = c->id[b][r];
+}
+
+/*
+ * Drop the rows whose keep[] is 0: the last rows kept fill their places,
+ * so only as many rows move as are dropped before them (rows change order;
+ * their ids go with them).  keep[] is updated to the rows held after.
+ */
+void
+hb_ptt_chunk_drop(HbPttChunk *c, uint8_t *keep)
+{
+	int			last = c->n - 1;
+	int			held = 0;
+
+	for (int i = 0; i <= last; i++)
+	{
+		if (keep[i])
+		{
+			held = i + 1;
+			continue;
+		}
+		while (last > i && !keep[last])
+			last--;
+		if (last <= i)
+			break;
+		chunk_move(c, last, i);
+		keep[i] = 1;
+		keep[last] = 0;
+		held = i + 1;
+		last--;
+	}
+	c->n = held;
+}
+
+/* The running sums of the rows held (n x outputs), as doubles. */
+void
+hb_ptt_chunk_margins(const HbPttChunk *c, double *out)
+{
+	size_t		cells = (size_t) c->n * c->p->n_outputs;
+
+	for (size_t i = 0; i < cells; i++)
+		out[i] = c->p->sum_f32 ? (double) c->af[c->cur][i] : c->ad[c->cur][i];
+}
+
+const size_t *
+hb_ptt_chunk_ids(const HbPttChunk *c)
+{
+	return c->id[c->cur];
 }
 
 void

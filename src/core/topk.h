@@ -12,15 +12,18 @@ typedef struct HbTopkBounds HbTopkBounds;
 typedef struct HbTopkStats
 {
 	int64_t		rows;			/* rows seen */
-	int64_t		rows_full;		/* rows scored on every tree */
-	int64_t		pairs_scored;	/* (row, tree) pairs evaluated */
+	int64_t		rows_full;		/* rows still in the race at the last tree */
+	int64_t		pairs_scored;	/* (row, tree) pairs evaluated, closed rows
+								 * scored on until compaction included */
 } HbTopkStats;
 
 /*
  * Called for each row whose exact margin is at least the threshold (with
  * lowest bounds: at most minus the threshold); returns the new threshold
  * (the K-th best margin once K rows are held, negated for lowest, else
- * -infinity).  row is the index within the x passed to hb_topk_score.
+ * -infinity).  row is the index within the x passed to hb_topk_score;
+ * rows may be offered in any order (the likeliest first), so ties are the
+ * caller's to rank by row.
  */
 typedef double (*HbTopkOffer) (void *arg, size_t row, double margin);
 

@@ -16,7 +16,7 @@
 
 #include "early_exit.h"
 #include "json.h"
-#include "plan.h"
+#include "plan_int.h"
 #include "test_util.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -349,6 +349,24 @@ random_suite(bool lgbm, int k, Totals *tot)
 					snprintf(first, sizeof(first), "tt: depth %d style %d cats %d: %s",
 							 g.depth, style, cats, why);
 				hb_set_strategy_override(HB_STRATEGY_AUTO);
+				/*
+				 * PTT's other kernels: the eight-row walk, plain C compact,
+				 * the compact kernel through hb_ptt_accumulate (no chunks)
+				 */
+				for (int kn = 0; kn < 3; kn++)
+				{
+					HbClassStats other = {0};
+					const char *names[] = {"walk", "portable", "range kernel"};
+
+					hb_ptt_set_kernel(kn == 0 ? HB_PTT_KERNEL_WALK8 :
+									  kn == 1 ? HB_PTT_KERNEL_PORTABLE : HB_PTT_KERNEL_AUTO);
+					hb_ptt_set_chunks(kn != 2);
+					if (!check_plan(p, x, n, &other, why, sizeof(why)) && bad++ == 0)
+						snprintf(first, sizeof(first), "%s: depth %d style %d cats %d: %s",
+								 names[kn], g.depth, style, cats, why);
+					hb_ptt_set_kernel(HB_PTT_KERNEL_AUTO);
+					hb_ptt_set_chunks(true);
+				}
 				add(tot, &st);
 				free(x);
 				hb_plan_free(p);
@@ -357,6 +375,56 @@ random_suite(bool lgbm, int k, Totals *tot)
 	tu_report(bad == 0, "%s %s: %d random models, early exit == full scoring on every row%s%s",
 			  lgbm ? "double (LightGBM)" : "float32 (XGBoost)",
 			  k == 1 ? "binary" : "multiclass", models, bad ? ": " : "", first);
+}
+
+/*
+ * Batches of several chunks of rows (the compact kernel's chunks hold up to
+ * 1,024): boosting-like binary and multiclass models, both semantics, with
+ * and without categorical splits.
+ */
+static void
+many_rows(Totals *tot)
+{
+	int			bad = 0;
+	char		first[512] = "";
+
+	for (int i = 0; i < 6; i++)
+	{
+		Gen			g = {0};
+		HbModel    *m;
+		HbPlan	   *p = NULL;
+		HbError		err = {0};
+		double	   *x;
+		int			n = 4100;
+		char		why[200];
+		HbClassStats st = {0};
+
+		g.depth = 4 + i % 3;
+		g.n_trees = 150 + 50 * i;
+		g.nf = 8 + i;
+		g.k = i < 4 ? 1 : 3;
+		g.lgbm = i % 2 == 1;
+		g.cats = i == 2 || i == 5;
+		g.style = LEAF_BOOST;
+		m = random_classifier(&g);
+		if (m == NULL || !hb_plan_build(m, &p, &err))
+		{
+			bad++;
+			snprintf(first, sizeof(first), "build: %.300s", err.msg);
+			hb_model_free(m);
+			continue;
+		}
+		x = random_rows(n, g.nf);
+		if (!check_plan(p, x, n, &st, why, sizeof(why)) && bad++ == 0)
+			snprintf(first, sizeof(first), "model %d: %s", i, why);
+		if (g.k == 1)
+			add(tot, &st);
+		free(x);
+		hb_plan_free(p);
+		hb_model_free(m);
+	}
+	tu_report(bad == 0, "batches of 4,100 rows: early exit == full scoring on every row%s%s",
+			  bad ? ": " : "", first);
 }
 
 /*
@@ -666,6 +734,7 @@ main(void)
 	random_suite(false, 3, &rnd_multi);
 	random_suite(true, 3, &rnd_multi);
 	random_suite(false, 7, &rnd_multi);
+	many_rows(&rnd_bin);
 	handmade("float32 absorption", 42, absorbed_leaf, 0.0, 0);
 	handmade("sigmoid rounding to 0.5", 20, tiny_leaf, (double) 5e-8f, 0);
 	summary("random binary", &rnd_bin);
