@@ -46,8 +46,10 @@ FROM topk_linear_in t;
 SELECT hb_model_drop('topk_linear');
 DROP TABLE topk_linear_in;
 
--- pruning happened: fewer (row, tree) pairs than full scoring
-SELECT count(*) FROM hb_topk('binary_logistic_deep', 1, NULL::binary_logistic_deep_in);
+-- pruning happened: fewer (row, tree) pairs than full scoring (25 trees:
+-- checks come at least 16 trees apart, so a model of 10 trees is scored
+-- in full)
+SELECT count(*) FROM hb_topk('binary_logistic', 1, NULL::binary_logistic_in);
 SELECT rows, rows_fully_scored < rows AS pruned_rows, pairs_scored < pairs_total AS pruned_pairs
 FROM hb_topk_stats();
 
@@ -107,6 +109,42 @@ FROM (SELECT (SELECT array_agg((r).id) FROM unnest(q.w) r) AS w,
 													FROM binary_logistic_in u WHERE u.id <= q.id)) r) AS f
 	  FROM (SELECT id, hb_topk_agg('binary_logistic', 3, t) OVER (ORDER BY id) AS w
 			FROM binary_logistic_in t) q) z;
+
+-- equal scores of different margins: binary_logistic with every leaf times
+-- 40 gives margins far above 17, where the float32 probability is exactly
+-- 1 for thousands of rows.  Ties go to input order, not to the higher
+-- margin, although the core completes the likeliest rows first.
+\set bin `cat :abs_srcdir/tests/fixtures/binary_logistic.json`
+SELECT hb_model_upload('topk_saturated', (
+	SELECT jsonb_set(m, '{learner,gradient_booster,model,trees}',
+		(SELECT jsonb_agg(jsonb_set(t, '{split_conditions}',
+			(SELECT jsonb_agg(CASE WHEN (t->'left_children'->>(i::int - 1))::int = -1
+								   THEN to_jsonb((c::text)::float8 * 40) ELSE c END ORDER BY i)
+			 FROM jsonb_array_elements(t->'split_conditions') WITH ORDINALITY e(c, i))) ORDER BY n)
+		 FROM jsonb_array_elements(m->'learner'->'gradient_booster'->'model'->'trees')
+			  WITH ORDINALITY tr(t, n)))::text
+	FROM (SELECT :'bin'::jsonb AS m) j)) AS version;
+CREATE TABLE topk_saturated_in AS
+SELECT g AS id,
+	   CASE WHEN g % 11 = 0 THEN NULL ELSE round(sin(g)::numeric, 2)::float8 END AS amount,
+	   round(cos(g)::numeric, 2)::float8 AS age,
+	   CASE WHEN g % 7 = 0 THEN NULL ELSE round(sin(g * 0.3)::numeric, 1)::float8 END AS balance,
+	   round(cos(g * 0.2)::numeric, 1)::float8 AS n_tx,
+	   round(sin(g * 0.1)::numeric, 1)::float8 AS risk,
+	   (g % 9) / 4.0::float8 AS tenure
+FROM generate_series(1, 5000) g;
+SELECT count(*) FILTER (WHERE s = 1) > 1000 AS many_at_one,
+	   count(DISTINCT m) FILTER (WHERE s = 1) > 100 AS of_many_margins
+FROM (SELECT hb_predict('topk_saturated', t) AS s, (hb_predict_margin('topk_saturated', t))[1] AS m
+	  FROM topk_saturated_in t) q;
+SELECT k, topk_matches('topk_saturated', 'topk_saturated_in', k),
+	   (SELECT array_agg((r).id) FROM unnest((SELECT hb_topk_agg('topk_saturated', k, t ORDER BY id)
+											  FROM topk_saturated_in t)) r) =
+	   (SELECT array_agg(id) FROM (SELECT id FROM topk_saturated_in t
+								   ORDER BY hb_predict('topk_saturated', t) DESC, id LIMIT k) q) AS agg_same
+FROM (VALUES (1), (10), (100), (1000)) AS ks(k);
+SELECT hb_model_drop('topk_saturated');
+DROP TABLE topk_saturated_in;
 
 DROP FUNCTION topk_matches(text, text, int);
 DROP TABLE ranked;

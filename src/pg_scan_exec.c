@@ -28,7 +28,11 @@
  * only becomes a heap after 2k rows (before, it would quicksort everything
  * it got, fake scores included), so no row before the 2k-th is pruned;
  * and pruning is off when the k rows would not fit work_mem (an external
- * sort would see the fake scores).
+ * sort would see the fake scores).  The argument needs the bar a row is
+ * measured against to come from rows before it in scan order; the core
+ * completes rows of one call in any order (the likeliest first, chunk by
+ * chunk), so within a call the bar stays the one of the rows before the
+ * batch, and the k best take the batch's rows after it.
  */
 #include "postgres.h"
 
@@ -355,15 +359,21 @@ typedef struct TopkArg
 	HbScoreState *st;
 	double	   *margins;		/* per bound row: exact, or NaN if pruned */
 	int			offset;
+	double		bar;			/* the threshold of the rows before the batch */
 } TopkArg;
 
+/*
+ * A row of the batch is complete: its margin is kept for the sort and the
+ * k best take it, but the bar stays (see the top of the file).
+ */
 static double
 topk_offer_row(void *arg, size_t row, double margin)
 {
 	TopkArg    *a = arg;
 
 	a->margins[a->offset + row] = margin;
-	return topk_offer(a->st, row, margin);
+	(void) topk_offer(a->st, row, margin);
+	return a->bar;
 }
 
 /* Whether pruning can be exact for this query (see the top of the file). */
@@ -425,7 +435,7 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	int			full = 0;
 	double	   *m = c->scratch;
 	HbTopkStats ts = {0};
-	TopkArg		a = {st, m, 0};
+	TopkArg		a = {st, m, 0, 0};
 	double		fake = st->descending ? -INFINITY : INFINITY;
 
 	while (full < nb && st->seen + c->rows[full] < 2 * st->k)
@@ -440,9 +450,12 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 		m[b] = NAN;
 	if (nb > full)
 	{
+		double		bar = st->threshold;
+
 		a.offset = full;
+		a.bar = bar;
 		if (!hb_topk_score(p, st->bounds, c->x + (size_t) full * nf, nb - full,
-						   &st->threshold, topk_offer_row, &a, &ts))
+						   &bar, topk_offer_row, &a, &ts))
 			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	}
 	for (int b = 0; b < nb; b++)

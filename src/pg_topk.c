@@ -60,6 +60,8 @@ typedef struct TopHeap
 	MemoryContext cxt;			/* holds the items */
 	int64		next_ordinal;	/* ordinal of the current batch's row 0 */
 	Datum	   *batch_items;	/* current batch, to copy from */
+	double		bar_root;		/* the root margin bar was found for */
+	double		bar;			/* the least margin with the root's score */
 } TopHeap;
 
 /* a ranks below b */
@@ -124,18 +126,63 @@ heap_init(TopHeap *h, int k, const HbPlan *plan, MemoryContext parent)
 	 */
 	h->cxt = parent;
 	h->cap = Min(k, 16);
+	h->bar_root = NAN;
 	h->e = MemoryContextAlloc(h->cxt, sizeof(TopEntry) * h->cap);
 }
 
+/*
+ * The least margin whose score is the root's: a row whose margin stays
+ * below it scores below the root (the links are monotone), so it cannot
+ * make the K best.  The root's own margin would not do: the core completes
+ * the rows of a batch in any order, so the root can have been read after a
+ * row of a lower margin but the same score (a float32 probability near 0
+ * or 1 is shared by many margins), which wins that tie.  Found by halving
+ * the gap between the root's margin and one of a lower score; done again
+ * only when the root changes.
+ */
 static double
-heap_threshold(const TopHeap *h)
+score_floor(const HbPlan *plan, double margin, double score)
 {
-	/*
-	 * A row whose margin stays below the root's cannot beat it: its score
-	 * is at most the root's (monotone link), and on a tie the root, read
-	 * earlier, wins.
-	 */
-	return h->n < h->k ? -INFINITY : h->e[0].margin;
+	double		hi = margin,
+				lo,
+				step = Max(fabs(margin) * 0x1p-20, 0x1p-1000),
+				s;
+
+	for (;;)
+	{
+		lo = margin - step;
+		if (isinf(lo))
+			return -INFINITY;
+		hb_link_predict(plan, &lo, 1, &s);
+		if (s < score)
+			break;
+		step *= 2;
+	}
+	for (;;)
+	{
+		double		mid = lo + (hi - lo) / 2;
+
+		if (mid <= lo || mid >= hi)
+			return hi;
+		hb_link_predict(plan, &mid, 1, &s);
+		if (s < score)
+			lo = mid;
+		else
+			hi = mid;
+	}
+}
+
+static double
+heap_threshold(TopHeap *h)
+{
+	if (h->n < h->k)
+		return -INFINITY;
+	if (h->e[0].margin != h->bar_root)
+	{
+		h->bar_root = h->e[0].margin;
+		h->bar = score_floor(h->plan, h->e[0].margin, h->e[0].score);
+	}
+	return h->bar;
 }
 
 /* HbTopkOffer: a complete row whose margin reached the threshold. */
