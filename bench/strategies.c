@@ -38,6 +38,7 @@
 
 #include "plan_int.h"
 #include "../tests/core/test_util.h"
+#include "bench_clock.h"
 
 #define N_FEATURES	28
 #define MAX_CALL	3.0			/* seconds: longer calls are extrapolated */
@@ -81,15 +82,6 @@ static Cell cells[N_DEPTHS][N_TREES][N_BATCHES][N_METHODS];
 static float *rows_f;			/* N_ROWS x 28, float32 */
 static double *rows_d;			/* the same values as double */
 static size_t n_rows;
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* XGBoost's inplace predictor: type 0 = prediction, 1 = margin. */
 static const float *
@@ -243,22 +235,6 @@ cpu_ghz(char *model, size_t len)
 	}
 	fclose(f);
 	return mhz / 1000.0;
-}
-
-/* The 1-minute load average: other work on the machine skews timings. */
-static double
-load_avg(void)
-{
-	FILE	   *f = fopen("/proc/loadavg", "r");
-	double		l = -1;
-
-	if (f)
-	{
-		if (fscanf(f, "%lf", &l) != 1)
-			l = -1;
-		fclose(f);
-	}
-	return l;
 }
 
 static void

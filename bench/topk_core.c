@@ -41,34 +41,11 @@
 #include "plan_int.h"
 #include "topk.h"
 #include "../tests/core/test_util.h"
+#include "bench_clock.h"
 
 #define DEFAULT_ROUNDS	5
 #define DEFAULT_BATCH	8192
 #define FRAUD_FEATURES	20
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double
-load_avg(void)
-{
-	FILE	   *f = fopen("/proc/loadavg", "r");
-	double		l = -1;
-
-	if (f)
-	{
-		if (fscanf(f, "%lf", &l) != 1)
-			l = -1;
-		fclose(f);
-	}
-	return l;
-}
 
 /* ---- the K best rows: a heap, the worst held on top ---- */
 

@@ -1082,6 +1082,25 @@ column_keys_sse2(const HbPtt *t, const double *xc, int nf, int c, int k,
 #endif
 
 /*
+ * End of the block of trees that starts at tb0: trees are taken while their
+ * leaf tables (two ranks and an accumulator a node) stay within
+ * HB_PTT_C_TREE_BYTES, at least one, so that a block's trees stay in cache
+ * while every row block walks them.
+ */
+static int
+compact_block_end(const HbPtt *t, int tb0, int t_end, size_t acc_size)
+{
+	int64_t		block_bytes = 0;
+	int			tb1;
+
+	for (tb1 = tb0; tb1 < t_end &&
+		 (tb1 == tb0 || block_bytes < HB_PTT_C_TREE_BYTES); tb1++)
+		block_bytes += (int64_t) (2 * sizeof(uint16_t) + acc_size) <<
+			t->trees[tb1].depth;
+	return tb1;
+}
+
+/*
  * The ranks of nr rows (both sides of every column) into kb, by groups of
  * eight rows; the rows that pad the last group get rank 0.
  */
@@ -1405,13 +1424,7 @@ compact_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
 
 		for (int tb0 = t_begin; tb0 < t_end; tb0 = tb1)
 		{
-			int64_t		block_bytes = 0;
-
-			for (tb1 = tb0; tb1 < t_end &&
-				 (tb1 == tb0 || block_bytes < HB_PTT_C_TREE_BYTES); tb1++)
-				block_bytes += (int64_t) (2 * sizeof(uint16_t) + acc_size) <<
-					t->trees[tb1].depth;
-
+			tb1 = compact_block_end(t, tb0, t_end, acc_size);
 			for (int r0 = 0; r0 < cn; r0 += HB_PTT_C_BLOCK_ROWS)
 			{
 				int			nb = cn - r0 < HB_PTT_C_BLOCK_ROWS ? cn - r0 : HB_PTT_C_BLOCK_ROWS;
@@ -1651,13 +1664,7 @@ hb_ptt_chunk_run(HbPttChunk *c, int nr, int t_begin, int t_end)
 
 	for (int tb0 = t_begin; tb0 < t_end; tb0 = tb1)
 	{
-		int64_t		block_bytes = 0;
-
-		for (tb1 = tb0; tb1 < t_end &&
-			 (tb1 == tb0 || block_bytes < HB_PTT_C_TREE_BYTES); tb1++)
-			block_bytes += (int64_t) (2 * sizeof(uint16_t) + acc_size) <<
-				t->trees[tb1].depth;
-
+		tb1 = compact_block_end(t, tb0, t_end, acc_size);
 		for (int r0 = 0; r0 < nr; r0 += HB_PTT_C_BLOCK_ROWS)
 		{
 			int			nb = nr - r0 < HB_PTT_C_BLOCK_ROWS ? nr - r0 : HB_PTT_C_BLOCK_ROWS;
