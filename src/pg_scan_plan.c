@@ -62,7 +62,6 @@
 #include "hbird.h"
 #include "pg_scan.h"
 
-bool		hb_batch_scan = true;
 
 static planner_hook_type prev_planner = NULL;
 
