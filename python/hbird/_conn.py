@@ -103,8 +103,7 @@ class Session:
             with self.conn.cursor() as cur:
                 self.cur = cur
                 if self.driver == "psycopg":
-                    with self.conn.transaction():
-                        return fn(self)
+                    return self._run_psycopg(fn)
                 return self._run_psycopg2(fn)
         except self._error as e:
             mapped = self._mapped(e)
@@ -113,6 +112,16 @@ class Session:
             raise mapped from e
         finally:
             self.cur = None
+
+    def _run_psycopg(self, fn):
+        status = self.conn.info.transaction_status
+        if status == sys.modules["psycopg"].pq.TransactionStatus.INERROR:
+            # the server answers 25P02 to anything; not through
+            # conn.transaction(), whose failed SAVEPOINT would leave the
+            # connection refusing the caller's rollback() (psycopg 3.1)
+            return fn(self)
+        with self.conn.transaction():
+            return fn(self)
 
     def _run_psycopg2(self, fn):
         ext = sys.modules["psycopg2.extensions"]

@@ -680,6 +680,22 @@ def transactions():
             c.close()
             return failed and seen == 1 and gone == 0
         t()
+
+        @case("%s: in a failed transaction the server's 25P02 comes back; rollback() then works"
+              % driver)
+        def t():
+            c = connect(driver, autocommit=False)
+            try:
+                q(c, "SELECT 1/0")
+            except (psycopg.Error, psycopg2.Error):
+                pass
+            good, e = expect_error(lambda: hbird.upload(c, "tx_failed_" + driver, json_path),
+                                   hbird.Error, "25P02")
+            c.rollback()
+            v = hbird.upload(c, "tx_failed_" + driver, json_path)
+            c.close()
+            return good and v == 1 and n_versions(other, "tx_failed_" + driver) == 1
+        t()
     other.close()
 
 
