@@ -12,7 +12,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
-from hbird.export_sklearn import Exporter, TextRef, Unsupported, export, main  # noqa: E402,F401
+from hbird.export_sklearn import Exporter, TextRef, Unsupported, export, main  # noqa: E402
+
+__all__ = ["Exporter", "TextRef", "Unsupported", "export", "main"]
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -21,6 +21,7 @@ packages=(
 	python3-pandas
 	python3-onnx
 	python3-setuptools
+	python3-wheel
 	python3-venv
 	clang
 	libclang-rt-dev

@@ -79,6 +79,8 @@ def payload(model, format=None, features=None):
         return Payload(format or "auto", data=model, features=features)
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
+        if isinstance(path, str) and ("\n" in path or path.lstrip().startswith("{")):
+            raise TypeError("a str is a file path; give a model's text as bytes (text.encode())")
         if os.path.isdir(path):
             raise IsADirectoryError("%s is a directory, not a model file" % path)
         return Payload(format or "auto", path=path, features=features)

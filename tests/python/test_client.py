@@ -26,12 +26,11 @@ import traceback
 import numpy as np
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-if "hbird" not in sys.modules:
-    try:
-        import hbird  # noqa: F401  (installed)
-    except ImportError:
-        sys.path.insert(0, os.path.join(ROOT, "python"))
-import hbird  # noqa: E402
+try:
+    import hbird                    # installed (tests/sql_shell/python_client.sh)
+except ImportError:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import hbird
 import hbird.client  # noqa: E402
 import psycopg  # noqa: E402
 import psycopg2  # noqa: E402
