@@ -12,7 +12,7 @@ path of psycopg2, the client's peak memory on a large model, the command
 line and the exporter's old entry point.
 
 Environment: HBIRD_CLI (the installed console script; else skipped),
-HB_CONFORMANCE (default ../shared/conformance), HB_PY_ROLE_PREFIX.
+HB_CONFORMANCE (default ../shared/conformance).
 """
 import csv
 import json
