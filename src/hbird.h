@@ -42,7 +42,8 @@ typedef struct HbCacheEntry
 	HbFeatureType *feature_types;
 	int			n_outputs;
 	int			n_classes;
-	void	   *class_bounds;	/* HbClassBounds, built on first use (pg_class.c) */
+	void	   *class_bounds;	/* HbClassBounds, built on first use
+								 * (pg_classify.c) */
 	HbPipeline *pipeline;		/* featurizers: rows bind to its inputs */
 	struct HbSparseLinear *sparse;	/* linear over text: margins from the
 									 * tokens (featurize_sparse.h), or NULL */
@@ -69,7 +70,7 @@ extern void hb_report(const HbError *err, const char *what, const char *name);
 extern int	hb_errcode(HbErrCode code);
 extern text *hb_require_text(FunctionCallInfo fcinfo, int argno, const char *what);
 
-/* pg_catalog.c */
+/* pg_models.c: hbird's model catalog, read with direct scans */
 extern Oid	hb_catalog_relid(const char *relname);
 extern bool hb_catalog_lookup(const char *name, HbCatalogRef *ref);
 extern bytea *hb_catalog_bytes(const char *name, int32 version,
@@ -107,10 +108,23 @@ extern void hb_cache_pin(HbCacheEntry *e);
 extern void hb_cache_unpin(HbCacheEntry *e);
 
 extern HbCacheEntry *hb_resolve_model(const char *name);
+extern HbCacheEntry *hb_resolve_model_arg(FunctionCallInfo fcinfo, int argno);
 extern bool hb_cache_same(const HbCacheEntry *a, const HbCacheEntry *b);
 extern void hb_cache_pin_for(HbCacheEntry *e, MemoryContext cxt);
 
 /* pg_bind.c */
+
+/*
+ * The featurizer steps (and the features they write) that a binding runs,
+ * when only part of a pipeline's features is wanted (pg_lazy.c).
+ */
+typedef struct HbBindSteps
+{
+	const bool *step_on;
+	const int32 *feats;
+	int32		n_feats;
+} HbBindSteps;
+
 typedef struct HbBinding
 {
 	Oid			tupType;
@@ -126,8 +140,8 @@ typedef struct HbBinding
 	double	   *num;			/* one row's numeric inputs */
 	HbText	   *text;			/* one row's text inputs */
 	double	   *slots;			/* the pipeline's scratch, one row */
-	const struct HbLazy *lazy;	/* featurize only a cheap model's part
-								 * (pg_lazy.c), or NULL */
+	const HbBindSteps *steps;	/* featurize only these steps (a cheap
+								 * model's part, pg_lazy.c), or NULL */
 } HbBinding;
 
 extern void hb_bind_record(HbBinding *b, const HbCacheEntry *e,
@@ -199,10 +213,15 @@ extern void hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st,
 extern void hb_call_load_margins(FunctionCallInfo fcinfo, HbCallState *st,
 								 int row_arg, double *margins);
 
+extern HbCascade *hb_call_cascade(HbCallState *st);
+extern void hb_call_cascade_run(HbCallState *st, Datum row,
+								HbCascadeOut what, double *out);
+
 extern void hb_check_single_target(const HbCacheEntry *e, const char *fn);
 extern void hb_check_regression(const HbCacheEntry *e, const char *fn);
 
-/* pg_batch.c */
+/* pg_query_rows.c: the rows of a caller's query, in batches */
+#define HB_MAX_BATCH_ROWS 65536
 extern int	hb_batch_memory_kb;
 extern int	hb_batch_rows(const HbCacheEntry *e);
 extern Oid	hb_rowtype_arg(FunctionCallInfo fcinfo, int argno);
@@ -218,6 +237,27 @@ extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,
 extern void hb_scan_batches_margins(FunctionCallInfo fcinfo, HbCacheEntry *e,
 									const char *query, Oid rowtype, int batch,
 									HbBatchFn fn, void *arg);
+
+/*
+ * pg_batch.c: the scoring aggregates' shared machinery.  A kind says how
+ * its model is checked and how a batch of bound rows becomes one value a
+ * row (NULL: the predictions, or every target).
+ */
+typedef struct HbAggState HbAggState;
+typedef void (*HbAggScoreFn) (HbCacheEntry *e, const HbCascade *cascade,
+							  const double *x, int n, double *out,
+							  struct HbLazy *lazy);
+typedef struct HbAggKind
+{
+	const char *fn;				/* the aggregate, in messages */
+	void		(*check) (const HbCacheEntry *e, const char *fn);
+	HbAggScoreFn score;
+	bool		targets;		/* n_outputs values a row */
+	Oid			elemtype;		/* of the result's elements */
+} HbAggKind;
+
+extern Datum hb_agg_sfunc(FunctionCallInfo fcinfo, const HbAggKind *kind);
+extern Datum hb_agg_final(FunctionCallInfo fcinfo);
 
 /*
  * pg_stats.c: counters of hb_stat_models.  Each call is a no-op unless
@@ -237,7 +277,7 @@ extern void hb_stat_batch(HbCacheEntry *e, int64 n, const instr_time *start,
 extern void hb_stat_call(HbCacheEntry *e);
 extern void hb_stat_topk(HbCacheEntry *e, const struct HbTopkStats *s);
 extern void hb_stat_cache(HbCacheEntry *e, const instr_time *compile_start);
-/* pg_class.c */
+/* pg_classify.c: predicted classes */
 extern bool hb_early_exit;
 extern void hb_check_classifier(const HbCacheEntry *e, const char *fn);
 extern void hb_classify(HbCacheEntry *e, const HbCascade *cascade,
@@ -271,9 +311,6 @@ extern void hb_tune_define_gucs(void);
 extern bool hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 						   MemoryContext cxt, HbTuning *out);
 extern HbCascade *hb_cascade_for(const HbCacheEntry *e, MemoryContext cxt);
-extern HbCascade *hb_call_cascade(HbCallState *st);
-extern void hb_call_cascade_run(HbCallState *st, Datum row, HbCascadeOut what,
-								double *out);
 
 /* pg_lazy.c: lazy featurization for the cheap models */
 typedef struct HbLazy HbLazy;
@@ -281,7 +318,7 @@ typedef struct HbLazy HbLazy;
 extern bool hb_lazy_on;
 extern HbLazy *hb_lazy_for(const HbCacheEntry *e, const HbApprox *a,
 						   MemoryContext cxt);
-extern void hb_lazy_featurize(const HbLazy *l, const HbBinding *b, double *x);
+extern const HbBindSteps *hb_lazy_steps(const HbLazy *l);
 extern void hb_lazy_set_rows(HbLazy *l, Datum *rows);
 extern void hb_lazy_fill(HbLazy *l, Datum row, double *x);
 extern void hb_lazy_complete(void *arg, const size_t *rows, size_t n,

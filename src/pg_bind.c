@@ -80,7 +80,7 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	b->tupTypmod = tupTypmod;
 	b->natts = desc->natts;
 	b->pipeline = p;
-	b->lazy = NULL;
+	b->steps = NULL;
 	b->attnum = palloc(sizeof(int) * Max(n_bind, 1));
 	b->atttype = palloc(sizeof(Oid) * Max(n_bind, 1));
 	b->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
@@ -198,14 +198,24 @@ hb_bind_row(const HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
 	hb_bind_tuple(b, e, &tuple, x);
 }
 
-/* Featurize the bound row in b->num / b->text into x. */
+/*
+ * Featurize the bound row in b->num / b->text into x: every step, or only
+ * the binding's steps (the features a cheap model reads, pg_lazy.c).
+ */
 static void
 featurize_row(const HbBinding *b, const HbCacheEntry *e, double *x)
 {
 	HbRawRows	raw = {1, b->num, b->text};
 	HbError		err = {0};
+	bool		ok;
 
-	if (!hb_pipeline_run_with(b->pipeline, &raw, x, b->slots, &err))
+	if (b->steps)
+		ok = hb_pipeline_run_steps(b->pipeline, &raw, x, b->slots,
+								   b->steps->step_on, b->steps->feats,
+								   b->steps->n_feats, &err);
+	else
+		ok = hb_pipeline_run_with(b->pipeline, &raw, x, b->slots, &err);
+	if (!ok)
 		hb_report(&err, "could not featurize a row for model", e->name);
 }
 
@@ -272,10 +282,7 @@ hb_bind_values(const HbBinding *b, const HbCacheEntry *e, const Datum *values,
 		return;
 	}
 	bind_inputs(b, values, nulls);
-	if (b->lazy)
-		hb_lazy_featurize(b->lazy, b, x);
-	else
-		featurize_row(b, e, x);
+	featurize_row(b, e, x);
 }
 
 void

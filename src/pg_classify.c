@@ -1,8 +1,8 @@
 /*
- * pg_class.c
+ * pg_classify.c
  *	  Predicted classes: hb_predict_class (rows and arrays),
- *	  hb_predict_class_batch, the scoring behind hb_predict_class_agg, and
- *	  hb_class_stats.
+ *	  hb_predict_class_agg (on the aggregates' machinery of pg_batch.c),
+ *	  hb_predict_class_batch, and hb_class_stats.
  *
  * Tree classifiers take the exact early exit of src/core/early_exit.c
  * unless hbird.early_exit is off: the answer is the same either way, only
@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -23,6 +24,8 @@
 
 PG_FUNCTION_INFO_V1(hb_predict_class_record);
 PG_FUNCTION_INFO_V1(hb_predict_class_array);
+PG_FUNCTION_INFO_V1(hb_predict_class_agg_sfunc);
+PG_FUNCTION_INFO_V1(hb_predict_class_agg_final);
 PG_FUNCTION_INFO_V1(hb_predict_class_batch);
 PG_FUNCTION_INFO_V1(hb_class_stats);
 PG_FUNCTION_INFO_V1(hb_class_stats_reset);
@@ -139,6 +142,36 @@ Datum
 hb_predict_class_array(PG_FUNCTION_ARGS)
 {
 	return predict_class(fcinfo, false);
+}
+
+/* ---- hb_predict_class_agg(name, row) -> integer[] ---- */
+
+static void
+class_agg_score(HbCacheEntry *e, const HbCascade *cascade, const double *x,
+				int n, double *out, HbLazy *lazy)
+{
+	int32	   *cls = palloc(sizeof(int32) * Max(n, 1));
+
+	hb_classify_lazy(e, cascade, x, n, cls, lazy);
+	for (int i = 0; i < n; i++)
+		out[i] = cls[i];
+	pfree(cls);
+}
+
+static const HbAggKind class_agg = {
+	"hb_predict_class_agg", hb_check_classifier, class_agg_score, false, INT4OID
+};
+
+Datum
+hb_predict_class_agg_sfunc(PG_FUNCTION_ARGS)
+{
+	return hb_agg_sfunc(fcinfo, &class_agg);
+}
+
+Datum
+hb_predict_class_agg_final(PG_FUNCTION_ARGS)
+{
+	return hb_agg_final(fcinfo);
 }
 
 /* ---- hb_predict_class_batch(name, rowtype, query) -> (class, item) ---- */
