@@ -195,6 +195,7 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	hb_scan_init();
+	hb_stream_init();
 	DefineCustomBoolVariable("hbird.early_exit",
 							 "Stops scoring a row once its class is settled.",
 							 "Class predictions of tree classifiers skip the remaining trees "

@@ -9,9 +9,12 @@
 
 #include "access/htup.h"
 #include "access/tupdesc.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
+#include "nodes/execnodes.h"
 #include "lib/ilist.h"
 #include "portability/instr_time.h"
+#include "utils/array.h"
 #include "utils/portal.h"
 #include "utils/snapshot.h"
 
@@ -125,6 +128,29 @@ typedef struct HbBindSteps
 	int32		n_feats;
 } HbBindSteps;
 
+/*
+ * Reading a binding's columns straight from tuples of one layout (the row
+ * type's own, or a query's or an input plan's whose columns map to the row
+ * type's): per bound value, the attribute of that layout and how it
+ * converts, resolved once; per row only the values move, a float column
+ * straight from the tuple into the feature matrix.
+ */
+typedef struct HbColumnReader
+{
+	TupleDesc	desc;			/* the tuples' layout */
+	int			natts;			/* attributes to walk: up to the last bound */
+	int			n;				/* values bound: features, or a pipeline's inputs */
+	int		   *att;			/* per bound value: its attribute of desc */
+	uint8	   *conv;			/* per bound value: how it converts */
+	int32	   *off;			/* per attribute < natts: its offset in a
+								 * tuple without NULLs, or -1 */
+	bool		fixed;			/* every bound attribute has an offset */
+	bool		direct;			/* numbers into features (no pipeline) */
+	const char **ptr;			/* natts: one row's attributes */
+	Datum	   *values;			/* desc->natts: one row deformed */
+	bool	   *nulls;
+} HbColumnReader;
+
 typedef struct HbBinding
 {
 	Oid			tupType;
@@ -135,6 +161,7 @@ typedef struct HbBinding
 	Oid		   *atttype;		/* per feature: base type of that column */
 	Datum	   *values;			/* deform buffers, natts long */
 	bool	   *nulls;
+	HbColumnReader rd;			/* the row type's own tuples */
 	/* a model with a pipeline binds its inputs, then featurizes */
 	const HbPipeline *pipeline;
 	double	   *num;			/* one row's numeric inputs */
@@ -153,6 +180,15 @@ extern void hb_bind_row(const HbBinding *b, const HbCacheEntry *e,
 						HeapTupleHeader td, double *x);
 extern void hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e,
 						  HeapTuple tuple, double *x);
+extern void hb_reader_init(HbColumnReader *r, const HbBinding *b,
+						   const HbCacheEntry *e, TupleDesc desc,
+						   const int *map, MemoryContext mcxt);
+extern void hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
+						  const HbCacheEntry *e, HeapTuple tuple, double *x,
+						  bool margins);
+extern void hb_read_slot(const HbColumnReader *r, const HbBinding *b,
+						 const HbCacheEntry *e, TupleTableSlot *slot,
+						 double *x, bool margins);
 extern void hb_bind_values(const HbBinding *b, const HbCacheEntry *e,
 						   const Datum *values, const bool *nulls, double *x);
 extern void hb_bind_values_margins(const HbBinding *b, const HbCacheEntry *e,
@@ -227,16 +263,57 @@ extern int	hb_batch_rows(const HbCacheEntry *e);
 extern Oid	hb_rowtype_arg(FunctionCallInfo fcinfo, int argno);
 extern char *hb_query_arg(FunctionCallInfo fcinfo, int argno, Oid rowtype);
 extern Portal hb_open_query(const char *query, const char *what);
-typedef void (*HbBatchFn) (void *arg, const double *x, Datum *items,
-						   uint64 n);
-extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,
-							const char *query, Oid rowtype, int batch,
-							HbBatchFn fn, void *arg,
-							const struct HbLazy *lazy);
-/* the same, handing fn raw margins (n_outputs per row); e->sparse only */
-extern void hb_scan_batches_margins(FunctionCallInfo fcinfo, HbCacheEntry *e,
-									const char *query, Oid rowtype, int batch,
-									HbBatchFn fn, void *arg);
+typedef struct HbQueryRows HbQueryRows;
+
+extern HbQueryRows *hb_rows_open(HbCacheEntry *e, const char *query,
+								 Oid rowtype, int batch, bool margins,
+								 const HbBindSteps *steps, bool items);
+extern uint64 hb_rows_next(HbQueryRows *r);
+extern void hb_rows_ramp_up(HbQueryRows *r);
+extern double *hb_rows_x(HbQueryRows *r);
+extern Datum *hb_rows_items(HbQueryRows *r);
+extern void hb_rows_close(HbQueryRows *r);
+
+/* a batch of bound rows (x: width doubles a row; items: the rows, or NULL) */
+typedef void (*HbBatchFn) (void *arg, HbQueryRows *rows, const double *x,
+						   Datum *items, uint64 n);
+extern void hb_scan_batches(HbCacheEntry *e, const char *query, Oid rowtype,
+							int batch, bool margins, const HbBindSteps *steps,
+							bool items, HbBatchFn fn, void *arg);
+
+/* where a batched function's rows go: its tuplestore, or a stream */
+typedef struct HbRowsOut
+{
+	ReturnSetInfo *rsinfo;		/* materialized: rsinfo->setResult */
+	int			ncols;
+	MemoryContext cxt;			/* streamed: this batch's rows */
+	Datum	   *values;
+	bool	   *nulls;
+	uint64		n;
+	uint64		cap;
+} HbRowsOut;
+
+extern void hb_rows_out_init(HbRowsOut *o, ReturnSetInfo *rsinfo, int ncols);
+extern void hb_rows_emit(HbRowsOut *o, const Datum *values, const bool *nulls);
+
+/*
+ * pg_batch_stream.c: the batched set-returning functions streamed by a
+ * plan node (HbirdBatch) rather than materialized.  Called by the node
+ * (hb_stream_of(fcinfo) is not NULL), a function opens its query and fills
+ * in the stream instead of reading every row itself; the node then asks
+ * for the rows batch by batch (fn emits a batch's rows to out).
+ */
+typedef struct HbRowsStream
+{
+	HbQueryRows *rows;
+	HbBatchFn	fn;
+	void	   *arg;
+	void		(*finish) (void *arg);	/* after the last row */
+	HbRowsOut  *out;			/* set by the node */
+	bool		want_items;		/* set by the node: the rows are read */
+} HbRowsStream;
+
+extern HbRowsStream *hb_stream_of(FunctionCallInfo fcinfo);
 
 /*
  * pg_batch.c: the scoring aggregates' shared machinery.  A kind says how

@@ -334,8 +334,9 @@ hb_predict_targets_agg_final(PG_FUNCTION_ARGS)
 typedef struct PredictBatch
 {
 	HbCacheEntry *entry;
-	ReturnSetInfo *rsinfo;
+	HbRowsOut  *out;
 	bool		targets;		/* hb_predict_targets_batch */
+	bool		items;			/* the rows go out with their scores */
 	double	   *scratch;
 	double	   *pred;
 	HbCascade  *cascade;
@@ -344,11 +345,15 @@ typedef struct PredictBatch
 } PredictBatch;
 
 static void
-predict_batch(void *arg, const double *x, Datum *items, uint64 n)
+predict_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
+			  uint64 n)
 {
 	PredictBatch *b = arg;
 	instr_time	start;			/* hb_stat_models */
+	Datum		values[2];
+	bool		nulls[2] = {false, !b->items};
 
+	values[1] = (Datum) 0;
 	INSTR_TIME_SET_CURRENT(start);
 	if (b->targets)
 	{
@@ -361,16 +366,15 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 		hb_stat_batch(b->entry, (int64) n, &start, false);
 		for (uint64 i = 0; i < n; i++)
 		{
-			Datum		values[2];
-			bool		nulls[2] = {false, false};
 			Datum	   *d = palloc(sizeof(Datum) * nt);
 
 			for (int j = 0; j < nt; j++)
 				d[j] = Float8GetDatum(b->pred[i * nt + j]);
 			values[0] = PointerGetDatum(construct_array(d, nt, FLOAT8OID, sizeof(float8),
 														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-			values[1] = items[i];
-			tuplestore_putvalues(b->rsinfo->setResult, b->rsinfo->setDesc, values, nulls);
+			if (b->items)
+				values[1] = items[i];
+			hb_rows_emit(b->out, values, nulls);
 		}
 		return;
 	}
@@ -389,14 +393,17 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{
-		Datum		values[2];
-		bool		nulls[2] = {false, false};
-
 		values[0] = Float8GetDatum(b->pred[i]);
-		values[1] = items[i];
-		tuplestore_putvalues(b->rsinfo->setResult, b->rsinfo->setDesc,
-							 values, nulls);
+		if (b->items)
+			values[1] = items[i];
+		hb_rows_emit(b->out, values, nulls);
 	}
+}
+
+static void
+predict_batch_finish(void *arg)
+{
+	hb_stat_call(((PredictBatch *) arg)->entry);
 }
 
 static Datum
@@ -404,33 +411,52 @@ predict_batch_call(FunctionCallInfo fcinfo, bool targets)
 {
 	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
 	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
-	PredictBatch b;
+	HbRowsStream *stream = hb_stream_of(fcinfo);
+	PredictBatch *b = palloc0(sizeof(PredictBatch));
+	HbRowsOut	out;
 	char	   *query;
 	int			batch;
 
-	b.entry = st->entry;
-	b.targets = targets;
+	b->entry = st->entry;
+	b->targets = targets;
 	if (targets)
-		hb_check_regression(b.entry, "hb_predict_targets_batch");
+		hb_check_regression(b->entry, "hb_predict_targets_batch");
 	else
-		hb_check_single_target(b.entry, "hb_predict_batch");
-	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	InitMaterializedSRF(fcinfo, 0);
+		hb_check_single_target(b->entry, "hb_predict_batch");
+	if (stream == NULL)
+	{
+		InitMaterializedSRF(fcinfo, 0);
+		hb_rows_out_init(&out, (ReturnSetInfo *) fcinfo->resultinfo, 2);
+		b->out = &out;
+		b->items = true;
+	}
+	else
+	{
+		b->out = stream->out;
+		b->items = stream->want_items;
+	}
 	query = hb_query_arg(fcinfo, 2, rowtype);
-	batch = hb_batch_rows(b.entry);
-	b.scratch = palloc_extended(sizeof(double) * batch * b.entry->n_outputs, MCXT_ALLOC_HUGE);
-	b.pred = palloc_extended(sizeof(double) * batch * (targets ? b.entry->n_outputs : 1),
-							 MCXT_ALLOC_HUGE);
-	b.cascade = targets ? NULL : hb_cascade_for(b.entry, CurrentMemoryContext);
-	b.lazy = b.cascade ? hb_lazy_for(b.entry, b.cascade->approx, CurrentMemoryContext) : NULL;
-	b.margins = b.entry->sparse != NULL && b.cascade == NULL;
-	if (b.margins)
-		hb_scan_batches_margins(fcinfo, b.entry, query, rowtype, batch,
-								predict_batch, &b);
-	else
-		hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, predict_batch, &b,
-						b.lazy);
-	hb_stat_call(b.entry);
+	batch = hb_batch_rows(b->entry);
+	b->scratch = palloc_extended(sizeof(double) * batch * b->entry->n_outputs, MCXT_ALLOC_HUGE);
+	b->pred = palloc_extended(sizeof(double) * batch * (targets ? b->entry->n_outputs : 1),
+							  MCXT_ALLOC_HUGE);
+	b->cascade = targets ? NULL : hb_cascade_for(b->entry, CurrentMemoryContext);
+	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, CurrentMemoryContext) : NULL;
+	b->margins = b->entry->sparse != NULL && b->cascade == NULL;
+	if (stream)
+	{
+		stream->rows = hb_rows_open(b->entry, query, rowtype, batch, b->margins,
+									hb_lazy_steps(b->lazy),
+									b->items || b->lazy != NULL);
+		hb_rows_ramp_up(stream->rows);
+		stream->fn = predict_batch;
+		stream->arg = b;
+		stream->finish = predict_batch_finish;
+		return (Datum) 0;
+	}
+	hb_scan_batches(b->entry, query, rowtype, batch, b->margins,
+					hb_lazy_steps(b->lazy), true, predict_batch, b);
+	predict_batch_finish(b);
 	return (Datum) 0;
 }
 

@@ -18,6 +18,8 @@
 #include "access/tupconvert.h"
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
+#include "executor/tstoreReceiver.h"
+#include "tcop/pquery.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "parser/parse_type.h"
@@ -150,97 +152,265 @@ hb_open_query(const char *query, const char *what)
 	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
 }
 
-/*
- * Open the query and check that its rows are of the wanted row type (same
- * column types by position, as a function returning that type would
- * need).  Returns the conversion map (NULL if none needed).
- */
-static Portal
-open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
-{
-	Portal		portal = hb_open_query(query, "query");
+/* ---- the rows of a query, batch by batch ---- */
 
-	*map = convert_tuples_by_position(portal->tupDesc, rowdesc,
-									  gettext_noop("query does not return rows of the given row type"));
-	return portal;
+/*
+ * The executor hands a fetch's rows to this receiver one by one: each is
+ * bound at once from the executor's own tuple (no copy, when the query
+ * does not project), and copied (once, as a composite datum) only when the
+ * caller wants the rows themselves.
+ */
+typedef struct RowsDest
+{
+	DestReceiver pub;
+	HbQueryRows *r;
+} RowsDest;
+
+struct HbQueryRows
+{
+	HbCacheEntry *e;
+	Portal		portal;
+	char	   *portal_name;
+	TupleDesc	rowdesc;		/* the row type's */
+	TupleConversionMap *map;	/* the query's columns to the row type's */
+	HbBinding	bind;			/* by the row type's column names */
+	HbColumnReader rd;			/* the same columns in the query's rows */
+	bool		margins;
+	int			width;			/* doubles per row of x */
+	int			batch;
+	int			next;			/* rows to read for the next batch */
+	bool		items;			/* the rows themselves are wanted */
+	bool		done;
+	MemoryContext batch_cxt;	/* one batch's items */
+	double	   *x;				/* batch x width */
+	Datum	   *item;			/* items: the batch's rows */
+	uint64		n;				/* rows in the batch */
+	RowsDest	dest;
+};
+
+static bool
+rows_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	HbQueryRows *r = ((RowsDest *) self)->r;
+	MemoryContext old = MemoryContextSwitchTo(r->batch_cxt);
+	uint64		i = r->n++;
+
+	Assert(i < (uint64) r->batch);
+	hb_read_slot(&r->rd, &r->bind, r->e, slot, r->x + i * r->width, r->margins);
+	if (r->items)
+	{
+		/* the executor's tuple (a copy only if it has none), as a datum */
+		HeapTuple	t = ExecFetchSlotHeapTuple(slot, false, NULL);
+
+		if (r->map)
+			t = execute_attr_map_tuple(t, r->map);
+		r->item[i] = heap_copy_tuple_as_datum(t, r->rowdesc);
+	}
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+static void
+rows_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+rows_shutdown(DestReceiver *self)
+{
+}
+
+static void
+rows_destroy(DestReceiver *self)
+{
 }
 
 /*
- * Run query (rows of type rowtype) through a cursor, batch rows at a
- * time: each batch's rows are bound to model e's features into x and handed
- * to fn, with the rows themselves as composite datums of the row type.  A
- * batch's memory is freed before the next one, so memory is O(batch).
+ * Open query (rows of type rowtype) for model e, batch rows at a time.
+ * The row type's columns bind to e's features by name (the errors of a
+ * missing or unfit column come first), then the query is opened as the
+ * caller, read-only, and its columns must have the row type's types by
+ * position.  Each batch's rows are bound into hb_rows_x (raw margins with
+ * margins, a linear model over text); steps: featurize only those
+ * (pg_lazy.c); items: whether the rows themselves are wanted (hb_rows_items),
+ * as composite datums of the row type.  Everything lives in the current memory context;
+ * a batch's memory is freed when the next one is read.
  */
-static void
-scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
-			 Oid rowtype, int batch, bool margins, HbBatchFn fn, void *arg,
-			 const HbLazy *lazy)
+HbQueryRows *
+hb_rows_open(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
+			 bool margins, const HbBindSteps *steps, bool items)
 {
-	TupleDesc	rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
-	MemoryContext batch_cxt;
-	Portal		portal;
-	TupleConversionMap *map;
-	HbBinding	bind;
-	double	   *x;
-	int			width = margins ? e->n_outputs : e->n_features;
+	HbQueryRows *r = palloc0(sizeof(HbQueryRows));
+	const int  *attrmap = NULL;
 
 	Assert(!margins || e->sparse != NULL);
-	x = palloc_extended(sizeof(double) * batch * width, MCXT_ALLOC_HUGE);
-	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird batch",
-									  ALLOCSET_DEFAULT_SIZES);
+	r->e = e;
+	r->rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
+	r->margins = margins;
+	r->width = margins ? e->n_outputs : e->n_features;
+	r->batch = batch;
+	r->next = batch;
+	r->items = items;
+	r->x = palloc_extended(sizeof(double) * batch * Max(r->width, 1), MCXT_ALLOC_HUGE);
+	if (items)
+		r->item = palloc_extended(sizeof(Datum) * batch, MCXT_ALLOC_HUGE);
+	r->batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird query rows",
+										 ALLOCSET_DEFAULT_SIZES);
 	/* features bind by the names of the row type's columns */
-	hb_bind_desc(&bind, e, rowdesc, fcinfo->flinfo->fn_mcxt, e->name);
-	bind.steps = hb_lazy_steps(lazy);
+	hb_bind_desc(&r->bind, e, r->rowdesc, CurrentMemoryContext, e->name);
+	r->bind.steps = steps;
 
 	SPI_connect();
-	portal = open_cursor(query, rowdesc, &map);
-	for (;;)
-	{
-		MemoryContext old;
-		Datum	   *items;
-		uint64		n;
-
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, batch);
-		n = SPI_processed;
-		if (n == 0)
-			break;
-		old = MemoryContextSwitchTo(batch_cxt);
-		items = palloc(sizeof(Datum) * n);
-		for (uint64 i = 0; i < n; i++)
-		{
-			HeapTuple	tup = map ? execute_attr_map_tuple(SPI_tuptable->vals[i], map) :
-				SPI_tuptable->vals[i];
-
-			if (margins)
-				hb_bind_tuple_margins(&bind, e, tup, x + i * width);
-			else
-				hb_bind_tuple(&bind, e, tup, x + i * width);
-			items[i] = heap_copy_tuple_as_datum(tup, rowdesc);
-		}
-		fn(arg, x, items, n);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(batch_cxt);
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
+	r->portal = hb_open_query(query, "query");
+	r->map = convert_tuples_by_position(r->portal->tupDesc, r->rowdesc,
+										gettext_noop("query does not return rows of the given row type"));
 	SPI_finish();
-	MemoryContextDelete(batch_cxt);
-	pfree(x);
+	r->portal_name = pstrdup(r->portal->name);
+
+	/* the row type's attribute a is the query's column attrmap[a] */
+	if (r->map)
+	{
+		int		   *m = palloc(sizeof(int) * Max(r->rowdesc->natts, 1));
+
+		for (int a = 0; a < r->rowdesc->natts; a++)
+			m[a] = r->map->attrMap->attnums[a] - 1;
+		attrmap = m;
+	}
+	hb_reader_init(&r->rd, &r->bind, e, r->portal->tupDesc, attrmap,
+				   CurrentMemoryContext);
+
+	r->dest.pub.receiveSlot = rows_receive;
+	r->dest.pub.rStartup = rows_startup;
+	r->dest.pub.rShutdown = rows_shutdown;
+	r->dest.pub.rDestroy = rows_destroy;
+	r->dest.pub.mydest = DestNone;
+	r->dest.r = r;
+	return r;
+}
+
+/*
+ * Read and bind the next batch; its row count (0 at the end).  The
+ * previous batch's rows and items are gone.
+ */
+uint64
+hb_rows_next(HbQueryRows *r)
+{
+	MemoryContextReset(r->batch_cxt);
+	r->n = 0;
+	if (r->done)
+		return 0;
+	CHECK_FOR_INTERRUPTS();
+
+	/*
+	 * A cursor opened in a subtransaction that was rolled back since (the
+	 * rows are streamed by a plan node, and the statement fetched its first
+	 * rows there) is gone: say so rather than touch it.
+	 */
+	if (GetPortalByName(r->portal_name) != r->portal ||
+		r->portal->status != PORTAL_READY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_CURSOR_STATE),
+				 errmsg("the query of model \"%s\" is no longer open", r->e->name),
+				 errdetail("Its cursor was closed when a subtransaction was rolled back.")));
+	PortalRunFetch(r->portal, FETCH_FORWARD, r->next, &r->dest.pub);
+	if (r->n < (uint64) r->next)
+		r->done = true;
+	r->next = Min(r->next * 2, r->batch);
+	return r->n;
+}
+
+/*
+ * Start with batches of one row, doubling up to the full batch: a LIMIT
+ * above a stream of the rows (or a cursor's first FETCH) does not wait for
+ * a full batch to be read and scored.
+ */
+void
+hb_rows_ramp_up(HbQueryRows *r)
+{
+	r->next = 1;
+}
+
+double *
+hb_rows_x(HbQueryRows *r)
+{
+	return r->x;
+}
+
+/* The batch's rows as composite datums of the row type, or NULL. */
+Datum *
+hb_rows_items(HbQueryRows *r)
+{
+	return r->items ? r->item : NULL;
+}
+
+/* Close the query's cursor (if still open). */
+void
+hb_rows_close(HbQueryRows *r)
+{
+	if (r->portal != NULL && GetPortalByName(r->portal_name) == r->portal)
+		PortalDrop(r->portal, false);
+	r->portal = NULL;
+	r->done = true;
+}
+
+/*
+ * Run query (rows of type rowtype) through a cursor, batch rows at a time:
+ * each batch's rows are bound to model e's features into x and handed to
+ * fn, with the rows themselves as composite datums of the row type when
+ * items (else NULL).  Memory is O(batch).
+ */
+void
+hb_scan_batches(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
+				bool margins, const HbBindSteps *steps, bool items,
+				HbBatchFn fn, void *arg)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird query",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	HbQueryRows *r = hb_rows_open(e, query, rowtype, batch, margins, steps, items);
+	uint64		n;
+
+	MemoryContextSwitchTo(old);
+	while ((n = hb_rows_next(r)) > 0)
+		fn(arg, r, r->x, hb_rows_items(r), n);
+	hb_rows_close(r);
+	MemoryContextDelete(cxt);
+}
+
+/*
+ * Where a batched function's rows go: a tuplestore (the function returns
+ * a materialized set) or, when a plan node streams the function
+ * (pg_batch_stream.c), this batch's rows, which the node hands up one by
+ * one before it asks for the next batch.
+ */
+void
+hb_rows_out_init(HbRowsOut *o, ReturnSetInfo *rsinfo, int ncols)
+{
+	memset(o, 0, sizeof(*o));
+	o->rsinfo = rsinfo;
+	o->ncols = ncols;
 }
 
 void
-hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
-				Oid rowtype, int batch, HbBatchFn fn, void *arg,
-				const HbLazy *lazy)
+hb_rows_emit(HbRowsOut *o, const Datum *values, const bool *nulls)
 {
-	scan_batches(fcinfo, e, query, rowtype, batch, false, fn, arg, lazy);
-}
-
-void
-hb_scan_batches_margins(FunctionCallInfo fcinfo, HbCacheEntry *e,
-						const char *query, Oid rowtype, int batch,
-						HbBatchFn fn, void *arg)
-{
-	scan_batches(fcinfo, e, query, rowtype, batch, true, fn, arg, NULL);
+	if (o->rsinfo)
+	{
+		tuplestore_putvalues(o->rsinfo->setResult, o->rsinfo->setDesc,
+							 (Datum *) values, (bool *) nulls);
+		return;
+	}
+	if (o->n == o->cap)
+	{
+		o->cap = Max(64, o->cap * 2);
+		o->values = o->values ?
+			repalloc_huge(o->values, sizeof(Datum) * o->cap * o->ncols) :
+			MemoryContextAllocHuge(o->cxt, sizeof(Datum) * o->cap * o->ncols);
+		o->nulls = o->nulls ?
+			repalloc_huge(o->nulls, sizeof(bool) * o->cap * o->ncols) :
+			MemoryContextAllocHuge(o->cxt, sizeof(bool) * o->cap * o->ncols);
+	}
+	memcpy(o->values + o->n * o->ncols, values, sizeof(Datum) * o->ncols);
+	memcpy(o->nulls + o->n * o->ncols, nulls, sizeof(bool) * o->ncols);
+	o->n++;
 }

@@ -39,6 +39,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_language.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -73,6 +74,7 @@ typedef struct CallKindEntry
 	Oid			funcid;			/* hash key */
 	HbCallKind	kind;
 	bool		is_array;
+	HbFuncRole	role;
 } CallKindEntry;
 
 static HTAB *call_kinds = NULL;
@@ -82,18 +84,26 @@ static const struct
 	const char *symbol;
 	HbCallKind	kind;
 	bool		is_array;
+	HbFuncRole	role;
 }			scoring_symbols[] =
 {
-	{"hb_predict_record", HB_CALL_PREDICT, false},
-	{"hb_predict_array", HB_CALL_PREDICT, true},
-	{"hb_predict_proba_record", HB_CALL_PROBA, false},
-	{"hb_predict_proba_array", HB_CALL_PROBA, true},
-	{"hb_predict_margin_record", HB_CALL_MARGIN, false},
-	{"hb_predict_margin_array", HB_CALL_MARGIN, true},
-	{"hb_predict_class_record", HB_CALL_CLASS, false},
-	{"hb_predict_class_array", HB_CALL_CLASS, true},
-	{"hb_predict_targets_record", HB_CALL_TARGETS, false},
-	{"hb_predict_targets_array", HB_CALL_TARGETS, true},
+	{"hb_predict_record", HB_CALL_PREDICT, false, HB_ROLE_CALL},
+	{"hb_predict_array", HB_CALL_PREDICT, true, HB_ROLE_CALL},
+	{"hb_predict_proba_record", HB_CALL_PROBA, false, HB_ROLE_CALL},
+	{"hb_predict_proba_array", HB_CALL_PROBA, true, HB_ROLE_CALL},
+	{"hb_predict_margin_record", HB_CALL_MARGIN, false, HB_ROLE_CALL},
+	{"hb_predict_margin_array", HB_CALL_MARGIN, true, HB_ROLE_CALL},
+	{"hb_predict_class_record", HB_CALL_CLASS, false, HB_ROLE_CALL},
+	{"hb_predict_class_array", HB_CALL_CLASS, true, HB_ROLE_CALL},
+	{"hb_predict_targets_record", HB_CALL_TARGETS, false, HB_ROLE_CALL},
+	{"hb_predict_targets_array", HB_CALL_TARGETS, true, HB_ROLE_CALL},
+	/* aggregates, by their transition functions */
+	{"hb_predict_agg_sfunc", HB_CALL_PREDICT, false, HB_ROLE_AGG},
+	{"hb_predict_class_agg_sfunc", HB_CALL_CLASS, false, HB_ROLE_AGG},
+	{"hb_predict_targets_agg_sfunc", HB_CALL_TARGETS, false, HB_ROLE_AGG},
+	{"hb_predict_batch", HB_CALL_PREDICT, false, HB_ROLE_BATCH},
+	{"hb_predict_class_batch", HB_CALL_CLASS, false, HB_ROLE_BATCH},
+	{"hb_predict_targets_batch", HB_CALL_TARGETS, false, HB_ROLE_BATCH},
 };
 
 static void
@@ -106,13 +116,45 @@ call_kinds_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 	}
 }
 
+/* The entry of one of scoring_symbols that a C function of hbird's is. */
+static int
+symbol_of(HeapTuple proctup)
+{
+	Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(proctup);
+	bool		isnull;
+	Datum		bin;
+	char	   *path;
+	size_t		len;
+	char	   *sym;
+
+	if (proc->prolang != ClanguageId)
+		return -1;
+	bin = SysCacheGetAttr(PROCOID, proctup, Anum_pg_proc_probin, &isnull);
+	if (isnull)
+		return -1;
+	path = TextDatumGetCString(bin);
+	len = strlen(path);
+	/* '$libdir/hbird', or a full path to it */
+	if (!(len >= 5 && strcmp(path + len - 5, "hbird") == 0 &&
+		  (len == 5 || path[len - 6] == '/')))
+		return -1;
+	sym = TextDatumGetCString(SysCacheGetAttr(PROCOID, proctup, Anum_pg_proc_prosrc, &isnull));
+	if (isnull)
+		return -1;
+	for (int i = 0; i < lengthof(scoring_symbols); i++)
+		if (strcmp(sym, scoring_symbols[i].symbol) == 0)
+			return i;
+	return -1;
+}
+
 /*
- * What a function is to the batching scan: one of hbird's scoring
+ * What a function is to the planner hook: one of hbird's scoring
  * functions (a C function of this library with one of the symbols above),
- * or HB_CALL_NONE.  Cached per backend; any change to pg_proc clears it.
+ * an aggregate whose transition function is one of them, or nothing.
+ * Cached per backend; any change to pg_proc clears it.
  */
-HbCallKind
-hb_scoring_call(Oid funcid, bool *is_array)
+static CallKindEntry *
+scoring_entry(Oid funcid)
 {
 	CallKindEntry *ent;
 	bool		found;
@@ -130,51 +172,73 @@ hb_scoring_call(Oid funcid, bool *is_array)
 	}
 	ent = hash_search(call_kinds, &funcid, HASH_ENTER, &found);
 	if (found)
-	{
-		*is_array = ent->is_array;
-		return ent->kind;
-	}
+		return ent;
 	ent->kind = HB_CALL_NONE;
 	ent->is_array = false;
+	ent->role = HB_ROLE_NONE;
 	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
 	if (HeapTupleIsValid(tup))
 	{
-		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tup);
+		int			i = -1;
 
-		if (proc->prolang == ClanguageId)
+		if (((Form_pg_proc) GETSTRUCT(tup))->prokind == PROKIND_AGGREGATE)
 		{
-			bool		isnull;
-			Datum		bin = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_probin, &isnull);
-			Datum		src;
+			HeapTuple	aggtup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(funcid));
 
-			if (!isnull)
+			if (HeapTupleIsValid(aggtup))
 			{
-				char	   *path = TextDatumGetCString(bin);
-				size_t		len = strlen(path);
+				HeapTuple	transtup = SearchSysCache1(PROCOID,
+													   ObjectIdGetDatum(((Form_pg_aggregate) GETSTRUCT(aggtup))->aggtransfn));
 
-				/* '$libdir/hbird', or a full path to it */
-				if (len >= 5 && strcmp(path + len - 5, "hbird") == 0 &&
-					(len == 5 || path[len - 6] == '/'))
+				if (HeapTupleIsValid(transtup))
 				{
-					src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
-					if (!isnull)
-					{
-						char	   *sym = TextDatumGetCString(src);
-
-						for (int i = 0; i < lengthof(scoring_symbols); i++)
-							if (strcmp(sym, scoring_symbols[i].symbol) == 0)
-							{
-								ent->kind = scoring_symbols[i].kind;
-								ent->is_array = scoring_symbols[i].is_array;
-							}
-					}
+					i = symbol_of(transtup);
+					if (i >= 0 && scoring_symbols[i].role != HB_ROLE_AGG)
+						i = -1;
+					ReleaseSysCache(transtup);
 				}
+				ReleaseSysCache(aggtup);
 			}
+		}
+		else
+		{
+			i = symbol_of(tup);
+			if (i >= 0 && scoring_symbols[i].role == HB_ROLE_AGG)
+				i = -1;
+		}
+		if (i >= 0)
+		{
+			ent->kind = scoring_symbols[i].kind;
+			ent->is_array = scoring_symbols[i].is_array;
+			ent->role = scoring_symbols[i].role;
 		}
 		ReleaseSysCache(tup);
 	}
+	return ent;
+}
+
+/* A function that scores the row it is given, with its kind; else HB_CALL_NONE. */
+HbCallKind
+hb_scoring_call(Oid funcid, bool *is_array)
+{
+	CallKindEntry *ent = scoring_entry(funcid);
+
+	if (ent->role != HB_ROLE_CALL)
+	{
+		*is_array = false;
+		return HB_CALL_NONE;
+	}
 	*is_array = ent->is_array;
 	return ent->kind;
+}
+
+HbFuncRole
+hb_scoring_role(Oid funcid, HbCallKind *kind)
+{
+	CallKindEntry *ent = scoring_entry(funcid);
+
+	*kind = ent->kind;
+	return ent->role;
 }
 
 /* ---- finding the calls a node evaluates for every row ---- */
@@ -1313,19 +1377,23 @@ max_node_id_walker(Plan *plan, int *max)
 	return false;
 }
 
-/* Is there a scoring call anywhere in the statement? (a cheap first look) */
+/*
+ * Is there a scoring call, a scoring aggregate or a batched function
+ * anywhere in the statement?  (a cheap first look)
+ */
 static bool
 any_call_walker(Node *node, void *ctx)
 {
+	HbCallKind	kind;
+
 	if (node == NULL)
 		return false;
-	if (IsA(node, FuncExpr))
-	{
-		bool		is_array;
-
-		if (hb_scoring_call(((FuncExpr *) node)->funcid, &is_array) != HB_CALL_NONE)
-			return true;
-	}
+	if (IsA(node, FuncExpr) &&
+		hb_scoring_role(((FuncExpr *) node)->funcid, &kind) != HB_ROLE_NONE)
+		return true;
+	if (IsA(node, Aggref) &&
+		hb_scoring_role(((Aggref *) node)->aggfnoid, &kind) == HB_ROLE_AGG)
+		return true;
 	return expression_tree_walker(node, any_call_walker, ctx);
 }
 
@@ -1355,6 +1423,8 @@ plan_has_calls(Plan *plan)
 			break;
 		case T_SubqueryScan:
 			return plan_has_calls(((SubqueryScan *) plan)->subplan);
+		case T_FunctionScan:
+			return any_call_walker((Node *) ((FunctionScan *) plan)->functions, NULL);
 		default:
 			break;
 	}
@@ -1395,6 +1465,8 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 	stmt->planTree = rewrite_plan(&ctx, stmt->planTree, no_bound);
 	foreach(lc, stmt->subplans)
 		lfirst(lc) = rewrite_plan(&ctx, lfirst(lc), no_bound);
+	/* batched functions run once per statement stream their rows */
+	stmt->planTree = hb_stream_batches(stmt->planTree, &ctx.next_id, &ctx.nodes);
 
 	/* a scrollable cursor needs backward fetches: rows come from a store */
 	if (ctx.nodes > 0 && (cursorOptions & CURSOR_OPT_SCROLL) &&
