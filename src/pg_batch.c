@@ -65,19 +65,16 @@ struct HbAggState
 	Datum	   *rows;			/* lazy: copies of the buffered rows, 0 for
 								 * NULL; freed per batch (no context per
 								 * group: see pg_topk.c's heap_init) */
+	bool		scored;			/* the rows come scored (pg_scan_plan.c) */
 };
 
+/* Room for n more predictions. */
 static void
-agg_flush(HbAggState *s)
+agg_grow(HbAggState *s, int n)
 {
-	instr_time	start;			/* hb_stat_models */
-	double	   *out;
-
-	if (s->nbuf == 0)
-		return;
-	if (s->npreds + s->nbuf > s->pcap)
+	if (s->npreds + n > s->pcap)
 	{
-		int64		cap = Max(s->pcap * 2, s->npreds + s->nbuf);
+		int64		cap = Max(s->pcap * 2, s->npreds + n);
 
 		if ((Size) cap * s->pw * sizeof(double) > MaxAllocHugeSize)
 			ereport(ERROR,
@@ -92,6 +89,17 @@ agg_flush(HbAggState *s)
 			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(bool));
 		s->pcap = cap;
 	}
+}
+
+static void
+agg_flush(HbAggState *s)
+{
+	instr_time	start;			/* hb_stat_models */
+	double	   *out;
+
+	if (s->nbuf == 0)
+		return;
+	agg_grow(s, s->nbuf);
 	INSTR_TIME_SET_CURRENT(start);
 	out = s->preds + s->npreds * s->pw;
 	if (s->lazy)
@@ -153,6 +161,71 @@ agg_reserve(HbAggState *s)
 }
 
 /*
+ * A new group's state, its model resolved and checked as the aggregate's
+ * first call does it.
+ */
+static HbAggState *
+agg_start(FunctionCallInfo fcinfo, const HbAggKind *kind, MemoryContext aggcxt,
+		  HbCallState *st)
+{
+	HbAggState *s = MemoryContextAllocZero(aggcxt, sizeof(HbAggState));
+
+	s->kind = kind;
+	s->entry = st->entry;
+	hb_cache_pin_for(st->entry, aggcxt);
+	s->batch = hb_batch_rows(st->entry);
+	s->pw = kind->targets ? st->entry->n_outputs : 1;
+	return s;
+}
+
+/*
+ * The batching scan (pg_scan_plan.c) scores the rows of an aggregate over a
+ * scan itself and hands the aggregate each row's prediction instead of the
+ * row (the argument's type says so: float8, integer for classes, float8[]
+ * for targets): the group only keeps them, in input order.  The scan did
+ * the model's checks and counted the rows; the group counts its call.
+ */
+static Datum
+agg_keep_scored(FunctionCallInfo fcinfo, const HbAggKind *kind,
+				MemoryContext aggcxt, HbAggState *s)
+{
+	if (s == NULL)
+	{
+		HbCallState *st = hb_call_prepare(fcinfo, 1, false);
+
+		kind->check(st->entry, kind->fn);
+		s = agg_start(fcinfo, kind, aggcxt, st);
+		s->scored = true;
+	}
+	agg_grow(s, 1);
+	s->pnull[s->npreds] = PG_ARGISNULL(2);
+	if (PG_ARGISNULL(2))
+		s->any_null = true;
+	else if (kind->targets)
+	{
+		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(2);
+
+		if (ARR_NDIM(a) != 1 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID ||
+			ARR_DIMS(a)[0] != s->pw)
+			elog(ERROR, "%s got a row's targets of an unexpected shape", kind->fn);
+		memcpy(s->preds + s->npreds * s->pw, ARR_DATA_PTR(a), sizeof(double) * s->pw);
+	}
+	else if (kind->elemtype == INT4OID)
+		s->preds[s->npreds] = (double) PG_GETARG_INT32(2);
+	else
+		s->preds[s->npreds] = PG_GETARG_FLOAT8(2);
+	s->npreds++;
+	PG_RETURN_POINTER(s);
+}
+
+/* A row's prediction, class or targets, where the aggregate takes a row. */
+static bool
+is_scored_arg(Oid type)
+{
+	return type == FLOAT8OID || type == INT4OID || type == FLOAT8ARRAYOID;
+}
+
+/*
  * The transition function of a scoring aggregate (name, row): the row is
  * bound into the group's batch, and a full batch is scored.
  */
@@ -166,18 +239,15 @@ hb_agg_sfunc(FunctionCallInfo fcinfo, const HbAggKind *kind)
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		elog(ERROR, "%s called in non-aggregate context", fn);
+	s = PG_ARGISNULL(0) ? NULL : (HbAggState *) PG_GETARG_POINTER(0);
+	if (s ? s->scored : is_scored_arg(get_fn_expr_argtype(fcinfo->flinfo, 2)))
+		return agg_keep_scored(fcinfo, kind, aggcxt, s);
 
 	st = hb_call_prepare(fcinfo, 1, false);
 	kind->check(st->entry, fn);
-	s = PG_ARGISNULL(0) ? NULL : (HbAggState *) PG_GETARG_POINTER(0);
 	if (s == NULL)
 	{
-		s = MemoryContextAllocZero(aggcxt, sizeof(HbAggState));
-		s->kind = kind;
-		s->entry = st->entry;
-		hb_cache_pin_for(st->entry, aggcxt);
-		s->batch = hb_batch_rows(st->entry);
-		s->pw = kind->targets ? st->entry->n_outputs : 1;
+		s = agg_start(fcinfo, kind, aggcxt, st);
 		s->cascade = kind->targets ? NULL : hb_cascade_for(st->entry, aggcxt);
 		if (s->cascade)
 			s->lazy = hb_lazy_for(st->entry, s->cascade->approx, aggcxt);

@@ -52,6 +52,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/planmain.h"
 #include "optimizer/planner.h"
+#include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -75,6 +76,7 @@ typedef struct CallKindEntry
 	HbCallKind	kind;
 	bool		is_array;
 	HbFuncRole	role;
+	Oid			row_funcid;		/* an aggregate: the function of one row */
 } CallKindEntry;
 
 static HTAB *call_kinds = NULL;
@@ -116,6 +118,8 @@ call_kinds_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 	}
 }
 
+static CallKindEntry *scoring_entry(Oid funcid);
+
 /* The entry of one of scoring_symbols that a C function of hbird's is. */
 static int
 symbol_of(HeapTuple proctup)
@@ -148,6 +152,31 @@ symbol_of(HeapTuple proctup)
 }
 
 /*
+ * The function that scores one row as an aggregate of that kind does
+ * (hb_predict for hb_predict_agg, ...), beside it in its schema.
+ */
+static Oid
+row_function(Oid nsp, HbCallKind kind)
+{
+	const char *name = kind == HB_CALL_CLASS ? "hb_predict_class" :
+		kind == HB_CALL_TARGETS ? "hb_predict_targets" : "hb_predict";
+	Oid			argtypes[2] = {TEXTOID, RECORDOID};
+	char	   *nspname = get_namespace_name(nsp);
+	Oid			f;
+	bool		is_array;
+
+	if (nspname == NULL)
+		return InvalidOid;
+	f = LookupFuncName(list_make2(makeString(nspname), makeString(pstrdup(name))),
+					   2, argtypes, true);
+	/* it must be hbird's own, of the same kind */
+	if (!OidIsValid(f) || scoring_entry(f)->role != HB_ROLE_CALL ||
+		hb_scoring_call(f, &is_array) != kind || is_array)
+		return InvalidOid;
+	return f;
+}
+
+/*
  * What a function is to the planner hook: one of hbird's scoring
  * functions (a C function of this library with one of the symbols above),
  * an aggregate whose transition function is one of them, or nothing.
@@ -176,6 +205,7 @@ scoring_entry(Oid funcid)
 	ent->kind = HB_CALL_NONE;
 	ent->is_array = false;
 	ent->role = HB_ROLE_NONE;
+	ent->row_funcid = InvalidOid;
 	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
 	if (HeapTupleIsValid(tup))
 	{
@@ -212,6 +242,9 @@ scoring_entry(Oid funcid)
 			ent->is_array = scoring_symbols[i].is_array;
 			ent->role = scoring_symbols[i].role;
 		}
+		if (ent->role == HB_ROLE_AGG)
+			ent->row_funcid = row_function(((Form_pg_proc) GETSTRUCT(tup))->pronamespace,
+										   ent->kind);
 		ReleaseSysCache(tup);
 	}
 	return ent;
@@ -248,6 +281,9 @@ typedef struct FoundCall
 	FuncExpr   *expr;			/* the call, as the node evaluates it */
 	HbCallKind	kind;
 	bool		is_array;
+	bool		agg;			/* a scoring aggregate's rows: expr calls
+								 * the aggregate on one row's arguments */
+	Oid			display_funcid; /* what EXPLAIN shows it as */
 } FoundCall;
 
 typedef struct FindCtx
@@ -290,6 +326,107 @@ batchable_call(FuncExpr *f, bool *is_array)
 	return kind;
 }
 
+/*
+ * The rows of a scoring aggregate (hb_predict_agg(name, row) and its class
+ * and targets forms) can be scored by the batching scan below its Agg,
+ * which then hands the aggregate each row's score instead of the row
+ * (pg_batch.c keeps them).  That holds the same rows in the same order,
+ * ORDER BY inside the aggregate and GROUP BY included, when every row the
+ * aggregate is given is scored: no FILTER, no DISTINCT (which would
+ * compare scores instead of rows), a model name that does not depend on
+ * the row.  The call stands as the aggregate's function applied to one
+ * row's arguments (never equal to a plain call of hb_predict), typed as
+ * what one row scores to; NULL when the aggregate does not qualify.
+ */
+static FuncExpr *
+agg_call_expr(Aggref *a)
+{
+	HbCallKind	kind;
+	CallKindEntry *ent;
+	TargetEntry *name;
+	TargetEntry *row;
+	Oid			rettype;
+	FuncExpr   *f;
+
+	if (hb_scoring_role(a->aggfnoid, &kind) != HB_ROLE_AGG)
+		return NULL;
+	ent = scoring_entry(a->aggfnoid);
+	if (!OidIsValid(ent->row_funcid) ||
+		a->aggkind != AGGKIND_NORMAL || a->aggdistinct != NIL ||
+		a->aggfilter != NULL || a->aggstar || a->aggvariadic ||
+		a->agglevelsup != 0 || a->aggsplit != AGGSPLIT_SIMPLE ||
+		a->aggdirectargs != NIL || list_length(a->aggargtypes) != 2 ||
+		list_length(a->args) < 2)
+		return NULL;
+	name = linitial_node(TargetEntry, a->args);
+	row = lsecond_node(TargetEntry, a->args);
+	if (name->resjunk || row->resjunk ||
+		contain_var_clause((Node *) name->expr) ||
+		contain_volatile_functions((Node *) name->expr) ||
+		contain_subplans((Node *) name->expr) ||
+		contain_subplans((Node *) row->expr) ||
+		!type_is_rowtype(exprType((Node *) row->expr)))
+		return NULL;
+	rettype = kind == HB_CALL_CLASS ? INT4OID :
+		kind == HB_CALL_TARGETS ? FLOAT8ARRAYOID : FLOAT8OID;
+	f = makeFuncExpr(a->aggfnoid, rettype,
+					 list_make2(copyObject(name->expr), copyObject(row->expr)),
+					 InvalidOid, a->inputcollid, COERCE_EXPLICIT_CALL);
+	return f;
+}
+
+/* A scoring aggregate's rows as a call, once. */
+static List *
+add_agg_call(List *calls, FuncExpr *f)
+{
+	HbCallKind	kind;
+	ListCell   *lc;
+	FoundCall  *fc;
+
+	foreach(lc, calls)
+		if (equal(((FoundCall *) lfirst(lc))->expr, f))
+			return calls;
+	(void) hb_scoring_role(f->funcid, &kind);
+	fc = palloc0(sizeof(FoundCall));
+	fc->expr = f;
+	fc->kind = kind;
+	fc->is_array = false;
+	fc->agg = true;
+	fc->display_funcid = scoring_entry(f->funcid)->row_funcid;
+	return lappend(calls, fc);
+}
+
+/* Is f a scoring aggregate's rows (agg_call_expr)? */
+static bool
+is_agg_call(Node *node)
+{
+	HbCallKind	kind;
+
+	return IsA(node, FuncExpr) &&
+		hb_scoring_role(((FuncExpr *) node)->funcid, &kind) == HB_ROLE_AGG;
+}
+
+/* The calls of expressions of the replaced node (or an Agg's input). */
+static List *find_calls(Node *node, List *calls, bool outer_only);
+
+static List *
+find_calls_or_agg(Node *node, List *calls, bool outer_only)
+{
+	if (is_agg_call(node))
+		return add_agg_call(calls, (FuncExpr *) node);
+	return find_calls(node, calls, outer_only);
+}
+
+/* What EXPLAIN shows for a call: an aggregate's rows as its row function. */
+static Node *
+display_call(FoundCall *fc, Node *expr)
+{
+	FuncExpr   *f = (FuncExpr *) copyObject(expr);
+
+	f->funcid = fc->display_funcid;
+	return (Node *) f;
+}
+
 static bool
 find_calls_walker(Node *node, FindCtx *ctx)
 {
@@ -310,13 +447,25 @@ find_calls_walker(Node *node, FindCtx *ctx)
 				if (equal(((FoundCall *) lfirst(lc))->expr, f))
 					return false;
 			{
-				FoundCall  *fc = palloc(sizeof(FoundCall));
+				FoundCall  *fc = palloc0(sizeof(FoundCall));
 
 				fc->expr = f;
 				fc->kind = kind;
 				fc->is_array = is_array;
+				fc->display_funcid = f->funcid;
 				ctx->calls = lappend(ctx->calls, fc);
 			}
+			return false;
+		}
+	}
+	if (IsA(node, Aggref) && ctx->conditional == 0)
+	{
+		FuncExpr   *f = agg_call_expr((Aggref *) node);
+
+		if (f != NULL &&
+			(!ctx->outer_only || !only_outer_vars_walker((Node *) f->args, NULL)))
+		{
+			ctx->calls = add_agg_call(ctx->calls, f);
 			return false;
 		}
 	}
@@ -438,7 +587,11 @@ call_var(List *calls, int i, int varno, int first_attno)
 							-1, InvalidOid, 0);
 }
 
-/* Every occurrence of a batched call becomes a Var of its column. */
+/*
+ * Every occurrence of a batched call becomes a Var of its column; a
+ * scoring aggregate whose rows are batched gets that Var as its row
+ * argument (its transition function then keeps the scores).
+ */
 static Node *
 replace_calls_mutator(Node *node, ReplaceCtx *ctx)
 {
@@ -448,6 +601,20 @@ replace_calls_mutator(Node *node, ReplaceCtx *ctx)
 		return NULL;
 	if ((i = call_index(ctx->calls, node)) >= 0)
 		return call_var(ctx->calls, i, ctx->varno, ctx->first_attno);
+	if (IsA(node, Aggref))
+	{
+		FuncExpr   *f = agg_call_expr((Aggref *) node);
+
+		if (f != NULL && (i = call_index(ctx->calls, (Node *) f)) >= 0)
+		{
+			Aggref	   *a = (Aggref *) copyObject(node);
+			TargetEntry *row = lsecond_node(TargetEntry, a->args);
+
+			row->expr = (Expr *) call_var(ctx->calls, i, ctx->varno, ctx->first_attno);
+			lsecond_oid(a->aggargtypes) = f->funcresulttype;
+			return (Node *) a;
+		}
+	}
 	return expression_tree_mutator(node, replace_calls_mutator, ctx);
 }
 
@@ -644,9 +811,10 @@ reads_whole_row(FuncExpr *f, Index scanrelid, Oid *rowtype)
 static List *
 call_private(FoundCall *fc, HbRowSource source, Oid rowtype, Oid relid)
 {
-	return list_make5(makeInteger(fc->kind), makeInteger(fc->is_array),
-					  makeInteger(source), makeInteger((int) rowtype),
-					  makeInteger((int) relid));
+	return lappend(list_make5(makeInteger(fc->kind), makeInteger(fc->is_array),
+							  makeInteger(source), makeInteger((int) rowtype),
+							  makeInteger((int) relid)),
+				   makeInteger(fc->agg));
 }
 
 /* A target list of Vars reading every column of sub, as setrefs makes. */
@@ -773,7 +941,7 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 		}
 	}
 	foreach(lc, extra)
-		calls = find_calls(lfirst(lc), calls, false);
+		calls = find_calls_or_agg(lfirst(lc), calls, false);
 	if (calls == NIL)
 		return plan;
 
@@ -826,14 +994,14 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 			exprs = lappend(exprs, remap_vars(linitial(fc->expr->args), &in, OUTER_VAR));
 			exprs = lappend(exprs, makeNullConst(RECORDOID, -1, InvalidOid));
 			/* EXPLAIN shows the call as written: t.* reads the range table */
-			display = lappend(display, copyObject(fc->expr));
+			display = lappend(display, display_call(fc, (Node *) fc->expr));
 		}
 		else
 		{
 			privs = lappend(privs, call_private(fc, HB_SOURCE_DATUM, InvalidOid, InvalidOid));
 			exprs = lappend(exprs, remap_vars(linitial(fc->expr->args), &in, OUTER_VAR));
 			exprs = lappend(exprs, remap_vars(lsecond(fc->expr->args), &in, OUTER_VAR));
-			display = lappend(display, remap_vars((Node *) fc->expr, &in, OUTER_VAR));
+			display = lappend(display, display_call(fc, remap_vars((Node *) fc->expr, &in, OUTER_VAR)));
 		}
 	}
 
@@ -900,7 +1068,7 @@ score_over(RewriteCtx *ctx, Plan *input, List *calls_exprs)
 	int			resno;
 
 	foreach(lc, calls_exprs)
-		calls = find_calls(lfirst(lc), calls, true);
+		calls = find_calls_or_agg(lfirst(lc), calls, true);
 	foreach(lc, calls)
 	{
 		FoundCall  *fc = lfirst(lc);
@@ -908,7 +1076,7 @@ score_over(RewriteCtx *ctx, Plan *input, List *calls_exprs)
 		privs = lappend(privs, call_private(fc, HB_SOURCE_DATUM, InvalidOid, InvalidOid));
 		exprs = lappend(exprs, copyObject(linitial(fc->expr->args)));
 		exprs = lappend(exprs, copyObject(lsecond(fc->expr->args)));
-		display = lappend(display, copyObject(fc->expr));
+		display = lappend(display, display_call(fc, (Node *) fc->expr));
 	}
 	tlist = pass_through_tlist(input, INDEX_VAR);
 	resno = list_length(tlist) + 1;
