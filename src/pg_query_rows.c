@@ -260,12 +260,16 @@ hb_rows_open(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
 	hb_bind_desc(&r->bind, e, r->rowdesc, CurrentMemoryContext, e->name);
 	r->bind.steps = steps;
 
+	/*
+	 * The cursor outlives the SPI connection that opened it (what SPI
+	 * allocates goes at SPI_finish); it is read with PortalRunFetch.
+	 */
 	SPI_connect();
 	r->portal = hb_open_query(query, "query");
-	r->map = convert_tuples_by_position(r->portal->tupDesc, r->rowdesc,
-										gettext_noop("query does not return rows of the given row type"));
 	SPI_finish();
 	r->portal_name = pstrdup(r->portal->name);
+	r->map = convert_tuples_by_position(r->portal->tupDesc, r->rowdesc,
+										gettext_noop("query does not return rows of the given row type"));
 
 	/* the row type's attribute a is the query's column attrmap[a] */
 	if (r->map)
