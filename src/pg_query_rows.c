@@ -2,15 +2,19 @@
  * pg_query_rows.c
  *	  Reading the rows of a caller's query in batches, for the batched
  *	  set-returning functions (hb_predict_batch, hb_predict_class_batch,
- *	  hb_predict_targets_batch, hb_topk) and the tuning sample; how many
- *	  rows a batch holds.
+ *	  hb_predict_targets_batch, hb_topk) and the tuning sample; where the
+ *	  batched functions' rows go (their tuplestore, or HbirdBatch's
+ *	  stream); how many rows a batch holds.
  *
  * (The batching scan, pg_scan*.c, reads its input plan's rows itself; this
  * file reads a query given as text, through a cursor.)  The query runs as
  * the caller, read-only, and has to return rows of the given row type;
  * its rows bind to a model's features by the names of the row type's
- * columns.  Memory is one batch: each batch's rows are freed before the
- * next one is read.
+ * columns.  The cursor is opened through SPI (its checks and errors) and
+ * read with PortalRunFetch into a receiver that binds each row from the
+ * executor's own tuple as it comes: no tuple table, and a row is copied
+ * only when the caller wants the rows themselves.  Memory is one batch:
+ * each batch's rows are freed before the next one is read.
  */
 #include "postgres.h"
 
@@ -18,11 +22,10 @@
 #include "access/tupconvert.h"
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
-#include "executor/tstoreReceiver.h"
-#include "tcop/pquery.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "parser/parse_type.h"
+#include "tcop/pquery.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -32,8 +35,6 @@
 #include "hbird.h"
 
 int			hb_batch_memory_kb = 64 * 1024;
-
-#define HB_MAX_BATCH_ROWS 65536
 
 /*
  * Wide rows (featurized text: a thousand features and more) are written one
