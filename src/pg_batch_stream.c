@@ -101,12 +101,6 @@ hb_stream_of(FunctionCallInfo fcinfo)
 
 /* ---- planning ---- */
 
-typedef struct StreamCtx
-{
-	int		   *next_id;
-	int			nodes;
-} StreamCtx;
-
 /* Does the expression read column attno (or the whole row) of INDEX_VAR? */
 static bool
 reads_column_walker(Node *node, int *attno)
@@ -134,13 +128,17 @@ to_index_var_mutator(Node *node, Index *scanrelid)
 	return expression_tree_mutator(node, to_index_var_mutator, scanrelid);
 }
 
-/* HbirdBatch in place of a Function Scan of a batched function, or NULL. */
-static Plan *
-stream_function_scan(FunctionScan *fs, StreamCtx *ctx)
+/*
+ * HbirdBatch in place of a Function Scan of one of the batched functions
+ * (the planner hook has checked which function it calls and that it runs
+ * once per execution, pg_scan_plan.c), or NULL when the scan is of another
+ * shape (several functions, ORDINALITY, ...).
+ */
+Plan *
+hb_stream_function_scan(FunctionScan *fs, int plan_node_id)
 {
 	RangeTblFunction *rtf;
 	FuncExpr   *func;
-	HbCallKind	kind;
 	TupleDesc	desc;
 	Oid			rettype;
 	CustomScan *cs;
@@ -154,8 +152,7 @@ stream_function_scan(FunctionScan *fs, StreamCtx *ctx)
 	if (!IsA(rtf->funcexpr, FuncExpr))
 		return NULL;
 	func = (FuncExpr *) rtf->funcexpr;
-	if (hb_scoring_role(func->funcid, &kind) != HB_ROLE_BATCH ||
-		!func->funcretset || func->funcvariadic ||
+	if (!func->funcretset || func->funcvariadic ||
 		contain_subplans((Node *) func->args))
 		return NULL;
 	if (get_expr_result_type((Node *) func, &rettype, &desc) != TYPEFUNC_COMPOSITE ||
@@ -179,7 +176,7 @@ stream_function_scan(FunctionScan *fs, StreamCtx *ctx)
 	cs->scan.plan.parallel_aware = false;
 	cs->scan.plan.parallel_safe = fs->scan.plan.parallel_safe;
 	cs->scan.plan.async_capable = false;
-	cs->scan.plan.plan_node_id = (*ctx->next_id)++;
+	cs->scan.plan.plan_node_id = plan_node_id;
 	cs->scan.plan.extParam = bms_copy(fs->scan.plan.extParam);
 	cs->scan.plan.allParam = bms_copy(fs->scan.plan.allParam);
 	cs->scan.plan.initPlan = fs->scan.plan.initPlan;
@@ -199,73 +196,7 @@ stream_function_scan(FunctionScan *fs, StreamCtx *ctx)
 	/* EXPLAIN names the function's columns after its range table entry */
 	cs->custom_relids = bms_make_singleton(scanrelid);
 	cs->methods = &batch_scan_methods;
-	ctx->nodes++;
 	return (Plan *) cs;
-}
-
-/*
- * Walk the nodes that run once per execution of their parent (a join's
- * outer side, an Append's children, ...), never a join's inner side or a
- * recursive term, which are run again for the same statement.
- */
-static Plan *
-stream_walk(Plan *plan, StreamCtx *ctx)
-{
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return NULL;
-	check_stack_depth();
-	switch (nodeTag(plan))
-	{
-		case T_FunctionScan:
-			{
-				Plan	   *p = stream_function_scan((FunctionScan *) plan, ctx);
-
-				return p ? p : plan;
-			}
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				lfirst(lc) = stream_walk(lfirst(lc), ctx);
-			return plan;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				lfirst(lc) = stream_walk(lfirst(lc), ctx);
-			return plan;
-		case T_SubqueryScan:
-			((SubqueryScan *) plan)->subplan =
-				stream_walk(((SubqueryScan *) plan)->subplan, ctx);
-			return plan;
-		case T_CustomScan:
-			/* the batching scan reads its input once per scan */
-			if (((CustomScan *) plan)->methods == &hb_score_scan_methods)
-				plan->lefttree = stream_walk(plan->lefttree, ctx);
-			return plan;
-		case T_RecursiveUnion:
-		case T_BitmapAnd:
-		case T_BitmapOr:
-		case T_Gather:
-		case T_GatherMerge:
-			return plan;
-		default:
-			/* joins: the outer side only */
-			plan->lefttree = stream_walk(plan->lefttree, ctx);
-			return plan;
-	}
-}
-
-/*
- * Replace the Function Scans of batched functions in the statement's main
- * plan tree by HbirdBatch nodes; *nodes counts them.
- */
-Plan *
-hb_stream_batches(Plan *plan, int *next_id, int *nodes)
-{
-	StreamCtx	ctx = {next_id, 0};
-
-	plan = stream_walk(plan, &ctx);
-	*nodes += ctx.nodes;
-	return plan;
 }
 
 /* ---- execution ---- */

@@ -62,7 +62,7 @@ extern HbFuncRole hb_scoring_role(Oid funcid, HbCallKind *kind);
 
 /* pg_batch_stream.c */
 extern void hb_stream_init(void);
-extern Plan *hb_stream_batches(Plan *plan, int *next_id, int *nodes);
+extern Plan *hb_stream_function_scan(FunctionScan *fs, int plan_node_id);
 
 /* pg_scan_exec.c */
 extern Node *hb_score_create_state(CustomScan *cscan);

@@ -25,6 +25,13 @@
  * best are not scored (pg_scan_exec.c explains why the answer, ties
  * included, is that of the row-at-a-time plan).
  *
+ * The scoring aggregates (hb_predict_agg and its class and targets forms)
+ * are batched like a call inside an aggregate: the HbirdScore node below
+ * the Agg scores their rows, and the aggregate's row argument becomes the
+ * score.  A Function Scan of a batched function (hb_predict_batch, ...)
+ * that runs once per execution of the statement becomes an HbirdBatch node
+ * (pg_batch_stream.c), which streams the function's rows.
+ *
  * Decision rule (docs/design.md, "Batching scan"): a call is batched where
  * the node evaluating it is estimated to produce at least two rows, its
  * model name does not depend on the row, and it is evaluated for every row
@@ -1504,6 +1511,80 @@ rewrite_plan(RewriteCtx *ctx, Plan *plan, SortBound sb)
 	return score_above(ctx, plan, NIL, true, NULL);
 }
 
+/* ---- streaming the batched functions (pg_batch_stream.c) ---- */
+
+typedef struct StreamCtx
+{
+	int		   *next_id;
+	int			nodes;
+} StreamCtx;
+
+/*
+ * Walk the nodes that run once per execution of their parent (a join's
+ * outer side, an Append's children, ...), never a join's inner side or a
+ * recursive term, which run again within the statement, and put HbirdBatch
+ * in place of a Function Scan of a batched function there.
+ */
+static Plan *
+stream_walk(Plan *plan, StreamCtx *ctx)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return NULL;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_FunctionScan:
+			{
+				FunctionScan *fs = (FunctionScan *) plan;
+				RangeTblFunction *rtf;
+				HbCallKind	kind;
+				Plan	   *p;
+
+				if (list_length(fs->functions) != 1)
+					return plan;
+				rtf = linitial_node(RangeTblFunction, fs->functions);
+				if (!IsA(rtf->funcexpr, FuncExpr) ||
+					hb_scoring_role(((FuncExpr *) rtf->funcexpr)->funcid, &kind) != HB_ROLE_BATCH)
+					return plan;
+				p = hb_stream_function_scan(fs, *ctx->next_id);
+				if (p == NULL)
+					return plan;
+				(*ctx->next_id)++;
+				ctx->nodes++;
+				return p;
+			}
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				lfirst(lc) = stream_walk(lfirst(lc), ctx);
+			return plan;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				lfirst(lc) = stream_walk(lfirst(lc), ctx);
+			return plan;
+		case T_SubqueryScan:
+			((SubqueryScan *) plan)->subplan =
+				stream_walk(((SubqueryScan *) plan)->subplan, ctx);
+			return plan;
+		case T_CustomScan:
+			/* the batching scan reads its input once per scan */
+			if (is_score_node(plan))
+				plan->lefttree = stream_walk(plan->lefttree, ctx);
+			return plan;
+		case T_RecursiveUnion:
+		case T_BitmapAnd:
+		case T_BitmapOr:
+		case T_Gather:
+		case T_GatherMerge:
+			return plan;
+		default:
+			/* joins: the outer side only */
+			plan->lefttree = stream_walk(plan->lefttree, ctx);
+			return plan;
+	}
+}
+
 static bool
 max_node_id_walker(Plan *plan, int *max)
 {
@@ -1634,7 +1715,12 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 	foreach(lc, stmt->subplans)
 		lfirst(lc) = rewrite_plan(&ctx, lfirst(lc), no_bound);
 	/* batched functions run once per statement stream their rows */
-	stmt->planTree = hb_stream_batches(stmt->planTree, &ctx.next_id, &ctx.nodes);
+	{
+		StreamCtx	sctx = {&ctx.next_id, 0};
+
+		stmt->planTree = stream_walk(stmt->planTree, &sctx);
+		ctx.nodes += sctx.nodes;
+	}
 
 	/* a scrollable cursor needs backward fetches: rows come from a store */
 	if (ctx.nodes > 0 && (cursorOptions & CURSOR_OPT_SCROLL) &&
