@@ -68,6 +68,15 @@ def main():
           % (meta["load_before"], meta.get("load_after", "?"), meta.get("run_seconds", "?")))
     p("")
 
+    if meta.get("only") == "e2":
+        p("BENCH_ONLY=e2: the binding step alone")
+        p("")
+        status |= binding_section(p, pg, rows)
+        if meta.get("want_hbird") == "1" and pg.get("hbird_status") != "ok":
+            p("hbird step: %s (see the log above)" % pg.get("hbird_status", "not run"))
+            status = 1
+        return finish(lines, out_path, status)
+
     # (label, rows scored, seconds, note)
     results = []
 
@@ -188,7 +197,7 @@ def main():
     if meta.get("want_hbird") == "1" and hb_status != "ok":
         p("hbird step: %s (see the log above)" % hb_status)
         status = 1
-    if meta.get("want_hbird") == "1" and hb_status == "ok":
+    if meta.get("want_hbird") == "1" and hb_status == "ok" and not meta.get("only"):
         steps = [("batched forms (e)", "batch_status"), ("first call (f)", "firstcall_status")]
         if meta.get("want_topk", "1") != "0":
             steps.append(("top-K (g)", "topk_status"))
@@ -197,6 +206,10 @@ def main():
                 p("%s: %s (see the log above)" % (what, pg.get(key, "not run")))
                 status = 1
 
+    return finish(lines, out_path, status)
+
+
+def finish(lines, out_path, status):
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     with open(out_path, "w") as fh:
@@ -211,25 +224,34 @@ def binding_section(p, pg, rows):
              ("plain", "SELECT sum(hb_predict('one', t)) FROM t (batching scan)"),
              ("rowwise", "the same, row at a time (hbird.batch_scan = off)"),
              ("agg", "sum(unnest(hb_predict_agg('one', t)))"),
-             ("batch", "sum(score) FROM hb_predict_batch('one', NULL::t)")]
+             ("agg_noscan", "the same, hbird.batch_scan = off (a whole row per call)"),
+             ("batch", "sum(score) FROM hb_predict_batch('one', NULL::t)"),
+             ("batch_noscan", "the same, hbird.batch_scan = off (Function Scan)")]
     base = fnum(pg, "bind_scan_last_seconds")
+    cbase = fnum(pg, "bind_scan_last_cpu_seconds")
     if base is None:
         return 0
     p("(e2) binding: a 1-tree model (depth 8) over the same %s rows, no workers; best of 3"
       % format(rows, ","))
-    p("     %-62s %9s  %16s" % ("query", "seconds", "beyond the scan"))
+    p("     %-62s %9s  %16s  %9s  %16s" % ("query", "seconds", "beyond the scan",
+                                           "cpu s", "cpu beyond"))
     for key, what in forms:
         v = fnum(pg, "bind_%s_seconds" % key)
+        c = fnum(pg, "bind_%s_cpu_seconds" % key)
         if v is None:
             p("     %-62s %9s" % (what, "-"))
             continue
         extra = "" if key == "scan_last" else "%+.0f ns/row" % (1e9 * (v - base) / rows)
-        p("     %-62s %9.3f  %16s" % (what, v, extra))
+        cextra = "" if key == "scan_last" or c is None or cbase is None else \
+            "%+.0f ns/row" % (1e9 * (c - cbase) / rows)
+        p("     %-62s %9.3f  %16s  %9s  %16s" % (what, v, extra,
+                                                  "-" if c is None else "%.2f" % c, cextra))
     p("     'beyond the scan' = (that time - the first row's) / rows: what reading the")
-    p("     columns into features, scoring one tree and returning the score add per row.")
+    p("     columns into features, scoring one tree and returning the score add per row;")
+    p("     'cpu' = the backend's CPU time (10 ms ticks), which a busy machine inflates less.")
     status = 0
     ref = fnum(pg, "bind_plain_result")
-    for key in ("rowwise", "agg", "batch"):
+    for key in ("rowwise", "agg", "agg_noscan", "batch", "batch_noscan"):
         v = fnum(pg, "bind_%s_result" % key)
         if ref is not None and v is not None and rel(v, ref) > 1e-9:
             p("     check FAILED: %s sums to %.17g, the batching scan to %.17g" % (key, v, ref))

@@ -31,6 +31,8 @@
 #   BENCH_FIRSTCALL_REPS=10   fresh connections per first-call variant (f)
 #   BENCH_TOPK=0              skip the top-K step (g)
 #   BENCH_TOPK_K="1 10 100 1000"  the k of the top-K step
+#   BENCH_ONLY=e2             the binding step (e2) alone: no XGBoost C API,
+#                             PL/Python or 500-tree steps (about 2 minutes)
 #
 # Generated data and the model are cached in bench/data/ (not committed).
 set -euo pipefail
@@ -78,11 +80,21 @@ F32=$DATA/bench_$ROWS.f32
 CSV=$DATA/bench_$ROWS.csv
 
 # --- (a) XGBoost C API -----------------------------------------------------------------
-log "step 2: (a) XGBoost C API, nthread=1"
-gcc -O2 -Wall -o "$DATA/xgb_capi" "$BENCH/xgb_capi.c" -lxgboost ||
-	die "cannot build bench/xgb_capi.c (libxgboost-dev installed?)"
+BENCH_ONLY=${BENCH_ONLY:-}
+case $BENCH_ONLY in
+	'' | e2) ;;
+	*) die "BENCH_ONLY=$BENCH_ONLY: the only step that runs alone is e2" ;;
+esac
 CAPI_KV=$DATA/capi_$ROWS.kv
-"$DATA/xgb_capi" "$MODEL" "$F32" "$ROWS" 28 1 "$BENCH_PY_ROWS" | tee "$CAPI_KV" >&2
+if [ -n "$BENCH_ONLY" ]; then
+	log "step 2: (a) skipped (BENCH_ONLY=$BENCH_ONLY)"
+	: >"$CAPI_KV"
+else
+	log "step 2: (a) XGBoost C API, nthread=1"
+	gcc -O2 -Wall -o "$DATA/xgb_capi" "$BENCH/xgb_capi.c" -lxgboost ||
+		die "cannot build bench/xgb_capi.c (libxgboost-dev installed?)"
+	"$DATA/xgb_capi" "$MODEL" "$F32" "$ROWS" 28 1 "$BENCH_PY_ROWS" | tee "$CAPI_KV" >&2
+fi
 
 # --- hbird build --------------------------------------------------------------------
 PG_KV=$DATA/pg_$ROWS.kv
@@ -129,7 +141,7 @@ BENCH_ROWS=$ROWS BENCH_CSV=$CSV BENCH_MODEL=$SRV/model.json BENCH_ONE_TREE=$SRV/
 	BENCH_OUT=$PG_KV \
 	BENCH_PY_ROWS=$BENCH_PY_ROWS BENCH_HBIRD=$RUN_HBIRD \
 	BENCH_FIRSTCALL_REPS=${BENCH_FIRSTCALL_REPS:-10} BENCH_TOPK=${BENCH_TOPK:-1} \
-	BENCH_TOPK_K=${BENCH_TOPK_K:-1 10 100 1000} \
+	BENCH_TOPK_K=${BENCH_TOPK_K:-1 10 100 1000} BENCH_ONLY=$BENCH_ONLY \
 	pg_virtualenv -t -v "$PG_VERSION" \
 	-o "shared_buffers=$BENCH_SHARED_BUFFERS" -o jit=off -o max_wal_size=4GB \
 	-o work_mem=64MB \
@@ -149,6 +161,7 @@ META=$DATA/meta_$ROWS.kv
 	echo "shared_buffers=$BENCH_SHARED_BUFFERS"
 	echo "want_hbird=$WANT_HBIRD"
 	echo "want_topk=${BENCH_TOPK:-1}"
+	echo "only=$BENCH_ONLY"
 	echo "load_before=$LOAD_BEFORE"
 	echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "run_seconds=$SECONDS"

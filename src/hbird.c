@@ -93,6 +93,7 @@ _PG_init(void)
 	hb_stat_init();
 	hb_owner_init();
 	hb_scan_init();
+	hb_stream_init();
 }
 
 int

@@ -9,9 +9,12 @@
 
 #include "access/htup.h"
 #include "access/tupdesc.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
+#include "nodes/execnodes.h"
 #include "lib/ilist.h"
 #include "portability/instr_time.h"
+#include "utils/array.h"
 #include "utils/portal.h"
 #include "utils/snapshot.h"
 
@@ -45,7 +48,8 @@ typedef struct HbCacheEntry
 	HbFeatureType *feature_types;
 	int			n_outputs;
 	int			n_classes;
-	void	   *class_bounds;	/* HbClassBounds, built on first use (pg_class.c) */
+	void	   *class_bounds;	/* HbClassBounds, built on first use
+								 * (pg_classify.c) */
 	HbPipeline *pipeline;		/* featurizers: rows bind to its inputs */
 	struct HbSparseLinear *sparse;	/* linear over text: margins from the
 									 * tokens (featurize_sparse.h), or NULL */
@@ -72,7 +76,7 @@ extern void hb_report(const HbError *err, const char *what, const char *name);
 extern int	hb_errcode(HbErrCode code);
 extern text *hb_require_text(FunctionCallInfo fcinfo, int argno, const char *what);
 
-/* pg_catalog.c */
+/* pg_models.c: hbird's model catalog, read with direct scans */
 extern Oid	hb_catalog_relid(const char *relname);
 extern bool hb_catalog_lookup(const char *name, HbCatalogRef *ref);
 extern bytea *hb_catalog_bytes(const char *name, int32 version,
@@ -110,10 +114,46 @@ extern void hb_cache_pin(HbCacheEntry *e);
 extern void hb_cache_unpin(HbCacheEntry *e);
 
 extern HbCacheEntry *hb_resolve_model(const char *name);
+extern HbCacheEntry *hb_resolve_model_arg(FunctionCallInfo fcinfo, int argno);
 extern bool hb_cache_same(const HbCacheEntry *a, const HbCacheEntry *b);
 extern void hb_cache_pin_for(HbCacheEntry *e, MemoryContext cxt);
 
 /* pg_bind.c */
+
+/*
+ * The featurizer steps (and the features they write) that a binding runs,
+ * when only part of a pipeline's features is wanted (pg_lazy.c).
+ */
+typedef struct HbBindSteps
+{
+	const bool *step_on;
+	const int32 *feats;
+	int32		n_feats;
+} HbBindSteps;
+
+/*
+ * Reading a binding's columns straight from tuples of one layout (the row
+ * type's own, or a query's or an input plan's whose columns map to the row
+ * type's): per bound value, the attribute of that layout and how it
+ * converts, resolved once; per row only the values move, a float column
+ * straight from the tuple into the feature matrix.
+ */
+typedef struct HbColumnReader
+{
+	TupleDesc	desc;			/* the tuples' layout */
+	int			natts;			/* attributes to walk: up to the last bound */
+	int			n;				/* values bound: features, or a pipeline's inputs */
+	int		   *att;			/* per bound value: its attribute of desc */
+	uint8	   *conv;			/* per bound value: how it converts */
+	int32	   *off;			/* per attribute < natts: its offset in a
+								 * tuple without NULLs, or -1 */
+	bool		fixed;			/* every bound attribute has an offset */
+	bool		direct;			/* numbers into features (no pipeline) */
+	const char **ptr;			/* natts: one row's attributes */
+	Datum	   *values;			/* desc->natts: one row deformed */
+	bool	   *nulls;
+} HbColumnReader;
+
 typedef struct HbBinding
 {
 	Oid			tupType;
@@ -124,13 +164,14 @@ typedef struct HbBinding
 	Oid		   *atttype;		/* per feature: base type of that column */
 	Datum	   *values;			/* deform buffers, natts long */
 	bool	   *nulls;
+	HbColumnReader rd;			/* the row type's own tuples */
 	/* a model with a pipeline binds its inputs, then featurizes */
 	const HbPipeline *pipeline;
 	double	   *num;			/* one row's numeric inputs */
 	HbText	   *text;			/* one row's text inputs */
 	double	   *slots;			/* the pipeline's scratch, one row */
-	const struct HbLazy *lazy;	/* featurize only a cheap model's part
-								 * (pg_lazy.c), or NULL */
+	const HbBindSteps *steps;	/* featurize only these steps (a cheap
+								 * model's part, pg_lazy.c), or NULL */
 } HbBinding;
 
 extern void hb_bind_record(HbBinding *b, const HbCacheEntry *e,
@@ -142,6 +183,15 @@ extern void hb_bind_row(const HbBinding *b, const HbCacheEntry *e,
 						HeapTupleHeader td, double *x);
 extern void hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e,
 						  HeapTuple tuple, double *x);
+extern void hb_reader_init(HbColumnReader *r, const HbBinding *b,
+						   const HbCacheEntry *e, TupleDesc desc,
+						   const int *map, MemoryContext mcxt);
+extern void hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
+						  const HbCacheEntry *e, HeapTuple tuple, double *x,
+						  bool margins);
+extern void hb_read_slot(const HbColumnReader *r, const HbBinding *b,
+						 const HbCacheEntry *e, TupleTableSlot *slot,
+						 double *x, bool margins);
 extern void hb_bind_values(const HbBinding *b, const HbCacheEntry *e,
 						   const Datum *values, const bool *nulls, double *x);
 extern void hb_bind_values_margins(const HbBinding *b, const HbCacheEntry *e,
@@ -202,25 +252,92 @@ extern void hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st,
 extern void hb_call_load_margins(FunctionCallInfo fcinfo, HbCallState *st,
 								 int row_arg, double *margins);
 
+extern HbCascade *hb_call_cascade(HbCallState *st);
+extern void hb_call_cascade_run(HbCallState *st, Datum row,
+								HbCascadeOut what, double *out);
+
 extern void hb_check_single_target(const HbCacheEntry *e, const char *fn);
 extern void hb_check_regression(const HbCacheEntry *e, const char *fn);
 
-/* pg_batch.c */
+/* pg_query_rows.c: the rows of a caller's query, in batches */
+#define HB_MAX_BATCH_ROWS 65536
 extern int	hb_batch_memory_kb;
 extern int	hb_batch_rows(const HbCacheEntry *e);
 extern Oid	hb_rowtype_arg(FunctionCallInfo fcinfo, int argno);
 extern char *hb_query_arg(FunctionCallInfo fcinfo, int argno, Oid rowtype);
 extern Portal hb_open_query(const char *query, const char *what);
-typedef void (*HbBatchFn) (void *arg, const double *x, Datum *items,
-						   uint64 n);
-extern void hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e,
-							const char *query, Oid rowtype, int batch,
-							HbBatchFn fn, void *arg,
-							const struct HbLazy *lazy);
-/* the same, handing fn raw margins (n_outputs per row); e->sparse only */
-extern void hb_scan_batches_margins(FunctionCallInfo fcinfo, HbCacheEntry *e,
-									const char *query, Oid rowtype, int batch,
-									HbBatchFn fn, void *arg);
+typedef struct HbQueryRows HbQueryRows;
+
+extern HbQueryRows *hb_rows_open(HbCacheEntry *e, const char *query,
+								 Oid rowtype, int batch, bool margins,
+								 const HbBindSteps *steps, bool items);
+extern uint64 hb_rows_next(HbQueryRows *r);
+extern void hb_rows_ramp_up(HbQueryRows *r);
+extern double *hb_rows_x(HbQueryRows *r);
+extern Datum *hb_rows_items(HbQueryRows *r);
+extern void hb_rows_close(HbQueryRows *r);
+
+/* a batch of bound rows (x: width doubles a row; items: the rows, or NULL) */
+typedef void (*HbBatchFn) (void *arg, HbQueryRows *rows, const double *x,
+						   Datum *items, uint64 n);
+extern void hb_scan_batches(HbCacheEntry *e, const char *query, Oid rowtype,
+							int batch, bool margins, const HbBindSteps *steps,
+							bool items, HbBatchFn fn, void *arg);
+
+/* where a batched function's rows go: its tuplestore, or a stream */
+typedef struct HbRowsOut
+{
+	ReturnSetInfo *rsinfo;		/* materialized: rsinfo->setResult */
+	int			ncols;
+	MemoryContext cxt;			/* streamed: this batch's rows */
+	Datum	   *values;
+	bool	   *nulls;
+	uint64		n;
+	uint64		cap;
+} HbRowsOut;
+
+extern void hb_rows_out_init(HbRowsOut *o, ReturnSetInfo *rsinfo, int ncols);
+extern void hb_rows_emit(HbRowsOut *o, const Datum *values, const bool *nulls);
+
+/*
+ * pg_batch_stream.c: the batched set-returning functions streamed by a
+ * plan node (HbirdBatch) rather than materialized.  Called by the node
+ * (hb_stream_of(fcinfo) is not NULL), a function opens its query and fills
+ * in the stream instead of reading every row itself; the node then asks
+ * for the rows batch by batch (fn emits a batch's rows to out).
+ */
+typedef struct HbRowsStream
+{
+	HbQueryRows *rows;
+	HbBatchFn	fn;
+	void	   *arg;
+	void		(*finish) (void *arg);	/* after the last row */
+	HbRowsOut  *out;			/* set by the node */
+	bool		want_items;		/* set by the node: the rows are read */
+} HbRowsStream;
+
+extern HbRowsStream *hb_stream_of(FunctionCallInfo fcinfo);
+
+/*
+ * pg_batch.c: the scoring aggregates' shared machinery.  A kind says how
+ * its model is checked and how a batch of bound rows becomes one value a
+ * row (NULL: the predictions, or every target).
+ */
+typedef struct HbAggState HbAggState;
+typedef void (*HbAggScoreFn) (HbCacheEntry *e, const HbCascade *cascade,
+							  const double *x, int n, double *out,
+							  struct HbLazy *lazy);
+typedef struct HbAggKind
+{
+	const char *fn;				/* the aggregate, in messages */
+	void		(*check) (const HbCacheEntry *e, const char *fn);
+	HbAggScoreFn score;
+	bool		targets;		/* n_outputs values a row */
+	Oid			elemtype;		/* of the result's elements */
+} HbAggKind;
+
+extern Datum hb_agg_sfunc(FunctionCallInfo fcinfo, const HbAggKind *kind);
+extern Datum hb_agg_final(FunctionCallInfo fcinfo);
 
 /*
  * pg_stats.c: counters of hb_stat_models.  Each call is a no-op unless
@@ -241,7 +358,7 @@ extern void hb_stat_batch(HbCacheEntry *e, int64 n, const instr_time *start,
 extern void hb_stat_call(HbCacheEntry *e);
 extern void hb_stat_topk(HbCacheEntry *e, const struct HbTopkStats *s);
 extern void hb_stat_cache(HbCacheEntry *e, const instr_time *compile_start);
-/* pg_class.c */
+/* pg_classify.c: predicted classes */
 extern bool hb_early_exit;
 extern void hb_check_classifier(const HbCacheEntry *e, const char *fn);
 extern void hb_classify(HbCacheEntry *e, const HbCascade *cascade,
@@ -274,9 +391,6 @@ typedef struct HbTuning
 extern bool hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 						   MemoryContext cxt, HbTuning *out);
 extern HbCascade *hb_cascade_for(const HbCacheEntry *e, MemoryContext cxt);
-extern HbCascade *hb_call_cascade(HbCallState *st);
-extern void hb_call_cascade_run(HbCallState *st, Datum row, HbCascadeOut what,
-								double *out);
 
 /* pg_lazy.c: lazy featurization for the cheap models */
 typedef struct HbLazy HbLazy;
@@ -284,7 +398,7 @@ typedef struct HbLazy HbLazy;
 extern bool hb_lazy_on;
 extern HbLazy *hb_lazy_for(const HbCacheEntry *e, const HbApprox *a,
 						   MemoryContext cxt);
-extern void hb_lazy_featurize(const HbLazy *l, const HbBinding *b, double *x);
+extern const HbBindSteps *hb_lazy_steps(const HbLazy *l);
 extern void hb_lazy_set_rows(HbLazy *l, Datum *rows);
 extern void hb_lazy_fill(HbLazy *l, Datum row, double *x);
 extern void hb_lazy_complete(void *arg, const size_t *rows, size_t n,

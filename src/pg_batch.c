@@ -1,7 +1,10 @@
 /*
  * pg_batch.c
- *	  Batched scoring: the hb_predict_agg aggregate, the hb_predict_batch
- *	  set-returning function, and hb_compile.
+ *	  Batched scoring: the scoring aggregates (hb_predict_agg and
+ *	  hb_predict_targets_agg here; hb_predict_class_agg, beside the other
+ *	  class functions in pg_classify.c, shares their machinery), the
+ *	  hb_predict_batch and hb_predict_targets_batch set-returning
+ *	  functions, and hb_compile.
  *
  * Rows are collected into a feature matrix of up to hb_batch_rows() rows and
  * scored in one call of the plan, which then picks the strategy that suits a
@@ -31,52 +34,17 @@
 
 PG_FUNCTION_INFO_V1(hb_predict_agg_sfunc);
 PG_FUNCTION_INFO_V1(hb_predict_agg_final);
-PG_FUNCTION_INFO_V1(hb_predict_class_agg_sfunc);
-PG_FUNCTION_INFO_V1(hb_predict_class_agg_final);
 PG_FUNCTION_INFO_V1(hb_predict_batch);
 PG_FUNCTION_INFO_V1(hb_predict_targets_agg_sfunc);
 PG_FUNCTION_INFO_V1(hb_predict_targets_agg_final);
 PG_FUNCTION_INFO_V1(hb_predict_targets_batch);
 PG_FUNCTION_INFO_V1(hb_compile);
 
+/* ---- hb_predict_agg(name, row) -> float8[], and its class and targets forms ---- */
 
-#define HB_MAX_BATCH_ROWS 65536
-
-/*
- * Wide rows (featurized text: a thousand features and more) are written one
- * by one into the batch and then read again for every tree, so the batch
- * has to stay in cache: a forest over 1,027 features scored 100,000 rows in
- * 2.0 s with 64 MB batches, 0.86 s with 1 MB and 0.80 s with 256 kB (row by
- * row: 1.8 s).  Narrow rows keep the big batches the strategies and the
- * device are tuned for.
- */
-#define HB_WIDE_ROW_BYTES	(2 * 1024)
-#define HB_WIDE_BATCH_BYTES (512 * 1024)
-#define HB_WIDE_MIN_ROWS	64
-
-/*
- * Rows per batch: as many as fit hbird.batch_memory with the inputs, the
- * margins and the outputs of each row, capped where bigger batches stop
- * paying (the strategies block rows internally).
- */
-int
-hb_batch_rows(const HbCacheEntry *e)
+struct HbAggState
 {
-	double		per_row = sizeof(double) *
-		((double) e->n_features + 2.0 * Max(e->n_outputs, 1) + Max(e->n_classes, 1));
-	double		rows = (double) hb_batch_memory_kb * 1024.0 / per_row;
-
-	if (rows > HB_MAX_BATCH_ROWS)
-		rows = HB_MAX_BATCH_ROWS;
-	if (per_row > HB_WIDE_ROW_BYTES)
-		rows = Min(rows, Max(HB_WIDE_MIN_ROWS, HB_WIDE_BATCH_BYTES / per_row));
-	return rows < 1 ? 1 : (int) rows;
-}
-
-/* ---- hb_predict_agg(name, row) -> float8[] ---- */
-
-typedef struct HbAggState
-{
+	const HbAggKind *kind;
 	HbCacheEntry *entry;		/* pinned for the state's lifetime */
 	int			batch;			/* rows per batch */
 	int			cap;			/* rows the buffers hold now */
@@ -91,26 +59,22 @@ typedef struct HbAggState
 	bool		any_null;
 	int64		npreds;
 	int64		pcap;
-	bool		classes;		/* hb_predict_class_agg: class indexes */
-	bool		targets;		/* hb_predict_targets_agg: pw values a row */
 	int			pw;				/* doubles per prediction */
 	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
 	HbLazy	   *lazy;			/* rows bound lazily for it (pg_lazy.c) */
 	Datum	   *rows;			/* lazy: copies of the buffered rows, 0 for
 								 * NULL; freed per batch (no context per
 								 * group: see pg_topk.c's heap_init) */
-} HbAggState;
+	bool		scored;			/* the rows come scored (pg_scan_plan.c) */
+};
 
+/* Room for n more predictions. */
 static void
-agg_flush(HbAggState *s)
+agg_grow(HbAggState *s, int n)
 {
-	instr_time	start;			/* hb_stat_models */
-
-	if (s->nbuf == 0)
-		return;
-	if (s->npreds + s->nbuf > s->pcap)
+	if (s->npreds + n > s->pcap)
 	{
-		int64		cap = Max(s->pcap * 2, s->npreds + s->nbuf);
+		int64		cap = Max(s->pcap * 2, s->npreds + n);
 
 		if ((Size) cap * s->pw * sizeof(double) > MaxAllocHugeSize)
 			ereport(ERROR,
@@ -125,36 +89,35 @@ agg_flush(HbAggState *s)
 			MemoryContextAllocHuge(GetMemoryChunkContext(s), cap * sizeof(bool));
 		s->pcap = cap;
 	}
-	INSTR_TIME_SET_CURRENT(start);
-	if (s->classes)
-	{
-		int32	   *cls = palloc(sizeof(int32) * s->nbuf);
+}
 
-		if (s->lazy)
-			hb_lazy_set_rows(s->lazy, s->rows);
-		hb_classify_lazy(s->entry, s->cascade, s->x, s->nbuf, cls, s->lazy);
-		for (int i = 0; i < s->nbuf; i++)
-			s->preds[s->npreds + i] = cls[i];
-		pfree(cls);
-	}
+static void
+agg_flush(HbAggState *s)
+{
+	instr_time	start;			/* hb_stat_models */
+	double	   *out;
+
+	if (s->nbuf == 0)
+		return;
+	agg_grow(s, s->nbuf);
+	INSTR_TIME_SET_CURRENT(start);
+	out = s->preds + s->npreds * s->pw;
+	if (s->lazy)
+		hb_lazy_set_rows(s->lazy, s->rows);
+	if (s->kind->score)
+		s->kind->score(s->entry, s->cascade, s->x, s->nbuf, out, s->lazy);
 	else if (s->cascade)
-	{
-		if (s->lazy)
-			hb_lazy_set_rows(s->lazy, s->rows);
 		hb_cascade_run_lazy(s->entry->plan, s->cascade, s->x, s->nbuf,
-							HB_CASCADE_PREDICT, s->preds + s->npreds, NULL,
+							HB_CASCADE_PREDICT, out, NULL,
 							s->lazy ? hb_lazy_complete : NULL, s->lazy);
-	}
-	else if (s->targets && s->margins)
-		hb_link_targets(s->entry->plan, s->x, s->nbuf, s->preds + s->npreds * s->pw);
-	else if (s->targets)
-		hb_plan_targets(s->entry->plan, s->x, s->nbuf, s->scratch,
-						s->preds + s->npreds * s->pw);
+	else if (s->kind->targets && s->margins)
+		hb_link_targets(s->entry->plan, s->x, s->nbuf, out);
+	else if (s->kind->targets)
+		hb_plan_targets(s->entry->plan, s->x, s->nbuf, s->scratch, out);
 	else if (s->margins)
-		hb_link_predict(s->entry->plan, s->x, s->nbuf, s->preds + s->npreds);
+		hb_link_predict(s->entry->plan, s->x, s->nbuf, out);
 	else
-		hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch,
-						s->preds + s->npreds);
+		hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch, out);
 	hb_stat_batch(s->entry, s->nbuf, &start, false);
 	for (int i = 0; i < s->nbuf; i++)
 		s->pnull[s->npreds + i] = s->bnull[i];
@@ -197,48 +160,99 @@ agg_reserve(HbAggState *s)
 	s->cap = cap;
 }
 
-typedef enum AggKind
+/*
+ * A new group's state, its model resolved and checked as the aggregate's
+ * first call does it.
+ */
+static HbAggState *
+agg_start(FunctionCallInfo fcinfo, const HbAggKind *kind, MemoryContext aggcxt,
+		  HbCallState *st)
 {
-	AGG_PREDICT,
-	AGG_CLASS,
-	AGG_TARGETS
-} AggKind;
+	HbAggState *s = MemoryContextAllocZero(aggcxt, sizeof(HbAggState));
 
+	s->kind = kind;
+	s->entry = st->entry;
+	hb_cache_pin_for(st->entry, aggcxt);
+	s->batch = hb_batch_rows(st->entry);
+	s->pw = kind->targets ? st->entry->n_outputs : 1;
+	return s;
+}
+
+/*
+ * The batching scan (pg_scan_plan.c) scores the rows of an aggregate over a
+ * scan itself and hands the aggregate each row's prediction instead of the
+ * row (the argument's type says so: float8, integer for classes, float8[]
+ * for targets): the group only keeps them, in input order.  The scan did
+ * the model's checks and counted the rows; the group counts its call.
+ */
 static Datum
-agg_sfunc(FunctionCallInfo fcinfo, AggKind kind)
+agg_keep_scored(FunctionCallInfo fcinfo, const HbAggKind *kind,
+				MemoryContext aggcxt, HbAggState *s)
 {
-	bool		classes = kind == AGG_CLASS;
-	const char *fn = kind == AGG_CLASS ? "hb_predict_class_agg" :
-		kind == AGG_TARGETS ? "hb_predict_targets_agg" : "hb_predict_agg";
+	if (s == NULL)
+	{
+		HbCallState *st = hb_call_prepare(fcinfo, 1, false);
+
+		kind->check(st->entry, kind->fn);
+		s = agg_start(fcinfo, kind, aggcxt, st);
+		s->scored = true;
+	}
+	agg_grow(s, 1);
+	s->pnull[s->npreds] = PG_ARGISNULL(2);
+	if (PG_ARGISNULL(2))
+		s->any_null = true;
+	else if (kind->targets)
+	{
+		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(2);
+
+		if (ARR_NDIM(a) != 1 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID ||
+			ARR_DIMS(a)[0] != s->pw)
+			elog(ERROR, "%s got a row's targets of an unexpected shape", kind->fn);
+		memcpy(s->preds + s->npreds * s->pw, ARR_DATA_PTR(a), sizeof(double) * s->pw);
+	}
+	else if (kind->elemtype == INT4OID)
+		s->preds[s->npreds] = (double) PG_GETARG_INT32(2);
+	else
+		s->preds[s->npreds] = PG_GETARG_FLOAT8(2);
+	s->npreds++;
+	PG_RETURN_POINTER(s);
+}
+
+/* A row's prediction, class or targets, where the aggregate takes a row. */
+static bool
+is_scored_arg(Oid type)
+{
+	return type == FLOAT8OID || type == INT4OID || type == FLOAT8ARRAYOID;
+}
+
+/*
+ * The transition function of a scoring aggregate (name, row): the row is
+ * bound into the group's batch, and a full batch is scored.
+ */
+Datum
+hb_agg_sfunc(FunctionCallInfo fcinfo, const HbAggKind *kind)
+{
+	const char *fn = kind->fn;
 	MemoryContext aggcxt;
 	HbAggState *s;
 	HbCallState *st;
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		elog(ERROR, "%s called in non-aggregate context", fn);
+	s = PG_ARGISNULL(0) ? NULL : (HbAggState *) PG_GETARG_POINTER(0);
+	if (s ? s->scored : is_scored_arg(get_fn_expr_argtype(fcinfo->flinfo, 2)))
+		return agg_keep_scored(fcinfo, kind, aggcxt, s);
 
 	st = hb_call_prepare(fcinfo, 1, false);
-	if (classes)
-		hb_check_classifier(st->entry, fn);
-	else if (kind == AGG_TARGETS)
-		hb_check_regression(st->entry, fn);
-	else
-		hb_check_single_target(st->entry, fn);
-	s = PG_ARGISNULL(0) ? NULL : (HbAggState *) PG_GETARG_POINTER(0);
+	kind->check(st->entry, fn);
 	if (s == NULL)
 	{
-		s = MemoryContextAllocZero(aggcxt, sizeof(HbAggState));
-		s->entry = st->entry;
-		hb_cache_pin_for(st->entry, aggcxt);
-		s->batch = hb_batch_rows(st->entry);
-		s->classes = classes;
-		s->targets = kind == AGG_TARGETS;
-		s->pw = s->targets ? st->entry->n_outputs : 1;
-		s->cascade = s->targets ? NULL : hb_cascade_for(st->entry, aggcxt);
+		s = agg_start(fcinfo, kind, aggcxt, st);
+		s->cascade = kind->targets ? NULL : hb_cascade_for(st->entry, aggcxt);
 		if (s->cascade)
 			s->lazy = hb_lazy_for(st->entry, s->cascade->approx, aggcxt);
 		/* a linear model over text buffers margins, not 20,000-wide rows */
-		s->margins = st->entry->sparse && !classes && s->cascade == NULL;
+		s->margins = st->entry->sparse && kind->score == NULL && s->cascade == NULL;
 		s->width = s->margins ? st->entry->n_outputs : st->entry->n_features;
 		if (s->margins)
 			s->batch = HB_MAX_BATCH_ROWS;
@@ -292,34 +306,18 @@ agg_sfunc(FunctionCallInfo fcinfo, AggKind kind)
 	PG_RETURN_POINTER(s);
 }
 
-Datum
-hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
-{
-	return agg_sfunc(fcinfo, AGG_PREDICT);
-}
-
-Datum
-hb_predict_class_agg_sfunc(PG_FUNCTION_ARGS)
-{
-	return agg_sfunc(fcinfo, AGG_CLASS);
-}
-
-Datum
-hb_predict_targets_agg_sfunc(PG_FUNCTION_ARGS)
-{
-	return agg_sfunc(fcinfo, AGG_TARGETS);
-}
-
 /* The group's predictions (or class indexes) in input order. */
-static Datum
-agg_final(FunctionCallInfo fcinfo, bool classes)
+Datum
+hb_agg_final(FunctionCallInfo fcinfo)
 {
 	HbAggState *s;
 	Datum	   *d;
+	bool		classes;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	s = (HbAggState *) PG_GETARG_POINTER(0);
+	classes = s->kind->elemtype == INT4OID;
 	agg_flush(s);
 	hb_stat_call(s->entry);
 	d = palloc_extended(sizeof(Datum) * Max(s->npreds, 1), MCXT_ALLOC_HUGE);
@@ -342,16 +340,29 @@ agg_final(FunctionCallInfo fcinfo, bool classes)
 	}
 }
 
+static const HbAggKind predict_agg = {
+	"hb_predict_agg", hb_check_single_target, NULL, false, FLOAT8OID
+};
+static const HbAggKind targets_agg = {
+	"hb_predict_targets_agg", hb_check_regression, NULL, true, FLOAT8OID
+};
+
 Datum
-hb_predict_agg_final(PG_FUNCTION_ARGS)
+hb_predict_agg_sfunc(PG_FUNCTION_ARGS)
 {
-	return agg_final(fcinfo, false);
+	return hb_agg_sfunc(fcinfo, &predict_agg);
 }
 
 Datum
-hb_predict_class_agg_final(PG_FUNCTION_ARGS)
+hb_predict_agg_final(PG_FUNCTION_ARGS)
 {
-	return agg_final(fcinfo, true);
+	return hb_agg_final(fcinfo);
+}
+
+Datum
+hb_predict_targets_agg_sfunc(PG_FUNCTION_ARGS)
+{
+	return hb_agg_sfunc(fcinfo, &targets_agg);
 }
 
 /* The group's targets, one row of n_outputs per input row (NULLs for a NULL row). */
@@ -390,192 +401,12 @@ hb_predict_targets_agg_final(PG_FUNCTION_ARGS)
 
 /* ---- hb_predict_batch(name, rowtype, query) -> (score, item) ---- */
 
-/*
- * The query argument argno of a batched entry point; NULL means the
- * relation behind the row type.
- */
-char *
-hb_query_arg(FunctionCallInfo fcinfo, int argno, Oid rowtype)
-{
-	Oid			relid;
-
-	if (!PG_ARGISNULL(argno))
-		return text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	relid = typeidTypeRelid(rowtype);
-
-	/* a standalone composite type (CREATE TYPE ... AS) has no rows */
-	if (!OidIsValid(relid) || get_rel_relkind(relid) == RELKIND_COMPOSITE_TYPE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("type %s is not the row type of a table", format_type_be(rowtype)),
-				 errhint("Pass a query that returns rows of that type, as in (..., NULL::%s, 'SELECT ... FROM ...').",
-						 format_type_be(rowtype))));
-	return psprintf("SELECT * FROM %s",
-					quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-											   get_rel_name(relid)));
-}
-
-Oid
-hb_rowtype_arg(FunctionCallInfo fcinfo, int argno)
-{
-	Oid			t = get_fn_expr_argtype(fcinfo->flinfo, argno);
-
-	if (!OidIsValid(t) || !type_is_rowtype(t) || t == RECORDOID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("row type argument must be a named composite type, such as NULL::my_table")));
-	return t;
-}
-
-/*
- * Open a read-only cursor over the caller's query (SPI connected).  It has
- * to be one SELECT that only reads: said up front and in those words,
- * rather than as the "not allowed in a non-volatile function" that SPI's
- * read-only mode would raise halfway.  what names the query in errors
- * ("query", "sample query").
- */
-Portal
-hb_open_query(const char *query, const char *what)
-{
-	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
-	List	   *sources;
-	ListCell   *lc;
-
-	if (plan == NULL)
-		elog(ERROR, "could not prepare %s: %s", what, SPI_result_code_string(SPI_result));
-	sources = SPI_plan_get_plan_sources(plan);
-	if (list_length(sources) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a single SELECT that returns rows", what),
-				 errdetail("It has %d statements.", list_length(sources))));
-	foreach(lc, ((CachedPlanSource *) linitial(sources))->query_list)
-	{
-		Query	   *q = lfirst_node(Query, lc);
-		const char *tag = GetCommandTagName(((CachedPlanSource *) linitial(sources))->commandTag);
-
-		if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s must be a SELECT that only reads, not %s", what, tag)));
-		if (q->hasModifyingCTE)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s must be a SELECT that only reads", what),
-					 errdetail("Its WITH clause holds a data-modifying statement.")));
-		if (q->rowMarks != NIL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s must be a SELECT that only reads", what),
-					 errdetail("It locks rows (FOR UPDATE / FOR SHARE).")));
-	}
-	if (!SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a single SELECT that returns rows", what)));
-	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
-}
-
-/*
- * Open the query and check that its rows are of the wanted row type (same
- * column types by position, as a function returning that type would
- * need).  Returns the conversion map (NULL if none needed).
- */
-static Portal
-open_cursor(const char *query, TupleDesc rowdesc, TupleConversionMap **map)
-{
-	Portal		portal = hb_open_query(query, "query");
-
-	*map = convert_tuples_by_position(portal->tupDesc, rowdesc,
-									  gettext_noop("query does not return rows of the given row type"));
-	return portal;
-}
-
-/*
- * Run query (rows of type rowtype) through a cursor, batch rows at a
- * time: each batch's rows are bound to model e's features into x and handed
- * to fn, with the rows themselves as composite datums of the row type.  A
- * batch's memory is freed before the next one, so memory is O(batch).
- */
-static void
-scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
-			 Oid rowtype, int batch, bool margins, HbBatchFn fn, void *arg,
-			 const HbLazy *lazy)
-{
-	TupleDesc	rowdesc = lookup_rowtype_tupdesc_copy(rowtype, -1);
-	MemoryContext batch_cxt;
-	Portal		portal;
-	TupleConversionMap *map;
-	HbBinding	bind;
-	double	   *x;
-	int			width = margins ? e->n_outputs : e->n_features;
-
-	Assert(!margins || e->sparse != NULL);
-	x = palloc_extended(sizeof(double) * batch * width, MCXT_ALLOC_HUGE);
-	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird batch",
-									  ALLOCSET_DEFAULT_SIZES);
-	/* features bind by the names of the row type's columns */
-	hb_bind_desc(&bind, e, rowdesc, fcinfo->flinfo->fn_mcxt, e->name);
-	bind.lazy = lazy;
-
-	SPI_connect();
-	portal = open_cursor(query, rowdesc, &map);
-	for (;;)
-	{
-		MemoryContext old;
-		Datum	   *items;
-		uint64		n;
-
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, batch);
-		n = SPI_processed;
-		if (n == 0)
-			break;
-		old = MemoryContextSwitchTo(batch_cxt);
-		items = palloc(sizeof(Datum) * n);
-		for (uint64 i = 0; i < n; i++)
-		{
-			HeapTuple	tup = map ? execute_attr_map_tuple(SPI_tuptable->vals[i], map) :
-				SPI_tuptable->vals[i];
-
-			if (margins)
-				hb_bind_tuple_margins(&bind, e, tup, x + i * width);
-			else
-				hb_bind_tuple(&bind, e, tup, x + i * width);
-			items[i] = heap_copy_tuple_as_datum(tup, rowdesc);
-		}
-		fn(arg, x, items, n);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(batch_cxt);
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
-	MemoryContextDelete(batch_cxt);
-	pfree(x);
-}
-
-void
-hb_scan_batches(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
-				Oid rowtype, int batch, HbBatchFn fn, void *arg,
-				const HbLazy *lazy)
-{
-	scan_batches(fcinfo, e, query, rowtype, batch, false, fn, arg, lazy);
-}
-
-void
-hb_scan_batches_margins(FunctionCallInfo fcinfo, HbCacheEntry *e,
-						const char *query, Oid rowtype, int batch,
-						HbBatchFn fn, void *arg)
-{
-	scan_batches(fcinfo, e, query, rowtype, batch, true, fn, arg, NULL);
-}
-
 typedef struct PredictBatch
 {
 	HbCacheEntry *entry;
-	ReturnSetInfo *rsinfo;
+	HbRowsOut  *out;
 	bool		targets;		/* hb_predict_targets_batch */
+	bool		items;			/* the rows go out with their scores */
 	double	   *scratch;
 	double	   *pred;
 	HbCascade  *cascade;
@@ -584,11 +415,15 @@ typedef struct PredictBatch
 } PredictBatch;
 
 static void
-predict_batch(void *arg, const double *x, Datum *items, uint64 n)
+predict_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
+			  uint64 n)
 {
 	PredictBatch *b = arg;
 	instr_time	start;			/* hb_stat_models */
+	Datum		values[2];
+	bool		nulls[2] = {false, !b->items};
 
+	values[1] = (Datum) 0;
 	INSTR_TIME_SET_CURRENT(start);
 	if (b->targets)
 	{
@@ -601,16 +436,15 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 		hb_stat_batch(b->entry, (int64) n, &start, false);
 		for (uint64 i = 0; i < n; i++)
 		{
-			Datum		values[2];
-			bool		nulls[2] = {false, false};
 			Datum	   *d = palloc(sizeof(Datum) * nt);
 
 			for (int j = 0; j < nt; j++)
 				d[j] = Float8GetDatum(b->pred[i * nt + j]);
 			values[0] = PointerGetDatum(construct_array(d, nt, FLOAT8OID, sizeof(float8),
 														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-			values[1] = items[i];
-			tuplestore_putvalues(b->rsinfo->setResult, b->rsinfo->setDesc, values, nulls);
+			if (b->items)
+				values[1] = items[i];
+			hb_rows_emit(b->out, values, nulls);
 		}
 		return;
 	}
@@ -629,14 +463,17 @@ predict_batch(void *arg, const double *x, Datum *items, uint64 n)
 	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{
-		Datum		values[2];
-		bool		nulls[2] = {false, false};
-
 		values[0] = Float8GetDatum(b->pred[i]);
-		values[1] = items[i];
-		tuplestore_putvalues(b->rsinfo->setResult, b->rsinfo->setDesc,
-							 values, nulls);
+		if (b->items)
+			values[1] = items[i];
+		hb_rows_emit(b->out, values, nulls);
 	}
+}
+
+static void
+predict_batch_finish(void *arg)
+{
+	hb_stat_call(((PredictBatch *) arg)->entry);
 }
 
 static Datum
@@ -644,33 +481,52 @@ predict_batch_call(FunctionCallInfo fcinfo, bool targets)
 {
 	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
 	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
-	PredictBatch b;
+	HbRowsStream *stream = hb_stream_of(fcinfo);
+	PredictBatch *b = palloc0(sizeof(PredictBatch));
+	HbRowsOut	out;
 	char	   *query;
 	int			batch;
 
-	b.entry = st->entry;
-	b.targets = targets;
+	b->entry = st->entry;
+	b->targets = targets;
 	if (targets)
-		hb_check_regression(b.entry, "hb_predict_targets_batch");
+		hb_check_regression(b->entry, "hb_predict_targets_batch");
 	else
-		hb_check_single_target(b.entry, "hb_predict_batch");
-	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	InitMaterializedSRF(fcinfo, 0);
+		hb_check_single_target(b->entry, "hb_predict_batch");
+	if (stream == NULL)
+	{
+		InitMaterializedSRF(fcinfo, 0);
+		hb_rows_out_init(&out, (ReturnSetInfo *) fcinfo->resultinfo, 2);
+		b->out = &out;
+		b->items = true;
+	}
+	else
+	{
+		b->out = stream->out;
+		b->items = stream->want_items;
+	}
 	query = hb_query_arg(fcinfo, 2, rowtype);
-	batch = hb_batch_rows(b.entry);
-	b.scratch = palloc_extended(sizeof(double) * batch * b.entry->n_outputs, MCXT_ALLOC_HUGE);
-	b.pred = palloc_extended(sizeof(double) * batch * (targets ? b.entry->n_outputs : 1),
-							 MCXT_ALLOC_HUGE);
-	b.cascade = targets ? NULL : hb_cascade_for(b.entry, CurrentMemoryContext);
-	b.lazy = b.cascade ? hb_lazy_for(b.entry, b.cascade->approx, CurrentMemoryContext) : NULL;
-	b.margins = b.entry->sparse != NULL && b.cascade == NULL;
-	if (b.margins)
-		hb_scan_batches_margins(fcinfo, b.entry, query, rowtype, batch,
-								predict_batch, &b);
-	else
-		hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, predict_batch, &b,
-						b.lazy);
-	hb_stat_call(b.entry);
+	batch = hb_batch_rows(b->entry);
+	b->scratch = palloc_extended(sizeof(double) * batch * b->entry->n_outputs, MCXT_ALLOC_HUGE);
+	b->pred = palloc_extended(sizeof(double) * batch * (targets ? b->entry->n_outputs : 1),
+							  MCXT_ALLOC_HUGE);
+	b->cascade = targets ? NULL : hb_cascade_for(b->entry, CurrentMemoryContext);
+	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, CurrentMemoryContext) : NULL;
+	b->margins = b->entry->sparse != NULL && b->cascade == NULL;
+	if (stream)
+	{
+		stream->rows = hb_rows_open(b->entry, query, rowtype, batch, b->margins,
+									hb_lazy_steps(b->lazy),
+									b->items || b->lazy != NULL);
+		hb_rows_ramp_up(stream->rows);
+		stream->fn = predict_batch;
+		stream->arg = b;
+		stream->finish = predict_batch_finish;
+		return (Datum) 0;
+	}
+	hb_scan_batches(b->entry, query, rowtype, batch, b->margins,
+					hb_lazy_steps(b->lazy), true, predict_batch, b);
+	predict_batch_finish(b);
 	return (Datum) 0;
 }
 

@@ -80,7 +80,7 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	b->tupTypmod = tupTypmod;
 	b->natts = desc->natts;
 	b->pipeline = p;
-	b->lazy = NULL;
+	b->steps = NULL;
 	b->attnum = palloc(sizeof(int) * Max(n_bind, 1));
 	b->atttype = palloc(sizeof(Oid) * Max(n_bind, 1));
 	b->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
@@ -152,6 +152,7 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	/* a private copy: deforming needs only lengths and alignments */
 	b->desc = CreateTupleDescCopy(desc);
 	MemoryContextSwitchTo(old);
+	hb_reader_init(&b->rd, b, e, b->desc, NULL, mcxt);
 }
 
 static inline double
@@ -178,34 +179,24 @@ datum_to_double(Datum d, Oid type)
 	pg_unreachable();
 }
 
-/* A composite datum's tuple, as heap_deform_tuple reads it. */
-static inline void
-row_tuple(HeapTupleHeader td, HeapTuple tuple)
-{
-	tuple->t_len = HeapTupleHeaderGetDatumLength(td);
-	ItemPointerSetInvalid(&(tuple->t_self));
-	tuple->t_tableOid = InvalidOid;
-	tuple->t_data = td;
-}
-
-void
-hb_bind_row(const HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
-			double *x)
-{
-	HeapTupleData tuple;
-
-	row_tuple(td, &tuple);
-	hb_bind_tuple(b, e, &tuple, x);
-}
-
-/* Featurize the bound row in b->num / b->text into x. */
+/*
+ * Featurize the bound row in b->num / b->text into x: every step, or only
+ * the binding's steps (the features a cheap model reads, pg_lazy.c).
+ */
 static void
 featurize_row(const HbBinding *b, const HbCacheEntry *e, double *x)
 {
 	HbRawRows	raw = {1, b->num, b->text};
 	HbError		err = {0};
+	bool		ok;
 
-	if (!hb_pipeline_run_with(b->pipeline, &raw, x, b->slots, &err))
+	if (b->steps)
+		ok = hb_pipeline_run_steps(b->pipeline, &raw, x, b->slots,
+								   b->steps->step_on, b->steps->feats,
+								   b->steps->n_feats, &err);
+	else
+		ok = hb_pipeline_run_with(b->pipeline, &raw, x, b->slots, &err);
+	if (!ok)
 		hb_report(&err, "could not featurize a row for model", e->name);
 }
 
@@ -272,30 +263,7 @@ hb_bind_values(const HbBinding *b, const HbCacheEntry *e, const Datum *values,
 		return;
 	}
 	bind_inputs(b, values, nulls);
-	if (b->lazy)
-		hb_lazy_featurize(b->lazy, b, x);
-	else
-		featurize_row(b, e, x);
-}
-
-void
-hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
-			  double *x)
-{
-	heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
-	hb_bind_values(b, e, b->values, b->nulls, x);
-}
-
-/*
- * A linear model over text (e->sparse): the row's margins straight from
- * its inputs, without the feature vector (featurize_sparse.h).
- */
-void
-hb_bind_tuple_margins(const HbBinding *b, const HbCacheEntry *e,
-					  HeapTuple tuple, double *margins)
-{
-	heap_deform_tuple(tuple, b->desc, b->values, b->nulls);
-	hb_bind_values_margins(b, e, b->values, b->nulls, margins);
+	featurize_row(b, e, x);
 }
 
 /* hb_bind_tuple_margins of a row given as its column values */
@@ -312,6 +280,311 @@ hb_bind_values_margins(const HbBinding *b, const HbCacheEntry *e,
 		hb_report(&err, "could not featurize a row for model", e->name);
 }
 
+/* ---- reading bound columns from tuples ---- */
+
+/* How a bound column's value becomes a double. */
+enum
+{
+	CONV_FLOAT8,
+	CONV_FLOAT4,
+	CONV_INT2,
+	CONV_INT4,
+	CONV_INT8,
+	CONV_BOOL,
+	CONV_NUMERIC,
+	CONV_OTHER					/* text: a pipeline's input */
+};
+
+static uint8
+conv_of(Oid type)
+{
+	switch (type)
+	{
+		case FLOAT8OID:
+			return CONV_FLOAT8;
+		case FLOAT4OID:
+			return CONV_FLOAT4;
+		case INT2OID:
+			return CONV_INT2;
+		case INT4OID:
+			return CONV_INT4;
+		case INT8OID:
+			return CONV_INT8;
+		case BOOLOID:
+			return CONV_BOOL;
+		case NUMERICOID:
+			return CONV_NUMERIC;
+		default:
+			return CONV_OTHER;
+	}
+}
+
+/* The value of a column stored at p, as datum_to_double reads its datum. */
+static inline double
+stored_to_double(uint8 conv, const char *p)
+{
+	switch (conv)
+	{
+		case CONV_FLOAT8:
+			{
+				float8		v;
+
+				memcpy(&v, p, sizeof(v));
+				return v;
+			}
+		case CONV_FLOAT4:
+			{
+				float4		v;
+
+				memcpy(&v, p, sizeof(v));
+				return (double) v;
+			}
+		case CONV_INT2:
+			{
+				int16		v;
+
+				memcpy(&v, p, sizeof(v));
+				return (double) v;
+			}
+		case CONV_INT4:
+			{
+				int32		v;
+
+				memcpy(&v, p, sizeof(v));
+				return (double) v;
+			}
+		case CONV_INT8:
+			{
+				int64		v;
+
+				memcpy(&v, p, sizeof(v));
+				return (double) v;
+			}
+		case CONV_BOOL:
+			return *(const bool *) p ? 1.0 : 0.0;
+		case CONV_NUMERIC:
+			return datum_to_double(PointerGetDatum(p), NUMERICOID);
+	}
+	pg_unreachable();
+}
+
+/*
+ * A reader of b's bound columns from tuples laid out as desc: map[a] is the
+ * attribute of desc that holds attribute a of b's row type (NULL: the
+ * same).  Offsets are those of a tuple without NULLs, up to the first
+ * column of variable width.
+ */
+void
+hb_reader_init(HbColumnReader *r, const HbBinding *b, const HbCacheEntry *e,
+			   TupleDesc desc, const int *map, MemoryContext mcxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	int			n = b->pipeline ? b->pipeline->n_inputs : e->n_features;
+	int32		off = 0;
+
+	r->desc = desc;
+	r->n = n;
+	r->direct = b->pipeline == NULL;
+	r->att = palloc(sizeof(int) * Max(n, 1));
+	r->conv = palloc(sizeof(uint8) * Max(n, 1));
+	r->natts = 0;
+	for (int f = 0; f < n; f++)
+	{
+		int			a = map ? map[b->attnum[f]] : b->attnum[f];
+
+		Assert(a >= 0 && a < desc->natts);
+		r->att[f] = a;
+		r->conv[f] = conv_of(b->atttype[f]);
+		r->natts = Max(r->natts, a + 1);
+	}
+	r->off = palloc(sizeof(int32) * Max(r->natts, 1));
+	for (int a = 0; a < r->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (off < 0 || att->attlen <= 0)
+		{
+			/* where it starts depends on the values before it */
+			r->off[a] = off = -1;
+			continue;
+		}
+		off = att_align_nominal(off, att->attalign);
+		r->off[a] = off;
+		off += att->attlen;
+	}
+	r->fixed = true;
+	for (int f = 0; f < n; f++)
+		if (r->off[r->att[f]] < 0 || r->conv[f] == CONV_NUMERIC)
+			r->fixed = false;
+	r->ptr = palloc(sizeof(char *) * Max(r->natts, 1));
+	r->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+	r->nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	MemoryContextSwitchTo(old);
+}
+
+/* The bound values of a row deformed in r's layout, into b's buffers. */
+static void
+reader_to_binding(const HbColumnReader *r, const HbBinding *b,
+				  const Datum *values, const bool *nulls)
+{
+	for (int f = 0; f < r->n; f++)
+	{
+		int			a = b->attnum[f];
+
+		b->values[a] = values[r->att[f]];
+		b->nulls[a] = nulls[r->att[f]];
+	}
+}
+
+static void
+bind_bound_values(const HbBinding *b, const HbCacheEntry *e, double *x,
+				  bool margins)
+{
+	if (margins)
+		hb_bind_values_margins(b, e, b->values, b->nulls, x);
+	else
+		hb_bind_values(b, e, b->values, b->nulls, x);
+}
+
+/*
+ * Bind a tuple of r's layout into x: the features (or, with margins, the
+ * raw margins of a linear model over text).  Numbers go straight from the
+ * tuple's data into x; a pipeline's rows, and tuples without their last
+ * columns (added since they were written), are deformed first.
+ */
+void
+hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
+			  const HbCacheEntry *e, HeapTuple tuple, double *x, bool margins)
+{
+	HeapTupleHeader td = tuple->t_data;
+	const char *tp;
+	bool		hasnulls;
+
+	if (!r->direct || margins || HeapTupleHeaderGetNatts(td) < r->natts)
+	{
+		heap_deform_tuple(tuple, r->desc, r->values, r->nulls);
+		reader_to_binding(r, b, r->values, r->nulls);
+		bind_bound_values(b, e, x, margins);
+		return;
+	}
+	tp = (const char *) td + td->t_hoff;
+	hasnulls = HeapTupleHasNulls(tuple);
+	if (r->fixed && !hasnulls)
+	{
+		for (int f = 0; f < r->n; f++)
+			x[f] = stored_to_double(r->conv[f], tp + r->off[r->att[f]]);
+		return;
+	}
+
+	/* walk the attributes as heap_deform_tuple does */
+	{
+		const bits8 *bp = td->t_bits;
+		uint32		off = 0;
+		bool		slow = false;
+
+		for (int a = 0; a < r->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(r->desc, a);
+
+			if (hasnulls && att_isnull(a, bp))
+			{
+				r->ptr[a] = NULL;
+				slow = true;
+				continue;
+			}
+			if (!slow && r->off[a] >= 0)
+				off = r->off[a];
+			else if (att->attlen == -1)
+				off = att_align_pointer(off, att->attalign, -1, tp + off);
+			else
+				off = att_align_nominal(off, att->attalign);
+			r->ptr[a] = tp + off;
+			off = att_addlength_pointer(off, att->attlen, tp + off);
+			if (att->attlen <= 0)
+				slow = true;
+		}
+		for (int f = 0; f < r->n; f++)
+		{
+			const char *p = r->ptr[r->att[f]];
+
+			x[f] = p ? stored_to_double(r->conv[f], p) : NAN;
+		}
+	}
+}
+
+/*
+ * Bind the row in slot (of r's layout) into x: from its heap tuple when it
+ * holds one, else from its deformed values.
+ */
+void
+hb_read_slot(const HbColumnReader *r, const HbBinding *b,
+			 const HbCacheEntry *e, TupleTableSlot *slot, double *x,
+			 bool margins)
+{
+	if (TTS_IS_BUFFERTUPLE(slot) || TTS_IS_HEAPTUPLE(slot))
+	{
+		HeapTuple	tuple = ((HeapTupleTableSlot *) slot)->tuple;
+
+		if (tuple != NULL)
+		{
+			hb_read_tuple(r, b, e, tuple, x, margins);
+			return;
+		}
+	}
+	slot_getsomeattrs(slot, r->natts);
+	if (r->direct && !margins)
+	{
+		for (int f = 0; f < r->n; f++)
+		{
+			int			a = r->att[f];
+
+			x[f] = slot->tts_isnull[a] ? NAN :
+				datum_to_double(slot->tts_values[a], b->atttype[f]);
+		}
+		return;
+	}
+	reader_to_binding(r, b, slot->tts_values, slot->tts_isnull);
+	bind_bound_values(b, e, x, margins);
+}
+
+/* A composite datum's tuple, as heap_deform_tuple reads it. */
+static inline void
+row_tuple(HeapTupleHeader td, HeapTuple tuple)
+{
+	tuple->t_len = HeapTupleHeaderGetDatumLength(td);
+	ItemPointerSetInvalid(&(tuple->t_self));
+	tuple->t_tableOid = InvalidOid;
+	tuple->t_data = td;
+}
+
+void
+hb_bind_row(const HbBinding *b, const HbCacheEntry *e, HeapTupleHeader td,
+			double *x)
+{
+	HeapTupleData tuple;
+
+	row_tuple(td, &tuple);
+	hb_read_tuple(&b->rd, b, e, &tuple, x, false);
+}
+
+void
+hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e, HeapTuple tuple,
+			  double *x)
+{
+	hb_read_tuple(&b->rd, b, e, tuple, x, false);
+}
+
+/*
+ * A linear model over text (e->sparse): the row's margins straight from
+ * its inputs, without the feature vector (featurize_sparse.h).
+ */
+void
+hb_bind_tuple_margins(const HbBinding *b, const HbCacheEntry *e,
+					  HeapTuple tuple, double *margins)
+{
+	hb_read_tuple(&b->rd, b, e, tuple, margins, true);
+}
+
 void
 hb_bind_row_margins(const HbBinding *b, const HbCacheEntry *e,
 					HeapTupleHeader td, double *margins)
@@ -319,7 +592,7 @@ hb_bind_row_margins(const HbBinding *b, const HbCacheEntry *e,
 	HeapTupleData tuple;
 
 	row_tuple(td, &tuple);
-	hb_bind_tuple_margins(b, e, &tuple, margins);
+	hb_read_tuple(&b->rd, b, e, &tuple, margins, true);
 }
 
 /* An array binds by position; NULL elements are missing values. */

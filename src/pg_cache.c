@@ -210,6 +210,20 @@ hb_resolve_model(const char *name)
 	return hb_cache_acquire(&ref);
 }
 
+/*
+ * The model named by argument argno of a call, pinned for as long as the
+ * call's FmgrInfo lives (the statement).
+ */
+HbCacheEntry *
+hb_resolve_model_arg(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *name = text_to_cstring(hb_require_text(fcinfo, argno, "model name"));
+	HbCacheEntry *e = hb_resolve_model(name);
+
+	hb_cache_pin_for(e, fcinfo->flinfo->fn_mcxt);
+	return e;
+}
+
 /* Two entries for the same model version (one may be a recompiled copy). */
 bool
 hb_cache_same(const HbCacheEntry *a, const HbCacheEntry *b)

@@ -4,8 +4,8 @@
  *
  * A cascade or an approximate top-K scores every row with a cheap model
  * that reads a few features.  For a model with featurizers, the rows are
- * bound with only the steps those features need (hb_bind_tuple through
- * hb_lazy_featurize); the rows the cheap model cannot decide, or keeps for
+ * bound with only the steps those features need (a binding's steps,
+ * hb_lazy_steps); the rows the cheap model cannot decide, or keeps for
  * re-scoring, are featurized in full later by binding their row again
  * (hb_lazy_complete, hb_lazy_fill).  That recomputes the cheap steps of
  * those rows, which is cheap by construction, and keeps no raw inputs
@@ -30,6 +30,7 @@ struct HbLazy
 	bool	   *step_on;		/* the steps the cheap features need */
 	int32	   *feats;			/* the cheap features */
 	int32		n_feats;
+	HbBindSteps steps;			/* the same, for a binding */
 	MemoryContext cxt;
 	bool		full_bound;
 	HbBinding	full;			/* completion: a binding that featurizes all */
@@ -69,18 +70,17 @@ hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
 		pfree(l);
 		return NULL;
 	}
+	l->steps.step_on = l->step_on;
+	l->steps.feats = l->feats;
+	l->steps.n_feats = l->n_feats;
 	return l;
 }
 
-void
-hb_lazy_featurize(const HbLazy *l, const HbBinding *b, double *x)
+/* What a binding runs to bind rows for the cheap model (HbBinding.steps). */
+const HbBindSteps *
+hb_lazy_steps(const HbLazy *l)
 {
-	HbRawRows	raw = {1, b->num, b->text};
-	HbError		err = {0};
-
-	if (!hb_pipeline_run_steps(b->pipeline, &raw, x, b->slots, l->step_on,
-							   l->feats, l->n_feats, &err))
-		hb_report(&err, "could not featurize a row for model", l->e->name);
+	return l ? &l->steps : NULL;
 }
 
 void

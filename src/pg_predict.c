@@ -244,7 +244,8 @@ hb_call_load_record(FunctionCallInfo fcinfo, HbCallState *st, int row_arg)
 	 * cascade check of the same call sees), or for an aggregate's cheap
 	 * model (set by the aggregate).
 	 */
-	slot->bind.lazy = hb_cascade_on || !slot->cascade_loaded ? slot->lazy : NULL;
+	slot->bind.steps = hb_lazy_steps(hb_cascade_on || !slot->cascade_loaded ?
+									 slot->lazy : NULL);
 	hb_bind_row(&slot->bind, st->entry, td, st->x);
 }
 
@@ -256,6 +257,47 @@ hb_call_load_margins(FunctionCallInfo fcinfo, HbCallState *st, int row_arg,
 	HeapTupleHeader td = call_bind(fcinfo, st, row_arg);
 
 	hb_bind_row_margins(&st->cur->bind, st->entry, td, margins);
+}
+
+/*
+ * The cascade of a call site's current model (hbird.cascade, a tuned
+ * cascade), looked up once per slot.
+ */
+HbCascade *
+hb_call_cascade(HbCallState *st)
+{
+	HbCallSlot *slot = st->cur;
+
+	if (!hb_cascade_on)
+		return NULL;
+	if (!slot->cascade_loaded)
+	{
+		slot->cascade = hb_cascade_for(slot->entry, slot->cxt);
+		if (slot->cascade)
+			slot->lazy = hb_lazy_for(slot->entry, slot->cascade->approx, slot->cxt);
+		slot->cascade_loaded = true;
+	}
+	return slot->cascade;
+}
+
+/*
+ * The call's row through its cascade.  A row bound lazily (row is its
+ * datum) is featurized in full only if the cheap model cannot decide it.
+ */
+void
+hb_call_cascade_run(HbCallState *st, Datum row, HbCascadeOut what, double *out)
+{
+	HbCallSlot *slot = st->cur;
+
+	if (slot->bind.steps != NULL && row != (Datum) 0)
+	{
+		hb_lazy_set_rows(slot->lazy, &row);
+		hb_cascade_run_lazy(slot->entry->plan, slot->cascade, st->x, 1, what,
+							out, NULL, hb_lazy_complete, slot->lazy);
+		hb_lazy_set_rows(slot->lazy, NULL);
+	}
+	else
+		hb_cascade_run(slot->entry->plan, slot->cascade, st->x, 1, what, out, NULL);
 }
 
 static Datum

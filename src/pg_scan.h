@@ -22,6 +22,7 @@
 #define HB_PG_SCAN_H
 
 #include "nodes/extensible.h"
+#include "nodes/plannodes.h"
 
 /* What a scoring call returns. */
 typedef enum HbCallKind
@@ -42,12 +43,26 @@ typedef enum HbRowSource
 								 * of relation relid: bind them directly */
 } HbRowSource;
 
+/* What one of hbird's functions is to the planner hook. */
+typedef enum HbFuncRole
+{
+	HB_ROLE_NONE = 0,
+	HB_ROLE_CALL,				/* scores the row it is given */
+	HB_ROLE_AGG,				/* an aggregate of scores (hb_predict_agg) */
+	HB_ROLE_BATCH				/* scores a query's rows (hb_predict_batch) */
+} HbFuncRole;
+
 extern const CustomScanMethods hb_score_scan_methods;
 extern bool hb_batch_scan;
 
 /* pg_scan_plan.c */
 extern void hb_scan_init(void);
 extern HbCallKind hb_scoring_call(Oid funcid, bool *is_array);
+extern HbFuncRole hb_scoring_role(Oid funcid, HbCallKind *kind);
+
+/* pg_batch_stream.c */
+extern void hb_stream_init(void);
+extern Plan *hb_stream_function_scan(FunctionScan *fs, int plan_node_id);
 
 /* pg_scan_exec.c */
 extern Node *hb_score_create_state(CustomScan *cscan);

@@ -67,6 +67,8 @@ typedef struct ScoreCall
 	HbRowSource source;
 	Oid			rowtype;		/* COLUMNS: the type the row binds as */
 	Oid			relid;			/* COLUMNS: the relation of the input */
+	bool		agg;			/* feeds a scoring aggregate's argument */
+	const char *fn;				/* the function, in messages */
 	ExprState  *name_es;
 	ExprState  *arg_es;			/* DATUM: the row or array */
 
@@ -83,8 +85,7 @@ typedef struct ScoreCall
 	bool		bound;			/* bind is valid for the rows' type */
 	int		   *colmap;			/* COLUMNS: input column of each attribute
 								 * of rowtype, or NULL when the same */
-	Datum	   *rowvals;		/* COLUMNS with colmap: one row's values */
-	bool	   *rownulls;
+	HbColumnReader rd;			/* COLUMNS: those columns in the input's rows */
 
 	/* per batch, cap rows (the scoring buffers: x_cap) */
 	int			x_cap;
@@ -110,10 +111,11 @@ typedef struct HbScoreState
 	MemoryContext state_cxt;	/* what lives as long as the node */
 	int16	   *typlen;			/* per input column */
 	bool	   *typbyval;
-	bool	   *keep;			/* input columns anything reads */
+	bool	   *keep;			/* input columns the expressions read */
+	int		   *kept;			/* the same, as a list */
+	int			n_kept;
 	int			last_col;		/* deform the input up to it */
-	bool	   *keep_exprs;		/* of them, what the expressions read */
-	int			last_col_exprs;
+	TupleDesc	in_desc;		/* the input's rows */
 	bool		any_columns;	/* a call binds the input's columns */
 	bool		need_resolve;	/* a (re)scan starts: models at its first row */
 	MemoryContextCallback unpin_cb;
@@ -148,6 +150,27 @@ typedef struct HbScoreState
 } HbScoreState;
 
 /* ---- models ---- */
+
+/* The function a call stands for, as its checks name it. */
+static const char *
+call_function_name(HbCallKind kind, bool agg)
+{
+	switch (kind)
+	{
+		case HB_CALL_PREDICT:
+			return agg ? "hb_predict_agg" : "hb_predict";
+		case HB_CALL_PROBA:
+			return "hb_predict_proba";
+		case HB_CALL_MARGIN:
+			return "hb_predict_margin";
+		case HB_CALL_CLASS:
+			return agg ? "hb_predict_class_agg" : "hb_predict_class";
+		case HB_CALL_TARGETS:
+			return agg ? "hb_predict_targets_agg" : "hb_predict_targets";
+		default:
+			return "hb_predict";
+	}
+}
 
 /*
  * The call's model for this scan: the name is evaluated (it may be a
@@ -192,7 +215,7 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 	hb_cache_pin(e);
 	c->e = e;
 	c->resolved = true;
-	/* the row-at-a-time functions' checks, in their words */
+	/* the row-at-a-time functions' (or aggregates') checks, in their words */
 	if (c->kind == HB_CALL_PROBA && e->n_classes < 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -200,11 +223,11 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 						e->name, hb_task_name(e->task)),
 				 errhint("Use hb_predict for its value.")));
 	if (c->kind == HB_CALL_CLASS)
-		hb_check_classifier(e, "hb_predict_class");
+		hb_check_classifier(e, c->fn);
 	if (c->kind == HB_CALL_PREDICT)
-		hb_check_single_target(e, "hb_predict");
+		hb_check_single_target(e, c->fn);
 	if (c->kind == HB_CALL_TARGETS)
-		hb_check_regression(e, "hb_predict_targets");
+		hb_check_regression(e, c->fn);
 	if ((c->kind == HB_CALL_PREDICT || c->kind == HB_CALL_CLASS) && hb_cascade_on)
 		c->cascade = hb_cascade_for(e, c->cxt);
 	c->sparse = e->sparse != NULL && !c->is_array &&
@@ -231,9 +254,9 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 				c->colmap[a] = att->attisdropped ? -1 :
 					get_attnum(c->relid, NameStr(att->attname)) - 1;
 			}
-			c->rowvals = palloc(sizeof(Datum) * Max(desc->natts, 1));
-			c->rownulls = palloc(sizeof(bool) * Max(desc->natts, 1));
 		}
+		/* the input's columns are the table's, in attribute order */
+		hb_reader_init(&c->rd, &c->bind, e, st->in_desc, c->colmap, c->cxt);
 	}
 	MemoryContextSwitchTo(old);
 }
@@ -252,26 +275,6 @@ unpin_calls(void *arg)
 		}
 }
 
-/* Columns the bindings read: kept, and deformed up to the last. */
-static void
-note_bound_columns(HbScoreState *st, ScoreCall *c)
-{
-	int			n = c->bind.pipeline ? c->bind.pipeline->n_inputs : c->e->n_features;
-
-	for (int f = 0; f < n; f++)
-	{
-		int			a = c->bind.attnum[f];
-
-		if (c->colmap)
-			a = c->colmap[a];
-		if (a >= 0 && a < st->n_input)
-		{
-			st->keep[a] = true;
-			st->last_col = Max(st->last_col, a + 1);
-		}
-	}
-}
-
 static void
 grow_buffers(HbScoreState *st, int cap)
 {
@@ -286,6 +289,8 @@ grow_buffers(HbScoreState *st, int cap)
 		MemoryContextAllocHuge(st->state_cxt, sizeof(Datum) * cap * Max(st->n_input, 1));
 	st->nulls = st->nulls ? repalloc_huge(st->nulls, sizeof(bool) * cap * st->n_input) :
 		MemoryContextAllocHuge(st->state_cxt, sizeof(bool) * cap * Max(st->n_input, 1));
+	/* columns nothing reads are never copied: NULL for good */
+	memset(st->nulls, true, sizeof(bool) * cap * st->n_input);
 	for (int j = 0; j < st->n_calls; j++)
 	{
 		ScoreCall  *c = &st->calls[j];
@@ -487,7 +492,11 @@ float8_array_datum(const double *v, int n)
 										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
-/* Bind row i of the batch for call c into its next slot of c->x. */
+/*
+ * Bind row i of the batch for call c (its argument evaluated over the row)
+ * into its next slot of c->x.  (A call that binds the input's columns
+ * bound the row as it was read, fill_batch.)
+ */
 static bool
 bind_row(HbScoreState *st, ScoreCall *c, int i, int nb)
 {
@@ -496,27 +505,7 @@ bind_row(HbScoreState *st, ScoreCall *c, int i, int nb)
 	double	   *x = c->x + (size_t) nb * c->width;
 	HbCacheEntry *e = c->e;
 
-	if (c->source == HB_SOURCE_COLUMNS)
-	{
-		if (c->colmap)
-		{
-			for (int a = 0; a < c->bind.natts; a++)
-			{
-				int			col = c->colmap[a];
-
-				c->rownulls[a] = col < 0 || rn[col];
-				c->rowvals[a] = col < 0 ? (Datum) 0 : rv[col];
-			}
-			rv = c->rowvals;
-			rn = c->rownulls;
-		}
-		if (c->sparse)
-			hb_bind_values_margins(&c->bind, e, rv, rn, x);
-		else
-			hb_bind_values(&c->bind, e, rv, rn, x);
-		return true;
-	}
-
+	Assert(c->source == HB_SOURCE_DATUM);
 	{
 		ExprContext *ec = st->argcxt;
 		TupleTableSlot *slot = st->rowslot;
@@ -570,7 +559,7 @@ score_call(HbScoreState *st, ScoreCall *c, bool topk)
 	for (int i = 0; i < st->nrows; i++)
 	{
 		c->isnull[i] = false;
-		if (bind_row(st, c, i, nb))
+		if (c->source == HB_SOURCE_COLUMNS || bind_row(st, c, i, nb))
 			c->rows[nb++] = i;
 		else
 		{
@@ -650,6 +639,24 @@ size_batches(HbScoreState *st)
 		st->max_rows = 1;		/* a cached plan, batching turned off since */
 }
 
+/*
+ * The models, as the functions resolve them at their first call (at the
+ * first row of a scan); then the batches' sizes, which depend on them.
+ */
+static void
+resolve_calls(HbScoreState *st)
+{
+	for (int j = 0; j < st->n_calls; j++)
+		resolve_call(st, &st->calls[j]);
+	st->need_resolve = false;
+	size_batches(st);
+	st->next_rows = Min(st->next_rows, st->max_rows);
+	if (st->topk_call >= 0)
+		topk_start(st);
+	for (int j = 0; j < st->n_calls; j++)
+		grow_call_buffers(st, &st->calls[j]);
+}
+
 static bool
 fill_batch(HbScoreState *st)
 {
@@ -657,7 +664,6 @@ fill_batch(HbScoreState *st)
 	MemoryContext old;
 	int			target;
 	Size		bytes = 0;
-	bool		first = st->need_resolve;
 
 	if (st->eof)
 		return false;
@@ -667,11 +673,16 @@ fill_batch(HbScoreState *st)
 	target = Min(st->next_rows, st->max_rows);
 	st->next_rows = Min((int64) st->next_rows * 2, (int64) st->max_rows);
 	grow_buffers(st, target);
+	if (!st->need_resolve)
+		for (int j = 0; j < st->n_calls; j++)
+			grow_call_buffers(st, &st->calls[j]);
 
 	/*
 	 * The input runs in the executor's context (a scan allocates its state
 	 * at its first row); only the copies of the rows' values go into the
-	 * batch's context, which the next batch resets.
+	 * batch's context, which the next batch resets.  A call that binds the
+	 * input's columns binds each row as it is read, straight from the
+	 * input's tuple: those columns are not copied.
 	 */
 	while (st->nrows < target && bytes < st->max_bytes)
 	{
@@ -684,12 +695,17 @@ fill_batch(HbScoreState *st)
 			st->eof = true;
 			break;
 		}
-		slot_getsomeattrs(in, st->last_col);
+		if (st->need_resolve)
+			resolve_calls(st);
+		if (st->last_col > 0)
+			slot_getsomeattrs(in, st->last_col);
 		rv = st->vals + (size_t) st->nrows * st->n_input;
 		rn = st->nulls + (size_t) st->nrows * st->n_input;
-		for (int col = 0; col < st->n_input; col++)
+		for (int k = 0; k < st->n_kept; k++)
 		{
-			if (!st->keep[col] || col >= st->last_col || in->tts_isnull[col])
+			int			col = st->kept[k];
+
+			if (in->tts_isnull[col])
 			{
 				rv[col] = (Datum) 0;
 				rn[col] = true;
@@ -709,39 +725,24 @@ fill_batch(HbScoreState *st)
 				bytes += sz;
 			}
 		}
-		bytes += st->n_input * (sizeof(Datum) + sizeof(bool));
+		if (st->any_columns)
+		{
+			old = MemoryContextSwitchTo(st->batch_cxt);
+			for (int j = 0; j < st->n_calls; j++)
+			{
+				ScoreCall  *c = &st->calls[j];
+
+				if (c->source == HB_SOURCE_COLUMNS)
+					hb_read_slot(&c->rd, &c->bind, c->e, in,
+								 c->x + (size_t) st->nrows * c->width, c->sparse);
+			}
+			MemoryContextSwitchTo(old);
+		}
+		bytes += st->n_kept * (sizeof(Datum) + sizeof(bool));
 		st->nrows++;
 	}
 	if (st->nrows == 0)
 		return false;
-
-	if (first)
-	{
-		/*
-		 * The models, as the functions resolve them at their first call;
-		 * then the batches' sizes, which depend on the models.
-		 */
-		for (int j = 0; j < st->n_calls; j++)
-			resolve_call(st, &st->calls[j]);
-		st->need_resolve = false;
-		size_batches(st);
-		st->next_rows = Min(st->next_rows, st->max_rows);
-		if (st->topk_call >= 0)
-			topk_start(st);
-
-		/*
-		 * Until the models were known every column was kept (a table's
-		 * columns that a model reads); from now on only what is read.
-		 */
-		if (st->any_columns)
-		{
-			memcpy(st->keep, st->keep_exprs, sizeof(bool) * st->n_input);
-			st->last_col = st->last_col_exprs;
-			for (int j = 0; j < st->n_calls; j++)
-				if (st->calls[j].source == HB_SOURCE_COLUMNS)
-					note_bound_columns(st, &st->calls[j]);
-		}
-	}
 
 	old = MemoryContextSwitchTo(st->batch_cxt);
 	for (int j = 0; j < st->n_calls; j++)
@@ -797,6 +798,7 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 										  ALLOCSET_DEFAULT_SIZES);
 	outerPlanState(node) = ExecInitNode(outerPlan(cs), estate, eflags);
 	in_desc = ExecGetResultType(outerPlanState(node));
+	st->in_desc = in_desc;
 	st->n_input = intVal(linitial(cs->custom_private));
 	Assert(st->n_input == in_desc->natts);
 	st->rowslot = ExecInitExtraTupleSlot(estate, in_desc, &TTSOpsVirtual);
@@ -826,6 +828,8 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 		c->source = intVal(lthird(priv));
 		c->rowtype = (Oid) intVal(lfourth(priv));
 		c->relid = (Oid) intVal(list_nth(priv, 4));
+		c->agg = list_length(priv) > 5 && intVal(list_nth(priv, 5)) != 0;
+		c->fn = call_function_name(c->kind, c->agg);
 		c->name_es = ExecInitExpr(name, &node->ss.ps);
 		if (c->source == HB_SOURCE_DATUM)
 		{
@@ -837,22 +841,13 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 	/* what the node's own expressions read of the input */
 	(void) keep_vars_walker((Node *) cs->scan.plan.targetlist, st);
 	(void) keep_vars_walker((Node *) cs->scan.plan.qual, st);
-	st->keep_exprs = palloc(sizeof(bool) * Max(st->n_input, 1));
-	memcpy(st->keep_exprs, st->keep, sizeof(bool) * st->n_input);
-	st->last_col_exprs = st->last_col;
-	/*
-	 * Which of a table's columns a model reads is known at its first row:
-	 * until then every column is kept.
-	 */
+	st->kept = palloc(sizeof(int) * Max(st->n_input, 1));
+	for (int c = 0; c < st->n_input; c++)
+		if (st->keep[c])
+			st->kept[st->n_kept++] = c;
 	for (j = 0; j < st->n_calls; j++)
 		if (st->calls[j].source == HB_SOURCE_COLUMNS)
 			st->any_columns = true;
-	if (st->any_columns)
-	{
-		for (int c = 0; c < st->n_input; c++)
-			st->keep[c] = true;
-		st->last_col = st->n_input;
-	}
 
 	st->topk_call = -1;
 	if (topk != NIL)
@@ -900,8 +895,9 @@ hb_score_exec(CustomScanState *node)
 		}
 		i = st->pos++;
 		ExecClearTuple(slot);
-		memcpy(slot->tts_values, st->vals + (size_t) i * st->n_input,
-			   sizeof(Datum) * st->n_input);
+		/* only what the expressions read; the other columns are NULL */
+		for (int k = 0; k < st->n_kept; k++)
+			slot->tts_values[st->kept[k]] = st->vals[(size_t) i * st->n_input + st->kept[k]];
 		memcpy(slot->tts_isnull, st->nulls + (size_t) i * st->n_input,
 			   sizeof(bool) * st->n_input);
 		for (int j = 0; j < st->n_calls; j++)
@@ -929,8 +925,9 @@ hb_score_end(CustomScanState *node)
 {
 	HbScoreState *st = (HbScoreState *) node;
 
+	/* (an aggregate counts its calls itself, one per group) */
 	for (int j = 0; j < st->n_calls; j++)
-		if (st->calls[j].resolved)
+		if (st->calls[j].resolved && !st->calls[j].agg)
 			hb_stat_call(st->calls[j].e);
 	if (st->bounds)
 		hb_topk_bounds_free(st->bounds);
@@ -955,12 +952,6 @@ hb_score_rescan(CustomScanState *node)
 	MemoryContextReset(st->batch_cxt);
 	/* the models may be named by parameters that changed */
 	st->need_resolve = true;
-	if (st->any_columns)
-	{
-		for (int c = 0; c < st->n_input; c++)
-			st->keep[c] = true;
-		st->last_col = st->n_input;
-	}
 	if (outer->chgParam == NULL)
 		ExecReScan(outer);
 }

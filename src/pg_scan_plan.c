@@ -25,6 +25,13 @@
  * best are not scored (pg_scan_exec.c explains why the answer, ties
  * included, is that of the row-at-a-time plan).
  *
+ * The scoring aggregates (hb_predict_agg and its class and targets forms)
+ * are batched like a call inside an aggregate: the HbirdScore node below
+ * the Agg scores their rows, and the aggregate's row argument becomes the
+ * score.  A Function Scan of a batched function (hb_predict_batch, ...)
+ * that runs once per execution of the statement becomes an HbirdBatch node
+ * (pg_batch_stream.c), which streams the function's rows.
+ *
  * Decision rule (docs/design.md, "Batching scan"): a call is batched where
  * the node evaluating it is estimated to produce at least two rows, its
  * model name does not depend on the row, and it is evaluated for every row
@@ -39,6 +46,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_language.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -51,6 +59,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/planmain.h"
 #include "optimizer/planner.h"
+#include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -72,6 +81,8 @@ typedef struct CallKindEntry
 	Oid			funcid;			/* hash key */
 	HbCallKind	kind;
 	bool		is_array;
+	HbFuncRole	role;
+	Oid			row_funcid;		/* an aggregate: the function of one row */
 } CallKindEntry;
 
 static HTAB *call_kinds = NULL;
@@ -81,18 +92,26 @@ static const struct
 	const char *symbol;
 	HbCallKind	kind;
 	bool		is_array;
+	HbFuncRole	role;
 }			scoring_symbols[] =
 {
-	{"hb_predict_record", HB_CALL_PREDICT, false},
-	{"hb_predict_array", HB_CALL_PREDICT, true},
-	{"hb_predict_proba_record", HB_CALL_PROBA, false},
-	{"hb_predict_proba_array", HB_CALL_PROBA, true},
-	{"hb_predict_margin_record", HB_CALL_MARGIN, false},
-	{"hb_predict_margin_array", HB_CALL_MARGIN, true},
-	{"hb_predict_class_record", HB_CALL_CLASS, false},
-	{"hb_predict_class_array", HB_CALL_CLASS, true},
-	{"hb_predict_targets_record", HB_CALL_TARGETS, false},
-	{"hb_predict_targets_array", HB_CALL_TARGETS, true},
+	{"hb_predict_record", HB_CALL_PREDICT, false, HB_ROLE_CALL},
+	{"hb_predict_array", HB_CALL_PREDICT, true, HB_ROLE_CALL},
+	{"hb_predict_proba_record", HB_CALL_PROBA, false, HB_ROLE_CALL},
+	{"hb_predict_proba_array", HB_CALL_PROBA, true, HB_ROLE_CALL},
+	{"hb_predict_margin_record", HB_CALL_MARGIN, false, HB_ROLE_CALL},
+	{"hb_predict_margin_array", HB_CALL_MARGIN, true, HB_ROLE_CALL},
+	{"hb_predict_class_record", HB_CALL_CLASS, false, HB_ROLE_CALL},
+	{"hb_predict_class_array", HB_CALL_CLASS, true, HB_ROLE_CALL},
+	{"hb_predict_targets_record", HB_CALL_TARGETS, false, HB_ROLE_CALL},
+	{"hb_predict_targets_array", HB_CALL_TARGETS, true, HB_ROLE_CALL},
+	/* aggregates, by their transition functions */
+	{"hb_predict_agg_sfunc", HB_CALL_PREDICT, false, HB_ROLE_AGG},
+	{"hb_predict_class_agg_sfunc", HB_CALL_CLASS, false, HB_ROLE_AGG},
+	{"hb_predict_targets_agg_sfunc", HB_CALL_TARGETS, false, HB_ROLE_AGG},
+	{"hb_predict_batch", HB_CALL_PREDICT, false, HB_ROLE_BATCH},
+	{"hb_predict_class_batch", HB_CALL_CLASS, false, HB_ROLE_BATCH},
+	{"hb_predict_targets_batch", HB_CALL_TARGETS, false, HB_ROLE_BATCH},
 };
 
 static void
@@ -105,13 +124,72 @@ call_kinds_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 	}
 }
 
+static CallKindEntry *scoring_entry(Oid funcid);
+
+/* The entry of one of scoring_symbols that a C function of hbird's is. */
+static int
+symbol_of(HeapTuple proctup)
+{
+	Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(proctup);
+	bool		isnull;
+	Datum		bin;
+	char	   *path;
+	size_t		len;
+	char	   *sym;
+
+	if (proc->prolang != ClanguageId)
+		return -1;
+	bin = SysCacheGetAttr(PROCOID, proctup, Anum_pg_proc_probin, &isnull);
+	if (isnull)
+		return -1;
+	path = TextDatumGetCString(bin);
+	len = strlen(path);
+	/* '$libdir/hbird', or a full path to it */
+	if (!(len >= 5 && strcmp(path + len - 5, "hbird") == 0 &&
+		  (len == 5 || path[len - 6] == '/')))
+		return -1;
+	sym = TextDatumGetCString(SysCacheGetAttr(PROCOID, proctup, Anum_pg_proc_prosrc, &isnull));
+	if (isnull)
+		return -1;
+	for (int i = 0; i < lengthof(scoring_symbols); i++)
+		if (strcmp(sym, scoring_symbols[i].symbol) == 0)
+			return i;
+	return -1;
+}
+
 /*
- * What a function is to the batching scan: one of hbird's scoring
- * functions (a C function of this library with one of the symbols above),
- * or HB_CALL_NONE.  Cached per backend; any change to pg_proc clears it.
+ * The function that scores one row as an aggregate of that kind does
+ * (hb_predict for hb_predict_agg, ...), beside it in its schema.
  */
-HbCallKind
-hb_scoring_call(Oid funcid, bool *is_array)
+static Oid
+row_function(Oid nsp, HbCallKind kind)
+{
+	const char *name = kind == HB_CALL_CLASS ? "hb_predict_class" :
+		kind == HB_CALL_TARGETS ? "hb_predict_targets" : "hb_predict";
+	Oid			argtypes[2] = {TEXTOID, RECORDOID};
+	char	   *nspname = get_namespace_name(nsp);
+	Oid			f;
+	bool		is_array;
+
+	if (nspname == NULL)
+		return InvalidOid;
+	f = LookupFuncName(list_make2(makeString(nspname), makeString(pstrdup(name))),
+					   2, argtypes, true);
+	/* it must be hbird's own, of the same kind */
+	if (!OidIsValid(f) || scoring_entry(f)->role != HB_ROLE_CALL ||
+		hb_scoring_call(f, &is_array) != kind || is_array)
+		return InvalidOid;
+	return f;
+}
+
+/*
+ * What a function is to the planner hook: one of hbird's scoring
+ * functions (a C function of this library with one of the symbols above),
+ * an aggregate whose transition function is one of them, or nothing.
+ * Cached per backend; any change to pg_proc clears it.
+ */
+static CallKindEntry *
+scoring_entry(Oid funcid)
 {
 	CallKindEntry *ent;
 	bool		found;
@@ -129,51 +207,77 @@ hb_scoring_call(Oid funcid, bool *is_array)
 	}
 	ent = hash_search(call_kinds, &funcid, HASH_ENTER, &found);
 	if (found)
-	{
-		*is_array = ent->is_array;
-		return ent->kind;
-	}
+		return ent;
 	ent->kind = HB_CALL_NONE;
 	ent->is_array = false;
+	ent->role = HB_ROLE_NONE;
+	ent->row_funcid = InvalidOid;
 	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
 	if (HeapTupleIsValid(tup))
 	{
-		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tup);
+		int			i = -1;
 
-		if (proc->prolang == ClanguageId)
+		if (((Form_pg_proc) GETSTRUCT(tup))->prokind == PROKIND_AGGREGATE)
 		{
-			bool		isnull;
-			Datum		bin = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_probin, &isnull);
-			Datum		src;
+			HeapTuple	aggtup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(funcid));
 
-			if (!isnull)
+			if (HeapTupleIsValid(aggtup))
 			{
-				char	   *path = TextDatumGetCString(bin);
-				size_t		len = strlen(path);
+				HeapTuple	transtup = SearchSysCache1(PROCOID,
+													   ObjectIdGetDatum(((Form_pg_aggregate) GETSTRUCT(aggtup))->aggtransfn));
 
-				/* '$libdir/hbird', or a full path to it */
-				if (len >= 5 && strcmp(path + len - 5, "hbird") == 0 &&
-					(len == 5 || path[len - 6] == '/'))
+				if (HeapTupleIsValid(transtup))
 				{
-					src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
-					if (!isnull)
-					{
-						char	   *sym = TextDatumGetCString(src);
-
-						for (int i = 0; i < lengthof(scoring_symbols); i++)
-							if (strcmp(sym, scoring_symbols[i].symbol) == 0)
-							{
-								ent->kind = scoring_symbols[i].kind;
-								ent->is_array = scoring_symbols[i].is_array;
-							}
-					}
+					i = symbol_of(transtup);
+					if (i >= 0 && scoring_symbols[i].role != HB_ROLE_AGG)
+						i = -1;
+					ReleaseSysCache(transtup);
 				}
+				ReleaseSysCache(aggtup);
 			}
 		}
+		else
+		{
+			i = symbol_of(tup);
+			if (i >= 0 && scoring_symbols[i].role == HB_ROLE_AGG)
+				i = -1;
+		}
+		if (i >= 0)
+		{
+			ent->kind = scoring_symbols[i].kind;
+			ent->is_array = scoring_symbols[i].is_array;
+			ent->role = scoring_symbols[i].role;
+		}
+		if (ent->role == HB_ROLE_AGG)
+			ent->row_funcid = row_function(((Form_pg_proc) GETSTRUCT(tup))->pronamespace,
+										   ent->kind);
 		ReleaseSysCache(tup);
+	}
+	return ent;
+}
+
+/* A function that scores the row it is given, with its kind; else HB_CALL_NONE. */
+HbCallKind
+hb_scoring_call(Oid funcid, bool *is_array)
+{
+	CallKindEntry *ent = scoring_entry(funcid);
+
+	if (ent->role != HB_ROLE_CALL)
+	{
+		*is_array = false;
+		return HB_CALL_NONE;
 	}
 	*is_array = ent->is_array;
 	return ent->kind;
+}
+
+HbFuncRole
+hb_scoring_role(Oid funcid, HbCallKind *kind)
+{
+	CallKindEntry *ent = scoring_entry(funcid);
+
+	*kind = ent->kind;
+	return ent->role;
 }
 
 /* ---- finding the calls a node evaluates for every row ---- */
@@ -183,6 +287,9 @@ typedef struct FoundCall
 	FuncExpr   *expr;			/* the call, as the node evaluates it */
 	HbCallKind	kind;
 	bool		is_array;
+	bool		agg;			/* a scoring aggregate's rows: expr calls
+								 * the aggregate on one row's arguments */
+	Oid			display_funcid; /* what EXPLAIN shows it as */
 } FoundCall;
 
 typedef struct FindCtx
@@ -225,6 +332,107 @@ batchable_call(FuncExpr *f, bool *is_array)
 	return kind;
 }
 
+/*
+ * The rows of a scoring aggregate (hb_predict_agg(name, row) and its class
+ * and targets forms) can be scored by the batching scan below its Agg,
+ * which then hands the aggregate each row's score instead of the row
+ * (pg_batch.c keeps them).  That holds the same rows in the same order,
+ * ORDER BY inside the aggregate and GROUP BY included, when every row the
+ * aggregate is given is scored: no FILTER, no DISTINCT (which would
+ * compare scores instead of rows), a model name that does not depend on
+ * the row.  The call stands as the aggregate's function applied to one
+ * row's arguments (never equal to a plain call of hb_predict), typed as
+ * what one row scores to; NULL when the aggregate does not qualify.
+ */
+static FuncExpr *
+agg_call_expr(Aggref *a)
+{
+	HbCallKind	kind;
+	CallKindEntry *ent;
+	TargetEntry *name;
+	TargetEntry *row;
+	Oid			rettype;
+	FuncExpr   *f;
+
+	if (hb_scoring_role(a->aggfnoid, &kind) != HB_ROLE_AGG)
+		return NULL;
+	ent = scoring_entry(a->aggfnoid);
+	if (!OidIsValid(ent->row_funcid) ||
+		a->aggkind != AGGKIND_NORMAL || a->aggdistinct != NIL ||
+		a->aggfilter != NULL || a->aggstar || a->aggvariadic ||
+		a->agglevelsup != 0 || a->aggsplit != AGGSPLIT_SIMPLE ||
+		a->aggdirectargs != NIL || list_length(a->aggargtypes) != 2 ||
+		list_length(a->args) < 2)
+		return NULL;
+	name = linitial_node(TargetEntry, a->args);
+	row = lsecond_node(TargetEntry, a->args);
+	if (name->resjunk || row->resjunk ||
+		contain_var_clause((Node *) name->expr) ||
+		contain_volatile_functions((Node *) name->expr) ||
+		contain_subplans((Node *) name->expr) ||
+		contain_subplans((Node *) row->expr) ||
+		!type_is_rowtype(exprType((Node *) row->expr)))
+		return NULL;
+	rettype = kind == HB_CALL_CLASS ? INT4OID :
+		kind == HB_CALL_TARGETS ? FLOAT8ARRAYOID : FLOAT8OID;
+	f = makeFuncExpr(a->aggfnoid, rettype,
+					 list_make2(copyObject(name->expr), copyObject(row->expr)),
+					 InvalidOid, a->inputcollid, COERCE_EXPLICIT_CALL);
+	return f;
+}
+
+/* A scoring aggregate's rows as a call, once. */
+static List *
+add_agg_call(List *calls, FuncExpr *f)
+{
+	HbCallKind	kind;
+	ListCell   *lc;
+	FoundCall  *fc;
+
+	foreach(lc, calls)
+		if (equal(((FoundCall *) lfirst(lc))->expr, f))
+			return calls;
+	(void) hb_scoring_role(f->funcid, &kind);
+	fc = palloc0(sizeof(FoundCall));
+	fc->expr = f;
+	fc->kind = kind;
+	fc->is_array = false;
+	fc->agg = true;
+	fc->display_funcid = scoring_entry(f->funcid)->row_funcid;
+	return lappend(calls, fc);
+}
+
+/* Is f a scoring aggregate's rows (agg_call_expr)? */
+static bool
+is_agg_call(Node *node)
+{
+	HbCallKind	kind;
+
+	return IsA(node, FuncExpr) &&
+		hb_scoring_role(((FuncExpr *) node)->funcid, &kind) == HB_ROLE_AGG;
+}
+
+/* The calls of expressions of the replaced node (or an Agg's input). */
+static List *find_calls(Node *node, List *calls, bool outer_only);
+
+static List *
+find_calls_or_agg(Node *node, List *calls, bool outer_only)
+{
+	if (is_agg_call(node))
+		return add_agg_call(calls, (FuncExpr *) node);
+	return find_calls(node, calls, outer_only);
+}
+
+/* What EXPLAIN shows for a call: an aggregate's rows as its row function. */
+static Node *
+display_call(FoundCall *fc, Node *expr)
+{
+	FuncExpr   *f = (FuncExpr *) copyObject(expr);
+
+	f->funcid = fc->display_funcid;
+	return (Node *) f;
+}
+
 static bool
 find_calls_walker(Node *node, FindCtx *ctx)
 {
@@ -245,13 +453,25 @@ find_calls_walker(Node *node, FindCtx *ctx)
 				if (equal(((FoundCall *) lfirst(lc))->expr, f))
 					return false;
 			{
-				FoundCall  *fc = palloc(sizeof(FoundCall));
+				FoundCall  *fc = palloc0(sizeof(FoundCall));
 
 				fc->expr = f;
 				fc->kind = kind;
 				fc->is_array = is_array;
+				fc->display_funcid = f->funcid;
 				ctx->calls = lappend(ctx->calls, fc);
 			}
+			return false;
+		}
+	}
+	if (IsA(node, Aggref) && ctx->conditional == 0)
+	{
+		FuncExpr   *f = agg_call_expr((Aggref *) node);
+
+		if (f != NULL &&
+			(!ctx->outer_only || !only_outer_vars_walker((Node *) f->args, NULL)))
+		{
+			ctx->calls = add_agg_call(ctx->calls, f);
 			return false;
 		}
 	}
@@ -373,7 +593,11 @@ call_var(List *calls, int i, int varno, int first_attno)
 							-1, InvalidOid, 0);
 }
 
-/* Every occurrence of a batched call becomes a Var of its column. */
+/*
+ * Every occurrence of a batched call becomes a Var of its column; a
+ * scoring aggregate whose rows are batched gets that Var as its row
+ * argument (its transition function then keeps the scores).
+ */
 static Node *
 replace_calls_mutator(Node *node, ReplaceCtx *ctx)
 {
@@ -383,6 +607,20 @@ replace_calls_mutator(Node *node, ReplaceCtx *ctx)
 		return NULL;
 	if ((i = call_index(ctx->calls, node)) >= 0)
 		return call_var(ctx->calls, i, ctx->varno, ctx->first_attno);
+	if (IsA(node, Aggref))
+	{
+		FuncExpr   *f = agg_call_expr((Aggref *) node);
+
+		if (f != NULL && (i = call_index(ctx->calls, (Node *) f)) >= 0)
+		{
+			Aggref	   *a = (Aggref *) copyObject(node);
+			TargetEntry *row = lsecond_node(TargetEntry, a->args);
+
+			row->expr = (Expr *) call_var(ctx->calls, i, ctx->varno, ctx->first_attno);
+			lsecond_oid(a->aggargtypes) = f->funcresulttype;
+			return (Node *) a;
+		}
+	}
 	return expression_tree_mutator(node, replace_calls_mutator, ctx);
 }
 
@@ -579,9 +817,10 @@ reads_whole_row(FuncExpr *f, Index scanrelid, Oid *rowtype)
 static List *
 call_private(FoundCall *fc, HbRowSource source, Oid rowtype, Oid relid)
 {
-	return list_make5(makeInteger(fc->kind), makeInteger(fc->is_array),
-					  makeInteger(source), makeInteger((int) rowtype),
-					  makeInteger((int) relid));
+	return lappend(list_make5(makeInteger(fc->kind), makeInteger(fc->is_array),
+							  makeInteger(source), makeInteger((int) rowtype),
+							  makeInteger((int) relid)),
+				   makeInteger(fc->agg));
 }
 
 /* A target list of Vars reading every column of sub, as setrefs makes. */
@@ -708,7 +947,7 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 		}
 	}
 	foreach(lc, extra)
-		calls = find_calls(lfirst(lc), calls, false);
+		calls = find_calls_or_agg(lfirst(lc), calls, false);
 	if (calls == NIL)
 		return plan;
 
@@ -761,14 +1000,14 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 			exprs = lappend(exprs, remap_vars(linitial(fc->expr->args), &in, OUTER_VAR));
 			exprs = lappend(exprs, makeNullConst(RECORDOID, -1, InvalidOid));
 			/* EXPLAIN shows the call as written: t.* reads the range table */
-			display = lappend(display, copyObject(fc->expr));
+			display = lappend(display, display_call(fc, (Node *) fc->expr));
 		}
 		else
 		{
 			privs = lappend(privs, call_private(fc, HB_SOURCE_DATUM, InvalidOid, InvalidOid));
 			exprs = lappend(exprs, remap_vars(linitial(fc->expr->args), &in, OUTER_VAR));
 			exprs = lappend(exprs, remap_vars(lsecond(fc->expr->args), &in, OUTER_VAR));
-			display = lappend(display, remap_vars((Node *) fc->expr, &in, OUTER_VAR));
+			display = lappend(display, display_call(fc, remap_vars((Node *) fc->expr, &in, OUTER_VAR)));
 		}
 	}
 
@@ -835,7 +1074,7 @@ score_over(RewriteCtx *ctx, Plan *input, List *calls_exprs)
 	int			resno;
 
 	foreach(lc, calls_exprs)
-		calls = find_calls(lfirst(lc), calls, true);
+		calls = find_calls_or_agg(lfirst(lc), calls, true);
 	foreach(lc, calls)
 	{
 		FoundCall  *fc = lfirst(lc);
@@ -843,7 +1082,7 @@ score_over(RewriteCtx *ctx, Plan *input, List *calls_exprs)
 		privs = lappend(privs, call_private(fc, HB_SOURCE_DATUM, InvalidOid, InvalidOid));
 		exprs = lappend(exprs, copyObject(linitial(fc->expr->args)));
 		exprs = lappend(exprs, copyObject(lsecond(fc->expr->args)));
-		display = lappend(display, copyObject(fc->expr));
+		display = lappend(display, display_call(fc, (Node *) fc->expr));
 	}
 	tlist = pass_through_tlist(input, INDEX_VAR);
 	resno = list_length(tlist) + 1;
@@ -1271,6 +1510,80 @@ rewrite_plan(RewriteCtx *ctx, Plan *plan, SortBound sb)
 	return score_above(ctx, plan, NIL, true, NULL);
 }
 
+/* ---- streaming the batched functions (pg_batch_stream.c) ---- */
+
+typedef struct StreamCtx
+{
+	int		   *next_id;
+	int			nodes;
+} StreamCtx;
+
+/*
+ * Walk the nodes that run once per execution of their parent (a join's
+ * outer side, an Append's children, ...), never a join's inner side or a
+ * recursive term, which run again within the statement, and put HbirdBatch
+ * in place of a Function Scan of a batched function there.
+ */
+static Plan *
+stream_walk(Plan *plan, StreamCtx *ctx)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return NULL;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_FunctionScan:
+			{
+				FunctionScan *fs = (FunctionScan *) plan;
+				RangeTblFunction *rtf;
+				HbCallKind	kind;
+				Plan	   *p;
+
+				if (list_length(fs->functions) != 1)
+					return plan;
+				rtf = linitial_node(RangeTblFunction, fs->functions);
+				if (!IsA(rtf->funcexpr, FuncExpr) ||
+					hb_scoring_role(((FuncExpr *) rtf->funcexpr)->funcid, &kind) != HB_ROLE_BATCH)
+					return plan;
+				p = hb_stream_function_scan(fs, *ctx->next_id);
+				if (p == NULL)
+					return plan;
+				(*ctx->next_id)++;
+				ctx->nodes++;
+				return p;
+			}
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				lfirst(lc) = stream_walk(lfirst(lc), ctx);
+			return plan;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				lfirst(lc) = stream_walk(lfirst(lc), ctx);
+			return plan;
+		case T_SubqueryScan:
+			((SubqueryScan *) plan)->subplan =
+				stream_walk(((SubqueryScan *) plan)->subplan, ctx);
+			return plan;
+		case T_CustomScan:
+			/* the batching scan reads its input once per scan */
+			if (is_score_node(plan))
+				plan->lefttree = stream_walk(plan->lefttree, ctx);
+			return plan;
+		case T_RecursiveUnion:
+		case T_BitmapAnd:
+		case T_BitmapOr:
+		case T_Gather:
+		case T_GatherMerge:
+			return plan;
+		default:
+			/* joins: the outer side only */
+			plan->lefttree = stream_walk(plan->lefttree, ctx);
+			return plan;
+	}
+}
+
 static bool
 max_node_id_walker(Plan *plan, int *max)
 {
@@ -1312,19 +1625,23 @@ max_node_id_walker(Plan *plan, int *max)
 	return false;
 }
 
-/* Is there a scoring call anywhere in the statement? (a cheap first look) */
+/*
+ * Is there a scoring call, a scoring aggregate or a batched function
+ * anywhere in the statement?  (a cheap first look)
+ */
 static bool
 any_call_walker(Node *node, void *ctx)
 {
+	HbCallKind	kind;
+
 	if (node == NULL)
 		return false;
-	if (IsA(node, FuncExpr))
-	{
-		bool		is_array;
-
-		if (hb_scoring_call(((FuncExpr *) node)->funcid, &is_array) != HB_CALL_NONE)
-			return true;
-	}
+	if (IsA(node, FuncExpr) &&
+		hb_scoring_role(((FuncExpr *) node)->funcid, &kind) != HB_ROLE_NONE)
+		return true;
+	if (IsA(node, Aggref) &&
+		hb_scoring_role(((Aggref *) node)->aggfnoid, &kind) == HB_ROLE_AGG)
+		return true;
 	return expression_tree_walker(node, any_call_walker, ctx);
 }
 
@@ -1354,6 +1671,8 @@ plan_has_calls(Plan *plan)
 			break;
 		case T_SubqueryScan:
 			return plan_has_calls(((SubqueryScan *) plan)->subplan);
+		case T_FunctionScan:
+			return any_call_walker((Node *) ((FunctionScan *) plan)->functions, NULL);
 		default:
 			break;
 	}
@@ -1394,6 +1713,13 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 	stmt->planTree = rewrite_plan(&ctx, stmt->planTree, no_bound);
 	foreach(lc, stmt->subplans)
 		lfirst(lc) = rewrite_plan(&ctx, lfirst(lc), no_bound);
+	/* batched functions run once per statement stream their rows */
+	{
+		StreamCtx	sctx = {&ctx.next_id, 0};
+
+		stmt->planTree = stream_walk(stmt->planTree, &sctx);
+		ctx.nodes += sctx.nodes;
+	}
 
 	/* a scrollable cursor needs backward fetches: rows come from a store */
 	if (ctx.nodes > 0 && (cursorOptions & CURSOR_OPT_SCROLL) &&

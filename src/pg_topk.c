@@ -354,7 +354,8 @@ offer_margins(const double *m, size_t n, double *threshold, TopHeap *h,
 }
 
 static void
-topk_batch(void *arg, const double *x, Datum *items, uint64 n)
+topk_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
+		   uint64 n)
 {
 	TopkScan   *s = arg;
 	instr_time	start;			/* hb_stat_models */
@@ -371,7 +372,8 @@ topk_batch(void *arg, const double *x, Datum *items, uint64 n)
 }
 
 static void
-approx_batch(void *arg, const double *x, Datum *items, uint64 n)
+approx_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
+			 uint64 n)
 {
 	hb_approx_topk_batch((HbApproxTopk *) arg, x, items, (int) n);
 }
@@ -402,9 +404,9 @@ hb_topk(PG_FUNCTION_ARGS)
 		Datum	   *items;
 		int			n;
 
-		hb_scan_batches(fcinfo, e, query, rowtype,
-						Min(hb_batch_rows(e), 4096), approx_batch, a,
-						hb_approx_topk_lazy(a));
+		hb_scan_batches(e, query, rowtype, Min(hb_batch_rows(e), 4096), false,
+						hb_lazy_steps(hb_approx_topk_lazy(a)), true,
+						approx_batch, a);
 		n = hb_approx_topk_end(a, &scores, &items, &scan.stats);
 		for (int i = 0; i < n; i++)
 		{
@@ -426,11 +428,8 @@ hb_topk(PG_FUNCTION_ARGS)
 	scan.heap = &heap;
 	scan.threshold = -INFINITY;
 	scan.margins = e->sparse != NULL;
-	if (scan.margins)
-		hb_scan_batches_margins(fcinfo, e, query, rowtype, 4096, topk_batch, &scan);
-	else
-		hb_scan_batches(fcinfo, e, query, rowtype,
-						Min(hb_batch_rows(e), 4096), topk_batch, &scan, NULL);
+	hb_scan_batches(e, query, rowtype, scan.margins ? 4096 : Min(hb_batch_rows(e), 4096),
+					scan.margins, NULL, true, topk_batch, &scan);
 
 	heap_sort(&heap);
 	for (int i = 0; i < heap.n; i++)

@@ -8,7 +8,7 @@
  * model (its owner's members, superusers) tunes it, and the write goes
  * through pg_owner.c like every catalog write.  Scoring reads tunings with
  * direct scans under the statement's snapshot, like the model catalog
- * (pg_catalog.c).
+ * (pg_models.c).
  */
 #include "postgres.h"
 
@@ -501,7 +501,6 @@ Datum
 hb_tune(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HbCallState *st;
 	HbCacheEntry *e;
 	char	   *kind;
 	char	   *query;
@@ -552,8 +551,7 @@ hb_tune(PG_FUNCTION_ARGS)
 	seed = PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6);
 	spec.seed = (uint64) (uint32) seed;
 
-	st = hb_call_prepare(fcinfo, 0, false);
-	e = st->entry;
+	e = hb_resolve_model_arg(fcinfo, 0);
 	if (spec.kind == HB_TUNE_CASCADE && e->n_classes < 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -783,42 +781,4 @@ hb_tune_drop(PG_FUNCTION_ARGS)
 					 2, t, v, nulls, SPI_OK_DELETE);
 	hb_write_end(&w);
 	PG_RETURN_INT32(n);
-}
-
-/* The cascade of a call site's current model, looked up once per slot. */
-HbCascade *
-hb_call_cascade(HbCallState *st)
-{
-	HbCallSlot *slot = st->cur;
-
-	if (!hb_cascade_on)
-		return NULL;
-	if (!slot->cascade_loaded)
-	{
-		slot->cascade = hb_cascade_for(slot->entry, slot->cxt);
-		if (slot->cascade)
-			slot->lazy = hb_lazy_for(slot->entry, slot->cascade->approx, slot->cxt);
-		slot->cascade_loaded = true;
-	}
-	return slot->cascade;
-}
-
-/*
- * The call's row through its cascade.  A row bound lazily (row is its
- * datum) is featurized in full only if the cheap model cannot decide it.
- */
-void
-hb_call_cascade_run(HbCallState *st, Datum row, HbCascadeOut what, double *out)
-{
-	HbCallSlot *slot = st->cur;
-
-	if (slot->bind.lazy != NULL && row != (Datum) 0)
-	{
-		hb_lazy_set_rows(slot->lazy, &row);
-		hb_cascade_run_lazy(slot->entry->plan, slot->cascade, st->x, 1, what,
-							out, NULL, hb_lazy_complete, slot->lazy);
-		hb_lazy_set_rows(slot->lazy, NULL);
-	}
-	else
-		hb_cascade_run(slot->entry->plan, slot->cascade, st->x, 1, what, out, NULL);
 }

@@ -1,6 +1,6 @@
 /*
- * pg_catalog.c
- *	  Reading hbird's catalog tables.
+ * pg_models.c
+ *	  Reading hbird's model catalog (its tables in schema hbird).
  *
  * Scoring reads the catalog with direct scans under the statement's active
  * snapshot: no SQL is run (so search_path can't redirect anything), the

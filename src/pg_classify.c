@@ -1,8 +1,8 @@
 /*
- * pg_class.c
+ * pg_classify.c
  *	  Predicted classes: hb_predict_class (rows and arrays),
- *	  hb_predict_class_batch, the scoring behind hb_predict_class_agg, and
- *	  hb_class_stats.
+ *	  hb_predict_class_agg (on the aggregates' machinery of pg_batch.c),
+ *	  hb_predict_class_batch, and hb_class_stats.
  *
  * Tree classifiers take the exact early exit of src/core/early_exit.c
  * unless hbird.early_exit is off: the answer is the same either way, only
@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -23,6 +24,8 @@
 
 PG_FUNCTION_INFO_V1(hb_predict_class_record);
 PG_FUNCTION_INFO_V1(hb_predict_class_array);
+PG_FUNCTION_INFO_V1(hb_predict_class_agg_sfunc);
+PG_FUNCTION_INFO_V1(hb_predict_class_agg_final);
 PG_FUNCTION_INFO_V1(hb_predict_class_batch);
 PG_FUNCTION_INFO_V1(hb_class_stats);
 PG_FUNCTION_INFO_V1(hb_class_stats_reset);
@@ -140,38 +143,76 @@ hb_predict_class_array(PG_FUNCTION_ARGS)
 	return predict_class(fcinfo, false);
 }
 
+/* ---- hb_predict_class_agg(name, row) -> integer[] ---- */
+
+static void
+class_agg_score(HbCacheEntry *e, const HbCascade *cascade, const double *x,
+				int n, double *out, HbLazy *lazy)
+{
+	int32	   *cls = palloc(sizeof(int32) * Max(n, 1));
+
+	hb_classify_lazy(e, cascade, x, n, cls, lazy);
+	for (int i = 0; i < n; i++)
+		out[i] = cls[i];
+	pfree(cls);
+}
+
+static const HbAggKind class_agg = {
+	"hb_predict_class_agg", hb_check_classifier, class_agg_score, false, INT4OID
+};
+
+Datum
+hb_predict_class_agg_sfunc(PG_FUNCTION_ARGS)
+{
+	return hb_agg_sfunc(fcinfo, &class_agg);
+}
+
+Datum
+hb_predict_class_agg_final(PG_FUNCTION_ARGS)
+{
+	return hb_agg_final(fcinfo);
+}
+
 /* ---- hb_predict_class_batch(name, rowtype, query) -> (class, item) ---- */
 
 typedef struct ClassBatch
 {
 	HbCacheEntry *entry;
-	ReturnSetInfo *rsinfo;
+	HbRowsOut  *out;
+	bool		items;			/* the rows go out with their classes */
 	int32	   *cls;
 	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
 	HbLazy	   *lazy;			/* rows bound lazily for it, or NULL */
 } ClassBatch;
 
 static void
-class_batch(void *arg, const double *x, Datum *items, uint64 n)
+class_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
+			uint64 n)
 {
 	ClassBatch *b = arg;
 	instr_time	start;			/* hb_stat_models */
+	Datum		values[2];
+	bool		nulls[2] = {false, !b->items};
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (b->lazy)
 		hb_lazy_set_rows(b->lazy, items);
 	hb_classify_lazy(b->entry, b->cascade, x, n, b->cls, b->lazy);
 	hb_stat_batch(b->entry, (int64) n, &start, false);
+	values[1] = (Datum) 0;
 	for (uint64 i = 0; i < n; i++)
 	{
-		Datum		values[2];
-		bool		nulls[2] = {false, false};
-
 		values[0] = Int32GetDatum(b->cls[i]);
-		values[1] = items[i];
-		tuplestore_putvalues(b->rsinfo->setResult, b->rsinfo->setDesc,
-							 values, nulls);
+		if (b->items)
+			values[1] = items[i];
+		hb_rows_emit(b->out, values, nulls);
 	}
+}
+
+static void
+class_batch_finish(void *arg)
+{
+	hb_stat_call(((ClassBatch *) arg)->entry);
 }
 
 Datum
@@ -179,21 +220,45 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 {
 	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
 	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
-	ClassBatch	b;
+	HbRowsStream *stream = hb_stream_of(fcinfo);
+	ClassBatch *b = palloc0(sizeof(ClassBatch));
+	HbRowsOut	out;
 	char	   *query;
 	int			batch;
 
-	b.entry = st->entry;
-	b.cascade = hb_cascade_for(b.entry, CurrentMemoryContext);
-	b.lazy = b.cascade ? hb_lazy_for(b.entry, b.cascade->approx, CurrentMemoryContext) : NULL;
-	hb_check_classifier(b.entry, "hb_predict_class_batch");
-	b.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	InitMaterializedSRF(fcinfo, 0);
+	b->entry = st->entry;
+	b->cascade = hb_cascade_for(b->entry, CurrentMemoryContext);
+	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, CurrentMemoryContext) : NULL;
+	hb_check_classifier(b->entry, "hb_predict_class_batch");
+	if (stream == NULL)
+	{
+		InitMaterializedSRF(fcinfo, 0);
+		hb_rows_out_init(&out, (ReturnSetInfo *) fcinfo->resultinfo, 2);
+		b->out = &out;
+		b->items = true;
+	}
+	else
+	{
+		b->out = stream->out;
+		b->items = stream->want_items;
+	}
 	query = hb_query_arg(fcinfo, 2, rowtype);
-	batch = hb_batch_rows(b.entry);
-	b.cls = palloc_extended(sizeof(int32) * batch, MCXT_ALLOC_HUGE);
-	hb_scan_batches(fcinfo, b.entry, query, rowtype, batch, class_batch, &b, b.lazy);
-	hb_stat_call(b.entry);
+	batch = hb_batch_rows(b->entry);
+	b->cls = palloc_extended(sizeof(int32) * batch, MCXT_ALLOC_HUGE);
+	if (stream)
+	{
+		stream->rows = hb_rows_open(b->entry, query, rowtype, batch, false,
+									hb_lazy_steps(b->lazy),
+									b->items || b->lazy != NULL);
+		hb_rows_ramp_up(stream->rows);
+		stream->fn = class_batch;
+		stream->arg = b;
+		stream->finish = class_batch_finish;
+		return (Datum) 0;
+	}
+	hb_scan_batches(b->entry, query, rowtype, batch, false, hb_lazy_steps(b->lazy),
+					true, class_batch, b);
+	class_batch_finish(b);
 	return (Datum) 0;
 }
 
