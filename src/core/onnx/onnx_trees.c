@@ -153,9 +153,45 @@ emit_split(TreeEmit *te, const OnnxTreeNode *on, HbSplitOp op, double thr,
 }
 
 /*
- * x == t (or x != t): below t -> "different"; else at most t -> "equal",
- * else "different".  The "different" subtree appears twice.
+ * x = v as two splits and their subtrees, in this order: x < v goes to
+ * below_src; else x <= v to equal_src; else above, which is node above_src
+ * or, from above_k >= 0 on, the rest of a BRANCH_MEMBER set.  A missing
+ * value goes below when nan_below, else on to the second split and equal.
  */
+static int32_t
+emit_equal(TreeEmit *te, const OnnxTreeNode *on, double v, int32_t below_src,
+		   int32_t equal_src, int32_t above_src, int32_t above_k,
+		   bool nan_below, int depth)
+{
+	int32_t		a = tb_new(te),
+				l,
+				second,
+				sl,
+				sr;
+
+	if (a < 0)
+		return -1;
+	l = emit(te, below_src, depth + 1);
+	if (l < 0)
+		return -1;
+	second = tb_new(te);
+	if (second < 0)
+		return -1;
+	sl = emit(te, equal_src, depth + 2);
+	if (sl < 0)
+		return -1;
+	sr = above_k >= 0 ? emit_member(te, on, above_k, depth + 2) :
+		emit(te, above_src, depth + 2);
+	if (sr < 0)
+		return -1;
+	hb_mb_numeric(&te->b, a, on->feature, HB_SPLIT_LT, v, nan_below,
+				  HB_MISSING_NAN, l, second);
+	hb_mb_numeric(&te->b, second, on->feature, HB_SPLIT_LE, v, true,
+				  HB_MISSING_NAN, sl, sr);
+	return a;
+}
+
+/* x == t (or x != t): the "different" subtree appears twice. */
 static int32_t
 emit_eq(TreeEmit *te, const OnnxTreeNode *on, int depth)
 {
@@ -166,31 +202,8 @@ emit_eq(TreeEmit *te, const OnnxTreeNode *on, int depth)
 	/* NaN != t holds, so NEQ sends NaN true whatever mtt says */
 	bool		nan_to_true = eq ? on->mtt : true;
 	bool		nan_to_same = eq ? nan_to_true : !nan_to_true;
-	int32_t		a = tb_new(te),
-				l,
-				second,
-				sl,
-				sr;
 
-	if (a < 0)
-		return -1;
-	l = emit(te, diff, depth + 1);
-	if (l < 0)
-		return -1;
-	second = tb_new(te);
-	if (second < 0)
-		return -1;
-	sl = emit(te, same, depth + 2);
-	if (sl < 0)
-		return -1;
-	sr = emit(te, diff, depth + 2);
-	if (sr < 0)
-		return -1;
-	hb_mb_numeric(&te->b, a, on->feature, HB_SPLIT_LT, on->value, !nan_to_same,
-				  HB_MISSING_NAN, l, second);
-	hb_mb_numeric(&te->b, second, on->feature, HB_SPLIT_LE, on->value, true,
-				  HB_MISSING_NAN, sl, sr);
-	return a;
+	return emit_equal(te, on, on->value, diff, same, diff, -1, !nan_to_same, depth);
 }
 
 /* A leaf: the sum of its weights for class te->cls, times the scale. */
@@ -270,13 +283,6 @@ emit(TreeEmit *te, int32_t idx, int depth)
 static int32_t
 emit_member(TreeEmit *te, const OnnxTreeNode *on, int32_t k, int depth)
 {
-	int32_t		a,
-				second,
-				l,
-				sl,
-				sr;
-	double		v;
-
 	if (k == on->set_n)
 		return emit(te, on->f_idx, depth);
 	if (depth + 1 > HB_MAX_DEPTH)
@@ -287,28 +293,24 @@ emit_member(TreeEmit *te, const OnnxTreeNode *on, int32_t k, int depth)
 				(long long) on->tree, HB_MAX_DEPTH);
 		return -1;
 	}
-	v = te->e->sets[on->set_first + k];
-	a = tb_new(te);
-	if (a < 0)
-		return -1;
-	l = emit(te, on->f_idx, depth + 1);
-	if (l < 0)
-		return -1;
-	second = tb_new(te);
-	if (second < 0)
-		return -1;
-	sl = emit(te, on->t_idx, depth + 2);
-	if (sl < 0)
-		return -1;
-	sr = emit_member(te, on, k + 1, depth + 2);
-	if (sr < 0)
-		return -1;
 	/* NaN is in no set: the false side, or the true side when it tracks true */
-	hb_mb_numeric(&te->b, a, on->feature, HB_SPLIT_LT, v,
-				  k == 0 ? !on->mtt : false, HB_MISSING_NAN, l, second);
-	hb_mb_numeric(&te->b, second, on->feature, HB_SPLIT_LE, v, true,
-				  HB_MISSING_NAN, sl, sr);
-	return a;
+	return emit_equal(te, on, te->e->sets[on->set_first + k], on->f_idx,
+					  on->t_idx, -1, k + 1, k == 0 ? !on->mtt : false, depth);
+}
+
+/*
+ * Emitting the trees of ensemble e of node n into the model: messages of
+ * the builder's check name IR trees, as hb_model_validate's do.  Lowered
+ * trees have no node the root does not reach.
+ */
+static void
+emit_start(TreeEmit *te, OnnxReader *r, const OnnxNode *n, const OnnxEnsemble *e)
+{
+	te->r = r;
+	te->n = n;
+	te->e = e;
+	hb_mb_start_model(&te->b, r->m, "", r->err);
+	te->b.all_reached = true;
 }
 
 /*
@@ -362,30 +364,35 @@ base_trees(TreeEmit *te, const double *base, size_t n_base)
 
 /* ---------- what both layouts share ---------- */
 
+/* (a1, a2) against (b1, b2), the first key first. */
+static int
+cmp_pair(int64_t a1, int64_t a2, int64_t b1, int64_t b2)
+{
+	if (a1 != b1)
+		return a1 < b1 ? -1 : 1;
+	if (a2 != b2)
+		return a2 < b2 ? -1 : 1;
+	return 0;
+}
+
+/* nodes by tree, then id */
 static int
 cmp_tree_node(const void *a, const void *b)
 {
 	const OnnxTreeNode *x = a,
 			   *y = b;
 
-	if (x->tree != y->tree)
-		return x->tree < y->tree ? -1 : 1;
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	return 0;
+	return cmp_pair(x->tree, x->id, y->tree, y->id);
 }
 
+/* leaf weights by node, then class */
 static int
 cmp_weight(const void *a, const void *b)
 {
 	const LeafWeight *x = a,
 			   *y = b;
 
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	if (x->cls != y->cls)
-		return x->cls < y->cls ? -1 : 1;
-	return 0;
+	return cmp_pair(x->node, x->cls, y->node, y->cls);
 }
 
 static int32_t
@@ -797,11 +804,7 @@ onnx_read_tree_ensemble(OnnxReader *r, const OnnxNode *n, bool classifier)
 	}
 	if (!aggregate_scale(r, n, legacy_aggregate(n), &e))
 		goto done;
-	te.r = r;
-	te.n = n;
-	te.e = &e;
-	hb_mb_start_model(&te.b, r->m, "", r->err);
-	te.b.all_reached = true;
+	emit_start(&te, r, n, &e);
 	ok = legacy_emit(&te) && base_trees(&te, base, n_base);
 
 done:
@@ -1005,11 +1008,7 @@ onnx_read_tree_ensemble5(OnnxReader *r, const OnnxNode *n)
 		!check_max_feature(r, n, &e) ||
 		!aggregate_scale(r, n, onnx_attr_int(n, "aggregate_function", 1), &e))
 		goto done;
-	te.r = r;
-	te.n = n;
-	te.e = &e;
-	hb_mb_start_model(&te.b, r->m, "", r->err);
-	te.b.all_reached = true;
+	emit_start(&te, r, n, &e);
 	ok = true;
 	for (size_t t = 0; t < a.n_roots && ok; t++)
 		for (int c = 0; c < (int) a.targets && ok; c++)
