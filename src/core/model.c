@@ -1,8 +1,11 @@
 /*
  * model.c
  *	  Reading, validating and freeing the model IR: the format's reader
- *	  builds it (read_*.c, onnx/), then hb_model_validate checks what every
- *	  executor relies on, for read models and stored images alike.
+ *	  builds it (read_*.c, onnx/; trees through model_builder.h, which
+ *	  checks each tree's shape as it ends), then the rest of what every
+ *	  executor relies on is checked here.  hb_model_validate checks
+ *	  everything, trees included, for models that come from elsewhere
+ *	  (stored images).
  */
 #include "model.h"
 #include "model_builder.h"
@@ -11,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static bool validate(HbModel *m, bool walk_trees, HbError *err);
 
 static const struct
 {
@@ -162,7 +167,7 @@ hb_model_read(const char *bytes, size_t len, HbFormat format,
 		return false;
 	}
 	m->format = format;
-	if (!hb_model_validate(m, err))
+	if (!validate(m, false, err))
 	{
 		hb_model_free(m);
 		return false;
@@ -276,8 +281,14 @@ hb_model_is_multi_target(const HbModel *m)
 		m->task != HB_TASK_MULTICLASS;
 }
 
-bool
-hb_model_validate(HbModel *m, HbError *err)
+/*
+ * What every executor relies on.  walk_trees: check each tree's shape with
+ * the builder's walk; a model just read needs no second walk, as its reader
+ * built every tree through the builder, whose hb_mb_end_tree made the same
+ * check (model_builder.h).
+ */
+static bool
+validate(HbModel *m, bool walk_trees, HbError *err)
 {
 	/*
 	 * Enumerations and the class count come from readers and from stored
@@ -345,11 +356,16 @@ hb_model_validate(HbModel *m, HbError *err)
 	{
 		if ((t & 63) == 0)
 			hb_check_interrupts();
-		/* the shape check every reader's trees passed (model_builder.c) */
-		if (!hb_tree_check(m, t, err))
+		if (walk_trees && !hb_tree_check(m, t, err))
 			return false;
 		if (m->trees[t].depth > m->max_depth)
 			m->max_depth = m->trees[t].depth;
 	}
 	return true;
+}
+
+bool
+hb_model_validate(HbModel *m, HbError *err)
+{
+	return validate(m, true, err);
 }

@@ -3,9 +3,9 @@
  *	  Building a model's trees and checking their shape (model_builder.h).
  *
  * The one walk of a tree lives here: every reader's trees go through it when
- * they end, and hb_model_validate runs it again on every model it is given
- * (stored images included), so a tree that reaches an executor has passed
- * it.  The walk uses an explicit stack of n_nodes + 1 entries: a node is
+ * they end (hb_model_read trusts that and does not walk them again), and
+ * hb_model_validate runs it on every tree of the models it is given (stored
+ * images), so a tree that reaches an executor has passed it.  The walk uses an explicit stack of n_nodes + 1 entries: a node is
  * expanded at most once (the second visit is an error), and each expansion
  * pops one entry and pushes two.
  */
@@ -26,6 +26,8 @@ typedef struct Walk
 	bool		all_reached;
 	HbNodeReader read;
 	void	   *ctx;
+	const double *vec;			/* vector leaves: width values per node */
+	int32_t		width;
 	int32_t    *stack;			/* (id, depth) pairs */
 	uint8_t    *seen;
 	HbError    *err;
@@ -150,7 +152,11 @@ walk(Walk *w)
 		node = &tree->nodes[id];
 		if (node->left == HB_LEAF && node->right == HB_LEAF)
 		{
-			if (!isfinite(node->value))
+			bool		finite = isfinite(node->value);
+
+			for (int32_t k = 1; k < w->width && finite; k++)
+				finite = isfinite(w->vec[(size_t) id * w->width + k]);
+			if (!finite)
 				return hb_fail(w->err, HB_ERR_INVALID,
 							   "%stree %d: leaf %d has a non-finite value", w->who,
 							   w->label, id >= w->leaf_first ? id - w->leaf_first : id);
@@ -515,6 +521,8 @@ finish_tree(HbModelBuilder *b, HbNodeReader read, void *ctx)
 	w.all_reached = b->all_reached;
 	w.read = read;
 	w.ctx = ctx;
+	w.vec = b->vec;
+	w.width = b->vec ? b->width : 1;
 	w.stack = b->stack;
 	w.seen = b->seen;
 	w.err = b->err;

@@ -5,9 +5,11 @@
  *	  check of a tree's shape.
  *
  * Every reader builds its trees through this (read_xgboost.c,
- * read_lightgbm.c, onnx/onnx_trees.c, read_pipeline.c), and
- * hb_model_validate checks stored images and finished models with the same
- * walk (hb_tree_check), so what a tree must be is said once:
+ * read_lightgbm.c, onnx/onnx_trees.c, read_pipeline.c): hb_model_read does
+ * not walk a reader's trees again, so a reader must not write trees any
+ * other way, nor change them after they end in a way the check would
+ * refuse.  hb_model_validate checks the models it is given (stored images)
+ * with the same walk (hb_tree_check), so what a tree must be is said once:
  *	- the root reaches every node at most once (a node reached twice is a
  *	  cycle or a shared subtree, which no library writes);
  *	- no path is longer than HB_MAX_DEPTH edges, so that executors can use

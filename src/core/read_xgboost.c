@@ -424,8 +424,9 @@ read_split(TreeRead *tr, int32_t id, int64_t left, int64_t right)
 	jdl = hb_json_at(tr->dl, id);
 	if (hb_json_bool(jdl, &dflt))
 		;
-	else if (hb_json_int(jdl, &v) && (v == 0 || v == 1))
-		dflt = v == 1;
+	/* one compare: which of 0 and 1 it is varies from node to node */
+	else if (hb_json_int(jdl, &v) && (uint64_t) v <= 1)
+		dflt = v != 0;
 	else
 		return hb_fail(r->err, HB_ERR_INVALID,
 					   "xgboost model: tree %d: default_left[%d] is neither a boolean nor 0/1",
@@ -465,6 +466,14 @@ read_split(TreeRead *tr, int32_t id, int64_t left, int64_t right)
 	return true;
 }
 
+static bool
+one_child(Reader *r, int t, int32_t id, int64_t left, int64_t right)
+{
+	return hb_fail(r->err, HB_ERR_INVALID,
+				   "xgboost model: tree %d: node %d has one child (left %lld, right %lld)",
+				   t, id, (long long) left, (long long) right);
+}
+
 /*
  * Node id of the tree, as the builder's walk reaches it (HbNodeReader): the
  * walk checks depth and nodes reached twice; the children are checked here
@@ -483,22 +492,24 @@ read_node(void *ctx, int32_t id)
 	if (!tree_int(r, tr->lc, "left_children", t, id, &left) ||
 		!tree_int(r, tr->rc, "right_children", t, id, &right))
 		return false;
-	if (tr->ls.by_row && left == -1)
-	{
-		/* 3.2+ vector leaves: right_children holds the leaf's row */
-		size_t		rows = hb_json_len(tr->ls.vals) / tr->ls.width;
-
-		if (right < 0 || (uint64_t) right >= rows)
-			return hb_fail(r->err, HB_ERR_INVALID,
-						   "xgboost model: tree %d: leaf %d has row %lld of leaf_weights, which has %zu rows",
-						   t, id, (long long) right, rows);
-	}
-	else if ((left == -1 || right == -1) && left != right)
-		return hb_fail(r->err, HB_ERR_INVALID,
-					   "xgboost model: tree %d: node %d has one child (left %lld, right %lld)",
-					   t, id, (long long) left, (long long) right);
 	if (left == -1)
+	{
+		if (tr->ls.by_row)
+		{
+			/* 3.2+ vector leaves: right_children holds the leaf's row */
+			size_t		rows = hb_json_len(tr->ls.vals) / tr->ls.width;
+
+			if (right < 0 || (uint64_t) right >= rows)
+				return hb_fail(r->err, HB_ERR_INVALID,
+							   "xgboost model: tree %d: leaf %d has row %lld of leaf_weights, which has %zu rows",
+							   t, id, (long long) right, rows);
+		}
+		else if (right != -1)
+			return one_child(r, t, id, left, right);
 		return read_leaf(tr, id, right);
+	}
+	if (right == -1)
+		return one_child(r, t, id, left, right);
 	/* the root is no node's child */
 	if (left < 1 || left >= n || right < 1 || right >= n || left == right)
 		return hb_fail(r->err, HB_ERR_INVALID,
