@@ -291,7 +291,6 @@ hb_mb_start_tree(HbModelBuilder *b, int32_t label, int32_t group,
 	tree = &m->trees[m->n_trees++];
 	memset(tree, 0, sizeof(*tree));
 	tree->group = group;
-	b->open = true;
 	b->label = label;
 	b->width = width > 1 ? width : 1;
 	b->leaf_first = INT32_MAX;
@@ -500,7 +499,6 @@ finish_tree(HbModelBuilder *b, HbNodeReader read, void *ctx)
 	size_t		n = tree->n_nodes > 0 ? (size_t) tree->n_nodes : 1;
 	Walk		w;
 
-	b->open = false;
 	if (n > b->cap_walk)
 	{
 		hb_free(b->stack);
@@ -556,5 +554,4 @@ hb_mb_drop_tree(HbModelBuilder *b)
 		hb_free(m->trees[m->n_trees - 1].nodes);
 		m->n_trees--;
 	}
-	b->open = false;
 }

@@ -74,7 +74,6 @@ typedef struct HbModelBuilder
 	bool		all_reached;
 
 	/* the tree being built: m->trees[m->n_trees - 1] */
-	bool		open;
 	int32_t		label;			/* its number in messages */
 	int32_t		width;			/* values per leaf; > 1: vector leaves */
 	size_t		cap_nodes;		/* of a grown tree */

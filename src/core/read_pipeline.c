@@ -1460,7 +1460,7 @@ read_native_tree(Reader *r, HbModelBuilder *b, const HbJson *jt, size_t t, int32
 			hb_mb_numeric(b, i, (int32_t) f, HB_SPLIT_LE, th, dl, HB_MISSING_NAN,
 						  (int32_t) lc, (int32_t) rc);
 	}
-	/* the shape check that hb_model_validate would make, said sooner */
+	/* the one shape check (model_builder.h): reached once, depth, ranges */
 	return hb_mb_end_tree(b);
 }
 

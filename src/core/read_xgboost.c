@@ -518,10 +518,7 @@ read_node(void *ctx, int32_t id)
 	return read_split(tr, id, left, right);
 }
 
-/*
- * The arrays of tree t and where its leaf values are; *n gets its number of
- * nodes.
- */
+/* The arrays of tree t, its number of nodes and where its leaf values are. */
 static bool
 tree_arrays(Reader *r, const HbJson *jt, int t, int32_t width, TreeRead *tr)
 {
