@@ -38,14 +38,6 @@ onnx_attr(const OnnxNode *n, const char *name)
 	return NULL;
 }
 
-bool
-onnx_bin_eq(ProtobufCBinaryData d, const char *s)
-{
-	size_t		l = strlen(s);
-
-	return d.len == l && memcmp(d.data, s, l) == 0;
-}
-
 int64_t
 onnx_attr_int(const OnnxNode *n, const char *name, int64_t dflt)
 {

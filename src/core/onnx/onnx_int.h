@@ -45,6 +45,8 @@
 #include "model.h"
 #include "onnx_ml.pb-c.h"
 
+#include <string.h>
+
 #define ONNX_MAX_NODES		100000	/* graph nodes */
 #define ONNX_MAX_TREE_NODES (1 << 22)	/* IR nodes of one emitted tree */
 #define ONNX_MAX_ALL_NODES	(1 << 27)	/* IR nodes of the model */
@@ -120,11 +122,19 @@ typedef enum PostTransform
 	PT_NONE, PT_LOGISTIC, PT_SOFTMAX, PT_SOFTMAX_ZERO, PT_PROBIT
 } PostTransform;
 
+/* A protobuf string equal to s (inline: trees compare one per node). */
+static inline bool
+onnx_bin_eq(ProtobufCBinaryData d, const char *s)
+{
+	size_t		l = strlen(s);
+
+	return d.len == l && memcmp(d.data, s, l) == 0;
+}
+
 /* onnx_attr.c: attributes, tensors, named values */
 extern const char *onnx_node_label(const OnnxNode *n);
 extern const char *onnx_op(const OnnxNode *n);
 extern const OnnxAttr *onnx_attr(const OnnxNode *n, const char *name);
-extern bool onnx_bin_eq(ProtobufCBinaryData d, const char *s);
 extern int64_t onnx_attr_int(const OnnxNode *n, const char *name, int64_t dflt);
 extern const char *onnx_attr_str(const OnnxNode *n, const char *name,
 								 char *buf, size_t size);
