@@ -5,14 +5,17 @@
 # and side by side the core of another revision.
 #
 #   bash bench/read_models.sh [BASE_REV] [ROUNDS] [PASSES]
+#   READ_MODELS_CALLGRIND=1 bash bench/read_models.sh ...   (adds instruction
+#   counts under valgrind: several minutes more)
 #
 # Builds read_models.c against the working tree's src/core and, when
 # BASE_REV is given, against BASE_REV's src/core (git archive into a
 # temporary directory), then runs the builds alternately PASSES times
-# (default 5), each reading each file ROUNDS times (default 10) after a
-# warm-up.  Writes bench/results/read_models.md: per format the median over
-# the passes of each pass's median, the ratio current / base, the load
-# average and the command.  BENCH_DATA (default bench/data) holds the model;
+# (default 5; every other pass the other one first), each reading each file
+# ROUNDS times (default 10) after a warm-up.  Writes bench/results/read_models.md: per format the median over
+# the passes of each pass's median (CPU time of the reading thread: the
+# wall clock of a shared machine counts other processes too), the ratio
+# current / base, the load average and the command.  BENCH_DATA (default bench/data) holds the model;
 # gen_bench.py trains it there when it is missing (about a minute).
 set -euo pipefail
 
@@ -57,21 +60,41 @@ fi
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 load0=$(cut -d' ' -f1 /proc/loadavg)
 for ((p = 1; p <= passes; p++)); do
-	for b in "${builds[@]}"; do
+	# every other pass the other build first: neither always runs warm
+	order=("${builds[@]}")
+	[ $((p % 2)) -eq 0 ] && [ ${#builds[@]} -eq 2 ] && order=("${builds[1]}" "${builds[0]}")
+	for b in "${order[@]}"; do
 		"$tmp/read_$b" "$rounds" "$data/model.json" "$data/model.ubj" |
 			sed "s/^/$b\t/" >>"$tmp/times.tsv"
 	done
 done
 load1=$(cut -d' ' -f1 /proc/loadavg)
 
+# READ_MODELS_CALLGRIND=1: also the instructions of one read of each format
+# (callgrind, counting inside time_reads only: the warm-up and one read),
+# which other processes on the machine do not change
+if [ "${READ_MODELS_CALLGRIND:-0}" = 1 ]; then
+	for f in xgboost-json xgboost-ubj lightgbm-text onnx; do
+		for b in "${builds[@]}"; do
+			READ_MODELS_ONLY=$f valgrind --tool=callgrind --toggle-collect=time_reads \
+				--callgrind-out-file="$tmp/cg.$b.$f" "$tmp/read_$b" 1 \
+				"$data/model.json" "$data/model.ubj" >/dev/null 2>&1
+			ir=$(callgrind_annotate "$tmp/cg.$b.$f" 2>/dev/null |
+				awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 / 2 }')
+			printf '%s\t%s\t%s\n' "$b" "$f" "$ir" >>"$tmp/ir.tsv"
+		done
+	done
+fi
+
 {
 	echo "# Reading models (bench/read_models.sh)"
 	echo
-	echo "\`bash bench/read_models.sh ${base:-} $rounds $passes\`, $(date -u +%Y-%m-%d),"
+	echo "\`$([ "${READ_MODELS_CALLGRIND:-0}" = 1 ] && echo "READ_MODELS_CALLGRIND=1 ")bash bench/read_models.sh ${base:-} $rounds $passes\`, $(date -u +%Y-%m-%d),"
 	echo "$(nproc) cpus, load average $load0 before and $load1 after;"
 	echo "current = the working tree ($(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet -- src/core || echo ', modified'))${base:+, base = $base ($(git -C "$root" rev-parse --short "$base"))}."
-	echo "Milliseconds per hb_model_read (parse, build, validate): the median over"
-	echo "$passes passes of each pass's median of $rounds reads; fastest read in brackets."
+	echo "Milliseconds of CPU time per hb_model_read (parse, build, validate): the"
+	echo "median over $passes passes of each pass's median of $rounds reads; fastest read"
+	echo "in brackets."
 	echo
 	awk -F'\t' -v base="$base" '
 		{ key = $2; bytes[key] = $3; med[$1, key, ++n[$1, key]] = $4;
@@ -102,6 +125,30 @@ load1=$(cut -d' ' -f1 /proc/loadavg)
 					printf "| %s | %d | %.1f (%.1f) |\n", key, bytes[key], c, best["current", key]
 			}
 		}' "$tmp/times.tsv"
+	if [ -f "$tmp/ir.tsv" ]; then
+		echo
+		echo "Instructions per read (callgrind, READ_MODELS_CALLGRIND=1), millions:"
+		echo
+		awk -F'\t' -v base="$base" '
+			{ ir[$1, $2] = $3; if (!($2 in seen)) { seen[$2] = 1; order[++k] = $2 } }
+			END {
+				if (base != "") {
+					print "| format | base | current | current / base |"
+					print "|---|---:|---:|---:|"
+				} else {
+					print "| format | current |"
+					print "|---|---:|"
+				}
+				for (i = 1; i <= k; i++) {
+					f = order[i]
+					if (base != "")
+						printf "| %s | %.1f | %.1f | %.3f |\n", f, ir["base", f] / 1e6,
+							ir["current", f] / 1e6, ir["current", f] / ir["base", f]
+					else
+						printf "| %s | %.1f |\n", f, ir["current", f] / 1e6
+				}
+			}' "$tmp/ir.tsv"
+	fi
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"
