@@ -286,12 +286,23 @@ onnx_bytes(const HbModel *m, size_t *len)
 		free(order);
 		free(index);
 	}
-	at[0] = attr_ints("nodes_treeids", tree_ids, nn);
-	at[1] = attr_ints("nodes_nodeids", node_ids, nn);
-	at[2] = attr_ints("nodes_featureids", feat, nn);
-	at[3] = attr_ints("nodes_truenodeids", t_ids, nn);
-	at[4] = attr_ints("nodes_falsenodeids", f_ids, nn);
-	at[5] = attr_ints("nodes_missing_value_tracks_true", mtt, nn);
+	{
+		const struct
+		{
+			const char *name;
+			int64_t    *v;
+			size_t		n;
+		}			lists[] =
+		{
+			{"nodes_treeids", tree_ids, nn}, {"nodes_nodeids", node_ids, nn},
+			{"nodes_featureids", feat, nn}, {"nodes_truenodeids", t_ids, nn},
+			{"nodes_falsenodeids", f_ids, nn},
+			{"nodes_missing_value_tracks_true", mtt, nn},
+		};
+
+		for (int k = 0; k < 6; k++)
+			at[k] = attr_ints(lists[k].name, lists[k].v, lists[k].n);
+	}
 	at[6] = attr_ints("nodes_modes", NULL, 0);
 	at[6]->strings = modes;
 	at[6]->n_strings = nn;
