@@ -28,10 +28,10 @@ mkdir -p "$data" "$here/results"
 
 # -O2 as PGXS builds the extension; no -march, so no instruction the
 # packaged extension would not have either
-# (the ONNX reader's protobuf messages are generated C, see Makefile)
+# (the ONNX reader, src/core/onnx, includes generated C: see Makefile)
 make -s -C "$root" src/core/onnx/onnx_ml.pb-c.c
 gcc -std=gnu11 -O2 -Wall -Wextra -I"$root/src/core" -o "$data/bench" \
-	"$here/strategies.c" "$root"/src/core/*.c "$root"/src/core/onnx/onnx_ml.pb-c.c \
+	"$here/strategies.c" "$root"/src/core/*.c "$root"/src/core/onnx/*.c \
 	-lxgboost -lopenblas -lprotobuf-c -lm
 
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1

@@ -29,7 +29,7 @@ mkdir -p "$data" "$here/results"
 
 make -s -C "$root" src/core/onnx/onnx_ml.pb-c.c
 gcc -std=gnu11 -O2 -Wall -Wextra -I"$root/src/core" -o "$data/topk_core" \
-	"$here/topk_core.c" "$root"/src/core/*.c "$root"/src/core/onnx/onnx_ml.pb-c.c \
+	"$here/topk_core.c" "$root"/src/core/*.c "$root"/src/core/onnx/*.c \
 	-lopenblas -lprotobuf-c -lm
 
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1

@@ -1,13 +1,21 @@
 /*
  * model.c
- *	  Reading, validating and freeing the model IR.
+ *	  Reading, validating and freeing the model IR: the format's reader
+ *	  builds it (read_*.c, onnx/; trees through model_builder.h, which
+ *	  checks each tree's shape as it ends), then the rest of what every
+ *	  executor relies on is checked here.  hb_model_validate checks
+ *	  everything, trees included, for models that come from elsewhere
+ *	  (stored images).
  */
 #include "model.h"
+#include "model_builder.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static bool validate(HbModel *m, bool walk_trees, HbError *err);
 
 static const struct
 {
@@ -159,7 +167,7 @@ hb_model_read(const char *bytes, size_t len, HbFormat format,
 		return false;
 	}
 	m->format = format;
-	if (!hb_model_validate(m, err))
+	if (!validate(m, false, err))
 	{
 		hb_model_free(m);
 		return false;
@@ -235,135 +243,6 @@ hb_model_set_feature_names(HbModel *m, char **names, int n, HbError *err)
 	return true;
 }
 
-/*
- * Walk one tree from its root: every reachable node must be visited once
- * (a node reached twice means a cycle or a shared subtree, which no library
- * writes), and the depth must stay within HB_MAX_DEPTH so that executors can
- * use fixed-size stacks and perfect-tree layouts.
- */
-static bool
-validate_tree(HbModel *m, int t, HbError *err)
-{
-	HbTree	   *tree = &m->trees[t];
-	int32_t    *stack;
-	int32_t    *depth;
-	uint8_t    *seen;
-	int			sp = 0;
-	int			max_depth = 0;
-	int			leaves = 0;
-	bool		ok = true;
-
-	if (tree->n_nodes <= 0)
-		return hb_fail(err, HB_ERR_INVALID, "tree %d has no nodes", t);
-	if (tree->group < 0 || tree->group >= m->n_outputs)
-		return hb_fail(err, HB_ERR_INVALID,
-					   "tree %d adds to output %d, but the model has %d outputs",
-					   t, tree->group, m->n_outputs);
-
-	stack = hb_alloc(sizeof(int32_t) * tree->n_nodes);
-	depth = hb_alloc(sizeof(int32_t) * tree->n_nodes);
-	seen = hb_alloc0(tree->n_nodes);
-	if (!stack || !depth || !seen)
-	{
-		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
-		goto done;
-	}
-
-	stack[sp] = 0;
-	depth[sp++] = 0;
-	while (sp > 0 && ok)
-	{
-		int32_t		id = stack[--sp];
-		int32_t		d = depth[sp];
-		HbNode	   *n = &tree->nodes[id];
-
-		if (seen[id])
-		{
-			ok = hb_fail(err, HB_ERR_INVALID,
-						 "tree %d: node %d is reached twice (cycle or shared subtree)",
-						 t, id);
-			break;
-		}
-		seen[id] = 1;
-		if (d > max_depth)
-			max_depth = d;
-		if (d > HB_MAX_DEPTH)
-		{
-			ok = hb_fail(err, HB_ERR_LIMIT,
-						 "tree %d is deeper than %d levels", t, HB_MAX_DEPTH);
-			break;
-		}
-
-		if (n->left == HB_LEAF && n->right == HB_LEAF)
-		{
-			if (!isfinite(n->value))
-				ok = hb_fail(err, HB_ERR_INVALID,
-							 "tree %d: leaf %d has a non-finite value", t, id);
-			leaves++;
-			continue;
-		}
-		if (n->left < 0 || n->left >= tree->n_nodes ||
-			n->right < 0 || n->right >= tree->n_nodes)
-		{
-			ok = hb_fail(err, HB_ERR_INVALID,
-						 "tree %d: node %d has a child index out of range (%d, %d; %d nodes)",
-						 t, id, n->left, n->right, tree->n_nodes);
-			break;
-		}
-		if (n->feature < 0 || n->feature >= m->n_features)
-		{
-			ok = hb_fail(err, HB_ERR_INVALID,
-						 "tree %d: node %d splits on feature %d, but the model has %d features",
-						 t, id, n->feature, m->n_features);
-			break;
-		}
-		if (n->is_cat)
-		{
-			if (n->cat_off < 0 || n->cat_nwords < 0 ||
-				(int64_t) n->cat_off + n->cat_nwords > m->n_cat_words)
-			{
-				ok = hb_fail(err, HB_ERR_INVALID,
-							 "tree %d: node %d has a category set out of range",
-							 t, id);
-				break;
-			}
-		}
-		else if (isnan(n->threshold))
-		{
-			ok = hb_fail(err, HB_ERR_INVALID,
-						 "tree %d: node %d has a NaN split threshold", t, id);
-			break;
-		}
-		if (n->missing > HB_MISSING_NONE)
-		{
-			ok = hb_fail(err, HB_ERR_INVALID,
-						 "tree %d: node %d has an unknown missing-value rule",
-						 t, id);
-			break;
-		}
-		stack[sp] = n->left;
-		depth[sp++] = d + 1;
-		/* a node has two children, so the stack can't exceed n_nodes + 1 */
-		if (sp >= tree->n_nodes)
-		{
-			ok = hb_fail(err, HB_ERR_INVALID,
-						 "tree %d: node %d is reached twice (cycle or shared subtree)",
-						 t, n->left);
-			break;
-		}
-		stack[sp] = n->right;
-		depth[sp++] = d + 1;
-	}
-	tree->depth = max_depth;
-	tree->n_leaves = leaves;
-
-done:
-	hb_free(stack);
-	hb_free(depth);
-	hb_free(seen);
-	return ok;
-}
-
 static int
 cmp_name_ptr(const void *a, const void *b)
 {
@@ -402,8 +281,14 @@ hb_model_is_multi_target(const HbModel *m)
 		m->task != HB_TASK_MULTICLASS;
 }
 
-bool
-hb_model_validate(HbModel *m, HbError *err)
+/*
+ * What every executor relies on.  walk_trees: check each tree's shape with
+ * the builder's walk; a model just read needs no second walk, as its reader
+ * built every tree through the builder, whose hb_mb_end_tree made the same
+ * check (model_builder.h).
+ */
+static bool
+validate(HbModel *m, bool walk_trees, HbError *err)
 {
 	/*
 	 * Enumerations and the class count come from readers and from stored
@@ -471,10 +356,16 @@ hb_model_validate(HbModel *m, HbError *err)
 	{
 		if ((t & 63) == 0)
 			hb_check_interrupts();
-		if (!validate_tree(m, t, err))
+		if (walk_trees && !hb_tree_check(m, t, err))
 			return false;
 		if (m->trees[t].depth > m->max_depth)
 			m->max_depth = m->trees[t].depth;
 	}
 	return true;
+}
+
+bool
+hb_model_validate(HbModel *m, HbError *err)
+{
+	return validate(m, true, err);
 }

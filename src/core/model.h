@@ -191,7 +191,12 @@ extern bool hb_model_set_feature_names(HbModel *m, char **names, int n,
  */
 extern bool hb_model_is_multi_target(const HbModel *m);
 
-/* Structural checks every reader's result must pass (depth, indices, cycles). */
+/*
+ * Structural checks every model must pass before an executor sees it
+ * (depth, indices, cycles, finite numbers): hb_model_read makes them on
+ * what it reads (trees as the readers build them, model_builder.h), and
+ * models from elsewhere (stored images) go through this.
+ */
 extern bool hb_model_validate(HbModel *m, HbError *err);
 
 /*

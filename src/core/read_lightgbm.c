@@ -68,7 +68,7 @@
  * (num_leaves - 1) + j, so a leaf index means the same as LightGBM's
  * pred_leaf.
  */
-#include "model.h"
+#include "model_builder.h"
 
 #include <errno.h>
 #include <math.h>
@@ -78,8 +78,6 @@
 
 #define LGB_MAX_LEAVES		(INT32_MAX / 2)
 #define LGB_MAX_CLASSES		100000
-/* all category sets of a model together: 256 MB of bitsets */
-#define LGB_MAX_CAT_WORDS	(1 << 26)
 /* the executors know categories 0 to 2^24 - 1 */
 #define LGB_MAX_SET_WORDS	((1 << 24) / 32)
 #define LGB_TOKEN_MAX		128
@@ -235,12 +233,7 @@ typedef struct Reader
 	int64_t		max_feature;	/* largest feature index a split may use */
 	int64_t		used_feature;	/* largest one a split does use */
 
-	HbTree	   *trees;
-	size_t		n_trees;
-	size_t		cap_trees;
-	uint32_t   *cat;			/* category bitsets, HbModel.cat_words */
-	size_t		n_cat;
-	size_t		cap_cat;
+	HbModelBuilder b;			/* the trees */
 } Reader;
 
 
@@ -444,28 +437,6 @@ head_int(Reader *r, HeadKey k, int64_t *out)
 	return true;
 }
 
-/* Append nwords words to the category bitsets; *off gets the first. */
-static bool
-cat_reserve(Reader *r, size_t nwords, size_t *off)
-{
-	if (nwords > LGB_MAX_CAT_WORDS - r->n_cat)
-		return hb_fail(r->err, HB_ERR_LIMIT,
-					   "lightgbm model: categorical splits need more than %d bitset words",
-					   LGB_MAX_CAT_WORDS);
-	{
-		uint32_t   *nc = hb_grow(r->cat, &r->cap_cat, r->n_cat + nwords,
-								 sizeof(uint32_t));
-
-		if (nc == NULL)
-			return nomem(r);
-		r->cat = nc;
-	}
-	*off = r->n_cat;
-	r->n_cat += nwords;
-	return true;
-}
-
-
 /* ---------- tree fields ---------- */
 
 static bool
@@ -553,104 +524,6 @@ field_int1(Reader *r, const TreeText *tt, int t, TreeKey k, int64_t *out)
 
 /* ---------- trees ---------- */
 
-/*
- * Walk tree t from its root: every node must be reached exactly once (a node
- * reached twice is a cycle or a shared subtree, one never reached a loop
- * beside the tree), and the depth must stay within HB_MAX_DEPTH.
- */
-static bool
-check_shape(Reader *r, int t, HbTree *tree, int32_t n_internal)
-{
-	int32_t		n = tree->n_nodes;
-	int32_t    *stack = hb_alloc(sizeof(int32_t) * n);
-	int32_t    *depth = hb_alloc(sizeof(int32_t) * n);
-	uint8_t    *seen = hb_alloc0(n);
-	int32_t		sp = 0,
-				reached = 0,
-				max_depth = 0,
-				leaves = 0;
-	bool		ok = true;
-
-	if (stack == NULL || depth == NULL || seen == NULL)
-	{
-		ok = nomem(r);
-		goto done;
-	}
-	stack[sp] = 0;
-	depth[sp++] = 0;
-	while (sp > 0)
-	{
-		int32_t		id = stack[--sp];
-		int32_t		d = depth[sp];
-		HbNode	   *node = &tree->nodes[id];
-
-		if (seen[id])
-		{
-			if (id < n_internal)
-				ok = hb_fail(r->err, HB_ERR_INVALID,
-							 "lightgbm model: tree %d: node %d is reached twice (cycle or shared subtree)",
-							 t, id);
-			else
-				ok = hb_fail(r->err, HB_ERR_INVALID,
-							 "lightgbm model: tree %d: leaf %d is reached twice",
-							 t, id - n_internal);
-			goto done;
-		}
-		seen[id] = 1;
-		reached++;
-		if (d > max_depth)
-			max_depth = d;
-		if (d > HB_MAX_DEPTH)
-		{
-			ok = hb_fail(r->err, HB_ERR_LIMIT,
-						 "lightgbm model: tree %d is deeper than %d levels",
-						 t, HB_MAX_DEPTH);
-			goto done;
-		}
-		if (node->left == HB_LEAF)
-		{
-			leaves++;
-			continue;
-		}
-		/* each node is expanded once, so n slots hold every push */
-		if (sp + 2 > n)
-		{
-			ok = hb_fail(r->err, HB_ERR_INVALID,
-						 "lightgbm model: tree %d: node %d is reached twice (cycle or shared subtree)",
-						 t, node->left);
-			goto done;
-		}
-		stack[sp] = node->right;
-		depth[sp++] = d + 1;
-		stack[sp] = node->left;
-		depth[sp++] = d + 1;
-	}
-	if (reached != n)
-	{
-		int32_t		id = 0;
-
-		while (id < n && seen[id])
-			id++;
-		if (id < n_internal)
-			ok = hb_fail(r->err, HB_ERR_INVALID,
-						 "lightgbm model: tree %d: node %d is not reachable from the root",
-						 t, id);
-		else
-			ok = hb_fail(r->err, HB_ERR_INVALID,
-						 "lightgbm model: tree %d: leaf %d is not reachable from the root",
-						 t, id - n_internal);
-		goto done;
-	}
-	tree->depth = max_depth;
-	tree->n_leaves = leaves;
-
-done:
-	hb_free(stack);
-	hb_free(depth);
-	hb_free(seen);
-	return ok;
-}
-
 /* The IR index of a LightGBM child reference. */
 static int32_t
 child_index(int64_t c, int32_t n_internal)
@@ -664,11 +537,12 @@ child_index(int64_t c, int32_t n_internal)
  */
 static bool
 read_tree_cats(Reader *r, const TreeText *tt, int t, int64_t ncat,
-			   int64_t *bounds, size_t *base)
+			   int64_t *bounds, int32_t *base)
 {
 	int64_t		nwords;
 	Span		rest,
 				tok;
+	uint32_t   *words;
 
 	if (!need_field(r, tt, t, K_CAT_BOUNDARIES) ||
 		!need_field(r, tt, t, K_CAT_THRESHOLD) ||
@@ -686,7 +560,7 @@ read_tree_cats(Reader *r, const TreeText *tt, int t, int64_t ncat,
 					   "lightgbm model: tree %d: cat_boundaries ends at %lld but cat_threshold has %lld words (line %lld)",
 					   t, (long long) bounds[ncat], (long long) nwords,
 					   (long long) tt->line[K_CAT_BOUNDARIES]);
-	if (!cat_reserve(r, (size_t) nwords, base))
+	if (!(words = hb_mb_cat_words(&r->b, (size_t) nwords, base)))
 		return false;
 	rest = tt->v[K_CAT_THRESHOLD];
 	for (int64_t i = 0; next_token(&rest, &tok); i++)
@@ -700,48 +574,59 @@ read_tree_cats(Reader *r, const TreeText *tt, int t, int64_t ncat,
 						   "lightgbm model: tree %d: cat_threshold[%lld] = %lld is not a 32-bit word (line %lld)",
 						   t, (long long) i, (long long) w,
 						   (long long) tt->line[K_CAT_THRESHOLD]);
-		r->cat[*base + i] = (uint32_t) w;
+		words[i] = (uint32_t) w;
 	}
 	return true;
 }
 
-/* One split node: its decision type, threshold and children. */
-static bool
-build_split(Reader *r, const TreeText *tt, int t, int32_t i, int32_t n_internal,
-			int64_t lc, int64_t rc, int64_t feat, int64_t dt, double thr,
-			int64_t ncat, const int64_t *bounds, size_t base, HbNode *node)
+/* The split fields of a tree of n_internal split nodes, one entry each. */
+typedef struct Splits
 {
-	node->left = child_index(lc, n_internal);
-	node->right = child_index(rc, n_internal);
-	node->feature = (int32_t) feat;
+	int32_t		n_internal;
+	int64_t    *lc;
+	int64_t    *rc;
+	int64_t    *feat;
+	int64_t    *dt;
+	double	   *thr;
+	int64_t		ncat;
+	int64_t    *bounds;			/* ncat + 1 cat_boundaries */
+	int32_t		base;			/* the tree's first bitset word */
+} Splits;
+
+/* Split node i: its decision type, threshold and children. */
+static bool
+build_split(Reader *r, const TreeText *tt, int t, const Splits *s, int32_t i)
+{
+	int32_t		left = child_index(s->lc[i], s->n_internal),
+				right = child_index(s->rc[i], s->n_internal);
+	int32_t		feat = (int32_t) s->feat[i];
+	int64_t		dt = s->dt[i];
+	double		thr = s->thr[i];
+
 	if (dt & LGB_DT_CATEGORICAL)
 	{
 		int64_t		c,
 					nw;
 
-		if (ncat == 0)
+		if (s->ncat == 0)
 			return hb_fail(r->err, HB_ERR_INVALID,
 						   "lightgbm model: tree %d: node %d is categorical (decision_type %lld) but the tree has no category sets (line %lld)",
 						   t, i, (long long) dt, (long long) tt->line[K_DECISION_TYPE]);
-		if (!(thr >= 0.0 && thr < (double) ncat && thr == floor(thr)))
+		if (!(thr >= 0.0 && thr < (double) s->ncat && thr == floor(thr)))
 			return hb_fail(r->err, HB_ERR_INVALID,
 						   "lightgbm model: tree %d: categorical node %d refers to category set %g, but the tree has %lld (line %lld)",
-						   t, i, thr, (long long) ncat,
+						   t, i, thr, (long long) s->ncat,
 						   (long long) tt->line[K_THRESHOLD]);
 		c = (int64_t) thr;
-		nw = bounds[c + 1] - bounds[c];
+		nw = s->bounds[c + 1] - s->bounds[c];
 		if (nw > LGB_MAX_SET_WORDS)
 			return hb_fail(r->err, HB_ERR_LIMIT,
 						   "lightgbm model: tree %d: categorical node %d has a set of %lld words; categories above %d are not supported",
 						   t, i, (long long) nw, LGB_MAX_SET_WORDS * 32 - 1);
-		node->is_cat = 1;
-		node->cat_in_left = 1;
-		/* NaN goes right whatever the missing type and default_left say */
-		node->missing = HB_MISSING_NAN;
-		node->default_left = 0;
-		node->cat_off = (int32_t) (base + (size_t) bounds[c]);
-		node->cat_nwords = (int32_t) nw;
-		node->threshold = 0.0;
+		/* in the set goes left; NaN right whatever missing type and default say */
+		hb_mb_categorical_words(&r->b, i, feat, s->base + (int32_t) s->bounds[c],
+								(int32_t) nw, true, false, HB_MISSING_NAN,
+								left, right);
 	}
 	else
 	{
@@ -755,52 +640,44 @@ build_split(Reader *r, const TreeText *tt, int t, int32_t i, int32_t n_internal,
 			return hb_fail(r->err, HB_ERR_INVALID,
 						   "lightgbm model: tree %d: node %d has a NaN threshold (line %lld)",
 						   t, i, (long long) tt->line[K_THRESHOLD]);
-		node->missing = mt == 0 ? HB_MISSING_NONE :
-			mt == 1 ? HB_MISSING_ZERO : HB_MISSING_NAN;
-		node->default_left = (dt & LGB_DT_DEFAULT_LEFT) != 0;
-		node->threshold = thr;
+		hb_mb_numeric(&r->b, i, feat, HB_SPLIT_LE, thr,
+					  (dt & LGB_DT_DEFAULT_LEFT) != 0,
+					  mt == 0 ? HB_MISSING_NONE : mt == 1 ? HB_MISSING_ZERO : HB_MISSING_NAN,
+					  left, right);
 	}
+	if (feat > r->used_feature)
+		r->used_feature = feat;
 	return true;
 }
 
 /*
- * Build tree t from its fields.  Every count is checked against the text
- * before anything of that size is allocated, so a huge num_leaves costs
- * nothing.
+ * The counts of tree t: *nl leaves, *ncat category sets, and the lengths of
+ * the fields that have one entry per node.  Every count is checked against
+ * the text before anything of that size is allocated, so a huge num_leaves
+ * costs nothing.
  */
 static bool
-read_tree(Reader *r, const TreeText *tt, int t, HbTree *tree)
+tree_counts(Reader *r, const TreeText *tt, int t, int64_t *nl, int64_t *ncat)
 {
-	int64_t		nl,
-				ncat = 0,
-				lin = 0,
+	int64_t		lin = 0,
 				nint;
-	double	   *leaf = NULL,
-			   *thr = NULL;
-	int64_t    *lc = NULL,
-			   *rc = NULL,
-			   *feat = NULL,
-			   *dt = NULL,
-			   *bounds = NULL;
-	size_t		base = 0;
-	bool		ok = false;
 	static const TreeKey internal_extras[] = {
 		K_SPLIT_GAIN, K_INTERNAL_VALUE, K_INTERNAL_WEIGHT, K_INTERNAL_COUNT
 	};
 	static const TreeKey leaf_extras[] = {K_LEAF_WEIGHT, K_LEAF_COUNT};
 
-	tree->group = (int32_t) (t % r->per_iter);
+	*ncat = 0;
 	if (!need_field(r, tt, t, K_NUM_LEAVES) ||
-		!field_int1(r, tt, t, K_NUM_LEAVES, &nl))
+		!field_int1(r, tt, t, K_NUM_LEAVES, nl))
 		return false;
-	if (nl < 1)
+	if (*nl < 1)
 		return hb_fail(r->err, HB_ERR_INVALID,
 					   "lightgbm model: tree %d: num_leaves is %lld (line %lld)",
-					   t, (long long) nl, (long long) tt->line[K_NUM_LEAVES]);
-	if (nl > LGB_MAX_LEAVES)
+					   t, (long long) *nl, (long long) tt->line[K_NUM_LEAVES]);
+	if (*nl > LGB_MAX_LEAVES)
 		return hb_fail(r->err, HB_ERR_LIMIT,
 					   "lightgbm model: tree %d has %lld leaves, more than %d",
-					   t, (long long) nl, LGB_MAX_LEAVES);
+					   t, (long long) *nl, LGB_MAX_LEAVES);
 	if (tt->have[K_IS_LINEAR] && !field_int1(r, tt, t, K_IS_LINEAR, &lin))
 		return false;
 	if (lin != 0)
@@ -808,117 +685,135 @@ read_tree(Reader *r, const TreeText *tt, int t, HbTree *tree)
 					   "lightgbm model: tree %d is a linear tree (is_linear=1, from linear_tree=true); linear trees are not supported",
 					   t);
 	if (!need_field(r, tt, t, K_LEAF_VALUE) ||
-		!field_len(r, tt, t, K_LEAF_VALUE, nl))
+		!field_len(r, tt, t, K_LEAF_VALUE, *nl))
 		return false;
-	nint = nl - 1;
-	if (nint > 0)
-	{
-		if (!need_field(r, tt, t, K_LEFT_CHILD) ||
-			!need_field(r, tt, t, K_RIGHT_CHILD) ||
-			!need_field(r, tt, t, K_SPLIT_FEATURE) ||
-			!need_field(r, tt, t, K_THRESHOLD))
-			return false;
-		if (tt->have[K_NUM_CAT] && !field_int1(r, tt, t, K_NUM_CAT, &ncat))
-			return false;
-		if (ncat < 0 || ncat > nint)
-			return hb_fail(r->err, HB_ERR_INVALID,
-						   "lightgbm model: tree %d: num_cat is %lld with %lld split nodes (line %lld)",
-						   t, (long long) ncat, (long long) nint,
-						   (long long) tt->line[K_NUM_CAT]);
-		/* LightGBM checks the lengths of the statistics too */
-		for (size_t k = 0; k < sizeof(internal_extras) / sizeof(internal_extras[0]); k++)
-			if (tt->have[internal_extras[k]] &&
-				!field_len(r, tt, t, internal_extras[k], nint))
-				return false;
-		for (size_t k = 0; k < sizeof(leaf_extras) / sizeof(leaf_extras[0]); k++)
-			if (tt->have[leaf_extras[k]] &&
-				!field_len(r, tt, t, leaf_extras[k], nl))
-				return false;
-		if (!field_len(r, tt, t, K_LEFT_CHILD, nint) ||
-			!field_len(r, tt, t, K_RIGHT_CHILD, nint) ||
-			!field_len(r, tt, t, K_SPLIT_FEATURE, nint) ||
-			!field_len(r, tt, t, K_THRESHOLD, nint) ||
-			(tt->have[K_DECISION_TYPE] &&
-			 !field_len(r, tt, t, K_DECISION_TYPE, nint)))
-			return false;
-	}
-
-	tree->nodes = hb_alloc0(sizeof(HbNode) * (size_t) (nl + nint));
-	leaf = hb_alloc(sizeof(double) * (size_t) nl);
-	if (tree->nodes == NULL || leaf == NULL)
-	{
-		nomem(r);
-		goto done;
-	}
-	tree->n_nodes = (int32_t) (nl + nint);
-	if (!field_doubles(r, tt, t, K_LEAF_VALUE, nl, leaf))
-		goto done;
-	for (int64_t j = 0; j < nl; j++)
-	{
-		HbNode	   *node = &tree->nodes[nint + j];
-
-		if (!isfinite(leaf[j]))
-		{
-			hb_fail(r->err, HB_ERR_INVALID,
-					"lightgbm model: tree %d: leaf %lld has a non-finite value (line %lld)",
-					t, (long long) j, (long long) tt->line[K_LEAF_VALUE]);
-			goto done;
-		}
-		node->left = HB_LEAF;
-		node->right = HB_LEAF;
-		node->missing = HB_MISSING_NAN;
-		node->value = leaf[j];
-	}
+	nint = *nl - 1;
 	if (nint == 0)
-	{
-		/* a single leaf: LightGBM ignores every other field */
-		tree->depth = 0;
-		tree->n_leaves = 1;
-		ok = true;
-		goto done;
-	}
+		return true;
+	if (!need_field(r, tt, t, K_LEFT_CHILD) ||
+		!need_field(r, tt, t, K_RIGHT_CHILD) ||
+		!need_field(r, tt, t, K_SPLIT_FEATURE) ||
+		!need_field(r, tt, t, K_THRESHOLD))
+		return false;
+	if (tt->have[K_NUM_CAT] && !field_int1(r, tt, t, K_NUM_CAT, ncat))
+		return false;
+	if (*ncat < 0 || *ncat > nint)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "lightgbm model: tree %d: num_cat is %lld with %lld split nodes (line %lld)",
+					   t, (long long) *ncat, (long long) nint,
+					   (long long) tt->line[K_NUM_CAT]);
+	/* LightGBM checks the lengths of the statistics too */
+	for (size_t k = 0; k < sizeof(internal_extras) / sizeof(internal_extras[0]); k++)
+		if (tt->have[internal_extras[k]] &&
+			!field_len(r, tt, t, internal_extras[k], nint))
+			return false;
+	for (size_t k = 0; k < sizeof(leaf_extras) / sizeof(leaf_extras[0]); k++)
+		if (tt->have[leaf_extras[k]] &&
+			!field_len(r, tt, t, leaf_extras[k], *nl))
+			return false;
+	return field_len(r, tt, t, K_LEFT_CHILD, nint) &&
+		field_len(r, tt, t, K_RIGHT_CHILD, nint) &&
+		field_len(r, tt, t, K_SPLIT_FEATURE, nint) &&
+		field_len(r, tt, t, K_THRESHOLD, nint) &&
+		(!tt->have[K_DECISION_TYPE] ||
+		 field_len(r, tt, t, K_DECISION_TYPE, nint));
+}
 
-	lc = hb_alloc(sizeof(int64_t) * (size_t) nint);
-	rc = hb_alloc(sizeof(int64_t) * (size_t) nint);
-	feat = hb_alloc(sizeof(int64_t) * (size_t) nint);
-	dt = hb_alloc0(sizeof(int64_t) * (size_t) nint);
-	thr = hb_alloc(sizeof(double) * (size_t) nint);
-	bounds = hb_alloc(sizeof(int64_t) * (size_t) (ncat + 1));
-	if (!lc || !rc || !feat || !dt || !thr || !bounds)
+/* The nl leaves of tree t: IR nodes n_internal .. n_internal + nl - 1. */
+static bool
+read_leaves(Reader *r, const TreeText *tt, int t, int64_t nl, int32_t n_internal)
+{
+	double	   *leaf = hb_alloc(sizeof(double) * (size_t) nl);
+	bool		ok;
+
+	if (leaf == NULL)
+		return nomem(r);
+	ok = field_doubles(r, tt, t, K_LEAF_VALUE, nl, leaf);
+	for (int64_t j = 0; ok && j < nl; j++)
+	{
+		if (!isfinite(leaf[j]))
+			ok = hb_fail(r->err, HB_ERR_INVALID,
+						 "lightgbm model: tree %d: leaf %lld has a non-finite value (line %lld)",
+						 t, (long long) j, (long long) tt->line[K_LEAF_VALUE]);
+		else
+			hb_mb_leaf(&r->b, n_internal + (int32_t) j, leaf[j]);
+	}
+	hb_free(leaf);
+	return ok;
+}
+
+/* The split nodes of tree t, of nl leaves and ncat category sets. */
+static bool
+read_splits(Reader *r, const TreeText *tt, int t, int64_t nl, int64_t ncat)
+{
+	int64_t		nint = nl - 1;
+	Splits		s;
+	bool		ok = false;
+
+	memset(&s, 0, sizeof(s));
+	s.n_internal = (int32_t) nint;
+	s.ncat = ncat;
+	s.lc = hb_alloc(sizeof(int64_t) * (size_t) nint);
+	s.rc = hb_alloc(sizeof(int64_t) * (size_t) nint);
+	s.feat = hb_alloc(sizeof(int64_t) * (size_t) nint);
+	s.dt = hb_alloc0(sizeof(int64_t) * (size_t) nint);
+	s.thr = hb_alloc(sizeof(double) * (size_t) nint);
+	s.bounds = hb_alloc(sizeof(int64_t) * (size_t) (ncat + 1));
+	if (!s.lc || !s.rc || !s.feat || !s.dt || !s.thr || !s.bounds)
 	{
 		nomem(r);
 		goto done;
 	}
-	if (!field_ints(r, tt, t, K_LEFT_CHILD, nint, -nl, nint - 1, lc) ||
-		!field_ints(r, tt, t, K_RIGHT_CHILD, nint, -nl, nint - 1, rc) ||
-		!field_ints(r, tt, t, K_SPLIT_FEATURE, nint, 0, r->max_feature, feat) ||
-		!field_doubles(r, tt, t, K_THRESHOLD, nint, thr) ||
+	if (!field_ints(r, tt, t, K_LEFT_CHILD, nint, -nl, nint - 1, s.lc) ||
+		!field_ints(r, tt, t, K_RIGHT_CHILD, nint, -nl, nint - 1, s.rc) ||
+		!field_ints(r, tt, t, K_SPLIT_FEATURE, nint, 0, r->max_feature, s.feat) ||
+		!field_doubles(r, tt, t, K_THRESHOLD, nint, s.thr) ||
 		/* absent: numeric, missing type None, default right */
 		(tt->have[K_DECISION_TYPE] &&
-		 !field_ints(r, tt, t, K_DECISION_TYPE, nint, 0, 15, dt)))
+		 !field_ints(r, tt, t, K_DECISION_TYPE, nint, 0, 15, s.dt)))
 		goto done;
-	if (ncat > 0 && !read_tree_cats(r, tt, t, ncat, bounds, &base))
+	if (ncat > 0 && !read_tree_cats(r, tt, t, ncat, s.bounds, &s.base))
 		goto done;
-
 	for (int32_t i = 0; i < (int32_t) nint; i++)
-	{
-		if (!build_split(r, tt, t, i, (int32_t) nint, lc[i], rc[i], feat[i],
-						 dt[i], thr[i], ncat, bounds, base, &tree->nodes[i]))
+		if (!build_split(r, tt, t, &s, i))
 			goto done;
-		if (feat[i] > r->used_feature)
-			r->used_feature = feat[i];
-	}
-	ok = check_shape(r, t, tree, (int32_t) nint);
+	ok = true;
 
 done:
-	hb_free(leaf);
-	hb_free(thr);
-	hb_free(lc);
-	hb_free(rc);
-	hb_free(feat);
-	hb_free(dt);
-	hb_free(bounds);
+	hb_free(s.lc);
+	hb_free(s.rc);
+	hb_free(s.feat);
+	hb_free(s.dt);
+	hb_free(s.thr);
+	hb_free(s.bounds);
 	return ok;
+}
+
+/*
+ * Build tree t from its fields: the split nodes, then the leaves (IR node
+ * (num_leaves - 1) + j is leaf j).  The builder's walk checks that the root
+ * reaches every node and leaf exactly once (one never reached is a loop
+ * beside the tree) and the depth.
+ */
+static bool
+read_tree(Reader *r, const TreeText *tt, int t)
+{
+	int64_t		nl,
+				ncat;
+	int32_t		nint;
+
+	if (!tree_counts(r, tt, t, &nl, &ncat))
+		return false;
+	nint = (int32_t) (nl - 1);
+	if (!hb_mb_start_tree(&r->b, t, (int32_t) (t % r->per_iter),
+						  (int32_t) (nl + nint), 1))
+		return false;
+	r->b.leaf_first = nint;
+	/* a single leaf: LightGBM ignores every other field */
+	if (!read_leaves(r, tt, t, nl, nint) ||
+		(nint > 0 && !read_splits(r, tt, t, nl, ncat)))
+		return false;
+	return hb_mb_end_tree(&r->b);
 }
 
 /*
@@ -976,8 +871,7 @@ read_trees(Reader *r)
 	while (peek_line(r, &line))
 	{
 		TreeText	tt;
-		HbTree	   *tree;
-		int			t;
+		int			t = r->m->n_trees;
 
 		if (span_blank(line))
 		{
@@ -988,25 +882,10 @@ read_trees(Reader *r)
 		if (!span_starts(line, "Tree="))
 			break;
 		(void) next_line(r, &line);
-		if (r->n_trees >= (size_t) INT32_MAX)
+		if (t >= INT32_MAX - 1)
 			return hb_fail(r->err, HB_ERR_LIMIT,
-						   "lightgbm model has more than %d trees", INT32_MAX);
-		if (r->n_trees == r->cap_trees)
-		{
-			size_t		ncap = r->cap_trees ? r->cap_trees * 2 : 16;
-			HbTree	   *nt = hb_realloc(r->trees, ncap * sizeof(HbTree));
-
-			if (nt == NULL)
-				return nomem(r);
-			r->trees = nt;
-			r->cap_trees = ncap;
-		}
-		t = (int) r->n_trees;
-		tree = &r->trees[t];
-		memset(tree, 0, sizeof(*tree));
-		/* counted now, so that its nodes are freed with the model */
-		r->n_trees++;
-		if (!read_tree_text(r, t, &tt) || !read_tree(r, &tt, t, tree))
+						   "lightgbm model has more than %d trees", INT32_MAX - 1);
+		if (!read_tree_text(r, t, &tt) || !read_tree(r, &tt, t))
 			return false;
 		hb_check_interrupts();
 	}
@@ -1317,13 +1196,66 @@ setup_bare(Reader *r)
 
 /* ---------- model ---------- */
 
+/* A file of bare Tree= blocks reads the features its splits use. */
+static bool
+bare_features(Reader *r)
+{
+	HbModel    *m = r->m;
+
+	m->features = hb_alloc0(sizeof(HbFeature) * (size_t) (r->used_feature + 1));
+	if (m->features == NULL)
+		return nomem(r);
+	m->n_features = (int32_t) (r->used_feature + 1);
+	for (int i = 0; i < m->n_features; i++)
+	{
+		m->features[i].name = hb_feature_default_name(i);
+		m->features[i].type = HB_FEATURE_NUMERIC;
+		if (m->features[i].name == NULL)
+			return nomem(r);
+	}
+	return true;
+}
+
+/*
+ * average_output and sigmoid:s scale the margin before the link: the leaves
+ * carry the scale (see the top of the file).
+ */
+static bool
+scale_leaves(Reader *r, int64_t iterations)
+{
+	HbModel    *m = r->m;
+
+	for (int32_t t = 0; t < m->n_trees; t++)
+	{
+		HbTree	   *tree = &m->trees[t];
+
+		for (int32_t i = 0; i < tree->n_nodes; i++)
+		{
+			HbNode	   *node = &tree->nodes[i];
+
+			if (node->left != HB_LEAF)
+				continue;
+			if (r->average)
+				node->value /= (double) iterations;
+			if (r->sigmoid != 1.0 && m->link == HB_LINK_SIGMOID &&
+				m->task != HB_TASK_REGRESSION)
+				node->value *= r->sigmoid;
+			if (!isfinite(node->value))
+				return hb_fail(r->err, HB_ERR_INVALID,
+							   "lightgbm model: tree %d: a leaf times sigmoid %g is not finite",
+							   t, r->sigmoid);
+		}
+	}
+	return true;
+}
+
 static bool
 read_model(Reader *r)
 {
 	HbModel    *m = r->m;
 	Span		line;
 	char		buf[48];
-	int64_t		iterations;
+	size_t		n_trees;
 
 	/* a byte order mark and blank lines may come first */
 	if (r->len >= 3 && memcmp(r->s, "\xEF\xBB\xBF", 3) == 0)
@@ -1354,63 +1286,33 @@ read_model(Reader *r)
 		return false;
 	}
 
+	/* the trees are the model's from here on, even on failure */
+	hb_mb_start_model(&r->b, m, "lightgbm model: ", r->err);
+	r->b.all_reached = true;
 	if (!read_trees(r))
 		return false;
-	if (r->n_trees == 0)
+	n_trees = (size_t) m->n_trees;
+	if (n_trees == 0)
 		return hb_fail(r->err, HB_ERR_INVALID, "lightgbm model has no trees");
 	if (r->have_head[H_TREE_SIZES])
 	{
 		int64_t		listed = count_tokens(r->head[H_TREE_SIZES]);
 
-		if (listed != (int64_t) r->n_trees)
+		if (listed != (int64_t) n_trees)
 			return hb_fail(r->err, HB_ERR_PARSE,
 						   "lightgbm model: tree_sizes lists %lld trees but the file holds %zu; it looks truncated",
-						   (long long) listed, r->n_trees);
+						   (long long) listed, n_trees);
 	}
-	if (r->n_trees % (size_t) r->per_iter != 0)
+	if (n_trees % (size_t) r->per_iter != 0)
 		return hb_fail(r->err, HB_ERR_INVALID,
 					   "lightgbm model: %zu trees is not a whole number of iterations of %lld trees",
-					   r->n_trees, (long long) r->per_iter);
-	iterations = (int64_t) r->n_trees / r->per_iter;
-
-	if (!r->header)
-	{
-		m->features = hb_alloc0(sizeof(HbFeature) * (size_t) (r->used_feature + 1));
-		if (m->features == NULL)
-			return nomem(r);
-		m->n_features = (int32_t) (r->used_feature + 1);
-		for (int i = 0; i < m->n_features; i++)
-		{
-			m->features[i].name = hb_feature_default_name(i);
-			m->features[i].type = HB_FEATURE_NUMERIC;
-			if (m->features[i].name == NULL)
-				return nomem(r);
-		}
-	}
-
+					   n_trees, (long long) r->per_iter);
+	if (!r->header && !bare_features(r))
+		return false;
 	/* margin scales become tree weights (see the top of the file) */
-	if (r->average || r->sigmoid != 1.0)
-		for (size_t t = 0; t < r->n_trees; t++)
-		{
-			HbTree	   *tree = &r->trees[t];
-
-			for (int32_t i = 0; i < tree->n_nodes; i++)
-			{
-				HbNode	   *node = &tree->nodes[i];
-
-				if (node->left != HB_LEAF)
-					continue;
-				if (r->average)
-					node->value /= (double) iterations;
-				if (r->sigmoid != 1.0 && m->link == HB_LINK_SIGMOID &&
-					m->task != HB_TASK_REGRESSION)
-					node->value *= r->sigmoid;
-				if (!isfinite(node->value))
-					return hb_fail(r->err, HB_ERR_INVALID,
-								   "lightgbm model: tree %zu: a leaf times sigmoid %g is not finite",
-								   t, r->sigmoid);
-			}
-		}
+	if ((r->average || r->sigmoid != 1.0) &&
+		!scale_leaves(r, (int64_t) n_trees / r->per_iter))
+		return false;
 
 	m->base_margin = hb_alloc0(sizeof(double) * m->n_outputs);
 	if (m->base_margin == NULL)
@@ -1442,21 +1344,12 @@ hb_read_lightgbm_text(const char *bytes, size_t len, HbModel **out,
 	r.m->zero_snap = true;
 
 	ok = read_model(&r);
-
-	/* trees and bitsets belong to the model even on failure: one free */
-	r.m->trees = r.trees;
-	r.m->n_trees = (int32_t) r.n_trees;
-	r.m->cat_words = r.cat;
-	r.m->n_cat_words = (int32_t) r.n_cat;
+	hb_mb_free(&r.b);
 	if (!ok)
 	{
 		hb_model_free(r.m);
 		return false;
 	}
-	r.m->max_depth = 0;
-	for (int t = 0; t < r.m->n_trees; t++)
-		if (r.m->trees[t].depth > r.m->max_depth)
-			r.m->max_depth = r.m->trees[t].depth;
 	*out = r.m;
 	return true;
 }

@@ -11,8 +11,8 @@
  * outputs, so the reader first collects which of their columns are referred
  * to at all and gives slots to those only.
  */
-#include "model.h"
 #include "json.h"
+#include "model_builder.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1293,18 +1293,19 @@ read_task(Reader *r, const HbJson *jm, HbModel *m, int64_t n_outputs_seen)
  * values do not take.
  */
 static bool
-read_cat_split(Reader *r, HbModel *m, const HbJson *e, HbNode *n, size_t t, size_t i)
+read_cat_split(Reader *r, HbModelBuilder *b, const HbJson *e, size_t t,
+			   int32_t i, int32_t feature, bool default_left, int32_t left,
+			   int32_t right)
 {
 	const HbJson *set;
-	int64_t		maxc = -1;
-	int32_t		nw,
-				off;
+	uint32_t   *cats;
+	size_t		n;
+	bool		ok;
 
 	if (!hb_json_is_array(e) || hb_json_len(e) != 2 ||
 		!hb_json_is_array(hb_json_at(e, 0)) || !hb_json_is_array(hb_json_at(e, 1)))
 		return fail(r, HB_ERR_INVALID,
-					"model.trees[%zu]: cat_sets[%zu] must be null or [[left categories], [right categories]]", t, i);
-	set = hb_json_at(e, n->default_left ? 1 : 0);
+					"model.trees[%zu]: cat_sets[%d] must be null or [[left categories], [right categories]]", t, i);
 	for (int side = 0; side < 2; side++)
 	{
 		const HbJson *l = hb_json_at(e, side);
@@ -1315,35 +1316,196 @@ read_cat_split(Reader *r, HbModel *m, const HbJson *e, HbNode *n, size_t t, size
 
 			if (!hb_json_int(hb_json_at(l, k), &c) || c < 0 || c >= MAX_TREE_CATEGORY)
 				return fail(r, HB_ERR_INVALID,
-							"model.trees[%zu]: cat_sets[%zu] holds a category that is not an integer in [0, %d)",
+							"model.trees[%zu]: cat_sets[%d] holds a category that is not an integer in [0, %d)",
 							t, i, MAX_TREE_CATEGORY);
-			if (l == set && c > maxc)
-				maxc = c;
 		}
 	}
-	nw = (int32_t) (maxc / 32 + 1);
-	off = m->n_cat_words;
-	{
-		size_t		cap = (size_t) off;
-		uint32_t   *w = hb_grow(m->cat_words, &cap, (size_t) off + nw, sizeof(uint32_t));
-
-		if (w == NULL)
-			return nomem(r);
-		m->cat_words = w;
-	}
-	memset(m->cat_words + off, 0, sizeof(uint32_t) * nw);
-	for (size_t k = 0; k < hb_json_len(set); k++)
+	set = hb_json_at(e, default_left ? 1 : 0);
+	n = hb_json_len(set);
+	cats = hb_alloc(sizeof(uint32_t) * (n ? n : 1));
+	if (cats == NULL)
+		return nomem(r);
+	for (size_t k = 0; k < n; k++)
 	{
 		int64_t		c;
 
 		(void) hb_json_int(hb_json_at(set, k), &c);
-		m->cat_words[off + c / 32] |= 1u << (c % 32);
+		cats[k] = (uint32_t) c;
 	}
-	m->n_cat_words = off + nw;
-	n->is_cat = 1;
-	n->cat_in_left = !n->default_left;
-	n->cat_off = off;
-	n->cat_nwords = nw;
+	ok = hb_mb_categorical(b, i, feature, cats, n, !default_left, default_left,
+						   HB_MISSING_NAN, left, right);
+	hb_free(cats);
+	return ok;
+}
+
+/* model.coef and model.intercept: one row of coefficients per output. */
+static bool
+read_native_linear(Reader *r, const HbJson *jm, int32_t nf, HbModel *m)
+{
+	const HbJson *coef = hb_json_get(jm, "coef");
+	size_t		k = hb_json_len(coef);
+	double	   *ic = NULL;
+
+	m->estimator = HB_EST_LINEAR;
+	if (!hb_json_is_array(coef) || k == 0)
+		return fail(r, HB_ERR_INVALID, "model.coef must be an array with one row per output");
+	if (!read_task(r, jm, m, (int64_t) k))
+		return false;
+	if ((size_t) m->n_outputs != k)
+		return fail(r, HB_ERR_INVALID, "model.coef has %zu rows for %d outputs", k, m->n_outputs);
+	m->weights = hb_alloc(sizeof(double) * (size_t) nf * k);
+	m->bias = hb_alloc0(sizeof(double) * k);
+	m->base_margin = hb_alloc0(sizeof(double) * k);
+	if (!m->weights || !m->bias || !m->base_margin)
+		return nomem(r);
+	for (size_t g = 0; g < k; g++)
+	{
+		const HbJson *row = hb_json_at(coef, g);
+
+		if (!hb_json_is_array(row) || hb_json_len(row) != (size_t) nf)
+			return fail(r, HB_ERR_INVALID, "model.coef[%zu] must have %d entries (the features)", g, nf);
+		for (int32_t f = 0; f < nf; f++)
+			if (!hb_json_number(hb_json_at(row, f), &m->weights[(size_t) f * k + g]))
+				return fail(r, HB_ERR_INVALID, "model.coef[%zu][%d] must be a number", g, f);
+	}
+	if (!get_nums(r, jm, "intercept", (int64_t) k, false, false, &ic, NULL))
+		return false;
+	if (ic)
+	{
+		memcpy(m->bias, ic, sizeof(double) * k);
+		hb_free(ic);
+	}
+	return true;
+}
+
+/* missing_left[i]: 0 or 1, or a boolean */
+static bool
+read_missing_left(Reader *r, const HbJson *mleft, size_t t, int32_t i, bool *out)
+{
+	const HbJson *e = hb_json_at(mleft, i);
+	int64_t		v;
+
+	if (hb_json_bool(e, out))
+		return true;
+	if (hb_json_int(e, &v) && (v == 0 || v == 1))
+	{
+		*out = v == 1;
+		return true;
+	}
+	return fail(r, HB_ERR_INVALID, "model.trees[%zu]: missing_left[%d] must be 0 or 1", t, i);
+}
+
+/*
+ * Tree t: arrays feature, threshold, left, right, value (a child of -1:
+ * a leaf), and optionally missing_left and cat_sets, one entry per node.
+ * Splits send x <= threshold left; NaN goes right unless missing_left says.
+ */
+static bool
+read_native_tree(Reader *r, HbModelBuilder *b, const HbJson *jt, size_t t, int32_t nf)
+{
+	const HbJson *feat = hb_json_get(jt, "feature"),
+			   *thr = hb_json_get(jt, "threshold"),
+			   *left = hb_json_get(jt, "left"),
+			   *right = hb_json_get(jt, "right"),
+			   *val = hb_json_get(jt, "value"),
+			   *mleft = hb_json_get(jt, "missing_left"),
+			   *cats = hb_json_get(jt, "cat_sets");
+	size_t		nn = hb_json_len(left);
+	int64_t		g;
+
+	if (!hb_json_is_array(left) || nn == 0 || hb_json_len(right) != nn ||
+		hb_json_len(feat) != nn || hb_json_len(thr) != nn || hb_json_len(val) != nn)
+		return fail(r, HB_ERR_INVALID,
+					"model.trees[%zu] needs arrays feature, threshold, left, right, value of one length", t);
+	if ((mleft != NULL && (!hb_json_is_array(mleft) || hb_json_len(mleft) != nn)) ||
+		(cats != NULL && (!hb_json_is_array(cats) || hb_json_len(cats) != nn)))
+		return fail(r, HB_ERR_INVALID,
+					"model.trees[%zu]: missing_left and cat_sets must have one entry per node", t);
+	(void) get_int(r, jt, "group", 0, false, 0, 100000, &g);
+	if (!hb_mb_start_tree(b, (int32_t) t, (int32_t) g, (int32_t) nn, 1))
+		return false;
+	for (int32_t i = 0; i < (int32_t) nn; i++)
+	{
+		int64_t		lc,
+					rc,
+					f;
+		double		th,
+					v;
+		bool		dl = false;
+
+		if (!hb_json_int(hb_json_at(left, i), &lc) || !hb_json_int(hb_json_at(right, i), &rc) ||
+			lc < -1 || rc < -1 || lc >= (int64_t) nn || rc >= (int64_t) nn)
+			return fail(r, HB_ERR_INVALID, "model.trees[%zu]: node %d has a bad child", t, i);
+		if ((lc < 0) != (rc < 0))
+			return fail(r, HB_ERR_INVALID, "model.trees[%zu]: node %d has one child", t, i);
+		if (lc < 0)
+		{
+			if (!hb_json_number(hb_json_at(val, i), &v))
+				return fail(r, HB_ERR_INVALID, "model.trees[%zu]: value[%d] must be a number", t, i);
+			hb_mb_leaf(b, i, v);
+			continue;
+		}
+		if (!hb_json_int(hb_json_at(feat, i), &f) || f < 0 || f >= nf ||
+			!hb_json_number(hb_json_at(thr, i), &th))
+			return fail(r, HB_ERR_INVALID, "model.trees[%zu]: node %d has a bad feature or threshold", t, i);
+		if (mleft != NULL && !read_missing_left(r, mleft, t, i, &dl))
+			return false;
+		if (cats != NULL && !hb_json_is_null(hb_json_at(cats, i)))
+		{
+			if (!read_cat_split(r, b, hb_json_at(cats, i), t, i, (int32_t) f, dl,
+								(int32_t) lc, (int32_t) rc))
+				return false;
+		}
+		else
+			hb_mb_numeric(b, i, (int32_t) f, HB_SPLIT_LE, th, dl, HB_MISSING_NAN,
+						  (int32_t) lc, (int32_t) rc);
+	}
+	/* the one shape check (model_builder.h): reached once, depth, ranges */
+	return hb_mb_end_tree(b);
+}
+
+/* model.trees: each adds to output "group" (default 0); model.base */
+static bool
+read_native_trees(Reader *r, const HbJson *jm, int32_t nf, HbModel *m)
+{
+	const HbJson *trees = hb_json_get(jm, "trees");
+	size_t		nt = hb_json_len(trees);
+	int64_t		n_out_seen = 1;
+	double	   *base = NULL;
+	int64_t		nb = 0;
+	HbModelBuilder b;
+	bool		ok = true;
+
+	m->estimator = HB_EST_TREES;
+	if (!hb_json_is_array(trees))
+		return fail(r, HB_ERR_INVALID, "model.trees must be an array");
+	for (size_t t = 0; t < nt; t++)
+	{
+		int64_t		g;
+
+		if (!get_int(r, hb_json_at(trees, t), "group", 0, false, 0, 100000, &g))
+			return false;
+		if (g + 1 > n_out_seen)
+			n_out_seen = g + 1;
+	}
+	if (!read_task(r, jm, m, n_out_seen))
+		return false;
+	m->base_margin = hb_alloc0(sizeof(double) * m->n_outputs);
+	if (!m->base_margin)
+		return nomem(r);
+	/* messages name trees as hb_model_validate does */
+	hb_mb_start_model(&b, m, "", r->err);
+	ok = hb_mb_reserve_trees(&b, (int64_t) nt);
+	for (size_t t = 0; t < nt && ok; t++)
+		ok = read_native_tree(r, &b, hb_json_at(trees, t), t, nf);
+	hb_mb_free(&b);
+	if (!ok || !get_nums(r, jm, "base", m->n_outputs, false, false, &base, &nb))
+		return false;
+	if (base)
+	{
+		memcpy(m->base_margin, base, sizeof(double) * m->n_outputs);
+		hb_free(base);
+	}
 	return true;
 }
 
@@ -1352,8 +1514,6 @@ read_native(Reader *r, const HbJson *jm, int32_t nf, HbModel **out)
 {
 	const char *kind = get_str(jm, "kind");
 	HbModel    *m = hb_alloc0(sizeof(HbModel));
-	double	   *base = NULL;
-	int64_t		nb = 0;
 
 	if (m == NULL)
 		return nomem(r);
@@ -1367,152 +1527,10 @@ read_native(Reader *r, const HbJson *jm, int32_t nf, HbModel **out)
 		return nomem(r);
 	if (!read_link(r, jm, m))
 		return false;
-
 	if (strcmp(kind, "linear") == 0)
-	{
-		const HbJson *coef = hb_json_get(jm, "coef");
-		size_t		k = hb_json_len(coef);
-		double	   *ic = NULL;
-
-		m->estimator = HB_EST_LINEAR;
-		if (!hb_json_is_array(coef) || k == 0)
-			return fail(r, HB_ERR_INVALID, "model.coef must be an array with one row per output");
-		if (!read_task(r, jm, m, (int64_t) k))
-			return false;
-		if ((size_t) m->n_outputs != k)
-			return fail(r, HB_ERR_INVALID, "model.coef has %zu rows for %d outputs", k, m->n_outputs);
-		m->weights = hb_alloc(sizeof(double) * (size_t) nf * k);
-		m->bias = hb_alloc0(sizeof(double) * k);
-		m->base_margin = hb_alloc0(sizeof(double) * k);
-		if (!m->weights || !m->bias || !m->base_margin)
-			return nomem(r);
-		for (size_t g = 0; g < k; g++)
-		{
-			const HbJson *row = hb_json_at(coef, g);
-
-			if (!hb_json_is_array(row) || hb_json_len(row) != (size_t) nf)
-				return fail(r, HB_ERR_INVALID, "model.coef[%zu] must have %d entries (the features)", g, nf);
-			for (int32_t f = 0; f < nf; f++)
-				if (!hb_json_number(hb_json_at(row, f), &m->weights[(size_t) f * k + g]))
-					return fail(r, HB_ERR_INVALID, "model.coef[%zu][%d] must be a number", g, f);
-		}
-		if (!get_nums(r, jm, "intercept", (int64_t) k, false, false, &ic, NULL))
-			return false;
-		if (ic)
-		{
-			memcpy(m->bias, ic, sizeof(double) * k);
-			hb_free(ic);
-		}
-		return true;
-	}
+		return read_native_linear(r, jm, nf, m);
 	if (strcmp(kind, "trees") == 0)
-	{
-		const HbJson *trees = hb_json_get(jm, "trees");
-		size_t		nt = hb_json_len(trees);
-		int64_t		n_out_seen = 1;
-
-		m->estimator = HB_EST_TREES;
-		if (!hb_json_is_array(trees))
-			return fail(r, HB_ERR_INVALID, "model.trees must be an array");
-		for (size_t t = 0; t < nt; t++)
-		{
-			int64_t		g;
-
-			if (!get_int(r, hb_json_at(trees, t), "group", 0, false, 0, 100000, &g))
-				return false;
-			if (g + 1 > n_out_seen)
-				n_out_seen = g + 1;
-		}
-		if (!read_task(r, jm, m, n_out_seen))
-			return false;
-		m->n_trees = (int32_t) nt;
-		m->trees = hb_alloc0(sizeof(HbTree) * (nt ? nt : 1));
-		m->base_margin = hb_alloc0(sizeof(double) * m->n_outputs);
-		if (!m->trees || !m->base_margin)
-			return nomem(r);
-		for (size_t t = 0; t < nt; t++)
-		{
-			const HbJson *jt = hb_json_at(trees, t);
-			const HbJson *feat = hb_json_get(jt, "feature"),
-					   *thr = hb_json_get(jt, "threshold"),
-					   *left = hb_json_get(jt, "left"),
-					   *right = hb_json_get(jt, "right"),
-					   *val = hb_json_get(jt, "value");
-			const HbJson *mleft = hb_json_get(jt, "missing_left"),
-					   *cats = hb_json_get(jt, "cat_sets");
-			size_t		nn = hb_json_len(left);
-			HbTree	   *tr = &m->trees[t];
-			int64_t		g;
-
-			if (!hb_json_is_array(left) || nn == 0 || hb_json_len(right) != nn ||
-				hb_json_len(feat) != nn || hb_json_len(thr) != nn || hb_json_len(val) != nn)
-				return fail(r, HB_ERR_INVALID,
-							"model.trees[%zu] needs arrays feature, threshold, left, right, value of one length", t);
-			if ((mleft != NULL && (!hb_json_is_array(mleft) || hb_json_len(mleft) != nn)) ||
-				(cats != NULL && (!hb_json_is_array(cats) || hb_json_len(cats) != nn)))
-				return fail(r, HB_ERR_INVALID,
-							"model.trees[%zu]: missing_left and cat_sets must have one entry per node", t);
-			(void) get_int(r, jt, "group", 0, false, 0, 100000, &g);
-			tr->group = (int32_t) g;
-			tr->n_nodes = (int32_t) nn;
-			tr->nodes = hb_alloc0(sizeof(HbNode) * nn);
-			if (tr->nodes == NULL)
-				return nomem(r);
-			for (size_t i = 0; i < nn; i++)
-			{
-				HbNode	   *n = &tr->nodes[i];
-				int64_t		lc,
-							rc,
-							f;
-
-				if (!hb_json_int(hb_json_at(left, i), &lc) || !hb_json_int(hb_json_at(right, i), &rc) ||
-					lc < -1 || rc < -1 || lc >= (int64_t) nn || rc >= (int64_t) nn)
-					return fail(r, HB_ERR_INVALID, "model.trees[%zu]: node %zu has a bad child", t, i);
-				n->left = lc < 0 ? HB_LEAF : (int32_t) lc;
-				n->right = rc < 0 ? HB_LEAF : (int32_t) rc;
-				if ((n->left == HB_LEAF) != (n->right == HB_LEAF))
-					return fail(r, HB_ERR_INVALID, "model.trees[%zu]: node %zu has one child", t, i);
-				if (n->left == HB_LEAF)
-				{
-					if (!hb_json_number(hb_json_at(val, i), &n->value))
-						return fail(r, HB_ERR_INVALID, "model.trees[%zu]: value[%zu] must be a number", t, i);
-					continue;
-				}
-				if (!hb_json_int(hb_json_at(feat, i), &f) || f < 0 || f >= nf ||
-					!hb_json_number(hb_json_at(thr, i), &n->threshold))
-					return fail(r, HB_ERR_INVALID, "model.trees[%zu]: node %zu has a bad feature or threshold", t, i);
-				n->feature = (int32_t) f;
-				/* NaN goes where x <= t is false unless missing_left says */
-				n->missing = HB_MISSING_NAN;
-				n->default_left = 0;
-				if (mleft != NULL)
-				{
-					const HbJson *e = hb_json_at(mleft, i);
-					int64_t		b;
-
-					bool		bv;
-
-					if (hb_json_bool(e, &bv))
-						n->default_left = bv;
-					else if (hb_json_int(e, &b) && (b == 0 || b == 1))
-						n->default_left = (uint8_t) b;
-					else
-						return fail(r, HB_ERR_INVALID, "model.trees[%zu]: missing_left[%zu] must be 0 or 1", t, i);
-				}
-				if (cats != NULL && !hb_json_is_null(hb_json_at(cats, i)) &&
-					!read_cat_split(r, m, hb_json_at(cats, i), n, t, i))
-					return false;
-			}
-		}
-		if (!get_nums(r, jm, "base", m->n_outputs, false, false, &base, &nb))
-			return false;
-		if (base)
-		{
-			memcpy(m->base_margin, base, sizeof(double) * m->n_outputs);
-			hb_free(base);
-		}
-		return true;
-	}
+		return read_native_trees(r, jm, nf, m);
 	return fail(r, HB_ERR_UNSUPPORTED, "model.kind \"%s\" is not supported (linear, trees)", kind);
 }
 

@@ -61,7 +61,7 @@
  * nodes XGBoost marks deleted) become zero leaves.
  */
 #include "json.h"
-#include "model.h"
+#include "model_builder.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -69,8 +69,6 @@
 
 /* XGBoost refuses categories a float32 cannot hold exactly. */
 #define XGB_MAX_CATEGORY	(1 << 24)
-/* all categorical sets of a model together: 256 MB of bitsets */
-#define XGB_MAX_CAT_WORDS	(1 << 26)
 #define XGB_MAX_CLASSES		100000
 
 /* How a base_score, given in prediction space, becomes a margin. */
@@ -123,9 +121,7 @@ typedef struct Reader
 	HbModel    *m;
 	const Objective *obj;
 	bool		types_given;	/* learner.feature_types was non-empty */
-	uint32_t   *cat;			/* category bitsets, HbModel.cat_words */
-	size_t		n_cat;
-	size_t		cap_cat;
+	HbModelBuilder b;			/* the trees */
 } Reader;
 
 
@@ -236,29 +232,6 @@ tree_array(Reader *r, const HbJson *jt, int t, const char *key, int64_t n)
 	return v;
 }
 
-/* Append nwords zeroed words to the category bitsets; *off gets the first. */
-static bool
-cat_append(Reader *r, size_t nwords, int32_t *off)
-{
-	if (r->n_cat + nwords > XGB_MAX_CAT_WORDS)
-		return hb_fail(r->err, HB_ERR_LIMIT,
-					   "xgboost model: categorical splits need more than %d bitset words",
-					   XGB_MAX_CAT_WORDS);
-	{
-		uint32_t   *nc = hb_grow(r->cat, &r->cap_cat, r->n_cat + nwords,
-								 sizeof(uint32_t));
-
-		if (nc == NULL)
-			return nomem(r);
-		r->cat = nc;
-	}
-	memset(r->cat + r->n_cat, 0, nwords * sizeof(uint32_t));
-	*off = (int32_t) r->n_cat;
-	r->n_cat += nwords;
-	return true;
-}
-
-
 /* ---------- trees ---------- */
 
 /*
@@ -310,52 +283,63 @@ read_tree_cats(Reader *r, const HbJson *jt, int t, int64_t n, TreeCats *tc)
 	return true;
 }
 
-/* Build the category set of categorical node id into the model's bitsets. */
-static bool
-read_node_cats(Reader *r, TreeCats *tc, int t, int32_t id, HbNode *node)
+/*
+ * The categories of categorical node id: a fresh array of *n (hb_alloc'd),
+ * or NULL with the error set.
+ */
+static uint32_t *
+read_node_cats(Reader *r, const TreeCats *tc, int t, int32_t id, size_t *n)
 {
 	int32_t		k = tc->index ? tc->index[id] : -1;
 	int64_t		beg,
 				size,
-				c,
-				max_cat = -1;
+				c;
 	size_t		ncats = hb_json_len(tc->cats);
-	int32_t		off = 0;
+	uint32_t   *cats;
 
 	if (k < 0)
-		return hb_fail(r->err, HB_ERR_INVALID,
-					   "xgboost model: tree %d: categorical node %d has no categories",
-					   t, id);
+	{
+		hb_fail(r->err, HB_ERR_INVALID,
+				"xgboost model: tree %d: categorical node %d has no categories",
+				t, id);
+		return NULL;
+	}
 	if (!tree_int(r, tc->segments, "categories_segments", t, k, &beg) ||
 		!tree_int(r, tc->sizes, "categories_sizes", t, k, &size))
-		return false;
+		return NULL;
 	if (beg < 0 || size <= 0 || (uint64_t) beg > ncats ||
 		(uint64_t) size > ncats - (uint64_t) beg)
-		return hb_fail(r->err, HB_ERR_INVALID,
-					   "xgboost model: tree %d: node %d has categories [%lld, +%lld) outside the %zu categories",
-					   t, id, (long long) beg, (long long) size, ncats);
-	for (int64_t j = beg; j < beg + size; j++)
 	{
-		if (!tree_int(r, tc->cats, "categories", t, (size_t) j, &c))
-			return false;
+		hb_fail(r->err, HB_ERR_INVALID,
+				"xgboost model: tree %d: node %d has categories [%lld, +%lld) outside the %zu categories",
+				t, id, (long long) beg, (long long) size, ncats);
+		return NULL;
+	}
+	cats = hb_alloc(sizeof(uint32_t) * (size_t) size);
+	if (cats == NULL)
+	{
+		nomem(r);
+		return NULL;
+	}
+	for (int64_t j = 0; j < size; j++)
+	{
+		if (!tree_int(r, tc->cats, "categories", t, (size_t) (beg + j), &c))
+			goto fail;
 		if (c < 0 || c >= XGB_MAX_CATEGORY)
-			return hb_fail(r->err, HB_ERR_INVALID,
-						   "xgboost model: tree %d: node %d has category %lld (categories are 0 to %d)",
-						   t, id, (long long) c, XGB_MAX_CATEGORY - 1);
-		if (c > max_cat)
-			max_cat = c;
+		{
+			hb_fail(r->err, HB_ERR_INVALID,
+					"xgboost model: tree %d: node %d has category %lld (categories are 0 to %d)",
+					t, id, (long long) c, XGB_MAX_CATEGORY - 1);
+			goto fail;
+		}
+		cats[j] = (uint32_t) c;
 	}
-	/* XGBoost sizes the set to hold its largest category, as we do */
-	if (!cat_append(r, (size_t) max_cat / 32 + 1, &off))
-		return false;
-	for (int64_t j = beg; j < beg + size; j++)
-	{
-		(void) hb_json_int(hb_json_at(tc->cats, (size_t) j), &c);
-		r->cat[off + c / 32] |= (uint32_t) 1 << (c % 32);
-	}
-	node->cat_off = off;
-	node->cat_nwords = (int32_t) (max_cat / 32 + 1);
-	return true;
+	*n = (size_t) size;
+	return cats;
+
+fail:
+	hb_free(cats);
+	return NULL;
 }
 
 /*
@@ -374,63 +358,13 @@ typedef struct LeafSource
 	bool		by_row;			/* 3.2+: the row is right_children[leaf] */
 } LeafSource;
 
-/* Value k of leaf id, whose row (leaf_weights layout) is row. */
-static bool
-leaf_value(Reader *r, const LeafSource *ls, int t, int32_t id, int64_t row,
-		   int32_t k, float weight, double *out)
+/* One tree being read: its arrays, where its leaves are, its weight. */
+typedef struct TreeRead
 {
-	float		f;
-
-	if (!tree_float(r, ls->vals, ls->name, t,
-					(size_t) (ls->by_row ? row : id) * ls->width + k, &f))
-		return false;
-	/* dart scales each tree's output by its weight, in float */
-	*out = (double) (float) (f * weight);
-	return true;
-}
-
-/*
- * The leaf values of a vector-leaf tree, one HbTree per component: trees[0]
- * was read with component 0, trees[1 .. width) get its nodes with their own
- * component's values (group k: XGBoost adds component k to output k).
- */
-static bool
-expand_vector_leaves(Reader *r, const LeafSource *ls, int t, float weight,
-					 const int64_t *rows, HbTree *trees)
-{
-	const HbTree *first = &trees[0];
-
-	for (int32_t k = 1; k < ls->width; k++)
-	{
-		HbTree	   *tree = &trees[k];
-
-		*tree = *first;
-		tree->group = k;
-		tree->nodes = hb_alloc(sizeof(HbNode) * first->n_nodes);
-		if (tree->nodes == NULL)
-			return nomem(r);
-		memcpy(tree->nodes, first->nodes, sizeof(HbNode) * first->n_nodes);
-		for (int32_t id = 0; id < first->n_nodes; id++)
-			if (rows[id] >= 0 &&
-				!leaf_value(r, ls, t, id, rows[id], k, weight, &tree->nodes[id].value))
-				return false;
-	}
-	return true;
-}
-
-/*
- * Read tree t into *trees: one tree for a scalar tree, ls->width for a
- * vector-leaf one (see LeafSource).  The walk from the root checks every
- * index before using it and reads only the nodes it reaches; a node reached
- * twice is a cycle or a shared subtree, which XGBoost never writes.
- */
-static bool
-read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
-		  int32_t width, HbTree *trees)
-{
-	HbTree	   *tree = &trees[0];
-	HbModel    *m = r->m;
-	const HbJson *param = hb_json_get(jt, "tree_param");
+	Reader	   *r;
+	int			t;
+	int64_t		n;
+	float		weight;			/* dart's, else 1 */
 	const HbJson *lc,
 			   *rc,
 			   *si,
@@ -439,16 +373,160 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 			   *st;
 	TreeCats	tc;
 	LeafSource	ls;
+	double	   *leaf;			/* the values of one leaf */
+} TreeRead;
+
+/* Leaf id, whose row of values (leaf_weights layout: its right child) is row. */
+static bool
+read_leaf(TreeRead *tr, int32_t id, int64_t row)
+{
+	const LeafSource *ls = &tr->ls;
+
+	if (!ls->by_row)
+		row = id;
+	for (int32_t k = 0; k < ls->width; k++)
+	{
+		float		f;
+
+		if (!tree_float(tr->r, ls->vals, ls->name, tr->t,
+						(size_t) row * ls->width + k, &f))
+			return false;
+		/* dart scales each tree's output by its weight, in float */
+		tr->leaf[k] = (double) (float) (f * tr->weight);
+	}
+	if (ls->width > 1)
+		hb_mb_leaf_vector(&tr->r->b, id, tr->leaf);
+	else
+		hb_mb_leaf(&tr->r->b, id, tr->leaf[0]);
+	return true;
+}
+
+/* Split node id, whose children are checked. */
+static bool
+read_split(TreeRead *tr, int32_t id, int64_t left, int64_t right)
+{
+	Reader	   *r = tr->r;
+	HbModel    *m = r->m;
+	int			t = tr->t;
+	int64_t		feat,
+				kind = 0,
+				v;
+	bool		dflt;
+	float		f;
+	const HbJson *jdl;
+
+	if (!tree_int(r, tr->si, "split_indices", t, id, &feat))
+		return false;
+	if (feat < 0 || feat >= m->n_features)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: node %d splits on feature %lld, but the model has %d features",
+					   t, id, (long long) feat, m->n_features);
+	jdl = hb_json_at(tr->dl, id);
+	if (hb_json_bool(jdl, &dflt))
+		;
+	/* one compare: which of 0 and 1 it is varies from node to node */
+	else if (hb_json_int(jdl, &v) && (uint64_t) v <= 1)
+		dflt = v != 0;
+	else
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: default_left[%d] is neither a boolean nor 0/1",
+					   t, id);
+
+	if (tr->st != NULL && !tree_int(r, tr->st, "split_type", t, id, &kind))
+		return false;
+	if (kind == 1)
+	{
+		/* split_conditions of categorical nodes is meaningless (1.4 wrote NaN) */
+		size_t		n = 0;
+		uint32_t   *cats = read_node_cats(r, &tr->tc, t, id, &n);
+		bool		ok;
+
+		if (cats == NULL)
+			return false;
+		/* XGBoost: a category in the set goes right */
+		ok = hb_mb_categorical(&r->b, id, (int32_t) feat, cats, n, false, dflt,
+							   HB_MISSING_NAN, (int32_t) left, (int32_t) right);
+		hb_free(cats);
+		if (ok && !r->types_given)
+			m->features[feat].type = HB_FEATURE_CATEGORICAL;
+		return ok;
+	}
+	if (kind != 0)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: split_type[%d] is %lld (0 numeric, 1 categorical)",
+					   t, id, (long long) kind);
+	if (!tree_float(r, tr->sc, "split_conditions", t, id, &f))
+		return false;
+	if (!isfinite(f))
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: node %d splits on a non-finite threshold",
+					   t, id);
+	hb_mb_numeric(&r->b, id, (int32_t) feat, HB_SPLIT_LT, (double) f, dflt,
+				  HB_MISSING_NAN, (int32_t) left, (int32_t) right);
+	return true;
+}
+
+static bool
+one_child(Reader *r, int t, int32_t id, int64_t left, int64_t right)
+{
+	return hb_fail(r->err, HB_ERR_INVALID,
+				   "xgboost model: tree %d: node %d has one child (left %lld, right %lld)",
+				   t, id, (long long) left, (long long) right);
+}
+
+/*
+ * Node id of the tree, as the builder's walk reaches it (HbNodeReader): the
+ * walk checks depth and nodes reached twice; the children are checked here
+ * in XGBoost's terms before it sees them.
+ */
+static bool
+read_node(void *ctx, int32_t id)
+{
+	TreeRead   *tr = ctx;
+	Reader	   *r = tr->r;
+	int			t = tr->t;
+	int64_t		n = tr->n,
+				left,
+				right;
+
+	if (!tree_int(r, tr->lc, "left_children", t, id, &left) ||
+		!tree_int(r, tr->rc, "right_children", t, id, &right))
+		return false;
+	if (left == -1)
+	{
+		if (tr->ls.by_row)
+		{
+			/* 3.2+ vector leaves: right_children holds the leaf's row */
+			size_t		rows = hb_json_len(tr->ls.vals) / tr->ls.width;
+
+			if (right < 0 || (uint64_t) right >= rows)
+				return hb_fail(r->err, HB_ERR_INVALID,
+							   "xgboost model: tree %d: leaf %d has row %lld of leaf_weights, which has %zu rows",
+							   t, id, (long long) right, rows);
+		}
+		else if (right != -1)
+			return one_child(r, t, id, left, right);
+		return read_leaf(tr, id, right);
+	}
+	if (right == -1)
+		return one_child(r, t, id, left, right);
+	/* the root is no node's child */
+	if (left < 1 || left >= n || right < 1 || right >= n || left == right)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: tree %d: node %d has children %lld and %lld (the tree has %lld nodes)",
+					   t, id, (long long) left, (long long) right, (long long) n);
+	return read_split(tr, id, left, right);
+}
+
+/* The arrays of tree t, its number of nodes and where its leaf values are. */
+static bool
+tree_arrays(Reader *r, const HbJson *jt, int t, int32_t width, TreeRead *tr)
+{
+	const HbJson *param = hb_json_get(jt, "tree_param");
 	char		where[48];
 	int64_t		n,
 				v;
-	int32_t    *stack = NULL;
-	int32_t    *depth = NULL;
-	int64_t    *rows = NULL;	/* vector leaves: each leaf's row, else -1 */
-	int			sp = 0;
-	bool		ok = false;
 
-	memset(&tc, 0, sizeof(tc));
 	if (!hb_json_is_object(jt))
 		return hb_fail(r->err, HB_ERR_INVALID,
 					   "xgboost model: tree %d is a %s, expected an object",
@@ -456,12 +534,10 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 	if (param != NULL && !hb_json_is_object(param))
 		return hb_fail(r->err, HB_ERR_INVALID,
 					   "xgboost model: tree %d: tree_param is not an object", t);
-
 	snprintf(where, sizeof(where), "tree %d tree_param", t);
-
-	if (!(lc = tree_array(r, jt, t, "left_children", -1)))
+	if (!(tr->lc = tree_array(r, jt, t, "left_children", -1)))
 		return false;
-	n = (int64_t) hb_json_len(lc);
+	n = (int64_t) hb_json_len(tr->lc);
 	if (!int_param(r, param, where, "num_nodes", true, n, &v))
 		return false;
 	if (v != n)
@@ -473,206 +549,65 @@ read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
 	if (n > INT32_MAX / 2)
 		return hb_fail(r->err, HB_ERR_LIMIT, "xgboost model: tree %d has too many nodes (%lld)",
 					   t, (long long) n);
-	if (!(rc = tree_array(r, jt, t, "right_children", n)) ||
-		!(si = tree_array(r, jt, t, "split_indices", n)) ||
-		!(sc = tree_array(r, jt, t, "split_conditions", n)) ||
-		!(dl = tree_array(r, jt, t, "default_left", n)))
+	tr->n = n;
+	if (!(tr->rc = tree_array(r, jt, t, "right_children", n)) ||
+		!(tr->si = tree_array(r, jt, t, "split_indices", n)) ||
+		!(tr->sc = tree_array(r, jt, t, "split_conditions", n)) ||
+		!(tr->dl = tree_array(r, jt, t, "default_left", n)))
 		return false;
-	memset(&ls, 0, sizeof(ls));
-	ls.vals = sc;
-	ls.name = "split_conditions";
-	ls.width = 1;
+	tr->ls.vals = tr->sc;
+	tr->ls.name = "split_conditions";
+	tr->ls.width = 1;
 	if (width > 1)
 	{
 		/* a vector-leaf tree: values from base_weights or leaf_weights */
-		ls.width = width;
-		ls.by_row = hb_json_get(jt, "leaf_weights") != NULL;
-		ls.name = ls.by_row ? "leaf_weights" : "base_weights";
-		if (!(ls.vals = tree_array(r, jt, t, ls.name, ls.by_row ? -1 : n * width)))
+		LeafSource *ls = &tr->ls;
+
+		ls->width = width;
+		ls->by_row = hb_json_get(jt, "leaf_weights") != NULL;
+		ls->name = ls->by_row ? "leaf_weights" : "base_weights";
+		if (!(ls->vals = tree_array(r, jt, t, ls->name, ls->by_row ? -1 : n * width)))
 			return false;
-		if (hb_json_len(ls.vals) % width != 0)
+		if (hb_json_len(ls->vals) % width != 0)
 			return hb_fail(r->err, HB_ERR_INVALID,
 						   "xgboost model: tree %d: leaf_weights has %zu values, not a multiple of the %d targets",
-						   t, hb_json_len(ls.vals), width);
+						   t, hb_json_len(ls->vals), width);
 	}
-	st = hb_json_get(jt, "split_type");
-	if (st != NULL && !(st = tree_array(r, jt, t, "split_type", n)))
+	tr->st = hb_json_get(jt, "split_type");
+	if (tr->st != NULL && !(tr->st = tree_array(r, jt, t, "split_type", n)))
 		return false;
+	return true;
+}
 
-	tree->nodes = hb_alloc0(sizeof(HbNode) * n);
-	if (tree->nodes == NULL)
+/*
+ * Read tree t: one IR tree for a scalar tree, width for a vector-leaf one
+ * (see LeafSource).  The builder walks it from the root and this reads the
+ * nodes the walk reaches, each once, checking every index before using it;
+ * nodes it never reaches (pruned nodes XGBoost marks deleted) stay zero
+ * leaves, with their ids.
+ */
+static bool
+read_tree(Reader *r, const HbJson *jt, int t, float weight, int32_t group,
+		  int32_t width)
+{
+	TreeRead	tr;
+	bool		ok = false;
+
+	memset(&tr, 0, sizeof(tr));
+	tr.r = r;
+	tr.t = t;
+	tr.weight = weight;
+	if (!tree_arrays(r, jt, t, width, &tr))
+		return false;
+	tr.leaf = hb_alloc(sizeof(double) * tr.ls.width);
+	if (tr.leaf == NULL)
 		return nomem(r);
-	tree->n_nodes = (int32_t) n;
-	tree->group = group;
-	tree->depth = 0;
-	tree->n_leaves = 0;
-	/* unreachable nodes stay zero-valued leaves */
-	for (int64_t i = 0; i < n; i++)
-	{
-		tree->nodes[i].left = HB_LEAF;
-		tree->nodes[i].right = HB_LEAF;
-		tree->nodes[i].missing = HB_MISSING_NAN;
-	}
-
-	stack = hb_alloc(sizeof(int32_t) * n);
-	depth = hb_alloc(sizeof(int32_t) * n);
-	if (width > 1)
-		rows = hb_alloc(sizeof(int64_t) * n);
-	if (stack == NULL || depth == NULL || (width > 1 && rows == NULL))
-	{
-		nomem(r);
-		goto done;
-	}
-	for (int64_t i = 0; i < n; i++)
-	{
-		depth[i] = -1;
-		if (rows)
-			rows[i] = -1;
-	}
-	if (st != NULL && hb_json_get(jt, "categories_nodes") != NULL &&
-		!read_tree_cats(r, jt, t, n, &tc))
-		goto done;
-
-	depth[0] = 0;
-	stack[sp++] = 0;
-	while (sp > 0)
-	{
-		int32_t		id = stack[--sp];
-		HbNode	   *node = &tree->nodes[id];
-		int64_t		left,
-					right,
-					feat,
-					kind = 0;
-		float		f;
-		bool		b;
-		const HbJson *jdl;
-
-		if (!tree_int(r, lc, "left_children", t, id, &left) ||
-			!tree_int(r, rc, "right_children", t, id, &right))
-			goto done;
-		if (ls.by_row && left == -1)
-		{
-			/* 3.2+ vector leaves: right_children holds the leaf's row */
-			if (right < 0 || (uint64_t) right >= hb_json_len(ls.vals) / ls.width)
-			{
-				hb_fail(r->err, HB_ERR_INVALID,
-						"xgboost model: tree %d: leaf %d has row %lld of leaf_weights, which has %zu rows",
-						t, id, (long long) right, hb_json_len(ls.vals) / ls.width);
-				goto done;
-			}
-		}
-		else if (left == -1 || right == -1)
-		{
-			if (left != right)
-			{
-				hb_fail(r->err, HB_ERR_INVALID,
-						"xgboost model: tree %d: node %d has one child (left %lld, right %lld)",
-						t, id, (long long) left, (long long) right);
-				goto done;
-			}
-		}
-		if (left == -1)
-		{
-			if (!leaf_value(r, &ls, t, id, right, 0, weight, &node->value))
-				goto done;
-			if (rows)
-				rows[id] = ls.by_row ? right : id;
-			tree->n_leaves++;
-			continue;
-		}
-		if (left < 1 || left >= n || right < 1 || right >= n || left == right)
-		{
-			hb_fail(r->err, HB_ERR_INVALID,
-					"xgboost model: tree %d: node %d has children %lld and %lld (the tree has %lld nodes)",
-					t, id, (long long) left, (long long) right, (long long) n);
-			goto done;
-		}
-		if (depth[left] >= 0 || depth[right] >= 0)
-		{
-			hb_fail(r->err, HB_ERR_INVALID,
-					"xgboost model: tree %d: node %lld is reached twice (cycle or shared subtree)",
-					t, (long long) (depth[left] >= 0 ? left : right));
-			goto done;
-		}
-		if (depth[id] + 1 > HB_MAX_DEPTH)
-		{
-			hb_fail(r->err, HB_ERR_LIMIT,
-					"xgboost model: tree %d is deeper than %d levels", t, HB_MAX_DEPTH);
-			goto done;
-		}
-		depth[left] = depth[right] = depth[id] + 1;
-		if (depth[id] + 1 > tree->depth)
-			tree->depth = depth[id] + 1;
-		stack[sp++] = (int32_t) left;
-		stack[sp++] = (int32_t) right;
-
-		node->left = (int32_t) left;
-		node->right = (int32_t) right;
-		if (!tree_int(r, si, "split_indices", t, id, &feat))
-			goto done;
-		if (feat < 0 || feat >= m->n_features)
-		{
-			hb_fail(r->err, HB_ERR_INVALID,
-					"xgboost model: tree %d: node %d splits on feature %lld, but the model has %d features",
-					t, id, (long long) feat, m->n_features);
-			goto done;
-		}
-		node->feature = (int32_t) feat;
-
-		jdl = hb_json_at(dl, id);
-		if (hb_json_bool(jdl, &b))
-			node->default_left = b;
-		else if (hb_json_int(jdl, &v) && (v == 0 || v == 1))
-			node->default_left = (uint8_t) v;
-		else
-		{
-			hb_fail(r->err, HB_ERR_INVALID,
-					"xgboost model: tree %d: default_left[%d] is neither a boolean nor 0/1",
-					t, id);
-			goto done;
-		}
-
-		if (st != NULL && !tree_int(r, st, "split_type", t, id, &kind))
-			goto done;
-		if (kind == 1)
-		{
-			/* split_conditions of categorical nodes is meaningless (1.4 wrote NaN) */
-			node->is_cat = 1;
-			node->cat_in_left = 0;	/* XGBoost: a category in the set goes right */
-			node->threshold = 0.0;
-			if (!read_node_cats(r, &tc, t, id, node))
-				goto done;
-			if (!r->types_given)
-				m->features[feat].type = HB_FEATURE_CATEGORICAL;
-		}
-		else if (kind == 0)
-		{
-			if (!tree_float(r, sc, "split_conditions", t, id, &f))
-				goto done;
-			if (!isfinite(f))
-			{
-				hb_fail(r->err, HB_ERR_INVALID,
-						"xgboost model: tree %d: node %d splits on a non-finite threshold",
-						t, id);
-				goto done;
-			}
-			node->threshold = (double) f;
-		}
-		else
-		{
-			hb_fail(r->err, HB_ERR_INVALID,
-					"xgboost model: tree %d: split_type[%d] is %lld (0 numeric, 1 categorical)",
-					t, id, (long long) kind);
-			goto done;
-		}
-	}
-	ok = width <= 1 || expand_vector_leaves(r, &ls, t, weight, rows, trees);
-
-done:
-	hb_free(stack);
-	hb_free(depth);
-	hb_free(rows);
-	hb_free(tc.index);
+	if (hb_mb_start_tree(&r->b, t, group, (int32_t) tr.n, width) &&
+		(tr.st == NULL || hb_json_get(jt, "categories_nodes") == NULL ||
+		 read_tree_cats(r, jt, t, tr.n, &tr.tc)))
+		ok = hb_mb_walk_tree(&r->b, read_node, &tr);
+	hb_free(tr.leaf);
+	hb_free(tr.tc.index);
 	return ok;
 }
 
@@ -734,6 +669,41 @@ leaf_width(Reader *r, const HbJson *trees, int32_t *width)
 	return true;
 }
 
+/*
+ * Where each tree goes: XGBoost puts each tree where its "id" says (trees
+ * may be listed in any order), so order[pos] gets the index in "trees" of
+ * the tree at pos.
+ */
+static bool
+tree_order(Reader *r, const HbJson *trees, size_t n, size_t *order)
+{
+	for (size_t i = 0; i < n; i++)
+		order[i] = SIZE_MAX;
+	for (size_t i = 0; i < n; i++)
+	{
+		const HbJson *jid = hb_json_get(hb_json_at(trees, i), "id");
+		size_t		pos = i;
+		int64_t		v;
+
+		if (jid != NULL)
+		{
+			if (!hb_json_int(jid, &v) || v < 0 || (uint64_t) v >= n ||
+				order[v] != SIZE_MAX)
+				return hb_fail(r->err, HB_ERR_INVALID,
+							   "xgboost model: tree %zu has id %s, expected each of 0 to %zu once",
+							   i, hb_json_is_number(jid) ? "out of range or repeated" : "that is not an integer",
+							   n - 1);
+			pos = (size_t) v;
+		}
+		else if (order[pos] != SIZE_MAX)
+			return hb_fail(r->err, HB_ERR_INVALID,
+						   "xgboost model: tree %zu has no id, and tree %zu has id %zu",
+						   i, order[pos], pos);
+		order[pos] = i;
+	}
+	return true;
+}
+
 /* gbtree or dart; weights is dart's weight_drop, NULL for gbtree. */
 static bool
 read_trees(Reader *r, const HbJson *model, const char *where,
@@ -746,7 +716,7 @@ read_trees(Reader *r, const HbJson *model, const char *where,
 	size_t		n;
 	int64_t		v;
 	int32_t		width;
-	uint8_t    *placed;
+	size_t	   *order;
 	bool		ok = true;
 
 	if (!check_cats_block(r, model))
@@ -778,37 +748,19 @@ read_trees(Reader *r, const HbJson *model, const char *where,
 	if ((int64_t) n * width > INT32_MAX)
 		return hb_fail(r->err, HB_ERR_LIMIT,
 					   "xgboost model has too many trees (%zu of %d targets)", n, width);
-	m->trees = hb_alloc0(sizeof(HbTree) * (n ? n * width : 1));
-	placed = hb_alloc0(n ? n : 1);
-	if (m->trees == NULL || placed == NULL)
-	{
-		hb_free(placed);
+	hb_mb_start_model(&r->b, m, "xgboost model: ", r->err);
+	if (!hb_mb_reserve_trees(&r->b, (int64_t) n * width))
+		return false;
+	order = hb_alloc(sizeof(size_t) * (n ? n : 1));
+	if (order == NULL)
 		return nomem(r);
-	}
-	m->n_trees = (int32_t) (n * width);
+	ok = tree_order(r, trees, n, order);
 
-	for (size_t i = 0; i < n && ok; i++)
+	for (size_t pos = 0; pos < n && ok; pos++)
 	{
-		const HbJson *jt = hb_json_at(trees, i);
-		const HbJson *jid = hb_json_get(jt, "id");
-		size_t		pos = i;
 		int64_t		group;
 		float		w = 1.0f;
 
-		/* XGBoost puts each tree where its "id" says */
-		if (jid != NULL)
-		{
-			if (!hb_json_int(jid, &v) || v < 0 || (uint64_t) v >= n || placed[v])
-			{
-				ok = hb_fail(r->err, HB_ERR_INVALID,
-							 "xgboost model: tree %zu has id %s, expected each of 0 to %zu once",
-							 i, hb_json_is_number(jid) ? "out of range or repeated" : "that is not an integer",
-							 n - 1);
-				break;
-			}
-			pos = (size_t) v;
-		}
-		placed[pos] = 1;
 		if (!hb_json_int(hb_json_at(info, pos), &group) ||
 			group < 0 || group >= m->n_outputs)
 		{
@@ -832,13 +784,11 @@ read_trees(Reader *r, const HbJson *model, const char *where,
 						 "xgboost model: weight_drop[%zu] is not a finite number", pos);
 			break;
 		}
-		ok = read_tree(r, jt, (int) pos, w, (int32_t) group, width,
-					   &m->trees[pos * width]);
-		if (m->trees[pos * width].depth > m->max_depth)
-			m->max_depth = m->trees[pos * width].depth;
+		ok = read_tree(r, hb_json_at(trees, order[pos]), (int) pos, w,
+					   (int32_t) group, width);
 		hb_check_interrupts();
 	}
-	hb_free(placed);
+	hb_free(order);
 	return ok;
 }
 
@@ -1324,10 +1274,8 @@ read_document(HbJsonDoc *doc, HbFormat format, HbModel **out, HbError *err)
 
 	ok = read_learner(&r, hb_json_root(doc));
 	hb_json_free(doc);
-
-	/* the bitsets belong to the model even on failure, so one free suffices */
-	r.m->cat_words = r.cat;
-	r.m->n_cat_words = (int32_t) r.n_cat;
+	/* the trees and category sets are the model's, even on failure */
+	hb_mb_free(&r.b);
 	if (!ok)
 	{
 		hb_model_free(r.m);
