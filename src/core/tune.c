@@ -9,17 +9,22 @@
  * from the evaluation half only.
  *
  * Top-K: what matters is whether the cheap model keeps the rows the full
- * model ranks first.  Among the evaluation half's `tail` best rows by the
- * full model, a candidate misses those whose cheap score is below its cut;
- * the one-sided Clopper-Pearson upper bound of the miss rate, after e
- * misses, must leave precision >= target.  The cut is the lowest that keeps
- * all but the most misses that bound allows.  `tail` is fixed in advance
- * (twice the rows for which zero misses would meet the target), so the
- * statement is about rows at least that far up the ranking; a bigger input's
- * top k are further up, and are kept at least as often as long as the cheap
- * model keeps a row no less often when its full score is higher.  The
- * bootstrap of the sample's top rows, which Willump uses, understates how
- * much a fresh set's top k vary (see docs/willump.md).
+ * model ranks first.  Among the `tail` best rows of a half by the full
+ * model, a candidate misses those whose cheap score is below its cut; with
+ * the cut at the (e+1)-th lowest cheap score of those rows, the share of
+ * such rows a fresh sample would miss is bounded by the one-sided
+ * Clopper-Pearson bound after e misses, which must leave precision >=
+ * target.  For each e of a short menu fixed in advance (0, 1, 2, 4, 8),
+ * `tail` is the fewest rows for which that holds.  The candidate and its e
+ * are chosen on the fitting half (the configuration of lowest expected
+ * cost there); the cut and the bound then come from the evaluation half
+ * alone, at the full confidence, since nothing chosen looked at it.  The
+ * statement is about rows at least `tail` rows up the evaluation half's
+ * ranking; a bigger input's top k are further up, and are kept at least as
+ * often as long as the cheap model keeps a row no less often when its full
+ * score is higher.  The bootstrap of the sample's top rows, which Willump
+ * uses, understates how much a fresh set's top k vary (see
+ * docs/willump.md).
  *
  * Cascade: the cheap model decides a row when its confidence (the margin
  * gap, approx.c) is at least a threshold.  The accuracy loss of a threshold
@@ -30,8 +35,13 @@
  * target, and the first failure stops the walk.  The level is split over
  * the candidates (Bonferroni), so the chosen configuration's loss is at
  * most the target with the requested confidence, whichever candidate wins.
+ *
+ * Candidates: prefixes of the ensemble; linear models and small tree
+ * ensembles (distill.c) fitted to the full margins on the features a
+ * knapsack by importance per unit of cost picks.
  */
 #include "plan_int.h"
+#include "distill.h"
 #include "tune.h"
 
 #include <stdarg.h>
@@ -47,6 +57,17 @@ extern void dgels_(const char *trans, const int *m, const int *n,
 
 #define TIMING_ROWS 8192
 #define MAX_CANDIDATES 48
+
+/* top-K: misses allowed among the tail rows, each with its own tail size */
+#define TOPK_MENU 5
+static const int topk_menu[TOPK_MENU] = {0, 1, 2, 4, 8};
+
+/* tree candidates: rows fitted on, (trees, depth), features */
+#define TREES_FIT_ROWS 100000
+#define TREES_MAX_FEATURES 64
+#define N_TREES_SHAPES 2
+#define N_TREES_SETS 2			/* a quarter of the cost, and everything */
+static const int trees_shapes[N_TREES_SHAPES][2] = {{10, 6}, {20, 8}};
 
 /* ---- random numbers: splitmix64, fully determined by the seed ---- */
 
@@ -144,7 +165,12 @@ typedef struct Work
 	int			k;				/* outputs */
 	size_t		n_fit;
 	size_t		n_eval;
-	int			tail;			/* top-K: evaluation rows whose misses count */
+	int			n_menu;			/* top-K: the (misses, tail) pairs that fit */
+	int			menu_e[TOPK_MENU];
+	int			menu_tail[TOPK_MENU];
+	int32_t    *order_fit;		/* top-K: the halves' rows by full margin */
+	int32_t    *order_eval;
+	double	   *imp;			/* permutation importance per feature */
 	size_t		n_time;			/* timing rows: the first of the evaluation rows */
 	double	   *x_fit;
 	double	   *x_eval;
@@ -271,6 +297,9 @@ max_candidates(const HbPlan *p)
 {
 	int			n = 5;			/* linear: budgets 1/32 .. 1/2 */
 	int			rounds = p->n_outputs > 0 ? p->n_trees / p->n_outputs : 0;
+
+	if (p->n_outputs == 1)
+		n += N_TREES_SETS * N_TREES_SHAPES;
 
 	for (int r = 1; r < rounds; r = next_round(r))
 		n++;
@@ -566,43 +595,27 @@ pick_by_groups(Work *w, const Ranked *order, int n_imp, const double *imp,
 }
 
 /*
- * Linear models on the features a greedy knapsack picks: by importance per
- * unit of cost, within budgets of 1/32 .. 1/2 of the total feature cost.
+ * The features worth reading, by importance per unit of cost, best first
+ * (order, n_imp of them), and what reading all of them costs (*total).
  */
-static bool
-linear_candidates(Work *w, HbError *err)
+static int
+rank_features(Work *w, Ranked *order, double *total)
 {
-	int			nf = w->nf;
-	double	   *imp = hb_alloc0(sizeof(double) * (nf + 1));
-	Ranked	   *order = hb_alloc(sizeof(Ranked) * (nf + 1));
-	int32_t    *sel = hb_alloc(sizeof(int32_t) * (nf + 1));
-	int32_t    *prev = hb_alloc(sizeof(int32_t) * (nf + 1));
-	int			nprev = -1;
-	double		total = 0.0;
 	int			n_imp = 0;
-	bool		ok = true;
 
-	if (!imp || !order || !sel || !prev)
-	{
-		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
-		goto done;
-	}
-	say(w, "permutation importance of %d features on %zu rows", nf,
-		w->n_fit < 200000 / (size_t) nf ? w->n_fit : 200000 / (size_t) nf);
-	if (!(ok = importances(w, imp, err)))
-		goto done;
-	for (int j = 0; j < nf; j++)
+	*total = 0.0;
+	for (int j = 0; j < w->nf; j++)
 	{
 		double		c = w->spec->feature_cost ? w->spec->feature_cost[j] : 1.0;
 
 		if (!(c > 0))
 			c = 1e-9;
-		if (imp[j] > 0)
+		if (w->imp[j] > 0)
 		{
-			order[n_imp].key = imp[j] / c;
+			order[n_imp].key = w->imp[j] / c;
 			order[n_imp].idx = j;
 			n_imp++;
-			total += c;
+			*total += c;
 		}
 	}
 	qsort(order, n_imp, sizeof(Ranked), cmp_ranked_desc);
@@ -611,21 +624,26 @@ linear_candidates(Work *w, HbError *err)
 		/* the knapsack is over groups: a group costs once, whatever it feeds */
 		uint64_t	all = 0;
 
-		total = 0.0;
 		for (int i = 0; i < n_imp; i++)
 			all |= w->spec->feature_groups[order[i].idx];
-		total = group_cost(w->spec, all);
+		*total = group_cost(w->spec, all);
 	}
-	for (int b = 32; b >= 2 && n_imp > 0; b /= 2)
-	{
-		double		budget = total / b;
-		double		used = 0.0;
-		int			ns = 0;
-		HbApprox   *a;
+	return n_imp;
+}
 
-		if (w->spec->n_groups > 0)
-			ns = pick_by_groups(w, order, n_imp, imp, budget, sel);
-		for (int i = 0; i < n_imp && w->spec->n_groups == 0; i++)
+/* The knapsack's features within budget, at most max_ns, in model order. */
+static int
+pick_features(Work *w, const Ranked *order, int n_imp, double budget,
+			  int max_ns, int32_t *sel)
+{
+	double		used = 0.0;
+	int			ns = 0;
+
+	if (w->spec->n_groups > 0)
+		ns = pick_by_groups(w, order, n_imp, w->imp, budget, sel);
+	else
+	{
+		for (int i = 0; i < n_imp; i++)
 		{
 			int			j = order[i].idx;
 			double		c = w->spec->feature_cost ? w->spec->feature_cost[j] : 1.0;
@@ -638,6 +656,57 @@ linear_candidates(Work *w, HbError *err)
 				used += c;
 			}
 		}
+		qsort(sel, ns, sizeof(int32_t), cmp_int32);
+	}
+	if (ns > max_ns)
+	{
+		/* the most important of them */
+		int			kept = 0;
+
+		for (int i = 0; i < n_imp && kept < max_ns; i++)
+			for (int s = 0; s < ns; s++)
+				if (sel[s] == order[i].idx)
+				{
+					sel[s] = -1 - sel[s];
+					kept++;
+					break;
+				}
+		kept = 0;
+		for (int s = 0; s < ns; s++)
+			if (sel[s] < 0)
+				sel[kept++] = -1 - sel[s];
+		ns = kept;
+	}
+	return ns;
+}
+
+/*
+ * Linear models on the features a greedy knapsack picks: by importance per
+ * unit of cost, within budgets of 1/32 .. 1/2 of the total feature cost.
+ */
+static bool
+linear_candidates(Work *w, HbError *err)
+{
+	int			nf = w->nf;
+	Ranked	   *order = hb_alloc(sizeof(Ranked) * (nf + 1));
+	int32_t    *sel = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int32_t    *prev = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int			nprev = -1;
+	double		total;
+	int			n_imp;
+	bool		ok = true;
+
+	if (!order || !sel || !prev)
+	{
+		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	n_imp = rank_features(w, order, &total);
+	for (int b = 32; b >= 2 && n_imp > 0; b /= 2)
+	{
+		int			ns = pick_features(w, order, n_imp, total / b, nf, sel);
+		HbApprox   *a;
+
 		/* a fit needs clearly more rows than coefficients */
 		if ((size_t) ns * 4 > w->n_fit)
 			continue;
@@ -662,7 +731,69 @@ linear_candidates(Work *w, HbError *err)
 			break;
 	}
 done:
-	hb_free(imp);
+	hb_free(order);
+	hb_free(sel);
+	hb_free(prev);
+	return ok;
+}
+
+/*
+ * Small tree ensembles fitted to the full margins (distill.c), Willump's
+ * "small model": on the features the knapsack picks within a quarter of
+ * the total cost, and on all the important ones (at most
+ * TREES_MAX_FEATURES), each in two shapes.
+ */
+static bool
+trees_candidates(Work *w, HbError *err)
+{
+	int			nf = w->nf;
+	Ranked	   *order = hb_alloc(sizeof(Ranked) * (nf + 1));
+	int32_t    *sel = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int32_t    *prev = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int			nprev = -1;
+	size_t		nr = w->n_fit < TREES_FIT_ROWS ? w->n_fit : TREES_FIT_ROWS;
+	double		total;
+	int			n_imp;
+	bool		ok = true;
+
+	if (!order || !sel || !prev)
+	{
+		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	n_imp = rank_features(w, order, &total);
+	for (int set = 0; set < N_TREES_SETS && n_imp > 0; set++)
+	{
+		double		budget = set == 0 ? total / 4 : total * 2;
+		int			ns = pick_features(w, order, n_imp, budget, TREES_MAX_FEATURES, sel);
+
+		if (ns == nprev && memcmp(sel, prev, sizeof(int32_t) * ns) == 0)
+			continue;
+		memcpy(prev, sel, sizeof(int32_t) * ns);
+		nprev = ns;
+		for (int sh = 0; sh < N_TREES_SHAPES; sh++)
+		{
+			HbDistillSpec ds = {trees_shapes[sh][0], trees_shapes[sh][1], 0.3, 1.0, 20, 64};
+			HbModel    *m;
+			HbApprox   *a;
+
+			say(w, "fitting %d trees of depth %d on %d features, %zu rows",
+				ds.n_trees, ds.max_depth, ns, nr);
+			if (!hb_distill_fit(w->x_fit, nr, nf, w->m_fit, sel, ns, &ds, &m, err))
+			{
+				ok = false;
+				goto done;
+			}
+			ok = hb_approx_from_trees(w->p, m, &a, err);
+			hb_model_free(m);
+			if (!ok)
+				goto done;
+			if (add_candidate(w, a) == NULL)
+				goto done;
+			hb_check_interrupts();
+		}
+	}
+done:
 	hb_free(order);
 	hb_free(sel);
 	hb_free(prev);
@@ -681,33 +812,12 @@ cmp_int32(const void *a, const void *b)
 }
 
 /*
- * Top-K (see the header comment): the smallest cheap-model cut that keeps
- * all but e_max of the evaluation rows' full top `tail`, where e_max is the
- * most misses whose Clopper-Pearson bound still meets the target.
- * full_order is the evaluation rows by full margin, best first; cheap is
- * the candidate's margins on them.
+ * One half's cheap ranking: rows by cheap margin, best first (co), and each
+ * row's place in it (rank).
  */
-static bool
-eval_topk(Work *w, HbTuneCandidate *c, const double *cheap,
-		  const int32_t *full_order, double level, HbError *err)
+static void
+cheap_ranking(const double *cheap, size_t n, Ranked *co, int32_t *rank)
 {
-	const HbTuneSpec *spec = w->spec;
-	size_t		n = w->n_eval;
-	int			tail = w->tail;
-	Ranked	   *co = hb_alloc(sizeof(Ranked) * n);
-	int32_t    *rank = hb_alloc(sizeof(int32_t) * n);
-	int32_t    *cr = hb_alloc(sizeof(int32_t) * tail);
-	int			e_max = -1,
-				e = 0;
-	int32_t		kept;
-
-	if (!co || !rank || !cr)
-	{
-		hb_free(co);
-		hb_free(rank);
-		hb_free(cr);
-		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < n; i++)
 	{
 		co[i].key = cheap[i];
@@ -716,33 +826,153 @@ eval_topk(Work *w, HbTuneCandidate *c, const double *cheap,
 	qsort(co, n, sizeof(Ranked), cmp_ranked_desc);
 	for (size_t i = 0; i < n; i++)
 		rank[co[i].idx] = (int32_t) i;
+}
+
+/*
+ * The cut that keeps all but e of the half's `tail` best rows by full
+ * margin: the rows kept (at or above the cut, at least k), the cut itself
+ * and the misses (e, or fewer when the k floor keeps more).
+ */
+static int32_t
+topk_cut(const Ranked *co, const int32_t *rank, size_t n,
+		 const int32_t *full_order, int tail, int e, int k, int32_t *cr,
+		 double *tau, int *misses)
+{
+	int32_t		kept;
+
 	for (int j = 0; j < tail; j++)
 		cr[j] = rank[full_order[j]];
 	qsort(cr, tail, sizeof(int32_t), cmp_int32);
-
-	while (e_max + 1 < tail &&
-		   hb_binomial_upper(e_max + 1, tail, level) <= 1.0 - spec->target)
-		e_max++;
-	if (e_max < 0)
-		e_max = 0;				/* cannot happen: tail is sized for it */
-	kept = cr[tail - e_max - 1] + 1;
-	if (kept < spec->k)
-		kept = spec->k;
+	kept = cr[tail - e - 1] + 1;
+	if (kept < k)
+		kept = k;
+	if ((size_t) kept > n)
+		kept = (int32_t) n;
+	/* rows tied with the cut are kept too */
+	while ((size_t) kept < n && co[kept].key >= co[kept - 1].key)
+		kept++;
+	*tau = co[kept - 1].key;
+	*misses = 0;
 	for (int j = 0; j < tail; j++)
-		e += cr[j] >= kept;
+		*misses += cr[j] >= kept;
+	return kept;
+}
 
+/*
+ * Top-K (see the header comment): the (misses, tail) pair of the menu with
+ * the lowest expected cost on the fitting half, then the cut of that pair
+ * and its bound on the evaluation half.
+ */
+static bool
+eval_topk(Work *w, HbTuneCandidate *c, const double *cheap_fit,
+		  const double *cheap_eval, HbError *err)
+{
+	const HbTuneSpec *spec = w->spec;
+	size_t		n = w->n_eval;
+	Ranked	   *co = hb_alloc(sizeof(Ranked) * n);
+	int32_t    *rank = hb_alloc(sizeof(int32_t) * n);
+	int32_t    *cr = hb_alloc(sizeof(int32_t) * (w->menu_tail[w->n_menu - 1] + 1));
+	int			best = 0,
+				e;
+	int32_t		kept;
+	double		tau;
+
+	if (!co || !rank || !cr)
+	{
+		hb_free(co);
+		hb_free(rank);
+		hb_free(cr);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	cheap_ranking(cheap_fit, w->n_fit, co, rank);
+	c->select_ns = INFINITY;
+	for (int i = 0; i < w->n_menu; i++)
+	{
+		int32_t		kf = topk_cut(co, rank, w->n_fit, w->order_fit, w->menu_tail[i],
+								  w->menu_e[i], spec->k, cr, &tau, &e);
+		double		ns = c->cost_ns + (double) kf / (double) w->n_fit * c->rest_ns;
+
+		if (ns < c->select_ns)
+		{
+			c->select_ns = ns;
+			best = i;
+		}
+	}
+	cheap_ranking(cheap_eval, n, co, rank);
+	kept = topk_cut(co, rank, n, w->order_eval, w->menu_tail[best],
+					w->menu_e[best], spec->k, cr, &tau, &e);
+	c->tail = w->menu_tail[best];
+	c->misses = w->menu_e[best];
 	c->kept = kept;
 	c->ratio = (double) kept / spec->k;
-	c->tau = co[kept - 1].key;
+	c->tau = tau;
 	c->coverage = (double) kept / (double) n;
-	c->accuracy = 1.0 - (double) e / tail;
-	c->bound = 1.0 - hb_binomial_upper(e, tail, level);
+	c->accuracy = 1.0 - (double) e / c->tail;
+	c->bound = 1.0 - hb_binomial_upper(e, c->tail, spec->confidence);
 	c->expected_ns = c->cost_ns + c->coverage * c->rest_ns;
 	c->feasible = true;
 	hb_free(co);
 	hb_free(rank);
 	hb_free(cr);
 	return true;
+}
+
+/*
+ * The menu of (misses, tail) pairs: for each number of misses, the fewest
+ * tail rows whose Clopper-Pearson bound after that many misses meets the
+ * target (at least k and more than the misses), if both halves hold them.
+ */
+static void
+topk_menu_sizes(Work *w)
+{
+	const HbTuneSpec *spec = w->spec;
+
+	w->n_menu = 0;
+	for (int i = 0; i < TOPK_MENU; i++)
+	{
+		int			e = topk_menu[i];
+		int64_t		lo = e + 1,
+					hi = (int64_t) 1 << 40;
+
+		while (lo < hi)
+		{
+			int64_t		mid = lo + (hi - lo) / 2;
+
+			if (hb_binomial_upper(e, mid, spec->confidence) <= 1.0 - spec->target)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (lo < spec->k)
+			lo = spec->k;
+		if (lo <= e)
+			lo = e + 1;
+		if ((size_t) lo > w->n_fit)
+			continue;
+		w->menu_e[w->n_menu] = e;
+		w->menu_tail[w->n_menu++] = (int) lo;
+	}
+}
+
+/* The fewest sample rows top-K can be tuned on (both halves hold a tail). */
+static int64_t
+topk_min_sample(const HbTuneSpec *spec)
+{
+	int64_t		lo = 1,
+				hi = (int64_t) 1 << 40;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (hb_binomial_upper(0, mid, spec->confidence) <= 1.0 - spec->target)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo < spec->k)
+		lo = spec->k;
+	return 2 * lo;
 }
 
 /*
@@ -853,19 +1083,38 @@ check_spec(const HbPlan *p, size_t n, const HbTuneSpec *s, HbError *err)
 	return true;
 }
 
+/* The half's rows by full margin, best first. */
+static bool
+full_ranking(const double *m, size_t n, int32_t *order, HbError *err)
+{
+	Ranked	   *fo = hb_alloc(sizeof(Ranked) * (n + 1));
+
+	if (fo == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+	{
+		fo[i].key = m[i];
+		fo[i].idx = (int32_t) i;
+	}
+	qsort(fo, n, sizeof(Ranked), cmp_ranked_desc);
+	for (size_t i = 0; i < n; i++)
+		order[i] = fo[i].idx;
+	hb_free(fo);
+	return true;
+}
+
 bool
 hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		HbTuneProgress progress, void *arg, HbTuneResult *res, HbError *err)
 {
 	Work		w;
 	size_t	   *perm = NULL;
-	int32_t    *full_order = NULL;
 	int32_t    *full_cls = NULL;
 	double	   *cheap = NULL;
+	double	   *cheap_fit = NULL;
 	HbRng		rng;
 	bool		ok = false;
 	double		level;
-	int			tail = 0;
 	double		model_ns;
 	bool	   *used = NULL;
 
@@ -874,22 +1123,6 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	if (!check_spec(p, n, spec, err))
 		return false;
 	level = 1.0 - (1.0 - spec->confidence) / max_candidates(p);
-	if (spec->kind == HB_TUNE_TOPK)
-	{
-		/* enough tail rows that zero misses would meet the target, twice */
-		int			tmin = (int) ceil(log(1.0 - level) / log(spec->target));
-
-		tail = 2 * tmin > spec->k ? 2 * tmin : spec->k;
-		if ((double) (n - n / 2) < tail)
-		{
-			hb_fail(err, HB_ERR_ARGUMENT,
-					"a sample of %zu rows is too small to tune top-%d to precision %g with confidence %g",
-					n, spec->k, spec->target, spec->confidence);
-			hb_fail_detail(err, "Misses are counted among the %d best of the held-out half of the sample: at least %d rows are needed.",
-						   tail, 2 * tail);
-			return false;
-		}
-	}
 
 	memset(&w, 0, sizeof(w));
 	w.p = p;
@@ -901,11 +1134,24 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	w.res = res;
 	w.n_fit = n / 2;
 	w.n_eval = n - w.n_fit;
-	w.tail = tail;
-	res->tail = tail;
 	w.n_time = w.n_eval < TIMING_ROWS ? w.n_eval : TIMING_ROWS;
 	res->n_fit = (int64_t) w.n_fit;
 	res->n_eval = (int64_t) w.n_eval;
+	if (spec->kind == HB_TUNE_TOPK)
+	{
+		topk_menu_sizes(&w);
+		if (w.n_menu == 0)
+		{
+			int64_t		need = topk_min_sample(spec);
+
+			hb_fail(err, HB_ERR_ARGUMENT,
+					"a sample of %zu rows is too small to tune top-%d to precision %g with confidence %g",
+					n, spec->k, spec->target, spec->confidence);
+			hb_fail_detail(err, "Misses are counted among the %lld best of each half of the sample: at least %lld rows are needed.",
+						   (long long) need / 2, (long long) need);
+			return false;
+		}
+	}
 
 	perm = hb_alloc(sizeof(size_t) * n);
 	w.x_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.nf);
@@ -913,13 +1159,17 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	w.m_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.k);
 	w.m_eval = hb_alloc(sizeof(double) * w.n_eval * w.k);
 	w.buf = hb_alloc(sizeof(double) * 2 * w.n_time * w.k);
+	w.imp = hb_alloc0(sizeof(double) * (w.nf + 1));
 	res->cand = hb_alloc0(sizeof(HbTuneCandidate) * MAX_CANDIDATES);
 	cheap = hb_alloc(sizeof(double) * w.n_eval * w.k);
-	full_order = hb_alloc(sizeof(int32_t) * w.n_eval);
+	cheap_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.k);
+	w.order_fit = hb_alloc(sizeof(int32_t) * (w.n_fit + 1));
+	w.order_eval = hb_alloc(sizeof(int32_t) * w.n_eval);
 	full_cls = hb_alloc(sizeof(int32_t) * w.n_eval);
 	used = hb_alloc(sizeof(bool) * (w.nf + 1));
 	if (!used || !perm || !w.x_fit || !w.x_eval || !w.m_fit || !w.m_eval || !w.buf ||
-		!res->cand || !cheap || !full_order || !full_cls)
+		!w.imp || !res->cand || !cheap || !cheap_fit || !w.order_fit ||
+		!w.order_eval || !full_cls)
 	{
 		hb_fail(err, HB_ERR_NOMEM, "out of memory");
 		goto out;
@@ -952,22 +1202,9 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 
 	if (spec->kind == HB_TUNE_TOPK)
 	{
-		Ranked	   *fo = hb_alloc(sizeof(Ranked) * w.n_eval);
-
-		if (fo == NULL)
-		{
-			hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		if (!full_ranking(w.m_fit, w.n_fit, w.order_fit, err) ||
+			!full_ranking(w.m_eval, w.n_eval, w.order_eval, err))
 			goto out;
-		}
-		for (size_t i = 0; i < w.n_eval; i++)
-		{
-			fo[i].key = w.m_eval[i];
-			fo[i].idx = (int32_t) i;
-		}
-		qsort(fo, w.n_eval, sizeof(Ranked), cmp_ranked_desc);
-		for (size_t i = 0; i < w.n_eval; i++)
-			full_order[i] = fo[i].idx;
-		hb_free(fo);
 	}
 	else
 		for (size_t i = 0; i < w.n_eval; i++)
@@ -975,8 +1212,15 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 
 	if (!prefix_candidates(&w, err))
 		goto out;
-	if (w.n_fit >= 8 && !linear_candidates(&w, err))
-		goto out;
+	if (w.n_fit >= 8)
+	{
+		say(&w, "permutation importance of %d features on %zu rows", w.nf,
+			w.n_fit < 200000 / (size_t) w.nf ? w.n_fit : 200000 / (size_t) w.nf);
+		if (!importances(&w, w.imp, err) || !linear_candidates(&w, err))
+			goto out;
+		if (p->n_outputs == 1 && w.n_fit >= 64 && !trees_candidates(&w, err))
+			goto out;
+	}
 	if (res->n_cand == 0)
 	{
 		hb_fail(err, HB_ERR_UNSUPPORTED, "the model is too small to approximate");
@@ -1006,7 +1250,10 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		}
 		hb_approx_margins(p, a, w.x_eval, w.n_eval, NULL, cheap);
 		if (spec->kind == HB_TUNE_TOPK)
-			ok = eval_topk(&w, c, cheap, full_order, level, err);
+		{
+			hb_approx_margins(p, a, w.x_fit, w.n_fit, NULL, cheap_fit);
+			ok = eval_topk(&w, c, cheap_fit, cheap, err);
+		}
 		else
 			ok = eval_cascade(&w, c, cheap, full_cls, level, err);
 		if (!ok)
@@ -1014,8 +1261,10 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		ok = false;
 		c->speedup = c->expected_ns > 0 ? res->full_ns / c->expected_ns : 0.0;
 		if (spec->kind == HB_TUNE_TOPK)
-			say(&w, "candidate %d of %d, %s: ratio %.2f, mean precision %.4f, %.1fx",
-				i + 1, res->n_cand, c->label, c->ratio, c->accuracy, c->speedup);
+			say(&w, "candidate %d of %d, %s: re-scores %.2f%% (fitting half %.2f%%), precision bound %.4f, %.1fx",
+				i + 1, res->n_cand, c->label, 100.0 * c->coverage,
+				100.0 * (c->select_ns - c->cost_ns) / (c->rest_ns > 0 ? c->rest_ns : 1.0),
+				c->bound, c->speedup);
 		else
 			say(&w, "candidate %d of %d, %s: threshold %.4g, decides %.1f%%, loss bound %.5f, %.1fx",
 				i + 1, res->n_cand, c->label, c->threshold, 100.0 * c->coverage,
@@ -1023,17 +1272,27 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		hb_check_interrupts();
 	}
 
-	/* the cheapest feasible configuration; ties to the earlier candidate */
+	/*
+	 * The cheapest feasible configuration; ties to the earlier candidate.
+	 * Top-K chooses by the fitting half, so that the evaluation half's
+	 * bound holds at the full confidence.
+	 */
 	for (int i = 0; i < res->n_cand; i++)
 	{
 		HbTuneCandidate *c = &res->cand[i];
+		double		ci = spec->kind == HB_TUNE_TOPK ? c->select_ns : c->expected_ns;
 
 		if (c->feasible && (res->chosen < 0 ||
-							c->expected_ns < res->cand[res->chosen].expected_ns))
+							ci < (spec->kind == HB_TUNE_TOPK ?
+								  res->cand[res->chosen].select_ns :
+								  res->cand[res->chosen].expected_ns)))
 			res->chosen = i;
 	}
 	if (res->chosen >= 0)
+	{
 		res->cand[res->chosen].chosen = true;
+		res->tail = res->cand[res->chosen].tail;
+	}
 	ok = true;
 
 out:
@@ -1043,8 +1302,11 @@ out:
 	hb_free(w.m_fit);
 	hb_free(w.m_eval);
 	hb_free(w.buf);
+	hb_free(w.imp);
+	hb_free(w.order_fit);
+	hb_free(w.order_eval);
 	hb_free(cheap);
-	hb_free(full_order);
+	hb_free(cheap_fit);
 	hb_free(full_cls);
 	hb_free(used);
 	if (!ok)
