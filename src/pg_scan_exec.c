@@ -33,6 +33,16 @@
  * completes rows of one call in any order (the likeliest first, chunk by
  * chunk), so within a call the bar stays the one of the rows before the
  * batch, and the k best take the batch's rows after it.
+ *
+ * Approximate top-K (descending, when hbird.topk_mode makes hb_topk
+ * approximate: a tuning of kind 'topk' exists and the mode is auto, or the
+ * mode is approx): the tuned cheap model scores the rows after the 2k-th,
+ * and only those at or above its cut, or among the best `kept` cheap
+ * scores so far, are scored by the full model (a prefix only adds the
+ * remaining trees); the others go up with -Infinity.  Every real score is
+ * the full model's, so the answer is the exact top k of the rows kept,
+ * a superset of what hb_topk's approximate mode keeps; docs/willump.md
+ * says what the tuning guarantees about them.
  */
 #include "postgres.h"
 
@@ -139,6 +149,17 @@ typedef struct HbScoreState
 	binaryheap *best;			/* the k best (sign * margin) so far */
 	double		threshold;		/* sign * margin a row must reach */
 	int64		seen;			/* rows handed up before this batch */
+
+	/* approximate top-K (tuned cheap model), or approx == NULL */
+	HbTuning	tuning;
+	HbCacheEntry *tuned_entry;	/* the entry the tuning was loaded for */
+	const HbApprox *approx;
+	int64		approx_keep;	/* rows kept whatever their cheap score */
+	double		cut;			/* and every row at or above this */
+	binaryheap *cheap_best;		/* the keep best cheap scores so far */
+	double	   *raw;			/* per bound row: what finishing continues */
+	int		   *kept_at;		/* per kept row: its place among the rows */
+	int			raw_cap;
 
 	/* EXPLAIN ANALYZE */
 	int64		batches;
@@ -376,6 +397,60 @@ topk_offer_row(void *arg, size_t row, double margin)
 	return a->bar;
 }
 
+static int
+cheap_cmp(Datum a, Datum b, void *arg)
+{
+	double		x = DatumGetFloat8(a);
+	double		y = DatumGetFloat8(b);
+
+	/* a min-heap: the keep-th best cheap score on top */
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/*
+ * Approximate or exact, as hb_topk_agg decides it (hbird.topk_mode): auto
+ * approximates when the model's active version has a tuning for top-K,
+ * approx insists on one.  Only the highest scores are tuned for.
+ */
+static void
+approx_start(HbScoreState *st, ScoreCall *c)
+{
+	MemoryContext old;
+	double		keep;
+
+	st->approx = NULL;
+	if (!st->descending || hb_topk_mode == HB_TOPK_EXACT)
+		return;
+	if (st->tuned_entry != c->e)
+	{
+		old = MemoryContextSwitchTo(st->state_cxt);
+		(void) hb_tuning_load(c->e, "topk", (int) st->k, st->state_cxt, &st->tuning);
+		MemoryContextSwitchTo(old);
+		st->tuned_entry = c->e;
+	}
+	if (!st->tuning.found)
+	{
+		if (hb_topk_mode == HB_TOPK_APPROX)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("model \"%s\" version %d has no tuned approximate top-K configuration",
+							c->e->name, c->e->version),
+					 errhint("Tune one with hb_tune(%s, <sample query>, kind => 'topk', k => %lld, target => 0.99), or SET hbird.topk_mode = exact.",
+							 quote_literal_cstr(c->e->name), (long long) st->k)));
+		return;
+	}
+	st->approx = st->tuning.approx;
+	keep = ceil(st->tuning.ratio * (double) st->k);
+	st->approx_keep = (int64) Min(Max(keep, (double) st->k), (double) (INT_MAX / 2));
+	/* the cut was measured for k up to the tuned one; above it, keep only */
+	st->cut = st->k <= st->tuning.k ? st->tuning.cheap_cut : INFINITY;
+	old = MemoryContextSwitchTo(st->state_cxt);
+	if (st->cheap_best)
+		binaryheap_free(st->cheap_best);
+	st->cheap_best = binaryheap_allocate((int) st->approx_keep, cheap_cmp, NULL);
+	MemoryContextSwitchTo(old);
+}
+
 /* Whether pruning can be exact for this query (see the top of the file). */
 static void
 topk_start(HbScoreState *st)
@@ -421,11 +496,72 @@ topk_start(HbScoreState *st)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	st->threshold = -INFINITY;
 	st->topk_on = true;
+	approx_start(st, c);
+}
+
+/*
+ * Approximate top-K over n bound rows from row `from` of the call's
+ * buffer: cheap margins, then the rows kept (at or above the cut, or among
+ * the keep best cheap scores so far) are moved to the front of the buffer,
+ * in order, and finished by the full model; m gets their margins and NaN
+ * for the others.
+ */
+static void
+score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
+{
+	const HbPlan *p = c->e->plan;
+	int			nf = c->e->n_features;
+	double	   *x = c->x + (size_t) from * nf;
+	double	   *cheap = c->out;
+	int			nk = 0;
+
+	if (st->raw_cap < n)
+	{
+		if (st->raw)
+		{
+			pfree(st->raw);
+			pfree(st->kept_at);
+		}
+		st->raw = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
+		st->kept_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * n);
+		st->raw_cap = n;
+	}
+	hb_approx_margins(p, st->approx, x, n, st->raw, cheap);
+	for (int i = 0; i < n; i++)
+	{
+		double		v = cheap[i];
+		bool		keep = v >= st->cut;
+
+		if (st->cheap_best->bh_size < st->approx_keep)
+		{
+			binaryheap_add(st->cheap_best, Float8GetDatum(v));
+			keep = true;
+		}
+		else if (v > DatumGetFloat8(binaryheap_first(st->cheap_best)))
+		{
+			binaryheap_replace_first(st->cheap_best, Float8GetDatum(v));
+			keep = true;
+		}
+		if (!keep)
+			continue;
+		/* kept rows move to the front, in order: they only move down */
+		if (nk != i)
+		{
+			memcpy(x + (size_t) nk * nf, x + (size_t) i * nf, sizeof(double) * nf);
+			st->raw[nk] = st->raw[i];
+		}
+		st->kept_at[nk++] = i;
+	}
+	if (nk > 0)
+		hb_approx_finish(p, st->approx, x, nk, st->raw);
+	for (int j = 0; j < nk; j++)
+		m[st->kept_at[j]] = st->raw[j];
 }
 
 /*
  * The top-K call over nb bound rows: rows before the 2k-th of the scan are
- * scored in full, later ones through the pruning scorer.
+ * scored in full, later ones through the pruning scorer (or the tuned
+ * approximation).
  */
 static void
 score_topk(HbScoreState *st, ScoreCall *c, int nb)
@@ -448,7 +584,9 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	}
 	for (int b = full; b < nb; b++)
 		m[b] = NAN;
-	if (nb > full)
+	if (nb > full && st->approx)
+		score_approx(st, c, full, nb - full, m + full);
+	else if (nb > full)
 	{
 		double		bar = st->threshold;
 
@@ -1015,6 +1153,13 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			appendStringInfo(&buf, "%s, k = %lld%s", st->descending ? "descending" : "ascending",
 							 (long long) st->k,
 							 st->batches && !st->topk_on ? ", not pruning" : "");
+		if (st->topk_on && st->approx)
+		{
+			char		label[128];
+
+			hb_approx_describe(st->calls[st->topk_call].e->plan, st->approx, label, sizeof(label));
+			appendStringInfo(&buf, ", approximate (%s, tuned for k = %d)", label, st->tuning.k);
+		}
 		ExplainPropertyText("Top-K", buf.data, es);
 	}
 	if (es->analyze)

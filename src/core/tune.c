@@ -920,7 +920,8 @@ eval_topk(Work *w, HbTuneCandidate *c, const double *cheap_fit,
 /*
  * The menu of (misses, tail) pairs: for each number of misses, the fewest
  * tail rows whose Clopper-Pearson bound after that many misses meets the
- * target (at least k and more than the misses), if both halves hold them.
+ * target (at least k and more than the misses), if each half holds twice
+ * as many: a statement about the upper half of the ranking or higher.
  */
 static void
 topk_menu_sizes(Work *w)
@@ -947,14 +948,14 @@ topk_menu_sizes(Work *w)
 			lo = spec->k;
 		if (lo <= e)
 			lo = e + 1;
-		if ((size_t) lo > w->n_fit)
+		if ((size_t) lo > w->n_fit / 2)
 			continue;
 		w->menu_e[w->n_menu] = e;
 		w->menu_tail[w->n_menu++] = (int) lo;
 	}
 }
 
-/* The fewest sample rows top-K can be tuned on (both halves hold a tail). */
+/* The fewest sample rows top-K can be tuned on (each half holds two tails). */
 static int64_t
 topk_min_sample(const HbTuneSpec *spec)
 {
@@ -972,7 +973,7 @@ topk_min_sample(const HbTuneSpec *spec)
 	}
 	if (lo < spec->k)
 		lo = spec->k;
-	return 2 * lo;
+	return 4 * lo;
 }
 
 /*
@@ -1148,7 +1149,7 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 					"a sample of %zu rows is too small to tune top-%d to precision %g with confidence %g",
 					n, spec->k, spec->target, spec->confidence);
 			hb_fail_detail(err, "Misses are counted among the %lld best of each half of the sample: at least %lld rows are needed.",
-						   (long long) need / 2, (long long) need);
+						   (long long) need / 4, (long long) need);
 			return false;
 		}
 	}
