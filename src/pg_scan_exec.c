@@ -19,12 +19,14 @@
  *
  * Top-K (a node feeding ORDER BY <score> LIMIT k, pg_scan_plan.c): rows
  * that can no longer reach the k best scores seen so far are not scored;
- * they go up with a score that sorts below every real one (-Infinity, or
- * +Infinity for ascending order), and the sort above discards them.  That
- * is the very answer of the row-at-a-time plan, ties and their order
- * included, because the bounded sort (tuplesort's top-N heap) discards a
- * row that does not beat the worst of the k it holds without touching the
- * heap, and such a row is worse than that under either score.  The sort
+ * they are not handed up at all, or, when this node's expressions are
+ * volatile (evaluating them is observable), go up with a score that sorts
+ * below every real one (-Infinity, or +Infinity for ascending order), and
+ * the sort above discards them.  That is the very answer of the
+ * row-at-a-time plan, ties and their order included, because the bounded
+ * sort (tuplesort's top-N heap) discards a row that does not beat the worst
+ * of the k it holds without touching the heap, and such a row is worse than
+ * that under either score: leaving it out changes nothing but the work.  The sort
  * only becomes a heap after 2k rows (before, it would quicksort everything
  * it got, fake scores included), so no row before the 2k-th is pruned;
  * and pruning is off when the k rows would not fit work_mem (an external
@@ -57,6 +59,7 @@
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -149,6 +152,8 @@ typedef struct HbScoreState
 	binaryheap *best;			/* the k best (sign * margin) so far */
 	double		threshold;		/* sign * margin a row must reach */
 	int64		seen;			/* rows handed up before this batch */
+	bool		skip_ok;		/* pruned rows need not be handed up */
+	bool	   *skip;			/* per batch row: pruned, not handed up */
 
 	/* approximate top-K (tuned cheap model), or approx == NULL */
 	HbTuning	tuning;
@@ -321,6 +326,9 @@ grow_buffers(HbScoreState *st, int cap)
 		c->isnull = palloc(sizeof(bool) * cap);
 		c->rows = palloc(sizeof(int) * cap);
 	}
+	if (st->skip)
+		pfree(st->skip);
+	st->skip = palloc0(sizeof(bool) * cap);
 	st->cap = cap;
 	MemoryContextSwitchTo(old);
 }
@@ -603,6 +611,7 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 		if (isnan(m[b]))
 		{
 			c->values[c->rows[b]] = Float8GetDatum(fake);
+			st->skip[c->rows[b]] = st->skip_ok;
 			st->rows_pruned++;
 			st->rows_scored--;
 			continue;
@@ -882,6 +891,8 @@ fill_batch(HbScoreState *st)
 	}
 
 	old = MemoryContextSwitchTo(st->batch_cxt);
+	if (st->topk_on)
+		memset(st->skip, 0, sizeof(bool) * st->nrows);
 	for (int j = 0; j < st->n_calls; j++)
 		score_call(st, &st->calls[j], st->topk_on && j == st->topk_call);
 	MemoryContextSwitchTo(old);
@@ -992,6 +1003,13 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 		st->last_col = st->n_input;
 	}
 
+	/*
+	 * A pruned row cannot be among the k the sort above returns, so it need
+	 * not go up at all, unless evaluating this node's expressions for it is
+	 * observable (a volatile function would run fewer times).
+	 */
+	st->skip_ok = !contain_volatile_functions((Node *) cs->scan.plan.targetlist) &&
+		!contain_volatile_functions((Node *) cs->scan.plan.qual);
 	st->topk_call = -1;
 	if (topk != NIL)
 	{
@@ -1037,6 +1055,8 @@ hb_score_exec(CustomScanState *node)
 				return NULL;
 		}
 		i = st->pos++;
+		if (st->topk_on && st->skip[i])
+			continue;
 		ExecClearTuple(slot);
 		memcpy(slot->tts_values, st->vals + (size_t) i * st->n_input,
 			   sizeof(Datum) * st->n_input);
