@@ -306,7 +306,7 @@ main(int argc, char **argv)
 	}
 
 	printf("### %s: top-%d, tuned to precision %g with confidence %g on %zu sample rows\n\n",
-		   argv[1], k, spec.target, spec.confidence, ns);
+		   strrchr(argv[1], '/') ? strrchr(argv[1], '/') + 1 : argv[1], k, spec.target, spec.confidence, ns);
 	printf("Tuning: %.1f s; %d candidates, chosen **%s** (%d misses allowed among the %d best of %lld held-out rows).\n\n",
 		   t_tune, res.n_cand, ch->label, ch->misses, ch->tail, (long long) res.n_eval);
 	printf("| candidate | cost us/row | re-scored (held-out half) | precision bound | expected speed-up | chosen |\n");

@@ -206,7 +206,8 @@ def box_study(trees, x, pref, lv, thr, kind, nf, T):
           " trees' top three levels split on most (quantile bins of the rows; a row"
           " with one of them missing gets the tree's own extreme):")
     print()
-    print("| features (m) | bins each | cells | pairs scored (perfect bar, checks every 8) |")
+    print("| features (m) | bins each | cells | pairs scored (%s, checks every 8) |"
+          % ("perfect bar" if kind == "topk" else "classes"))
     print("|---:|---:|---:|---:|")
     for m, nb in ((1, 64), (2, 16), (3, 8), (4, 6), (6, 4), (8, 3)):
         feats = top[:m]
@@ -220,19 +221,21 @@ def box_study(trees, x, pref, lv, thr, kind, nf, T):
             miss |= np.isnan(v)
             cell = cell * nb + np.clip(np.searchsorted(e, np.nan_to_num(v), side="right") - 1, 0, nb - 1)
         ub = np.empty((N, T))
+        lb = np.empty((N, T))
         for t, (lo, hi, val) in enumerate(boxes):
-            sgn = 1.0 if kind == "topk" else 1.0
             reach = np.ones((cells, len(val)), bool)
             idx = np.arange(cells)
             for gi, (g, e) in enumerate(zip(feats, edges)):
                 b = (idx // nb ** (m - 1 - gi)) % nb
                 reach &= (np.maximum(lo[:, g][None, :], e[b][:, None]) <
                           np.minimum(hi[:, g][None, :], e[b + 1][:, None]))
-            tab = np.where(reach, sgn * val[None, :], -np.inf).max(1)
+            tab = np.where(reach, val[None, :], -np.inf).max(1)
             tab = np.where(np.isfinite(tab), tab, val.max())
             ub[:, t] = np.where(miss, val.max(), tab[cell])
-        U = suffix(ub)
-        p = pairs_needed(pref, U, None, range(8, T, 8), thr, "topk") if kind == "topk" else float("nan")
+            tab = np.where(reach, val[None, :], np.inf).min(1)
+            tab = np.where(np.isfinite(tab), tab, val.min())
+            lb[:, t] = np.where(miss, val.min(), tab[cell])
+        p = pairs_needed(pref, suffix(ub), suffix(lb), range(8, T, 8), thr, kind)
         print("| %d | %d | %d | %.1f%% |" % (m, nb, cells, 100 * p))
 
 
