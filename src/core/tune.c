@@ -15,10 +15,12 @@
  * such rows a fresh sample would miss is bounded by the one-sided
  * Clopper-Pearson bound after e misses, which must leave precision >=
  * target.  For each e of a short menu fixed in advance (0, 1, 2, 4, 8),
- * `tail` is the fewest rows for which that holds.  The candidate and its e
- * are chosen on the fitting half (the configuration of lowest expected
- * cost there); the cut and the bound then come from the evaluation half
- * alone, at the full confidence, since nothing chosen looked at it.  The
+ * `tail` is the fewest rows for which that holds.  The fitting half is
+ * split again: its first half fits and calibrates the candidates, its
+ * second (the selection rows, out of sample for every candidate) chooses
+ * the candidate and its e (the configuration of lowest expected cost
+ * there); the cut and the bound then come from the evaluation half alone,
+ * at the full confidence, since nothing chosen looked at it.  The
  * statement is about rows at least `tail` rows up the evaluation half's
  * ranking; a bigger input's top k are further up, and are kept at least as
  * often as long as the cheap model keeps a row no less often when its full
@@ -168,8 +170,12 @@ typedef struct Work
 	int			n_menu;			/* top-K: the (misses, tail) pairs that fit */
 	int			menu_e[TOPK_MENU];
 	int			menu_tail[TOPK_MENU];
-	int32_t    *order_fit;		/* top-K: the halves' rows by full margin */
-	int32_t    *order_eval;
+	size_t		n_sel;			/* top-K: the second half of the fitting half,
+								 * where candidates are compared */
+	const double *x_sel;
+	const double *m_sel;
+	int32_t    *order_sel;		/* top-K: rows by full margin (selection rows) */
+	int32_t    *order_eval;		/* and the evaluation half's */
 	double	   *imp;			/* permutation importance per feature */
 	size_t		n_time;			/* timing rows: the first of the evaluation rows */
 	double	   *x_fit;
@@ -776,6 +782,7 @@ trees_candidates(Work *w, HbError *err)
 			HbDistillSpec ds = {trees_shapes[sh][0], trees_shapes[sh][1], 0.3, 1.0, 20, 64};
 			HbModel    *m;
 			HbApprox   *a;
+			HbTuneCandidate *c;
 
 			say(w, "fitting %d trees of depth %d on %d features, %zu rows",
 				ds.n_trees, ds.max_depth, ns, nr);
@@ -788,8 +795,18 @@ trees_candidates(Work *w, HbError *err)
 			hb_model_free(m);
 			if (!ok)
 				goto done;
-			if (add_candidate(w, a) == NULL)
+			if ((c = add_candidate(w, a)) == NULL)
 				goto done;
+			c->fit_feat = hb_alloc(sizeof(int32_t) * (ns + 1));
+			if (c->fit_feat == NULL)
+			{
+				ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
+				goto done;
+			}
+			memcpy(c->fit_feat, sel, sizeof(int32_t) * ns);
+			c->n_fit_feat = ns;
+			c->fit_trees = ds.n_trees;
+			c->fit_depth = ds.max_depth;
 			hb_check_interrupts();
 		}
 	}
@@ -859,21 +876,56 @@ topk_cut(const Ranked *co, const int32_t *rank, size_t n,
 }
 
 /*
- * Top-K (see the header comment): the (misses, tail) pair of the menu with
- * the lowest expected cost on the fitting half, then the cut of that pair
- * and its bound on the evaluation half.
+ * Top-K (see the header comment), on the selection rows: the (misses,
+ * tail) pair of the menu with the lowest expected cost.
  */
 static bool
-eval_topk(Work *w, HbTuneCandidate *c, const double *cheap_fit,
-		  const double *cheap_eval, HbError *err)
+choose_topk(Work *w, HbTuneCandidate *c, const double *cheap_sel, HbError *err)
+{
+	Ranked	   *co = hb_alloc(sizeof(Ranked) * (w->n_sel + 1));
+	int32_t    *rank = hb_alloc(sizeof(int32_t) * (w->n_sel + 1));
+	int32_t    *cr = hb_alloc(sizeof(int32_t) * (w->menu_tail[w->n_menu - 1] + 1));
+	double		tau;
+	int			e;
+
+	if (!co || !rank || !cr)
+	{
+		hb_free(co);
+		hb_free(rank);
+		hb_free(cr);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	cheap_ranking(cheap_sel, w->n_sel, co, rank);
+	c->select_ns = INFINITY;
+	c->menu = 0;
+	for (int i = 0; i < w->n_menu; i++)
+	{
+		int32_t		kf = topk_cut(co, rank, w->n_sel, w->order_sel, w->menu_tail[i],
+								  w->menu_e[i], w->spec->k, cr, &tau, &e);
+		double		ns = c->cost_ns + (double) kf / (double) w->n_sel * c->rest_ns;
+
+		if (ns < c->select_ns)
+		{
+			c->select_ns = ns;
+			c->menu = i;
+		}
+	}
+	hb_free(co);
+	hb_free(rank);
+	hb_free(cr);
+	return true;
+}
+
+/* Its cut and bound on the evaluation half, at the full confidence. */
+static bool
+certify_topk(Work *w, HbTuneCandidate *c, const double *cheap_eval, HbError *err)
 {
 	const HbTuneSpec *spec = w->spec;
 	size_t		n = w->n_eval;
 	Ranked	   *co = hb_alloc(sizeof(Ranked) * n);
 	int32_t    *rank = hb_alloc(sizeof(int32_t) * n);
-	int32_t    *cr = hb_alloc(sizeof(int32_t) * (w->menu_tail[w->n_menu - 1] + 1));
-	int			best = 0,
-				e;
+	int32_t    *cr = hb_alloc(sizeof(int32_t) * (w->menu_tail[c->menu] + 1));
+	int			e;
 	int32_t		kept;
 	double		tau;
 
@@ -884,25 +936,11 @@ eval_topk(Work *w, HbTuneCandidate *c, const double *cheap_fit,
 		hb_free(cr);
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	}
-	cheap_ranking(cheap_fit, w->n_fit, co, rank);
-	c->select_ns = INFINITY;
-	for (int i = 0; i < w->n_menu; i++)
-	{
-		int32_t		kf = topk_cut(co, rank, w->n_fit, w->order_fit, w->menu_tail[i],
-								  w->menu_e[i], spec->k, cr, &tau, &e);
-		double		ns = c->cost_ns + (double) kf / (double) w->n_fit * c->rest_ns;
-
-		if (ns < c->select_ns)
-		{
-			c->select_ns = ns;
-			best = i;
-		}
-	}
 	cheap_ranking(cheap_eval, n, co, rank);
-	kept = topk_cut(co, rank, n, w->order_eval, w->menu_tail[best],
-					w->menu_e[best], spec->k, cr, &tau, &e);
-	c->tail = w->menu_tail[best];
-	c->misses = w->menu_e[best];
+	kept = topk_cut(co, rank, n, w->order_eval, w->menu_tail[c->menu],
+					w->menu_e[c->menu], spec->k, cr, &tau, &e);
+	c->tail = w->menu_tail[c->menu];
+	c->misses = w->menu_e[c->menu];
 	c->kept = kept;
 	c->ratio = (double) kept / spec->k;
 	c->tau = tau;
@@ -918,10 +956,85 @@ eval_topk(Work *w, HbTuneCandidate *c, const double *cheap_fit,
 }
 
 /*
+ * The chosen top-K candidate fitted again on the whole fitting half (the
+ * selection rows too): the configuration was chosen with fits on half of
+ * it; the evaluation half, which neither saw, then bounds the final model.
+ */
+static bool
+refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
+{
+	HbApprox   *old = c->approx;
+	HbApprox   *a = NULL;
+	size_t		keep_fit = w->n_fit;
+
+	w->n_fit = n_half;
+	if (old->kind == HB_APPROX_PREFIX)
+	{
+		double	   *partial = hb_alloc(sizeof(double) * (n_half + 1) * w->k);
+
+		a = hb_approx_new(HB_APPROX_PREFIX, w->k, old->n_trees, 0);
+		if (!partial || !a)
+		{
+			hb_free(partial);
+			hb_approx_free(a);
+			w->n_fit = keep_fit;
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		}
+		hb_plan_base_margins(w->p, n_half, partial);
+		hb_plan_accumulate(w->p, w->x_fit, n_half, 0, old->n_trees, partial);
+		calibrate(w, a, partial);
+		hb_free(partial);
+	}
+	else if (old->kind == HB_APPROX_LINEAR)
+	{
+		a = hb_approx_new(HB_APPROX_LINEAR, w->k, 0, old->n_feat);
+		if (a == NULL)
+		{
+			w->n_fit = keep_fit;
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		}
+		memcpy(a->feat, old->feat, sizeof(int32_t) * old->n_feat);
+		if (!fit_linear(w, a, err))
+		{
+			hb_approx_free(a);
+			w->n_fit = keep_fit;
+			return false;
+		}
+	}
+	else
+	{
+		HbDistillSpec ds = {c->fit_trees, c->fit_depth, 0.3, 1.0, 20, 64};
+		size_t		nr = n_half < TREES_FIT_ROWS ? n_half : TREES_FIT_ROWS;
+		HbModel    *m;
+		bool		ok;
+
+		if (!hb_distill_fit(w->x_fit, nr, w->nf, w->m_fit, c->fit_feat, c->n_fit_feat,
+							&ds, &m, err))
+		{
+			w->n_fit = keep_fit;
+			return false;
+		}
+		ok = hb_approx_from_trees(w->p, m, &a, err);
+		hb_model_free(m);
+		if (!ok)
+		{
+			w->n_fit = keep_fit;
+			return false;
+		}
+	}
+	w->n_fit = keep_fit;
+	hb_approx_free(old);
+	c->approx = a;
+	hb_approx_describe(w->p, a, c->label, sizeof(c->label));
+	return true;
+}
+
+/*
  * The menu of (misses, tail) pairs: for each number of misses, the fewest
  * tail rows whose Clopper-Pearson bound after that many misses meets the
- * target (at least k and more than the misses), if each half holds twice
- * as many: a statement about the upper half of the ranking or higher.
+ * target (at least k and more than the misses), if the selection rows
+ * (and so the evaluation half) hold twice as many: a statement about the
+ * upper half of the ranking or higher.
  */
 static void
 topk_menu_sizes(Work *w)
@@ -948,14 +1061,17 @@ topk_menu_sizes(Work *w)
 			lo = spec->k;
 		if (lo <= e)
 			lo = e + 1;
-		if ((size_t) lo > w->n_fit / 2)
+		if ((size_t) lo > w->n_sel / 2)
 			continue;
 		w->menu_e[w->n_menu] = e;
 		w->menu_tail[w->n_menu++] = (int) lo;
 	}
 }
 
-/* The fewest sample rows top-K can be tuned on (each half holds two tails). */
+/*
+ * The fewest sample rows top-K can be tuned on: the selection rows, a
+ * quarter of the sample, hold two tails.
+ */
 static int64_t
 topk_min_sample(const HbTuneSpec *spec)
 {
@@ -973,7 +1089,7 @@ topk_min_sample(const HbTuneSpec *spec)
 	}
 	if (lo < spec->k)
 		lo = spec->k;
-	return 4 * lo;
+	return 8 * lo;
 }
 
 /*
@@ -1048,7 +1164,10 @@ hb_tune_result_free(HbTuneResult *res)
 {
 	if (res->cand)
 		for (int i = 0; i < res->n_cand; i++)
+		{
 			hb_approx_free(res->cand[i].approx);
+			hb_free(res->cand[i].fit_feat);
+		}
 	hb_free(res->cand);
 	memset(res, 0, sizeof(*res));
 }
@@ -1110,9 +1229,10 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 {
 	Work		w;
 	size_t	   *perm = NULL;
+	size_t		n_half;
 	int32_t    *full_cls = NULL;
 	double	   *cheap = NULL;
-	double	   *cheap_fit = NULL;
+	double	   *cheap_sel = NULL;
 	HbRng		rng;
 	bool		ok = false;
 	double		level;
@@ -1133,13 +1253,20 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	w.nf = p->n_features;
 	w.k = p->n_outputs;
 	w.res = res;
-	w.n_fit = n / 2;
-	w.n_eval = n - w.n_fit;
+	n_half = n / 2;
+	w.n_fit = n_half;
+	w.n_eval = n - n_half;
 	w.n_time = w.n_eval < TIMING_ROWS ? w.n_eval : TIMING_ROWS;
-	res->n_fit = (int64_t) w.n_fit;
+	res->n_fit = (int64_t) n_half;
 	res->n_eval = (int64_t) w.n_eval;
 	if (spec->kind == HB_TUNE_TOPK)
 	{
+		/*
+		 * The fitting half's first half fits and calibrates, its second
+		 * compares the candidates: out of sample for every one of them.
+		 */
+		w.n_fit = n_half / 2;
+		w.n_sel = n_half - w.n_fit;
 		topk_menu_sizes(&w);
 		if (w.n_menu == 0)
 		{
@@ -1148,28 +1275,28 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 			hb_fail(err, HB_ERR_ARGUMENT,
 					"a sample of %zu rows is too small to tune top-%d to precision %g with confidence %g",
 					n, spec->k, spec->target, spec->confidence);
-			hb_fail_detail(err, "Misses are counted among the %lld best of each half of the sample: at least %lld rows are needed.",
-						   (long long) need / 4, (long long) need);
+			hb_fail_detail(err, "Misses are counted among the %lld best rows of a quarter of the sample: at least %lld rows are needed.",
+						   (long long) need / 8, (long long) need);
 			return false;
 		}
 	}
 
 	perm = hb_alloc(sizeof(size_t) * n);
-	w.x_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.nf);
+	w.x_fit = hb_alloc(sizeof(double) * (n_half + 1) * w.nf);
 	w.x_eval = hb_alloc(sizeof(double) * w.n_eval * w.nf);
-	w.m_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.k);
+	w.m_fit = hb_alloc(sizeof(double) * (n_half + 1) * w.k);
 	w.m_eval = hb_alloc(sizeof(double) * w.n_eval * w.k);
 	w.buf = hb_alloc(sizeof(double) * 2 * w.n_time * w.k);
 	w.imp = hb_alloc0(sizeof(double) * (w.nf + 1));
 	res->cand = hb_alloc0(sizeof(HbTuneCandidate) * MAX_CANDIDATES);
 	cheap = hb_alloc(sizeof(double) * w.n_eval * w.k);
-	cheap_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.k);
-	w.order_fit = hb_alloc(sizeof(int32_t) * (w.n_fit + 1));
+	cheap_sel = hb_alloc(sizeof(double) * (w.n_sel + 1) * w.k);
+	w.order_sel = hb_alloc(sizeof(int32_t) * (w.n_sel + 1));
 	w.order_eval = hb_alloc(sizeof(int32_t) * w.n_eval);
 	full_cls = hb_alloc(sizeof(int32_t) * w.n_eval);
 	used = hb_alloc(sizeof(bool) * (w.nf + 1));
 	if (!used || !perm || !w.x_fit || !w.x_eval || !w.m_fit || !w.m_eval || !w.buf ||
-		!w.imp || !res->cand || !cheap || !cheap_fit || !w.order_fit ||
+		!w.imp || !res->cand || !cheap || !cheap_sel || !w.order_sel ||
 		!w.order_eval || !full_cls)
 	{
 		hb_fail(err, HB_ERR_NOMEM, "out of memory");
@@ -1188,22 +1315,28 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		perm[i - 1] = perm[r];
 		perm[r] = t;
 	}
-	for (size_t i = 0; i < w.n_fit; i++)
+	for (size_t i = 0; i < n_half; i++)
 		memcpy(w.x_fit + i * w.nf, x + perm[i] * w.nf, sizeof(double) * w.nf);
 	for (size_t i = 0; i < w.n_eval; i++)
-		memcpy(w.x_eval + i * w.nf, x + perm[w.n_fit + i] * w.nf, sizeof(double) * w.nf);
+		memcpy(w.x_eval + i * w.nf, x + perm[n_half + i] * w.nf, sizeof(double) * w.nf);
+	w.x_sel = w.x_fit + w.n_fit * w.nf;
+	w.m_sel = w.m_fit + w.n_fit * w.k;
 
-	hb_plan_margins(p, w.x_fit, w.n_fit, w.m_fit);
+	hb_plan_margins(p, w.x_fit, n_half, w.m_fit);
 	hb_plan_margins(p, w.x_eval, w.n_eval, w.m_eval);
 	model_ns = time_full(&w);
 	res->featurize_ns = spec->n_groups > 0 ? spec->featurize_ns : 0.0;
 	res->full_ns = model_ns + res->featurize_ns;
-	say(&w, "%zu rows: %zu to fit, %zu to evaluate; full model %.3f us/row",
-		n, w.n_fit, w.n_eval, res->full_ns / 1000.0);
+	if (spec->kind == HB_TUNE_TOPK)
+		say(&w, "%zu rows: %zu to fit, %zu to choose, %zu to evaluate; full model %.3f us/row",
+			n, w.n_fit, w.n_sel, w.n_eval, res->full_ns / 1000.0);
+	else
+		say(&w, "%zu rows: %zu to fit, %zu to evaluate; full model %.3f us/row",
+			n, w.n_fit, w.n_eval, res->full_ns / 1000.0);
 
 	if (spec->kind == HB_TUNE_TOPK)
 	{
-		if (!full_ranking(w.m_fit, w.n_fit, w.order_fit, err) ||
+		if (!full_ranking(w.m_sel, w.n_sel, w.order_sel, err) ||
 			!full_ranking(w.m_eval, w.n_eval, w.order_eval, err))
 			goto out;
 	}
@@ -1252,8 +1385,8 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		hb_approx_margins(p, a, w.x_eval, w.n_eval, NULL, cheap);
 		if (spec->kind == HB_TUNE_TOPK)
 		{
-			hb_approx_margins(p, a, w.x_fit, w.n_fit, NULL, cheap_fit);
-			ok = eval_topk(&w, c, cheap_fit, cheap, err);
+			hb_approx_margins(p, a, w.x_sel, w.n_sel, NULL, cheap_sel);
+			ok = choose_topk(&w, c, cheap_sel, err) && certify_topk(&w, c, cheap, err);
 		}
 		else
 			ok = eval_cascade(&w, c, cheap, full_cls, level, err);
@@ -1262,7 +1395,7 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		ok = false;
 		c->speedup = c->expected_ns > 0 ? res->full_ns / c->expected_ns : 0.0;
 		if (spec->kind == HB_TUNE_TOPK)
-			say(&w, "candidate %d of %d, %s: re-scores %.2f%% (fitting half %.2f%%), precision bound %.4f, %.1fx",
+			say(&w, "candidate %d of %d, %s: re-scores %.2f%% (choice rows %.2f%%), precision bound %.4f, %.1fx",
 				i + 1, res->n_cand, c->label, 100.0 * c->coverage,
 				100.0 * (c->select_ns - c->cost_ns) / (c->rest_ns > 0 ? c->rest_ns : 1.0),
 				c->bound, c->speedup);
@@ -1275,7 +1408,7 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 
 	/*
 	 * The cheapest feasible configuration; ties to the earlier candidate.
-	 * Top-K chooses by the fitting half, so that the evaluation half's
+	 * Top-K chooses on the selection rows, so that the evaluation half's
 	 * bound holds at the full confidence.
 	 */
 	for (int i = 0; i < res->n_cand; i++)
@@ -1291,8 +1424,22 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	}
 	if (res->chosen >= 0)
 	{
-		res->cand[res->chosen].chosen = true;
-		res->tail = res->cand[res->chosen].tail;
+		HbTuneCandidate *c = &res->cand[res->chosen];
+
+		c->chosen = true;
+		if (spec->kind == HB_TUNE_TOPK)
+		{
+			say(&w, "fitting %s again on the whole fitting half", c->label);
+			if (!refit_chosen(&w, c, n_half, err))
+				goto out;
+			hb_approx_margins(p, c->approx, w.x_eval, w.n_eval, NULL, cheap);
+			if (!certify_topk(&w, c, cheap, err))
+				goto out;
+			c->speedup = c->expected_ns > 0 ? res->full_ns / c->expected_ns : 0.0;
+			say(&w, "chosen %s: re-scores %.2f%%, precision bound %.4f, %.1fx",
+				c->label, 100.0 * c->coverage, c->bound, c->speedup);
+		}
+		res->tail = c->tail;
 	}
 	ok = true;
 
@@ -1304,10 +1451,10 @@ out:
 	hb_free(w.m_eval);
 	hb_free(w.buf);
 	hb_free(w.imp);
-	hb_free(w.order_fit);
+	hb_free(w.order_sel);
 	hb_free(w.order_eval);
 	hb_free(cheap);
-	hb_free(cheap_fit);
+	hb_free(cheap_sel);
 	hb_free(full_cls);
 	hb_free(used);
 	if (!ok)

@@ -59,8 +59,13 @@ typedef struct HbTuneCandidate
 	double		tau;			/* cheap score of the kept-th best evaluation row */
 	int32_t		tail;			/* evaluation rows whose misses bound the precision */
 	int32_t		misses;			/* misses allowed among them (the menu's e) */
-	double		select_ns;		/* expected cost per row on the fitting half:
+	double		select_ns;		/* expected cost per row on the selection rows:
 								 * what the choice compares */
+	int32_t		menu;			/* top-K: the chosen entry of the misses menu */
+	int32_t    *fit_feat;		/* TREES: the features it was fitted on */
+	int32_t		n_fit_feat;
+	int32_t		fit_trees;		/* TREES: its shape */
+	int32_t		fit_depth;
 
 	/* cascade */
 	double		threshold;		/* confidence gap taking the cheap answer */

@@ -356,6 +356,13 @@ same_result(const HbTuneResult *a, const HbTuneResult *b)
 		const HbTuneCandidate *x = &a->cand[i],
 				   *y = &b->cand[i];
 
+		/*
+		 * Which candidate is chosen depends on measured costs; the chosen
+		 * top-K one is fitted again on the whole fitting half (the same
+		 * way in both runs when both chose it).
+		 */
+		if (x->chosen != y->chosen)
+			continue;
 		if (strcmp(x->label, y->label) != 0 || x->kept != y->kept ||
 			x->threshold != y->threshold || x->accuracy != y->accuracy ||
 			x->bound != y->bound || x->coverage != y->coverage ||
