@@ -26,9 +26,10 @@
  * row-at-a-time plan, ties and their order included, because the bounded
  * sort (tuplesort's top-N heap) discards a row that does not beat the worst
  * of the k it holds without touching the heap, and such a row is worse than
- * that under either score: leaving it out changes nothing but the work.  The sort
- * only becomes a heap after 2k rows (before, it would quicksort everything
- * it got, fake scores included), so no row before the 2k-th is pruned;
+ * that under either score: leaving it out changes nothing but the work.
+ * The sort only becomes a heap after 2k rows (before, it would quicksort
+ * everything it got, fake scores included), so no row before the 2k-th is
+ * pruned;
  * and pruning is off when the k rows would not fit work_mem (an external
  * sort would see the fake scores).  The argument needs the bar a row is
  * measured against to come from rows before it in scan order; the core
@@ -40,11 +41,12 @@
  * approximate: a tuning of kind 'topk' exists and the mode is auto, or the
  * mode is approx): the tuned cheap model scores the rows after the 2k-th,
  * and only those at or above its cut, or among the best `kept` cheap
- * scores so far, are scored by the full model (a prefix only adds the
- * remaining trees); the others go up with -Infinity.  Every real score is
- * the full model's, so the answer is the exact top k of the rows kept,
- * a superset of what hb_topk's approximate mode keeps; docs/willump.md
- * says what the tuning guarantees about them.
+ * scores so far (at most HB_SCAN_APPROX_KEEP), are scored by the full
+ * model (a prefix only adds the remaining trees); the others are left out
+ * like pruned rows.  Every real score is the full model's, so the answer
+ * is the exact top k of the rows kept, a superset of what hb_topk's
+ * approximate mode keeps; docs/willump.md says what the tuning guarantees
+ * about them.
  */
 #include "postgres.h"
 
@@ -72,6 +74,7 @@
 #include "topk.h"
 
 #define HB_SCAN_MAX_ROWS 65536
+#define HB_SCAN_APPROX_KEEP 200000	/* rows kept whatever their cheap score */
 
 typedef struct ScoreCall
 {
@@ -449,7 +452,8 @@ approx_start(HbScoreState *st, ScoreCall *c)
 	}
 	st->approx = st->tuning.approx;
 	keep = ceil(st->tuning.ratio * (double) st->k);
-	st->approx_keep = (int64) Min(Max(keep, (double) st->k), (double) (INT_MAX / 2));
+	st->approx_keep = (int64) Min(Max(keep, (double) st->k),
+								  (double) Max(HB_SCAN_APPROX_KEEP, st->k));
 	/* the cut was measured for k up to the tuned one; above it, keep only */
 	st->cut = st->k <= st->tuning.k ? st->tuning.cheap_cut : INFINITY;
 	old = MemoryContextSwitchTo(st->state_cxt);
