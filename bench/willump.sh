@@ -25,7 +25,9 @@
 # rows, another seed): the benchmark tables are held out.
 #
 #   WILLUMP_NUMERIC=0 / WILLUMP_TEXT=0 skip the numeric / text workloads;
-#   WILLUMP_TEXT_ROWS (default WILLUMP_ROWS) sizes the text tables.
+#   WILLUMP_TEXT_ROWS (default WILLUMP_ROWS) sizes the text tables;
+#   WILLUMP_CASCADE_TARGETS="" skips the cascades; WILLUMP_RESULT names
+#   the results file.
 #
 # Measured (psql \timing, one process: max_parallel_workers_per_gather = 0):
 #   ranking  ORDER BY hb_predict(...) DESC LIMIT 10     (full scoring, row by row:
@@ -59,6 +61,7 @@ BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DATA=$BENCH/data/willump
 RESULT=$BENCH/results/willump_latest.txt
 [ "${WILLUMP_NUMERIC:-1}" = 1 ] || RESULT=$BENCH/results/willump_text_latest.txt
+RESULT=${WILLUMP_RESULT:-$RESULT}
 
 if [ -z "${PGPORT:-}" ] || [ "${1:-}" != --in-cluster ]; then
 	mkdir -p "$DATA" "$BENCH/results"
