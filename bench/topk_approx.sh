@@ -101,6 +101,8 @@ trap 'rm -f "$REPORT"' EXIT
 {
 	echo "approximate top-10: $NT rows of t, tuned on the $NS rows of t_sample (other rows, same distribution);"
 	echo "one process; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "'cpu s': the backend's CPU time during the query (10 ms ticks); well under the wall time"
+	echo "means it waited for a CPU, and '(cpu)' compares CPU times instead of wall times"
 } >>"$REPORT"
 x() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else printf "-" }'; }
 
@@ -133,6 +135,9 @@ for model in $MODELS; do
 			-c "SELECT rows_fully_scored || '|' || rows FROM hb_topk_stats()")
 		ms=$(printf '%s\n' "$stats" | psql_times | tail -n 1)
 		out "topk_approx_${tag}_topk_seconds" "$(ms_to_s "$ms")"
+		timed "topk_approx_${tag}_topk_again" "$SERIAL" \
+			"SELECT count(*) FROM hb_topk('$model', 10, NULL::t, mode => 'approx')" \
+			"SELECT count(*) FROM hb_topk('$model', 10, NULL::t, 'SELECT * FROM t LIMIT 10000', mode => 'approx')"
 		out "topk_approx_${tag}_topk_rescored" "$(printf '%s\n' "$stats" | tail -n 1)"
 		# (the warm-up loads hbird, whose planner hook makes the plan)
 		pruned=$(psql -X -At -c "$SERIAL" -c "$WARM" -c "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY OFF, COSTS OFF) $PLAIN" |
@@ -160,23 +165,23 @@ for model in $MODELS; do
 		out "topk_approx_${tag}_precision_min" "$pmin_like"
 		out "topk_approx_${tag}_precision_filter" "$(printf '%s\n' "$prec" | awk -F'|' '$2 == "f" { print $3 "/" $4 }')"
 
-		b=$(sed -n "s/^topk_approx_${tag}_batch_seconds=//p" "$BENCH_OUT" | tail -n 1)
-		ep=$(sed -n "s/^topk_approx_${tag}_exact_plain_seconds=//p" "$BENCH_OUT" | tail -n 1)
-		et=$(sed -n "s/^topk_approx_${tag}_exact_topk_seconds=//p" "$BENCH_OUT" | tail -n 1)
-		ap=$(sed -n "s/^topk_approx_${tag}_plain_seconds=//p" "$BENCH_OUT" | tail -n 1)
-		at=$(ms_to_s "$ms")
+		kv() { sed -n "s/^topk_approx_${tag}_$1=//p" "$BENCH_OUT" | tail -n 1; }
+		b=$(kv batch_seconds) ep=$(kv exact_plain_seconds) et=$(kv exact_topk_seconds)
+		ap=$(kv plain_seconds) at=$(kv topk_again_seconds)
+		cb=$(kv batch_cpu_seconds) cep=$(kv exact_plain_cpu_seconds) cet=$(kv exact_topk_cpu_seconds)
+		cap=$(kv plain_cpu_seconds) cat_=$(kv topk_again_cpu_seconds)
 		tt=$(sed -n "s/^topk_approx_${tag}_tune_seconds=//p" "$BENCH_OUT" | tail -n 1)
 		rs=$(printf '%s\n' "$stats" | tail -n 1)
 		{
 			echo
 			echo "model $model ($(psql -X -At -c "SELECT objective || ', ' || n_trees || ' trees of depth ' || max_depth FROM hb_models WHERE name = '$model' AND active")), target precision@10 >= $target, confidence 0.95"
 			echo "  hb_tune: $tt s; chosen: $chosen"
-			printf '  %-62s %8s %10s %s\n' "query" "seconds" "vs batch" "rows re-scored"
-			printf '  %-62s %8.3f %10s %s\n' "hb_predict_batch + ORDER BY score DESC LIMIT 10 (full)" "$b" "1.00x" "$NT"
-			printf '  %-62s %8.3f %10s %s\n' "ORDER BY hb_predict DESC LIMIT 10, topk_mode exact" "$ep" "$(x "$b" "$ep")" "(exact pruning)"
-			printf '  %-62s %8.3f %10s %s\n' "hb_topk mode 'exact'" "$et" "$(x "$b" "$et")" "(exact pruning)"
-			printf '  %-62s %8.3f %10s %s\n' "ORDER BY hb_predict DESC LIMIT 10, tuned (approximate)" "$ap" "$(x "$b" "$ap")" "$((NT - ${pruned:-0}))"
-			printf '  %-62s %8.3f %10s %s\n' "hb_topk mode 'approx'" "$at" "$(x "$b" "$at")" "${rs%%|*}"
+			printf '  %-56s %8s %8s %9s %9s %s\n' "query" "seconds" "cpu s" "vs batch" "(cpu)" "rows re-scored"
+			printf '  %-56s %8.3f %8s %9s %9s %s\n' "hb_predict_batch + ORDER BY score DESC LIMIT 10 (full)" "$b" "$cb" "1.00x" "1.00x" "$NT"
+			printf '  %-56s %8.3f %8s %9s %9s %s\n' "ORDER BY hb_predict DESC LIMIT 10, topk_mode exact" "$ep" "$cep" "$(x "$b" "$ep")" "$(x "$cb" "$cep")" "(exact pruning)"
+			printf '  %-56s %8.3f %8s %9s %9s %s\n' "hb_topk mode 'exact'" "$et" "$cet" "$(x "$b" "$et")" "$(x "$cb" "$cet")" "(exact pruning)"
+			printf '  %-56s %8.3f %8s %9s %9s %s\n' "ORDER BY hb_predict DESC LIMIT 10, tuned (approximate)" "$ap" "$cap" "$(x "$b" "$ap")" "$(x "$cb" "$cap")" "$((NT - ${pruned:-0}))"
+			printf '  %-56s %8.3f %8s %9s %9s %s\n' "hb_topk mode 'approx'" "$at" "$cat_" "$(x "$b" "$at")" "$(x "$cb" "$cat_")" "${rs%%|*}"
 			echo "  precision@10 against the exact answer (plain query / hb_topk):"
 			printf '%s\n' "$prec" | awk -F'|' '{ printf "    %-34s %s / %s%s\n", $1, $3, $4, $2 == "f" ? "   (not drawn like the sample)" : "" }'
 		} >>"$REPORT"
