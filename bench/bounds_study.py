@@ -178,6 +178,67 @@ def search_max(b, names, x0, trees, nf, t0, t1):
     return data_max, best
 
 
+def box_study(trees, x, pref, lv, thr, kind, nf, T):
+    """Row-dependent bounds from small tables: the row's bins on a few
+    features select, per tree, the largest (smallest) leaf whose box meets
+    the row's cell.  Summed per block of 8 trees and suffix-summed, such a
+    table costs one lookup per check, whatever the number of trees."""
+    N = x.shape[0]
+    # the features the trees' top three levels split on most often
+    use = np.zeros(nf)
+    for tr in trees:
+        L, f = tr["left_children"], tr["split_indices"]
+        depth = {0: 0}
+        for i in range(len(L)):
+            if L[i] >= 0:
+                d = depth[i]
+                if d < 3:
+                    use[f[i]] += 1
+                depth[L[i]] = depth[tr["right_children"][i]] = d + 1
+    top = list(np.argsort(-use))
+    boxes = []
+    for tr in trees:
+        out, walk = leaf_boxes(tr)
+        walk(0, np.full(nf, -np.inf), np.full(nf, np.inf), np.ones(nf, bool))
+        boxes.append((np.array([b[0] for b in out]), np.array([b[1] for b in out]),
+                      np.array([b[3] for b in out], dtype=np.float64)))
+    print("Row-dependent bounds from tables over the row's bins on the m features the"
+          " trees' top three levels split on most (quantile bins of the rows; a row"
+          " with one of them missing gets the tree's own extreme):")
+    print()
+    print("| features (m) | bins each | cells | pairs scored (%s, checks every 8) |"
+          % ("perfect bar" if kind == "topk" else "classes"))
+    print("|---:|---:|---:|---:|")
+    for m, nb in ((1, 64), (2, 16), (3, 8), (4, 6), (6, 4), (8, 3)):
+        feats = top[:m]
+        edges = [np.concatenate([[-np.inf], np.quantile(x[~np.isnan(x[:, g]), g],
+                                                        np.arange(1, nb) / nb), [np.inf]]) for g in feats]
+        cells = nb ** m
+        cell = np.zeros(N, int)
+        miss = np.zeros(N, bool)
+        for g, e in zip(feats, edges):
+            v = x[:, g]
+            miss |= np.isnan(v)
+            cell = cell * nb + np.clip(np.searchsorted(e, np.nan_to_num(v), side="right") - 1, 0, nb - 1)
+        ub = np.empty((N, T))
+        lb = np.empty((N, T))
+        for t, (lo, hi, val) in enumerate(boxes):
+            reach = np.ones((cells, len(val)), bool)
+            idx = np.arange(cells)
+            for gi, (g, e) in enumerate(zip(feats, edges)):
+                b = (idx // nb ** (m - 1 - gi)) % nb
+                reach &= (np.maximum(lo[:, g][None, :], e[b][:, None]) <
+                          np.minimum(hi[:, g][None, :], e[b + 1][:, None]))
+            tab = np.where(reach, val[None, :], -np.inf).max(1)
+            tab = np.where(np.isfinite(tab), tab, val.max())
+            ub[:, t] = np.where(miss, val.max(), tab[cell])
+            tab = np.where(reach, val[None, :], np.inf).min(1)
+            tab = np.where(np.isfinite(tab), tab, val.min())
+            lb[:, t] = np.where(miss, val.min(), tab[cell])
+        p = pairs_needed(pref, suffix(ub), suffix(lb), range(8, T, 8), thr, kind)
+        print("| %d | %d | %d | %.1f%% |" % (m, nb, cells, 100 * p))
+
+
 def study(kind, model, rows, nf, n, rank):
     b, names, x, leaf, marg, trees = load(model, rows, nf, n)
     N, T = leaf.shape
@@ -218,6 +279,8 @@ def study(kind, model, rows, nf, n, rank):
         pref2 = base + np.concatenate([np.zeros((N, 1)), np.cumsum(lv[:, order], 1)], 1)
         p = pairs_needed(pref2, U, Lo, range(8, T, 8), thr, kind)
         print("| level %d, trees by mean gap between bound and leaf | 8 | %.1f%% | |" % (L, 100 * p))
+    print()
+    box_study(trees, x, pref, lv, thr, kind, nf, T)
     print()
     mx = np.array([t[1][0] for t in tabs])
     print("Joint bounds over blocks of trees (upper side):")

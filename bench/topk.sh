@@ -11,6 +11,9 @@
 # Inputs (environment):
 #   BENCH_OUT      file to append key=value results to
 #   BENCH_TOPK_K   the values of k (default "1 10 100 1000")
+#   BENCH_SAMPLE_CSV  rows like t's but not t's: then the approximate step
+#                  (bench/topk_approx.sh, which reads the BENCH_* it names) runs
+#                  after the exact one
 #
 # For each k, three sessions, each warmed up with a light query that loads
 # the model (the full queries take 10 to 30 s on 1M rows) and then timed
@@ -125,3 +128,8 @@ for k in $BENCH_TOPK_K; do
 	fi
 done
 out topk_status ok
+
+# approximate top-K (bench/topk_approx.sh) when a sample of other rows is given
+if [ -n "${BENCH_SAMPLE_CSV:-}" ]; then
+	bash "$BENCH/topk_approx.sh"
+fi

@@ -233,9 +233,24 @@ SELECT what, bs_same(q) FROM (VALUES
 -- row goals: LIMIT 1 scores one row, not a batch
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT hb_predict('binary_logistic', t) FROM bs t LIMIT 1;
--- top-K prunes (rows before the 2k-th are always scored)
+-- top-K prunes (rows before the 2k-th are always scored); pruned rows are
+-- not handed up to the sort
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 3;
+-- unless the node evaluates something volatile for them (a sort key below
+-- the sort): then every row goes up (a pruned one with -Infinity), and the
+-- function runs as often as row at a time
+CREATE SEQUENCE bs_seq;
+SELECT array_agg(id) AS ids, currval('bs_seq') AS evaluated
+FROM (SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, nextval('bs_seq') LIMIT 3) q;
+SELECT setval('bs_seq', 1, false);
+SET hbird.batch_scan = off;
+SELECT array_agg(id) AS ids, currval('bs_seq') AS evaluated
+FROM (SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, nextval('bs_seq') LIMIT 3) q;
+RESET hbird.batch_scan;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, nextval('bs_seq') LIMIT 3;
+DROP SEQUENCE bs_seq;
 
 -- cursors: forward in pieces, scrollable with backward fetches
 BEGIN;

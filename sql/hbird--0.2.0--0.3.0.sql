@@ -220,3 +220,16 @@ AS 'MODULE_PATHNAME', 'hb_predict_targets_batch'
 LANGUAGE C STABLE;
 
 /* ---- end of several targets ---- */
+
+/* ---- tuned small tree ensembles (docs/willump.md) ---- */
+
+/*
+ * A tuning's cheap model may be a small tree ensemble fitted to the full
+ * margins: approx_features holds its flat codes, approx_params its
+ * thresholds and leaf values (src/core/distill.h).
+ */
+ALTER TABLE hbird.tuning DROP CONSTRAINT tuning_approx_kind_check;
+ALTER TABLE hbird.tuning ADD CONSTRAINT tuning_approx_kind_check
+	CHECK (approx_kind IN ('prefix', 'linear', 'trees'));
+
+/* ---- end of tuned small tree ensembles ---- */

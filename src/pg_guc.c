@@ -187,7 +187,7 @@ hb_define_gucs(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("hbird.topk_mode",
-							 "How hb_topk_agg (and hb_topk with mode 'auto') rank.",
+							 "How hb_topk_agg, hb_topk with mode 'auto' and ORDER BY <score> DESC LIMIT k rank.",
 							 "exact scores every row exactly; approx uses the tuned approximation "
 							 "(an error without one); auto uses it when one exists.",
 							 &hb_topk_mode,

@@ -19,20 +19,34 @@
  *
  * Top-K (a node feeding ORDER BY <score> LIMIT k, pg_scan_plan.c): rows
  * that can no longer reach the k best scores seen so far are not scored;
- * they go up with a score that sorts below every real one (-Infinity, or
- * +Infinity for ascending order), and the sort above discards them.  That
- * is the very answer of the row-at-a-time plan, ties and their order
- * included, because the bounded sort (tuplesort's top-N heap) discards a
- * row that does not beat the worst of the k it holds without touching the
- * heap, and such a row is worse than that under either score.  The sort
- * only becomes a heap after 2k rows (before, it would quicksort everything
- * it got, fake scores included), so no row before the 2k-th is pruned;
+ * they are not handed up at all, or, when this node's expressions are
+ * volatile (evaluating them is observable), go up with a score that sorts
+ * below every real one (-Infinity, or +Infinity for ascending order), and
+ * the sort above discards them.  That is the very answer of the
+ * row-at-a-time plan, ties and their order included, because the bounded
+ * sort (tuplesort's top-N heap) discards a row that does not beat the worst
+ * of the k it holds without touching the heap, and such a row is worse than
+ * that under either score: leaving it out changes nothing but the work.
+ * The sort only becomes a heap after 2k rows (before, it would quicksort
+ * everything it got, fake scores included), so no row before the 2k-th is
+ * pruned;
  * and pruning is off when the k rows would not fit work_mem (an external
  * sort would see the fake scores).  The argument needs the bar a row is
  * measured against to come from rows before it in scan order; the core
  * completes rows of one call in any order (the likeliest first, chunk by
  * chunk), so within a call the bar stays the one of the rows before the
  * batch, and the k best take the batch's rows after it.
+ *
+ * Approximate top-K (descending, when hbird.topk_mode makes hb_topk
+ * approximate: a tuning of kind 'topk' exists and the mode is auto, or the
+ * mode is approx): the tuned cheap model scores the rows after the 2k-th,
+ * and only those at or above its cut, or among the best `kept` cheap
+ * scores so far (at most HB_SCAN_APPROX_KEEP), are scored by the full
+ * model (a prefix only adds the remaining trees); the others are left out
+ * like pruned rows.  Every real score is the full model's, so the answer
+ * is the exact top k of the rows kept, a superset of what hb_topk's
+ * approximate mode keeps; docs/willump.md says what the tuning guarantees
+ * about them.
  */
 #include "postgres.h"
 
@@ -47,6 +61,7 @@
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -59,6 +74,7 @@
 #include "topk.h"
 
 #define HB_SCAN_MAX_ROWS 65536
+#define HB_SCAN_APPROX_KEEP 200000	/* rows kept whatever their cheap score */
 
 typedef struct ScoreCall
 {
@@ -141,6 +157,19 @@ typedef struct HbScoreState
 	binaryheap *best;			/* the k best (sign * margin) so far */
 	double		threshold;		/* sign * margin a row must reach */
 	int64		seen;			/* rows handed up before this batch */
+	bool		skip_ok;		/* pruned rows need not be handed up */
+	bool	   *skip;			/* per batch row: pruned, not handed up */
+
+	/* approximate top-K (tuned cheap model), or approx == NULL */
+	HbTuning	tuning;
+	HbCacheEntry *tuned_entry;	/* the entry the tuning was loaded for */
+	const HbApprox *approx;
+	int64		approx_keep;	/* rows kept whatever their cheap score */
+	double		cut;			/* and every row at or above this */
+	binaryheap *cheap_best;		/* the keep best cheap scores so far */
+	double	   *raw;			/* per bound row: what finishing continues */
+	int		   *kept_at;		/* per kept row: its place among the rows */
+	int			raw_cap;
 
 	/* EXPLAIN ANALYZE */
 	int64		batches;
@@ -305,6 +334,9 @@ grow_buffers(HbScoreState *st, int cap)
 		c->isnull = palloc(sizeof(bool) * cap);
 		c->rows = palloc(sizeof(int) * cap);
 	}
+	if (st->skip)
+		pfree(st->skip);
+	st->skip = palloc0(sizeof(bool) * cap);
 	st->cap = cap;
 	MemoryContextSwitchTo(old);
 }
@@ -381,6 +413,61 @@ topk_offer_row(void *arg, size_t row, double margin)
 	return a->bar;
 }
 
+static int
+cheap_cmp(Datum a, Datum b, void *arg)
+{
+	double		x = DatumGetFloat8(a);
+	double		y = DatumGetFloat8(b);
+
+	/* a min-heap: the keep-th best cheap score on top */
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/*
+ * Approximate or exact, as hb_topk_agg decides it (hbird.topk_mode): auto
+ * approximates when the model's active version has a tuning for top-K,
+ * approx insists on one.  Only the highest scores are tuned for.
+ */
+static void
+approx_start(HbScoreState *st, ScoreCall *c)
+{
+	MemoryContext old;
+	double		keep;
+
+	st->approx = NULL;
+	if (!st->descending || hb_topk_mode == HB_TOPK_EXACT)
+		return;
+	if (st->tuned_entry != c->e)
+	{
+		old = MemoryContextSwitchTo(st->state_cxt);
+		(void) hb_tuning_load(c->e, "topk", (int) st->k, st->state_cxt, &st->tuning);
+		MemoryContextSwitchTo(old);
+		st->tuned_entry = c->e;
+	}
+	if (!st->tuning.found)
+	{
+		if (hb_topk_mode == HB_TOPK_APPROX)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("model \"%s\" version %d has no tuned approximate top-K configuration",
+							c->e->name, c->e->version),
+					 errhint("Tune one with hb_tune(%s, <sample query>, kind => 'topk', k => %lld, target => 0.99), or SET hbird.topk_mode = exact.",
+							 quote_literal_cstr(c->e->name), (long long) st->k)));
+		return;
+	}
+	st->approx = st->tuning.approx;
+	keep = ceil(st->tuning.ratio * (double) st->k);
+	st->approx_keep = (int64) Min(Max(keep, (double) st->k),
+								  (double) Max(HB_SCAN_APPROX_KEEP, st->k));
+	/* the cut was measured for k up to the tuned one; above it, keep only */
+	st->cut = st->k <= st->tuning.k ? st->tuning.cheap_cut : INFINITY;
+	old = MemoryContextSwitchTo(st->state_cxt);
+	if (st->cheap_best)
+		binaryheap_free(st->cheap_best);
+	st->cheap_best = binaryheap_allocate((int) st->approx_keep, cheap_cmp, NULL);
+	MemoryContextSwitchTo(old);
+}
+
 /* Whether pruning can be exact for this query (see the top of the file). */
 static void
 topk_start(HbScoreState *st)
@@ -426,11 +513,72 @@ topk_start(HbScoreState *st)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	st->threshold = -INFINITY;
 	st->topk_on = true;
+	approx_start(st, c);
+}
+
+/*
+ * Approximate top-K over n bound rows from row `from` of the call's
+ * buffer: cheap margins, then the rows kept (at or above the cut, or among
+ * the keep best cheap scores so far) are moved to the front of the buffer,
+ * in order, and finished by the full model; m gets their margins and NaN
+ * for the others.
+ */
+static void
+score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
+{
+	const HbPlan *p = c->e->plan;
+	int			nf = c->e->n_features;
+	double	   *x = c->x + (size_t) from * nf;
+	double	   *cheap = c->out;
+	int			nk = 0;
+
+	if (st->raw_cap < n)
+	{
+		if (st->raw)
+		{
+			pfree(st->raw);
+			pfree(st->kept_at);
+		}
+		st->raw = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
+		st->kept_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * n);
+		st->raw_cap = n;
+	}
+	hb_approx_margins(p, st->approx, x, n, st->raw, cheap);
+	for (int i = 0; i < n; i++)
+	{
+		double		v = cheap[i];
+		bool		keep = v >= st->cut;
+
+		if (st->cheap_best->bh_size < st->approx_keep)
+		{
+			binaryheap_add(st->cheap_best, Float8GetDatum(v));
+			keep = true;
+		}
+		else if (v > DatumGetFloat8(binaryheap_first(st->cheap_best)))
+		{
+			binaryheap_replace_first(st->cheap_best, Float8GetDatum(v));
+			keep = true;
+		}
+		if (!keep)
+			continue;
+		/* kept rows move to the front, in order: they only move down */
+		if (nk != i)
+		{
+			memcpy(x + (size_t) nk * nf, x + (size_t) i * nf, sizeof(double) * nf);
+			st->raw[nk] = st->raw[i];
+		}
+		st->kept_at[nk++] = i;
+	}
+	if (nk > 0)
+		hb_approx_finish(p, st->approx, x, nk, st->raw);
+	for (int j = 0; j < nk; j++)
+		m[st->kept_at[j]] = st->raw[j];
 }
 
 /*
  * The top-K call over nb bound rows: rows before the 2k-th of the scan are
- * scored in full, later ones through the pruning scorer.
+ * scored in full, later ones through the pruning scorer (or the tuned
+ * approximation).
  */
 static void
 score_topk(HbScoreState *st, ScoreCall *c, int nb)
@@ -453,7 +601,9 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	}
 	for (int b = full; b < nb; b++)
 		m[b] = NAN;
-	if (nb > full)
+	if (nb > full && st->approx)
+		score_approx(st, c, full, nb - full, m + full);
+	else if (nb > full)
 	{
 		double		bar = st->threshold;
 
@@ -470,6 +620,7 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 		if (isnan(m[b]))
 		{
 			c->values[c->rows[b]] = Float8GetDatum(fake);
+			st->skip[c->rows[b]] = st->skip_ok;
 			st->rows_pruned++;
 			st->rows_scored--;
 			continue;
@@ -745,6 +896,8 @@ fill_batch(HbScoreState *st)
 		return false;
 
 	old = MemoryContextSwitchTo(st->batch_cxt);
+	if (st->topk_on)
+		memset(st->skip, 0, sizeof(bool) * st->nrows);
 	for (int j = 0; j < st->n_calls; j++)
 		score_call(st, &st->calls[j], st->topk_on && j == st->topk_call);
 	MemoryContextSwitchTo(old);
@@ -849,6 +1002,13 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 		if (st->calls[j].source == HB_SOURCE_COLUMNS)
 			st->any_columns = true;
 
+	/*
+	 * A pruned row cannot be among the k the sort above returns, so it need
+	 * not go up at all, unless evaluating this node's expressions for it is
+	 * observable (a volatile function would run fewer times).
+	 */
+	st->skip_ok = !contain_volatile_functions((Node *) cs->scan.plan.targetlist) &&
+		!contain_volatile_functions((Node *) cs->scan.plan.qual);
 	st->topk_call = -1;
 	if (topk != NIL)
 	{
@@ -894,6 +1054,8 @@ hb_score_exec(CustomScanState *node)
 				return NULL;
 		}
 		i = st->pos++;
+		if (st->topk_on && st->skip[i])
+			continue;
 		ExecClearTuple(slot);
 		/* only what the expressions read; the other columns are NULL */
 		for (int k = 0; k < st->n_kept; k++)
@@ -1006,6 +1168,13 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			appendStringInfo(&buf, "%s, k = %lld%s", st->descending ? "descending" : "ascending",
 							 (long long) st->k,
 							 st->batches && !st->topk_on ? ", not pruning" : "");
+		if (st->topk_on && st->approx)
+		{
+			char		label[128];
+
+			hb_approx_describe(st->calls[st->topk_call].e->plan, st->approx, label, sizeof(label));
+			appendStringInfo(&buf, ", approximate (%s, tuned for k = %d)", label, st->tuning.k);
+		}
 		ExplainPropertyText("Top-K", buf.data, es);
 	}
 	if (es->analyze)

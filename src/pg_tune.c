@@ -165,7 +165,8 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 		old = MemoryContextSwitchTo(cxt);
 		ok = hb_approx_from_params(e->plan,
 								   strcmp(akind, "prefix") == 0 ? HB_APPROX_PREFIX :
-								   strcmp(akind, "linear") == 0 ? HB_APPROX_LINEAR : 0,
+								   strcmp(akind, "linear") == 0 ? HB_APPROX_LINEAR :
+								   strcmp(akind, "trees") == 0 ? HB_APPROX_TREES : 0,
 								   ntrees, fv, nfeat, pv, nparam, &out->approx, &err);
 		MemoryContextSwitchTo(old);
 		if (!ok)
@@ -462,7 +463,8 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	v[7] = Int64GetDatum((int64) n);
 	v[8] = Int64GetDatum(res->n_eval);
 	v[9] = Int32GetDatum(res->chosen + 1);
-	v[10] = CStringGetTextDatum(ch->approx->kind == HB_APPROX_PREFIX ? "prefix" : "linear");
+	v[10] = CStringGetTextDatum(ch->approx->kind == HB_APPROX_PREFIX ? "prefix" :
+								ch->approx->kind == HB_APPROX_TREES ? "trees" : "linear");
 	v[11] = Int32GetDatum(ch->approx->n_trees);
 	v[12] = PointerGetDatum(construct_array(fd, ch->approx->n_feat, INT4OID, 4, true, TYPALIGN_INT));
 	v[13] = PointerGetDatum(construct_array(pd, np, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
@@ -615,8 +617,10 @@ hb_tune(PG_FUNCTION_ARGS)
 			ereport(NOTICE,
 					(errmsg("hb_tune \"%s\": version %d now ranks top-%d through %s, re-scoring %.2f%% of the rows, expected %.1fx",
 							e->name, e->version, k, c->label, 100.0 * c->coverage, c->speedup),
-					 errdetail("Precision@%d is at least %g with confidence %g (lower bound %.4f on %lld held-out rows).",
-							   k, spec.target, spec.confidence, c->bound, (long long) res.n_eval)));
+					 errdetail("Precision@%d is at least %g with confidence %g (lower bound %.4f from the %d best of %lld held-out rows) on inputs of at least %lld rows like the sample.",
+							   k, spec.target, spec.confidence, c->bound, c->tail,
+							   (long long) res.n_eval,
+							   (long long) ceil((double) k * res.n_eval / c->tail))));
 		else
 			ereport(NOTICE,
 					(errmsg("hb_tune \"%s\": version %d now cascades through %s, deciding %.1f%% of the rows cheaply, expected %.1fx",

@@ -8,9 +8,12 @@
  * exactly the bits full scoring gives.  The cheap margin is the partial
  * sum calibrated (scale, shift) to the full margin, which also puts a
  * random forest's prefix (an average of fewer trees) on the right scale.
+ * A tree approximation is a model of its own (distill.c), compiled into a
+ * plan when it is built or read back from the catalog.
  */
 #include "plan_int.h"
 #include "approx.h"
+#include "distill.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +30,8 @@ hb_approx_new(HbApproxKind kind, int32_t n_outputs, int32_t n_trees,
 	a->n_outputs = n_outputs;
 	a->n_trees = n_trees;
 	a->n_feat = n_feat;
+	if (kind == HB_APPROX_TREES)
+		return a;
 	if (kind == HB_APPROX_PREFIX)
 	{
 		a->scale = hb_alloc0(sizeof(double) * n_outputs);
@@ -65,7 +70,59 @@ hb_approx_free(HbApprox *a)
 	hb_free(a->fill);
 	hb_free(a->weight);
 	hb_free(a->bias);
+	hb_free(a->tparams);
+	if (a->cheap)
+		hb_plan_free(a->cheap);
 	hb_free(a);
+}
+
+/* Takes codes and params (hb_alloc'ed) whatever happens. */
+static bool
+trees_approx(const HbPlan *p, const HbModel *m, int32_t *codes, int32_t n_codes,
+			 double *params, int32_t n_params, HbApprox **out, HbError *err)
+{
+	HbApprox   *a = hb_approx_new(HB_APPROX_TREES, 1, m->n_trees, 0);
+
+	*out = NULL;
+	if (a == NULL)
+	{
+		hb_free(codes);
+		hb_free(params);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	a->feat = codes;
+	a->n_feat = n_codes;
+	a->tparams = params;
+	a->n_tparams = n_params;
+	if (p->n_outputs != 1 || m->n_outputs != 1 || m->n_features != p->n_features)
+	{
+		hb_approx_free(a);
+		return hb_fail(err, HB_ERR_INVALID,
+					   "a tree approximation needs a model of one output and %d features",
+					   p->n_features);
+	}
+	if (!hb_plan_build(m, &a->cheap, err))
+	{
+		hb_approx_free(a);
+		return false;
+	}
+	*out = a;
+	return true;
+}
+
+bool
+hb_approx_from_trees(const HbPlan *p, const HbModel *m, HbApprox **out,
+					 HbError *err)
+{
+	int32_t    *codes;
+	double	   *params;
+	int32_t		nc,
+				np;
+
+	*out = NULL;
+	if (!hb_trees_encode(m, &codes, &nc, &params, &np, err))
+		return false;
+	return trees_approx(p, m, codes, nc, params, np, out, err);
 }
 
 int
@@ -73,6 +130,8 @@ hb_approx_n_params(const HbApprox *a)
 {
 	if (a->kind == HB_APPROX_PREFIX)
 		return 2 * a->n_outputs;
+	if (a->kind == HB_APPROX_TREES)
+		return a->n_tparams;
 	return a->n_feat + a->n_feat * a->n_outputs + a->n_outputs;
 }
 
@@ -85,6 +144,11 @@ hb_approx_params(const HbApprox *a, double *out)
 	{
 		memcpy(out, a->scale, sizeof(double) * k);
 		memcpy(out + k, a->shift, sizeof(double) * k);
+		return;
+	}
+	if (a->kind == HB_APPROX_TREES)
+	{
+		memcpy(out, a->tparams, sizeof(double) * a->n_tparams);
 		return;
 	}
 	memcpy(out, a->fill, sizeof(double) * a->n_feat);
@@ -122,6 +186,34 @@ hb_approx_from_params(const HbPlan *p, HbApproxKind kind, int32_t n_trees,
 							   "approximation uses feature %d of a model with %d",
 							   feat[j], p->n_features);
 		n_trees = 0;
+	}
+	else if (kind == HB_APPROX_TREES)
+	{
+		HbModel    *m;
+		int32_t    *codes;
+		double	   *pcopy;
+		bool		ok;
+
+		if (p->estimator != HB_EST_TREES || p->n_outputs != 1)
+			return hb_fail(err, HB_ERR_INVALID,
+						   "a tree approximation needs a tree model of one output");
+		if (!hb_trees_decode(p->n_features, n_trees, feat, n_feat, params,
+							 n_params, &m, err))
+			return false;
+		codes = hb_alloc(sizeof(int32_t) * (n_feat + 1));
+		pcopy = hb_alloc(sizeof(double) * (n_params + 1));
+		if (!codes || !pcopy)
+		{
+			hb_free(codes);
+			hb_free(pcopy);
+			hb_model_free(m);
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		}
+		memcpy(codes, feat, sizeof(int32_t) * n_feat);
+		memcpy(pcopy, params, sizeof(double) * n_params);
+		ok = trees_approx(p, m, codes, n_feat, pcopy, n_params, out, err);
+		hb_model_free(m);
+		return ok;
 	}
 	else
 		return hb_fail(err, HB_ERR_INVALID, "unknown approximation kind %d", (int) kind);
@@ -164,6 +256,18 @@ hb_approx_describe(const HbPlan *p, const HbApprox *a, char *buf, size_t len)
 {
 	if (a->kind == HB_APPROX_PREFIX)
 		snprintf(buf, len, "prefix: %d of %d trees", a->n_trees, p->n_trees);
+	else if (a->kind == HB_APPROX_TREES)
+	{
+		bool	   *used = hb_alloc_must(sizeof(bool) * (p->n_features + 1));
+		int			nu = 0;
+
+		hb_approx_features(p, a, used);
+		for (int j = 0; j < p->n_features; j++)
+			nu += used[j];
+		hb_free(used);
+		snprintf(buf, len, "trees: %d of depth %d on %d features", a->n_trees,
+				 a->cheap->max_depth, nu);
+	}
 	else
 		snprintf(buf, len, "linear: %d of %d features", a->n_feat, p->n_features);
 }
@@ -250,6 +354,11 @@ hb_approx_margins(const HbPlan *p, const HbApprox *a, const double *x,
 			hb_free(partial);
 		return;
 	}
+	if (a->kind == HB_APPROX_TREES)
+	{
+		hb_plan_margins(a->cheap, x, n, cheap);
+		return;
+	}
 	for (size_t r = 0; r < n; r++)
 	{
 		const double *row = x + r * p->n_features;
@@ -325,6 +434,19 @@ hb_approx_features(const HbPlan *p, const HbApprox *a, bool *used)
 	{
 		for (int32_t i = 0; i < a->n_feat; i++)
 			used[a->feat[i]] = true;
+		return;
+	}
+	if (a->kind == HB_APPROX_TREES)
+	{
+		/* the codes: per tree its node count, then 4 per node, feature first */
+		for (int32_t i = 0; i < a->n_feat;)
+		{
+			int32_t		nn = a->feat[i++];
+
+			for (int32_t j = 0; j < nn; j++, i += 4)
+				if (a->feat[i] >= 0)
+					used[a->feat[i]] = true;
+		}
 		return;
 	}
 	/* a tree's nodes are contiguous, trees in model order */

@@ -10,7 +10,10 @@
  *	  margin).  Its partial sums are kept, so finishing a row costs only the
  *	  remaining trees and gives exactly the full model's margin;
  *	- a linear model on a few cheap, important features, fitted to the full
- *	  model's margins; finishing a row runs the full model.
+ *	  model's margins; finishing a row runs the full model;
+ *	- a small tree ensemble fitted to the full model's margins on a few
+ *	  cheap, important features (distill.c), compiled into a plan of its
+ *	  own; finishing a row runs the full model.  Single-output models only.
  */
 #ifndef HB_APPROX_H
 #define HB_APPROX_H
@@ -20,7 +23,8 @@
 typedef enum HbApproxKind
 {
 	HB_APPROX_PREFIX = 1,
-	HB_APPROX_LINEAR = 2
+	HB_APPROX_LINEAR = 2,
+	HB_APPROX_TREES = 3
 } HbApproxKind;
 
 typedef struct HbApprox
@@ -39,13 +43,24 @@ typedef struct HbApprox
 	double	   *fill;			/* value of a missing x_j (its mean) */
 	double	   *weight;
 	double	   *bias;
+
+	/*
+	 * TREES: feat holds the flat codes of the trees (n_feat of them, see
+	 * distill.h), n_trees their count, tparams their n_tparams numbers;
+	 * cheap is the plan built from them.
+	 */
+	double	   *tparams;
+	int32_t		n_tparams;
+	HbPlan	   *cheap;
 } HbApprox;
 
 /*
  * The catalog form: kind, n_trees, the feature list and one array of
  * doubles.  PREFIX: scale[0..k), shift[0..k).  LINEAR: fill[0..f),
- * weight[0..f*k), bias[0..k).  hb_approx_from_params checks every length
- * and index against the plan (the catalog row may be anyone's bytes).
+ * weight[0..f*k), bias[0..k).  TREES: the flat codes as the feature list,
+ * the thresholds and leaf values as the doubles.  hb_approx_from_params
+ * checks every length and index against the plan (the catalog row may be
+ * anyone's bytes).
  */
 extern int	hb_approx_n_params(const HbApprox *a);
 extern void hb_approx_params(const HbApprox *a, double *out);
@@ -59,6 +74,10 @@ extern void hb_approx_features(const HbPlan *p, const HbApprox *a, bool *used);
 extern HbApprox *hb_approx_new(HbApproxKind kind, int32_t n_outputs,
 							   int32_t n_trees, int32_t n_feat);
 extern void hb_approx_free(HbApprox *a);
+
+/* A TREES approximation of plan p from a fitted model (distill.h). */
+extern bool hb_approx_from_trees(const HbPlan *p, const HbModel *m,
+								 HbApprox **out, HbError *err);
 extern void hb_approx_describe(const HbPlan *p, const HbApprox *a, char *buf,
 							   size_t len);
 

@@ -9,17 +9,24 @@
  * from the evaluation half only.
  *
  * Top-K: what matters is whether the cheap model keeps the rows the full
- * model ranks first.  Among the evaluation half's `tail` best rows by the
- * full model, a candidate misses those whose cheap score is below its cut;
- * the one-sided Clopper-Pearson upper bound of the miss rate, after e
- * misses, must leave precision >= target.  The cut is the lowest that keeps
- * all but the most misses that bound allows.  `tail` is fixed in advance
- * (twice the rows for which zero misses would meet the target), so the
- * statement is about rows at least that far up the ranking; a bigger input's
- * top k are further up, and are kept at least as often as long as the cheap
- * model keeps a row no less often when its full score is higher.  The
- * bootstrap of the sample's top rows, which Willump uses, understates how
- * much a fresh set's top k vary (see docs/willump.md).
+ * model ranks first.  Among the `tail` best rows of a half by the full
+ * model, a candidate misses those whose cheap score is below its cut; with
+ * the cut at the (e+1)-th lowest cheap score of those rows, the share of
+ * such rows a fresh sample would miss is bounded by the one-sided
+ * Clopper-Pearson bound after e misses, which must leave precision >=
+ * target.  For each e of a short menu fixed in advance (0, 1, 2, 4, 8),
+ * `tail` is the fewest rows for which that holds.  The fitting half is
+ * split again: its first half fits and calibrates the candidates, its
+ * second (the selection rows, out of sample for every candidate) chooses
+ * the candidate and its e (the configuration of lowest expected cost
+ * there); the cut and the bound then come from the evaluation half alone,
+ * at the full confidence, since nothing chosen looked at it.  The
+ * statement is about rows at least `tail` rows up the evaluation half's
+ * ranking; a bigger input's top k are further up, and are kept at least as
+ * often as long as the cheap model keeps a row no less often when its full
+ * score is higher.  The bootstrap of the sample's top rows, which Willump
+ * uses, understates how much a fresh set's top k vary (see
+ * docs/willump.md).
  *
  * Cascade: the cheap model decides a row when its confidence (the margin
  * gap, approx.c) is at least a threshold.  The accuracy loss of a threshold
@@ -30,8 +37,13 @@
  * target, and the first failure stops the walk.  The level is split over
  * the candidates (Bonferroni), so the chosen configuration's loss is at
  * most the target with the requested confidence, whichever candidate wins.
+ *
+ * Candidates: prefixes of the ensemble; linear models and small tree
+ * ensembles (distill.c) fitted to the full margins on the features a
+ * knapsack by importance per unit of cost picks.
  */
 #include "plan_int.h"
+#include "distill.h"
 #include "tune.h"
 
 #include <stdarg.h>
@@ -47,6 +59,17 @@ extern void dgels_(const char *trans, const int *m, const int *n,
 
 #define TIMING_ROWS 8192
 #define MAX_CANDIDATES 48
+
+/* top-K: misses allowed among the tail rows, each with its own tail size */
+#define TOPK_MENU 5
+static const int topk_menu[TOPK_MENU] = {0, 1, 2, 4, 8};
+
+/* tree candidates: rows fitted on, (trees, depth), features */
+#define TREES_FIT_ROWS 100000
+#define TREES_MAX_FEATURES 64
+#define N_TREES_SHAPES 2
+#define N_TREES_SETS 2			/* a quarter of the cost, and everything */
+static const int trees_shapes[N_TREES_SHAPES][2] = {{10, 6}, {20, 8}};
 
 /* ---- random numbers: splitmix64, fully determined by the seed ---- */
 
@@ -144,7 +167,16 @@ typedef struct Work
 	int			k;				/* outputs */
 	size_t		n_fit;
 	size_t		n_eval;
-	int			tail;			/* top-K: evaluation rows whose misses count */
+	int			n_menu;			/* top-K: the (misses, tail) pairs that fit */
+	int			menu_e[TOPK_MENU];
+	int			menu_tail[TOPK_MENU];
+	size_t		n_sel;			/* top-K: the second half of the fitting half,
+								 * where candidates are compared */
+	const double *x_sel;
+	const double *m_sel;
+	int32_t    *order_sel;		/* top-K: rows by full margin (selection rows) */
+	int32_t    *order_eval;		/* and the evaluation half's */
+	double	   *imp;			/* permutation importance per feature */
 	size_t		n_time;			/* timing rows: the first of the evaluation rows */
 	double	   *x_fit;
 	double	   *x_eval;
@@ -271,6 +303,9 @@ max_candidates(const HbPlan *p)
 {
 	int			n = 5;			/* linear: budgets 1/32 .. 1/2 */
 	int			rounds = p->n_outputs > 0 ? p->n_trees / p->n_outputs : 0;
+
+	if (p->n_outputs == 1)
+		n += N_TREES_SETS * N_TREES_SHAPES;
 
 	for (int r = 1; r < rounds; r = next_round(r))
 		n++;
@@ -566,43 +601,27 @@ pick_by_groups(Work *w, const Ranked *order, int n_imp, const double *imp,
 }
 
 /*
- * Linear models on the features a greedy knapsack picks: by importance per
- * unit of cost, within budgets of 1/32 .. 1/2 of the total feature cost.
+ * The features worth reading, by importance per unit of cost, best first
+ * (order, n_imp of them), and what reading all of them costs (*total).
  */
-static bool
-linear_candidates(Work *w, HbError *err)
+static int
+rank_features(Work *w, Ranked *order, double *total)
 {
-	int			nf = w->nf;
-	double	   *imp = hb_alloc0(sizeof(double) * (nf + 1));
-	Ranked	   *order = hb_alloc(sizeof(Ranked) * (nf + 1));
-	int32_t    *sel = hb_alloc(sizeof(int32_t) * (nf + 1));
-	int32_t    *prev = hb_alloc(sizeof(int32_t) * (nf + 1));
-	int			nprev = -1;
-	double		total = 0.0;
 	int			n_imp = 0;
-	bool		ok = true;
 
-	if (!imp || !order || !sel || !prev)
-	{
-		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
-		goto done;
-	}
-	say(w, "permutation importance of %d features on %zu rows", nf,
-		w->n_fit < 200000 / (size_t) nf ? w->n_fit : 200000 / (size_t) nf);
-	if (!(ok = importances(w, imp, err)))
-		goto done;
-	for (int j = 0; j < nf; j++)
+	*total = 0.0;
+	for (int j = 0; j < w->nf; j++)
 	{
 		double		c = w->spec->feature_cost ? w->spec->feature_cost[j] : 1.0;
 
 		if (!(c > 0))
 			c = 1e-9;
-		if (imp[j] > 0)
+		if (w->imp[j] > 0)
 		{
-			order[n_imp].key = imp[j] / c;
+			order[n_imp].key = w->imp[j] / c;
 			order[n_imp].idx = j;
 			n_imp++;
-			total += c;
+			*total += c;
 		}
 	}
 	qsort(order, n_imp, sizeof(Ranked), cmp_ranked_desc);
@@ -611,21 +630,26 @@ linear_candidates(Work *w, HbError *err)
 		/* the knapsack is over groups: a group costs once, whatever it feeds */
 		uint64_t	all = 0;
 
-		total = 0.0;
 		for (int i = 0; i < n_imp; i++)
 			all |= w->spec->feature_groups[order[i].idx];
-		total = group_cost(w->spec, all);
+		*total = group_cost(w->spec, all);
 	}
-	for (int b = 32; b >= 2 && n_imp > 0; b /= 2)
-	{
-		double		budget = total / b;
-		double		used = 0.0;
-		int			ns = 0;
-		HbApprox   *a;
+	return n_imp;
+}
 
-		if (w->spec->n_groups > 0)
-			ns = pick_by_groups(w, order, n_imp, imp, budget, sel);
-		for (int i = 0; i < n_imp && w->spec->n_groups == 0; i++)
+/* The knapsack's features within budget, at most max_ns, in model order. */
+static int
+pick_features(Work *w, const Ranked *order, int n_imp, double budget,
+			  int max_ns, int32_t *sel)
+{
+	double		used = 0.0;
+	int			ns = 0;
+
+	if (w->spec->n_groups > 0)
+		ns = pick_by_groups(w, order, n_imp, w->imp, budget, sel);
+	else
+	{
+		for (int i = 0; i < n_imp; i++)
 		{
 			int			j = order[i].idx;
 			double		c = w->spec->feature_cost ? w->spec->feature_cost[j] : 1.0;
@@ -638,6 +662,57 @@ linear_candidates(Work *w, HbError *err)
 				used += c;
 			}
 		}
+		qsort(sel, ns, sizeof(int32_t), cmp_int32);
+	}
+	if (ns > max_ns)
+	{
+		/* the most important of them */
+		int			kept = 0;
+
+		for (int i = 0; i < n_imp && kept < max_ns; i++)
+			for (int s = 0; s < ns; s++)
+				if (sel[s] == order[i].idx)
+				{
+					sel[s] = -1 - sel[s];
+					kept++;
+					break;
+				}
+		kept = 0;
+		for (int s = 0; s < ns; s++)
+			if (sel[s] < 0)
+				sel[kept++] = -1 - sel[s];
+		ns = kept;
+	}
+	return ns;
+}
+
+/*
+ * Linear models on the features a greedy knapsack picks: by importance per
+ * unit of cost, within budgets of 1/32 .. 1/2 of the total feature cost.
+ */
+static bool
+linear_candidates(Work *w, HbError *err)
+{
+	int			nf = w->nf;
+	Ranked	   *order = hb_alloc(sizeof(Ranked) * (nf + 1));
+	int32_t    *sel = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int32_t    *prev = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int			nprev = -1;
+	double		total;
+	int			n_imp;
+	bool		ok = true;
+
+	if (!order || !sel || !prev)
+	{
+		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	n_imp = rank_features(w, order, &total);
+	for (int b = 32; b >= 2 && n_imp > 0; b /= 2)
+	{
+		int			ns = pick_features(w, order, n_imp, total / b, nf, sel);
+		HbApprox   *a;
+
 		/* a fit needs clearly more rows than coefficients */
 		if ((size_t) ns * 4 > w->n_fit)
 			continue;
@@ -662,7 +737,80 @@ linear_candidates(Work *w, HbError *err)
 			break;
 	}
 done:
-	hb_free(imp);
+	hb_free(order);
+	hb_free(sel);
+	hb_free(prev);
+	return ok;
+}
+
+/*
+ * Small tree ensembles fitted to the full margins (distill.c), Willump's
+ * "small model": on the features the knapsack picks within a quarter of
+ * the total cost, and on all the important ones (at most
+ * TREES_MAX_FEATURES), each in two shapes.
+ */
+static bool
+trees_candidates(Work *w, HbError *err)
+{
+	int			nf = w->nf;
+	Ranked	   *order = hb_alloc(sizeof(Ranked) * (nf + 1));
+	int32_t    *sel = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int32_t    *prev = hb_alloc(sizeof(int32_t) * (nf + 1));
+	int			nprev = -1;
+	size_t		nr = w->n_fit < TREES_FIT_ROWS ? w->n_fit : TREES_FIT_ROWS;
+	double		total;
+	int			n_imp;
+	bool		ok = true;
+
+	if (!order || !sel || !prev)
+	{
+		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	n_imp = rank_features(w, order, &total);
+	for (int set = 0; set < N_TREES_SETS && n_imp > 0; set++)
+	{
+		double		budget = set == 0 ? total / 4 : total * 2;
+		int			ns = pick_features(w, order, n_imp, budget, TREES_MAX_FEATURES, sel);
+
+		if (ns == nprev && memcmp(sel, prev, sizeof(int32_t) * ns) == 0)
+			continue;
+		memcpy(prev, sel, sizeof(int32_t) * ns);
+		nprev = ns;
+		for (int sh = 0; sh < N_TREES_SHAPES; sh++)
+		{
+			HbDistillSpec ds = {trees_shapes[sh][0], trees_shapes[sh][1], 0.3, 1.0, 20, 64};
+			HbModel    *m;
+			HbApprox   *a;
+			HbTuneCandidate *c;
+
+			say(w, "fitting %d trees of depth %d on %d features, %zu rows",
+				ds.n_trees, ds.max_depth, ns, nr);
+			if (!hb_distill_fit(w->x_fit, nr, nf, w->m_fit, sel, ns, &ds, &m, err))
+			{
+				ok = false;
+				goto done;
+			}
+			ok = hb_approx_from_trees(w->p, m, &a, err);
+			hb_model_free(m);
+			if (!ok)
+				goto done;
+			if ((c = add_candidate(w, a)) == NULL)
+				goto done;
+			c->fit_feat = hb_alloc(sizeof(int32_t) * (ns + 1));
+			if (c->fit_feat == NULL)
+			{
+				ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
+				goto done;
+			}
+			memcpy(c->fit_feat, sel, sizeof(int32_t) * ns);
+			c->n_fit_feat = ns;
+			c->fit_trees = ds.n_trees;
+			c->fit_depth = ds.max_depth;
+			hb_check_interrupts();
+		}
+	}
+done:
 	hb_free(order);
 	hb_free(sel);
 	hb_free(prev);
@@ -681,33 +829,12 @@ cmp_int32(const void *a, const void *b)
 }
 
 /*
- * Top-K (see the header comment): the smallest cheap-model cut that keeps
- * all but e_max of the evaluation rows' full top `tail`, where e_max is the
- * most misses whose Clopper-Pearson bound still meets the target.
- * full_order is the evaluation rows by full margin, best first; cheap is
- * the candidate's margins on them.
+ * One half's cheap ranking: rows by cheap margin, best first (co), and each
+ * row's place in it (rank).
  */
-static bool
-eval_topk(Work *w, HbTuneCandidate *c, const double *cheap,
-		  const int32_t *full_order, double level, HbError *err)
+static void
+cheap_ranking(const double *cheap, size_t n, Ranked *co, int32_t *rank)
 {
-	const HbTuneSpec *spec = w->spec;
-	size_t		n = w->n_eval;
-	int			tail = w->tail;
-	Ranked	   *co = hb_alloc(sizeof(Ranked) * n);
-	int32_t    *rank = hb_alloc(sizeof(int32_t) * n);
-	int32_t    *cr = hb_alloc(sizeof(int32_t) * tail);
-	int			e_max = -1,
-				e = 0;
-	int32_t		kept;
-
-	if (!co || !rank || !cr)
-	{
-		hb_free(co);
-		hb_free(rank);
-		hb_free(cr);
-		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < n; i++)
 	{
 		co[i].key = cheap[i];
@@ -716,33 +843,253 @@ eval_topk(Work *w, HbTuneCandidate *c, const double *cheap,
 	qsort(co, n, sizeof(Ranked), cmp_ranked_desc);
 	for (size_t i = 0; i < n; i++)
 		rank[co[i].idx] = (int32_t) i;
+}
+
+/*
+ * The cut that keeps all but e of the half's `tail` best rows by full
+ * margin: the rows kept (at or above the cut, at least k), the cut itself
+ * and the misses (e, or fewer when the k floor keeps more).
+ */
+static int32_t
+topk_cut(const Ranked *co, const int32_t *rank, size_t n,
+		 const int32_t *full_order, int tail, int e, int k, int32_t *cr,
+		 double *tau, int *misses)
+{
+	int32_t		kept;
+
 	for (int j = 0; j < tail; j++)
 		cr[j] = rank[full_order[j]];
 	qsort(cr, tail, sizeof(int32_t), cmp_int32);
-
-	while (e_max + 1 < tail &&
-		   hb_binomial_upper(e_max + 1, tail, level) <= 1.0 - spec->target)
-		e_max++;
-	if (e_max < 0)
-		e_max = 0;				/* cannot happen: tail is sized for it */
-	kept = cr[tail - e_max - 1] + 1;
-	if (kept < spec->k)
-		kept = spec->k;
+	kept = cr[tail - e - 1] + 1;
+	if (kept < k)
+		kept = k;
+	if ((size_t) kept > n)
+		kept = (int32_t) n;
+	/* rows tied with the cut are kept too */
+	while ((size_t) kept < n && co[kept].key >= co[kept - 1].key)
+		kept++;
+	*tau = co[kept - 1].key;
+	*misses = 0;
 	for (int j = 0; j < tail; j++)
-		e += cr[j] >= kept;
+		*misses += cr[j] >= kept;
+	return kept;
+}
 
+/*
+ * Top-K (see the header comment), on the selection rows: the (misses,
+ * tail) pair of the menu with the lowest expected cost.
+ */
+static bool
+choose_topk(Work *w, HbTuneCandidate *c, const double *cheap_sel, HbError *err)
+{
+	Ranked	   *co = hb_alloc(sizeof(Ranked) * (w->n_sel + 1));
+	int32_t    *rank = hb_alloc(sizeof(int32_t) * (w->n_sel + 1));
+	int32_t    *cr = hb_alloc(sizeof(int32_t) * (w->menu_tail[w->n_menu - 1] + 1));
+	double		tau;
+	int			e;
+
+	if (!co || !rank || !cr)
+	{
+		hb_free(co);
+		hb_free(rank);
+		hb_free(cr);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	cheap_ranking(cheap_sel, w->n_sel, co, rank);
+	c->select_ns = INFINITY;
+	c->menu = 0;
+	for (int i = 0; i < w->n_menu; i++)
+	{
+		int32_t		kf = topk_cut(co, rank, w->n_sel, w->order_sel, w->menu_tail[i],
+								  w->menu_e[i], w->spec->k, cr, &tau, &e);
+		double		ns = c->cost_ns + (double) kf / (double) w->n_sel * c->rest_ns;
+
+		if (ns < c->select_ns)
+		{
+			c->select_ns = ns;
+			c->menu = i;
+		}
+	}
+	hb_free(co);
+	hb_free(rank);
+	hb_free(cr);
+	return true;
+}
+
+/* Its cut and bound on the evaluation half, at the full confidence. */
+static bool
+certify_topk(Work *w, HbTuneCandidate *c, const double *cheap_eval, HbError *err)
+{
+	const HbTuneSpec *spec = w->spec;
+	size_t		n = w->n_eval;
+	Ranked	   *co = hb_alloc(sizeof(Ranked) * n);
+	int32_t    *rank = hb_alloc(sizeof(int32_t) * n);
+	int32_t    *cr = hb_alloc(sizeof(int32_t) * (w->menu_tail[c->menu] + 1));
+	int			e;
+	int32_t		kept;
+	double		tau;
+
+	if (!co || !rank || !cr)
+	{
+		hb_free(co);
+		hb_free(rank);
+		hb_free(cr);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	cheap_ranking(cheap_eval, n, co, rank);
+	kept = topk_cut(co, rank, n, w->order_eval, w->menu_tail[c->menu],
+					w->menu_e[c->menu], spec->k, cr, &tau, &e);
+	c->tail = w->menu_tail[c->menu];
+	c->misses = w->menu_e[c->menu];
 	c->kept = kept;
 	c->ratio = (double) kept / spec->k;
-	c->tau = co[kept - 1].key;
+	c->tau = tau;
 	c->coverage = (double) kept / (double) n;
-	c->accuracy = 1.0 - (double) e / tail;
-	c->bound = 1.0 - hb_binomial_upper(e, tail, level);
+	c->accuracy = 1.0 - (double) e / c->tail;
+	c->bound = 1.0 - hb_binomial_upper(e, c->tail, spec->confidence);
 	c->expected_ns = c->cost_ns + c->coverage * c->rest_ns;
 	c->feasible = true;
 	hb_free(co);
 	hb_free(rank);
 	hb_free(cr);
 	return true;
+}
+
+/*
+ * The chosen top-K candidate fitted again on the whole fitting half (the
+ * selection rows too): the configuration was chosen with fits on half of
+ * it; the evaluation half, which neither saw, then bounds the final model.
+ */
+static bool
+refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
+{
+	HbApprox   *old = c->approx;
+	HbApprox   *a = NULL;
+	size_t		keep_fit = w->n_fit;
+
+	w->n_fit = n_half;
+	if (old->kind == HB_APPROX_PREFIX)
+	{
+		double	   *partial = hb_alloc(sizeof(double) * (n_half + 1) * w->k);
+
+		a = hb_approx_new(HB_APPROX_PREFIX, w->k, old->n_trees, 0);
+		if (!partial || !a)
+		{
+			hb_free(partial);
+			hb_approx_free(a);
+			w->n_fit = keep_fit;
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		}
+		hb_plan_base_margins(w->p, n_half, partial);
+		hb_plan_accumulate(w->p, w->x_fit, n_half, 0, old->n_trees, partial);
+		calibrate(w, a, partial);
+		hb_free(partial);
+	}
+	else if (old->kind == HB_APPROX_LINEAR)
+	{
+		a = hb_approx_new(HB_APPROX_LINEAR, w->k, 0, old->n_feat);
+		if (a == NULL)
+		{
+			w->n_fit = keep_fit;
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		}
+		memcpy(a->feat, old->feat, sizeof(int32_t) * old->n_feat);
+		if (!fit_linear(w, a, err))
+		{
+			hb_approx_free(a);
+			w->n_fit = keep_fit;
+			return false;
+		}
+	}
+	else
+	{
+		HbDistillSpec ds = {c->fit_trees, c->fit_depth, 0.3, 1.0, 20, 64};
+		size_t		nr = n_half < TREES_FIT_ROWS ? n_half : TREES_FIT_ROWS;
+		HbModel    *m;
+		bool		ok;
+
+		if (!hb_distill_fit(w->x_fit, nr, w->nf, w->m_fit, c->fit_feat, c->n_fit_feat,
+							&ds, &m, err))
+		{
+			w->n_fit = keep_fit;
+			return false;
+		}
+		ok = hb_approx_from_trees(w->p, m, &a, err);
+		hb_model_free(m);
+		if (!ok)
+		{
+			w->n_fit = keep_fit;
+			return false;
+		}
+	}
+	w->n_fit = keep_fit;
+	hb_approx_free(old);
+	c->approx = a;
+	hb_approx_describe(w->p, a, c->label, sizeof(c->label));
+	return true;
+}
+
+/*
+ * The menu of (misses, tail) pairs: for each number of misses, the fewest
+ * tail rows whose Clopper-Pearson bound after that many misses meets the
+ * target (at least k and more than the misses), if the selection rows
+ * (and so the evaluation half) hold twice as many: a statement about the
+ * upper half of the ranking or higher.
+ */
+static void
+topk_menu_sizes(Work *w)
+{
+	const HbTuneSpec *spec = w->spec;
+
+	w->n_menu = 0;
+	for (int i = 0; i < TOPK_MENU; i++)
+	{
+		int			e = topk_menu[i];
+		int64_t		lo = e + 1,
+					hi = (int64_t) 1 << 40;
+
+		while (lo < hi)
+		{
+			int64_t		mid = lo + (hi - lo) / 2;
+
+			if (hb_binomial_upper(e, mid, spec->confidence) <= 1.0 - spec->target)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (lo < spec->k)
+			lo = spec->k;
+		if (lo <= e)
+			lo = e + 1;
+		if ((size_t) lo > w->n_sel / 2)
+			continue;
+		w->menu_e[w->n_menu] = e;
+		w->menu_tail[w->n_menu++] = (int) lo;
+	}
+}
+
+/*
+ * The fewest sample rows top-K can be tuned on: the selection rows, a
+ * quarter of the sample, hold two tails.
+ */
+static int64_t
+topk_min_sample(const HbTuneSpec *spec)
+{
+	int64_t		lo = 1,
+				hi = (int64_t) 1 << 40;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (hb_binomial_upper(0, mid, spec->confidence) <= 1.0 - spec->target)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo < spec->k)
+		lo = spec->k;
+	return 8 * lo;
 }
 
 /*
@@ -817,7 +1164,10 @@ hb_tune_result_free(HbTuneResult *res)
 {
 	if (res->cand)
 		for (int i = 0; i < res->n_cand; i++)
+		{
 			hb_approx_free(res->cand[i].approx);
+			hb_free(res->cand[i].fit_feat);
+		}
 	hb_free(res->cand);
 	memset(res, 0, sizeof(*res));
 }
@@ -853,19 +1203,39 @@ check_spec(const HbPlan *p, size_t n, const HbTuneSpec *s, HbError *err)
 	return true;
 }
 
+/* The half's rows by full margin, best first. */
+static bool
+full_ranking(const double *m, size_t n, int32_t *order, HbError *err)
+{
+	Ranked	   *fo = hb_alloc(sizeof(Ranked) * (n + 1));
+
+	if (fo == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+	{
+		fo[i].key = m[i];
+		fo[i].idx = (int32_t) i;
+	}
+	qsort(fo, n, sizeof(Ranked), cmp_ranked_desc);
+	for (size_t i = 0; i < n; i++)
+		order[i] = fo[i].idx;
+	hb_free(fo);
+	return true;
+}
+
 bool
 hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		HbTuneProgress progress, void *arg, HbTuneResult *res, HbError *err)
 {
 	Work		w;
 	size_t	   *perm = NULL;
-	int32_t    *full_order = NULL;
+	size_t		n_half;
 	int32_t    *full_cls = NULL;
 	double	   *cheap = NULL;
+	double	   *cheap_sel = NULL;
 	HbRng		rng;
 	bool		ok = false;
 	double		level;
-	int			tail = 0;
 	double		model_ns;
 	bool	   *used = NULL;
 
@@ -874,22 +1244,6 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	if (!check_spec(p, n, spec, err))
 		return false;
 	level = 1.0 - (1.0 - spec->confidence) / max_candidates(p);
-	if (spec->kind == HB_TUNE_TOPK)
-	{
-		/* enough tail rows that zero misses would meet the target, twice */
-		int			tmin = (int) ceil(log(1.0 - level) / log(spec->target));
-
-		tail = 2 * tmin > spec->k ? 2 * tmin : spec->k;
-		if ((double) (n - n / 2) < tail)
-		{
-			hb_fail(err, HB_ERR_ARGUMENT,
-					"a sample of %zu rows is too small to tune top-%d to precision %g with confidence %g",
-					n, spec->k, spec->target, spec->confidence);
-			hb_fail_detail(err, "Misses are counted among the %d best of the held-out half of the sample: at least %d rows are needed.",
-						   tail, 2 * tail);
-			return false;
-		}
-	}
 
 	memset(&w, 0, sizeof(w));
 	w.p = p;
@@ -899,27 +1253,51 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	w.nf = p->n_features;
 	w.k = p->n_outputs;
 	w.res = res;
-	w.n_fit = n / 2;
-	w.n_eval = n - w.n_fit;
-	w.tail = tail;
-	res->tail = tail;
+	n_half = n / 2;
+	w.n_fit = n_half;
+	w.n_eval = n - n_half;
 	w.n_time = w.n_eval < TIMING_ROWS ? w.n_eval : TIMING_ROWS;
-	res->n_fit = (int64_t) w.n_fit;
+	res->n_fit = (int64_t) n_half;
 	res->n_eval = (int64_t) w.n_eval;
+	if (spec->kind == HB_TUNE_TOPK)
+	{
+		/*
+		 * The fitting half's first half fits and calibrates, its second
+		 * compares the candidates: out of sample for every one of them.
+		 */
+		w.n_fit = n_half / 2;
+		w.n_sel = n_half - w.n_fit;
+		topk_menu_sizes(&w);
+		if (w.n_menu == 0)
+		{
+			int64_t		need = topk_min_sample(spec);
+
+			hb_fail(err, HB_ERR_ARGUMENT,
+					"a sample of %zu rows is too small to tune top-%d to precision %g with confidence %g",
+					n, spec->k, spec->target, spec->confidence);
+			hb_fail_detail(err, "Misses are counted among the %lld best rows of a quarter of the sample: at least %lld rows are needed.",
+						   (long long) need / 8, (long long) need);
+			return false;
+		}
+	}
 
 	perm = hb_alloc(sizeof(size_t) * n);
-	w.x_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.nf);
+	w.x_fit = hb_alloc(sizeof(double) * (n_half + 1) * w.nf);
 	w.x_eval = hb_alloc(sizeof(double) * w.n_eval * w.nf);
-	w.m_fit = hb_alloc(sizeof(double) * (w.n_fit + 1) * w.k);
+	w.m_fit = hb_alloc(sizeof(double) * (n_half + 1) * w.k);
 	w.m_eval = hb_alloc(sizeof(double) * w.n_eval * w.k);
 	w.buf = hb_alloc(sizeof(double) * 2 * w.n_time * w.k);
+	w.imp = hb_alloc0(sizeof(double) * (w.nf + 1));
 	res->cand = hb_alloc0(sizeof(HbTuneCandidate) * MAX_CANDIDATES);
 	cheap = hb_alloc(sizeof(double) * w.n_eval * w.k);
-	full_order = hb_alloc(sizeof(int32_t) * w.n_eval);
+	cheap_sel = hb_alloc(sizeof(double) * (w.n_sel + 1) * w.k);
+	w.order_sel = hb_alloc(sizeof(int32_t) * (w.n_sel + 1));
+	w.order_eval = hb_alloc(sizeof(int32_t) * w.n_eval);
 	full_cls = hb_alloc(sizeof(int32_t) * w.n_eval);
 	used = hb_alloc(sizeof(bool) * (w.nf + 1));
 	if (!used || !perm || !w.x_fit || !w.x_eval || !w.m_fit || !w.m_eval || !w.buf ||
-		!res->cand || !cheap || !full_order || !full_cls)
+		!w.imp || !res->cand || !cheap || !cheap_sel || !w.order_sel ||
+		!w.order_eval || !full_cls)
 	{
 		hb_fail(err, HB_ERR_NOMEM, "out of memory");
 		goto out;
@@ -937,37 +1315,30 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		perm[i - 1] = perm[r];
 		perm[r] = t;
 	}
-	for (size_t i = 0; i < w.n_fit; i++)
+	for (size_t i = 0; i < n_half; i++)
 		memcpy(w.x_fit + i * w.nf, x + perm[i] * w.nf, sizeof(double) * w.nf);
 	for (size_t i = 0; i < w.n_eval; i++)
-		memcpy(w.x_eval + i * w.nf, x + perm[w.n_fit + i] * w.nf, sizeof(double) * w.nf);
+		memcpy(w.x_eval + i * w.nf, x + perm[n_half + i] * w.nf, sizeof(double) * w.nf);
+	w.x_sel = w.x_fit + w.n_fit * w.nf;
+	w.m_sel = w.m_fit + w.n_fit * w.k;
 
-	hb_plan_margins(p, w.x_fit, w.n_fit, w.m_fit);
+	hb_plan_margins(p, w.x_fit, n_half, w.m_fit);
 	hb_plan_margins(p, w.x_eval, w.n_eval, w.m_eval);
 	model_ns = time_full(&w);
 	res->featurize_ns = spec->n_groups > 0 ? spec->featurize_ns : 0.0;
 	res->full_ns = model_ns + res->featurize_ns;
-	say(&w, "%zu rows: %zu to fit, %zu to evaluate; full model %.3f us/row",
-		n, w.n_fit, w.n_eval, res->full_ns / 1000.0);
+	if (spec->kind == HB_TUNE_TOPK)
+		say(&w, "%zu rows: %zu to fit, %zu to choose, %zu to evaluate; full model %.3f us/row",
+			n, w.n_fit, w.n_sel, w.n_eval, res->full_ns / 1000.0);
+	else
+		say(&w, "%zu rows: %zu to fit, %zu to evaluate; full model %.3f us/row",
+			n, w.n_fit, w.n_eval, res->full_ns / 1000.0);
 
 	if (spec->kind == HB_TUNE_TOPK)
 	{
-		Ranked	   *fo = hb_alloc(sizeof(Ranked) * w.n_eval);
-
-		if (fo == NULL)
-		{
-			hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		if (!full_ranking(w.m_sel, w.n_sel, w.order_sel, err) ||
+			!full_ranking(w.m_eval, w.n_eval, w.order_eval, err))
 			goto out;
-		}
-		for (size_t i = 0; i < w.n_eval; i++)
-		{
-			fo[i].key = w.m_eval[i];
-			fo[i].idx = (int32_t) i;
-		}
-		qsort(fo, w.n_eval, sizeof(Ranked), cmp_ranked_desc);
-		for (size_t i = 0; i < w.n_eval; i++)
-			full_order[i] = fo[i].idx;
-		hb_free(fo);
 	}
 	else
 		for (size_t i = 0; i < w.n_eval; i++)
@@ -975,8 +1346,15 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 
 	if (!prefix_candidates(&w, err))
 		goto out;
-	if (w.n_fit >= 8 && !linear_candidates(&w, err))
-		goto out;
+	if (w.n_fit >= 8)
+	{
+		say(&w, "permutation importance of %d features on %zu rows", w.nf,
+			w.n_fit < 200000 / (size_t) w.nf ? w.n_fit : 200000 / (size_t) w.nf);
+		if (!importances(&w, w.imp, err) || !linear_candidates(&w, err))
+			goto out;
+		if (p->n_outputs == 1 && w.n_fit >= 64 && !trees_candidates(&w, err))
+			goto out;
+	}
 	if (res->n_cand == 0)
 	{
 		hb_fail(err, HB_ERR_UNSUPPORTED, "the model is too small to approximate");
@@ -1006,7 +1384,10 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		}
 		hb_approx_margins(p, a, w.x_eval, w.n_eval, NULL, cheap);
 		if (spec->kind == HB_TUNE_TOPK)
-			ok = eval_topk(&w, c, cheap, full_order, level, err);
+		{
+			hb_approx_margins(p, a, w.x_sel, w.n_sel, NULL, cheap_sel);
+			ok = choose_topk(&w, c, cheap_sel, err) && certify_topk(&w, c, cheap, err);
+		}
 		else
 			ok = eval_cascade(&w, c, cheap, full_cls, level, err);
 		if (!ok)
@@ -1014,8 +1395,10 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		ok = false;
 		c->speedup = c->expected_ns > 0 ? res->full_ns / c->expected_ns : 0.0;
 		if (spec->kind == HB_TUNE_TOPK)
-			say(&w, "candidate %d of %d, %s: ratio %.2f, mean precision %.4f, %.1fx",
-				i + 1, res->n_cand, c->label, c->ratio, c->accuracy, c->speedup);
+			say(&w, "candidate %d of %d, %s: re-scores %.2f%% (choice rows %.2f%%), precision bound %.4f, %.1fx",
+				i + 1, res->n_cand, c->label, 100.0 * c->coverage,
+				100.0 * (c->select_ns - c->cost_ns) / (c->rest_ns > 0 ? c->rest_ns : 1.0),
+				c->bound, c->speedup);
 		else
 			say(&w, "candidate %d of %d, %s: threshold %.4g, decides %.1f%%, loss bound %.5f, %.1fx",
 				i + 1, res->n_cand, c->label, c->threshold, 100.0 * c->coverage,
@@ -1023,17 +1406,41 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		hb_check_interrupts();
 	}
 
-	/* the cheapest feasible configuration; ties to the earlier candidate */
+	/*
+	 * The cheapest feasible configuration; ties to the earlier candidate.
+	 * Top-K chooses on the selection rows, so that the evaluation half's
+	 * bound holds at the full confidence.
+	 */
 	for (int i = 0; i < res->n_cand; i++)
 	{
 		HbTuneCandidate *c = &res->cand[i];
+		double		ci = spec->kind == HB_TUNE_TOPK ? c->select_ns : c->expected_ns;
 
 		if (c->feasible && (res->chosen < 0 ||
-							c->expected_ns < res->cand[res->chosen].expected_ns))
+							ci < (spec->kind == HB_TUNE_TOPK ?
+								  res->cand[res->chosen].select_ns :
+								  res->cand[res->chosen].expected_ns)))
 			res->chosen = i;
 	}
 	if (res->chosen >= 0)
-		res->cand[res->chosen].chosen = true;
+	{
+		HbTuneCandidate *c = &res->cand[res->chosen];
+
+		c->chosen = true;
+		if (spec->kind == HB_TUNE_TOPK)
+		{
+			say(&w, "fitting %s again on the whole fitting half", c->label);
+			if (!refit_chosen(&w, c, n_half, err))
+				goto out;
+			hb_approx_margins(p, c->approx, w.x_eval, w.n_eval, NULL, cheap);
+			if (!certify_topk(&w, c, cheap, err))
+				goto out;
+			c->speedup = c->expected_ns > 0 ? res->full_ns / c->expected_ns : 0.0;
+			say(&w, "chosen %s: re-scores %.2f%%, precision bound %.4f, %.1fx",
+				c->label, 100.0 * c->coverage, c->bound, c->speedup);
+		}
+		res->tail = c->tail;
+	}
 	ok = true;
 
 out:
@@ -1043,8 +1450,11 @@ out:
 	hb_free(w.m_fit);
 	hb_free(w.m_eval);
 	hb_free(w.buf);
+	hb_free(w.imp);
+	hb_free(w.order_sel);
+	hb_free(w.order_eval);
 	hb_free(cheap);
-	hb_free(full_order);
+	hb_free(cheap_sel);
 	hb_free(full_cls);
 	hb_free(used);
 	if (!ok)

@@ -57,6 +57,15 @@ typedef struct HbTuneCandidate
 	double		ratio;			/* kept / k */
 	int32_t		kept;			/* rows re-scored with the full model */
 	double		tau;			/* cheap score of the kept-th best evaluation row */
+	int32_t		tail;			/* evaluation rows whose misses bound the precision */
+	int32_t		misses;			/* misses allowed among them (the menu's e) */
+	double		select_ns;		/* expected cost per row on the selection rows:
+								 * what the choice compares */
+	int32_t		menu;			/* top-K: the chosen entry of the misses menu */
+	int32_t    *fit_feat;		/* TREES: the features it was fitted on */
+	int32_t		n_fit_feat;
+	int32_t		fit_trees;		/* TREES: its shape */
+	int32_t		fit_depth;
 
 	/* cascade */
 	double		threshold;		/* confidence gap taking the cheap answer */
@@ -82,8 +91,9 @@ typedef struct HbTuneResult
 	double		featurize_ns;	/* of that: featurization */
 	int64_t		n_fit;
 	int64_t		n_eval;
-	int32_t		tail;			/* top-K: the evaluation rows' top `tail` by the
-								 * full model are what misses are counted on */
+	int32_t		tail;			/* top-K: the chosen candidate's tail: the
+								 * evaluation rows' top `tail` by the full
+								 * model are what misses are counted on */
 } HbTuneResult;
 
 typedef void (*HbTuneProgress) (void *arg, const char *msg);
