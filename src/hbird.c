@@ -16,6 +16,7 @@
 #include "hbird.h"
 #include "device.h"
 #include "pg_scan.h"
+#include "pg_scaleout.h"
 
 PG_MODULE_MAGIC;
 
@@ -195,6 +196,7 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	hb_scan_init();
+	hb_pushdown_define_gucs();
 	DefineCustomBoolVariable("hbird.early_exit",
 							 "Stops scoring a row once its class is settled.",
 							 "Class predictions of tree classifiers skip the remaining trees "
