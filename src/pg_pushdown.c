@@ -63,6 +63,9 @@
 #include "partitioning/partdesc.h"
 #include "rewrite/rewriteManip.h"
 #include "storage/lmgr.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "parser/parse_type.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -998,6 +1001,26 @@ split_query(Query *q, HbPushdown *pd)
 
 /* ---- the whole query ---- */
 
+/*
+ * ORDER BY ... LIMIT over one foreign table of an hbird server: postgres_fdw
+ * pushes both, and the scan returns k rows; under a UNION ALL of such
+ * queries (one per shard, written by hand) it is one of the scans
+ * hb_pushdown_finish runs asynchronously.
+ */
+static void
+note_single_topk(Query *q, HbPushdown *pd)
+{
+	RangeTblEntry *rte;
+
+	if (q->commandType != CMD_SELECT || q->sortClause == NIL ||
+		q->limitCount == NULL || q->hasAggs || q->groupClause != NIL ||
+		list_length(q->rtable) != 1)
+		return;
+	rte = linitial(q->rtable);
+	if (rte->rtekind == RTE_RELATION && hbird_foreign_table(rte->relid, NULL))
+		pd->topk_relids = lappend_oid(pd->topk_relids, rte->relid);
+}
+
 static bool
 pin_query(Query *q, HbPushdown *pd)
 {
@@ -1022,8 +1045,8 @@ pin_query(Query *q, HbPushdown *pd)
 	q->targetList = (List *) pin_mutator((Node *) q->targetList, &ctx);
 	q->jointree = (FromExpr *) pin_mutator((Node *) q->jointree, &ctx);
 	q->havingQual = pin_mutator(q->havingQual, &ctx);
-	if (ctx.pinned > 0)
-		(void) split_query(q, pd);
+	if (ctx.pinned > 0 && !split_query(q, pd))
+		note_single_topk(q, pd);
 	return ctx.pinned > 0;
 }
 
@@ -1268,4 +1291,53 @@ bool
 hb_pushdown_keeps(const HbPushdown *pd, const Plan *plan)
 {
 	return pd != NULL && list_member_ptr(pd->keep, plan);
+}
+
+/* ---- hb_topk over a table of shards ---- */
+
+/*
+ * hb_topk(name, k, NULL::t) where t is a foreign table of an hbird server
+ * or a partitioned table with such partitions: the query ORDER BY score
+ * DESC, ctid LIMIT k, which the step above gives to the shards (each
+ * ranks its own rows, with the batching scan's pruning, and the
+ * coordinator merges their k best).  Ties come in each shard's input
+ * order (ctid); rows of different shards with equal scores are ordered by
+ * their ctids.  False when t is not such a table: the caller ranks.
+ */
+bool
+hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k, Oid rowtype)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = typeidTypeRelid(rowtype);
+	char	   *nsp;
+	char	   *sql;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (!hb_pushdown_on || hb_cascade_on || !OidIsValid(relid) ||
+		!hb_distributed_rel(relid))
+		return false;
+	nsp = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
+	sql = psprintf("SELECT %s.hb_predict(%s, t), t FROM %s t ORDER BY 1 DESC, t.ctid LIMIT %d",
+				   quote_identifier(nsp), quote_literal_cstr(e->name),
+				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+											  get_rel_name(relid)),
+				   k);
+	SPI_connect();
+	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not rank the shards' rows: %s", sql);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+		MemoryContext old;
+
+		values[0] = Int32GetDatum((int32) i + 1);
+		values[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[1]);
+		values[2] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[2]);
+		old = MemoryContextSwitchTo(cxt);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return true;
 }

@@ -35,6 +35,8 @@ extern void hb_pushdown_prepare(Query *parse, HbPushdown *pd);
 extern void hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd);
 extern bool hb_pushdown_keeps(const HbPushdown *pd, const Plan *plan);
 extern bool hb_distributed_rel(Oid relid);
+extern bool hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k,
+							  Oid rowtype);
 
 /* pg_admin.c: writing a version (upload, and receiving from a coordinator) */
 typedef struct HbVersionRows HbVersionRows;

@@ -739,6 +739,12 @@ make_score_node(RewriteCtx *ctx, Plan *input, List *calls, List *display,
 	cs->scan.plan.targetlist = tlist;
 	cs->scan.plan.qual = quals;
 	cs->scan.plan.lefttree = input;
+	/*
+	 * Only an Append runs a child asynchronously; a foreign scan marked so
+	 * under this node would return no rows (postgres_fdw waits for the
+	 * Append to fetch them).
+	 */
+	input->async_capable = false;
 	cs->scan.scanrelid = 0;
 	cs->flags = 0;
 	cs->custom_plans = NIL;
