@@ -311,6 +311,14 @@ pinned(FunctionCallInfo fcinfo, PinKind kind)
 	else
 		plain->args[1] = fcinfo->args[PIN_VALUES];
 
+	/* no such model here: say whose call it was, in the message itself */
+	if (s->checked == NULL)
+	{
+		HbCatalogRef ref;
+
+		if (!hb_catalog_lookup(pc.name, &ref))
+			(void) hb_pinned_resolve(pc.name, s->version, s->sha, s->origin);
+	}
 	/* the model the plain form will score with: the pinned one? */
 	st = hb_call_prepare(plain, 0, kind == PIN_PROBA);
 	if (st->entry != s->checked)
