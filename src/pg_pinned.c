@@ -222,7 +222,7 @@ site_prepare(FunctionCallInfo fcinfo, PinKind kind)
 		if (n != s->nvals)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("a pinned call names %d columns but passes %d values",
+					 errmsg("a pinned call has %d column names for %d values",
 							n, s->nvals)));
 		s->desc = CreateTemplateTupleDesc(n);
 		for (int i = 0; i < n; i++)

@@ -217,7 +217,7 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
 	if (n != c->nvals)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a pinned call names %d columns but passes %d values",
+				 errmsg("a pinned call has %d column names for %d values",
 						n, c->nvals)));
 	desc = CreateTemplateTupleDesc(n);
 	for (int i = 0; i < n; i++)
