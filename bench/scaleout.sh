@@ -106,13 +106,34 @@ SQL[topk]="SELECT string_agg(id || ':' || s, ' ') FROM (SELECT id, hb_predict('m
 SQL[hb_topk]="SELECT string_agg((item).id || ':' || score, ' ') FROM hb_topk('m', 10, NULL::@T)"
 declare -A MS ANSWER
 
-# timed_runs LABEL TABLE: one session, a warm-up run, then REPS timed runs
+# cpu NODE: CPU ticks (user + system) used so far by the node's processes:
+# the postmaster's own and its reaped children's (backends that ended),
+# and the live children's
+cpu() {
+	local pm c p
+	pm=$(head -1 "$dir/$1/postmaster.pid")
+	c=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat")
+	for p in $(pgrep -P "$pm"); do
+		c=$((c + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo $c
+}
+declare -A CPU
+# timed_runs LABEL TABLE: one session, a warm-up run, then REPS timed runs;
+# CPU seconds per run of each node, taken around the whole session
 timed_runs() {
-	local label=$1 tab=$2 query out
+	local label=$1 tab=$2 query out n before=()
 	query=${SQL[$label]//@T/$tab}
 	local args=(-c "$query" -c '\timing on')
 	for _ in $(seq "$REPS"); do args+=(-c "$query"); done
+	for n in coord shard1 shard2; do before+=("$(cpu $n)"); done
 	out=$(q $C "${args[@]}")
+	sleep 0.5					# the backends end, and the postmasters reap them
+	i=0
+	for n in coord shard1 shard2; do
+		CPU[$label/$tab/$n]=$(( ${CPU[$label/$tab/$n]:-0} + $(cpu $n) - ${before[$i]} ))
+		i=$((i + 1))
+	done
 	ANSWER[$label/$tab]=$(sed -n 1p <<<"$out")
 	MS[$label/$tab]="${MS[$label/$tab]:-} $(sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' <<<"$out" | tr '\n' ' ')"
 }
@@ -133,7 +154,10 @@ plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[sum]//@T/t_dist}" | grep -c '
 	echo "one process each side (max_parallel_workers_per_gather = 0); $(nproc) cores;"
 	echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "sum pushed down to both shards: $([ "$plan" = 2 ] && echo yes || echo NO)"
-	printf '%-8s %12s %12s %8s  %s\n' query "one node ms" "2 shards ms" ratio "same answer"
+	echo "CPU seconds per run (warm-up included), one node: coordinator; two shards: coordinator + shard1 + shard2"
+	printf '%-8s %12s %12s %8s  %-11s %s\n' query "one node ms" "2 shards ms" ratio "same answer" "CPU s: one node | two shards"
+	hz=$(getconf CLK_TCK)
+	runs=$(( (REPS + 1) * ROUNDS ))
 	for label in sum topk hb_topk; do
 		one=$(median <<<"${MS[$label/t]}")
 		two=$(median <<<"${MS[$label/t_dist]}")
@@ -144,6 +168,9 @@ plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[sum]//@T/t_dist}" | grep -c '
 		else
 			same=$([ "$a" = "$b" ] && echo yes || echo NO)
 		fi
-		printf '%-8s %12.1f %12.1f %7.2fx  %s\n' "$label" "$one" "$two" "$(awk -v a="$one" -v b="$two" 'BEGIN { print a / b }')" "$same"
+		cpu1=$(awk -v c="${CPU[$label/t/coord]}" -v h="$hz" -v r="$runs" 'BEGIN { printf "%.2f", c / h / r }')
+		cpu2=$(awk -v c="${CPU[$label/t_dist/coord]}" -v a="${CPU[$label/t_dist/shard1]}" -v b="${CPU[$label/t_dist/shard2]}" -v h="$hz" -v r="$runs" \
+			'BEGIN { printf "%.2f + %.2f + %.2f", c / h / r, a / h / r, b / h / r }')
+		printf '%-8s %12.1f %12.1f %7.2fx  %-11s %s | %s\n' "$label" "$one" "$two" "$(awk -v a="$one" -v b="$two" 'BEGIN { print a / b }')" "$same" "$cpu1" "$cpu2"
 	done
 } | tee "$OUT"
