@@ -16,6 +16,13 @@ packages=(
 	python3-xgboost
 	python3-sklearn
 	python3-numpy
+	python3-psycopg
+	python3-psycopg2
+	python3-pandas
+	python3-onnx
+	python3-setuptools
+	python3-wheel
+	python3-venv
 	clang
 	libclang-rt-dev
 	valgrind

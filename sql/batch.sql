@@ -25,6 +25,10 @@ FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in,
 SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in, 'SELECT 1')$$);
 SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', 1, NULL)$$);
 SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in, 'DELETE FROM binary_logistic_in')$$);
+-- a data-modifying WITH is refused the same way, before anything runs
+SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in, 'WITH d AS (DELETE FROM binary_logistic_in RETURNING *) SELECT * FROM d')$$);
+SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 3, NULL::binary_logistic_in, 'WITH d AS (DELETE FROM binary_logistic_in RETURNING *) SELECT * FROM d')$$);
+SELECT count(*) > 0 AS rows_kept FROM binary_logistic_in;
 
 -- every strategy gives the same bits, NULLs included, on every fixture
 CREATE TEMP TABLE strategy_runs (model text, strategy text, preds float8[]);

@@ -1,6 +1,7 @@
 /*
  * hbird.c
- *	  Module entry: GUCs, the core's allocator and interrupt hooks, and the
+ *	  Module entry: the core's allocator and interrupt hooks, the hooks
+ *	  every component installs (the settings are in pg_guc.c), and the
  *	  mapping of core errors onto PostgreSQL errors.
  */
 #include "postgres.h"
@@ -16,57 +17,8 @@
 #include "hbird.h"
 #include "device.h"
 #include "pg_scan.h"
-#include "pg_scaleout.h"
 
 PG_MODULE_MAGIC;
-
-int			hb_max_model_bytes = 256 * 1024 * 1024;
-static int	hb_tree_strategy = HB_STRATEGY_AUTO;
-
-static const struct config_enum_entry strategy_options[] = {
-	{"auto", HB_STRATEGY_AUTO, false},
-	{"tt", HB_STRATEGY_TT, false},
-	{"ptt", HB_STRATEGY_PTT, false},
-	{"gemm", HB_STRATEGY_GEMM, false},
-	{NULL, 0, false}
-};
-
-static void
-assign_tree_strategy(int newval, void *extra)
-{
-	hb_set_strategy_override((HbStrategy) newval);
-}
-int			hb_plan_cache_entries = 32;
-
-/* GPU execution (device.h, docs/gpu.md) */
-static int	hb_device_setting = HB_DEVICE_AUTO;
-static int	hb_gpu_min_batch = HB_DEVICE_DEFAULT_MIN_BATCH;
-static int	hb_gpu_memory_mb = (int) (HB_DEVICE_DEFAULT_BUDGET >> 20);
-
-static const struct config_enum_entry device_options[] = {
-	{"auto", HB_DEVICE_AUTO, false},
-	{"cpu", HB_DEVICE_CPU, false},
-	{"gpu", HB_DEVICE_GPU, false},
-	{NULL, 0, false}
-};
-
-static void
-assign_device(int newval, void *extra)
-{
-	hb_device_set_mode((HbDeviceMode) newval);
-}
-
-static void
-assign_gpu_min_batch(int newval, void *extra)
-{
-	hb_device_set_min_batch(newval);
-}
-
-static void
-assign_gpu_memory(int newval, void *extra)
-{
-	hb_device_set_budget((size_t) newval << 20);
-}
 
 /*
  * Mode gpu and a batch that cannot run there.  The device code has
@@ -137,117 +89,10 @@ _PG_init(void)
 	 */
 	openblas_set_num_threads(1);
 
-	DefineCustomIntVariable("hbird.max_model_bytes",
-							"Largest model file hb_model_upload accepts.",
-							NULL,
-							&hb_max_model_bytes,
-							256 * 1024 * 1024,
-							1024,
-							1024 * 1024 * 1024 - 1,
-							PGC_SUSET,
-							GUC_UNIT_BYTE,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("hbird.plan_cache_entries",
-							"Compiled model versions each backend keeps.",
-							"Least recently used plans beyond this are freed.",
-							&hb_plan_cache_entries,
-							32,
-							1,
-							10000,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomEnumVariable("hbird.tree_strategy",
-							 "How tree ensembles are executed.",
-							 "auto picks per batch from depth, tree fullness and batch size; "
-							 "tt, ptt and gemm force one (models a strategy cannot run fall back to tt).",
-							 &hb_tree_strategy,
-							 HB_STRATEGY_AUTO,
-							 strategy_options,
-							 PGC_USERSET,
-							 0,
-							 NULL, assign_tree_strategy, NULL);
-
-	DefineCustomIntVariable("hbird.batch_memory",
-							"Memory for one batch of rows in batched scoring.",
-							"Batch sizes adapt so that inputs and outputs of a batch fit.",
-							&hb_batch_memory_kb,
-							64 * 1024,
-							64,
-							1024 * 1024,
-							PGC_USERSET,
-							GUC_UNIT_KB,
-							NULL, NULL, NULL);
-
+	hb_define_gucs();
 	hb_stat_init();
 	hb_owner_init();
-
-	DefineCustomBoolVariable("hbird.batch_scan",
-							 "Scores plain SQL calls in batches.",
-							 "When on, the planner puts an HbirdScore node where hb_predict and the "
-							 "other scoring functions are evaluated for many rows, so that they "
-							 "score in batches (and ORDER BY a score LIMIT k prunes); off keeps "
-							 "the row-at-a-time plans.  The answers are the same.",
-							 &hb_batch_scan,
-							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
 	hb_scan_init();
-	hb_pushdown_define_gucs();
-	DefineCustomBoolVariable("hbird.early_exit",
-							 "Stops scoring a row once its class is settled.",
-							 "Class predictions of tree classifiers skip the remaining trees "
-							 "when no leaves of theirs could change the class; the answer is the same either way.",
-							 &hb_early_exit,
-							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-	hb_tune_define_gucs();
-	/*
-	 * The device is probed at the first batch that could use it, in the
-	 * backend: CUDA must never be initialised in the postmaster, whose
-	 * children it would not survive.
-	 */
-	DefineCustomEnumVariable("hbird.device",
-							 "Where batched scoring runs.",
-							 "auto: on a CUDA GPU when one is usable and the batch has at least "
-							 "hbird.gpu_min_batch rows, else on the CPU; cpu: always the CPU; "
-							 "gpu: batches on the GPU, an error when there is none.  "
-							 "Single rows always run on the CPU.",
-							 &hb_device_setting,
-							 HB_DEVICE_AUTO,
-							 device_options,
-							 PGC_USERSET,
-							 0,
-							 NULL, assign_device, NULL);
-
-	DefineCustomIntVariable("hbird.gpu_min_batch",
-							"Smallest batch that hbird.device = auto sends to the GPU.",
-							NULL,
-							&hb_gpu_min_batch,
-							HB_DEVICE_DEFAULT_MIN_BATCH,
-							2,
-							INT_MAX,
-							PGC_USERSET,
-							0,
-							NULL, assign_gpu_min_batch, NULL);
-
-	DefineCustomIntVariable("hbird.gpu_memory",
-							"GPU memory each backend may hold for compiled models.",
-							"Least recently used models leave the GPU beyond this.",
-							&hb_gpu_memory_mb,
-							(int) (HB_DEVICE_DEFAULT_BUDGET >> 20),
-							1,
-							1024 * 1024,
-							PGC_SUSET,
-							GUC_UNIT_MB,
-							NULL, assign_gpu_memory, NULL);
-
-	MarkGUCPrefixReserved("hbird");
 }
 
 int

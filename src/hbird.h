@@ -22,9 +22,12 @@
 
 #define HB_SHA256_LEN 32
 
-/* GUCs */
+/* Settings (pg_guc.c defines them all; others are declared beside their use) */
 extern int	hb_max_model_bytes;
 extern int	hb_plan_cache_entries;
+extern bool hb_stat_track;
+extern int	hb_stat_max;
+extern void hb_define_gucs(void);
 
 /* A compiled model version in this backend's cache. */
 typedef struct HbCacheEntry
@@ -231,6 +234,7 @@ extern uint64 hb_stat_rng;
 	(hb_stat_on && ((hb_stat_rng = hb_stat_rng * 6364136223846793005ULL + \
 					 1442695040888963407ULL) >> 59) == 0)
 extern void hb_stat_init(void);
+extern void hb_stat_track_changed(bool on);
 extern void hb_stat_row(HbCacheEntry *e, const instr_time *sample);
 extern void hb_stat_batch(HbCacheEntry *e, int64 n, const instr_time *start,
 						  bool topk);
@@ -267,7 +271,6 @@ typedef struct HbTuning
 	double		cheap_cut;
 } HbTuning;
 
-extern void hb_tune_define_gucs(void);
 extern bool hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 						   MemoryContext cxt, HbTuning *out);
 extern HbCascade *hb_cascade_for(const HbCacheEntry *e, MemoryContext cxt);

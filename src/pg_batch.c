@@ -39,7 +39,6 @@ PG_FUNCTION_INFO_V1(hb_predict_targets_agg_final);
 PG_FUNCTION_INFO_V1(hb_predict_targets_batch);
 PG_FUNCTION_INFO_V1(hb_compile);
 
-int			hb_batch_memory_kb = 64 * 1024;
 
 #define HB_MAX_BATCH_ROWS 65536
 

@@ -27,7 +27,6 @@ PG_FUNCTION_INFO_V1(hb_predict_class_batch);
 PG_FUNCTION_INFO_V1(hb_class_stats);
 PG_FUNCTION_INFO_V1(hb_class_stats_reset);
 
-bool		hb_early_exit = true;
 
 /* What this backend's class predictions scored, for hb_class_stats(). */
 static HbClassStats class_stats;

@@ -28,6 +28,9 @@ mode_name(HbDeviceMode m)
 	return "unknown";
 }
 
+/* the columns of hb_device(), in order (sql/hbird--*.sql) */
+#define HB_DEVICE_COLS 10
+
 /*
  * One row: the setting, whether the library was built with CUDA, whether a
  * device is usable (probing it at the first call), its name or the reason
@@ -37,33 +40,37 @@ Datum
 hb_device(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[10];
-	bool		nulls[10] = {0};
+	Datum		values[HB_DEVICE_COLS];
+	bool		nulls[HB_DEVICE_COLS] = {0};
+	int			i = 0;
 	HbError		err = {0};
 	HbDeviceStats st;
 	bool		ok;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "hb_device must return a row");
+	if (desc->natts != HB_DEVICE_COLS)
+		elog(ERROR, "incorrect number of output columns of hb_device");
 	desc = BlessTupleDesc(desc);
 
 	ok = hb_device_available(&err);
 	hb_device_stats(&st);
-	values[0] = CStringGetTextDatum(mode_name(hb_device_mode()));
-	values[1] = BoolGetDatum(hb_device_built());
-	values[2] = BoolGetDatum(ok);
+	values[i++] = CStringGetTextDatum(mode_name(hb_device_mode()));
+	values[i++] = BoolGetDatum(hb_device_built());
+	values[i++] = BoolGetDatum(ok);
 	if (ok)
-		values[3] = CStringGetTextDatum(hb_device_name());
+		values[i++] = CStringGetTextDatum(hb_device_name());
 	else
-		nulls[3] = true;
+		nulls[i++] = true;
 	if (ok)
-		nulls[4] = true;
+		nulls[i++] = true;
 	else
-		values[4] = CStringGetTextDatum(err.msg);
-	values[5] = Int64GetDatum(st.min_batch);
-	values[6] = Int64GetDatum((int64) st.budget);
-	values[7] = Int64GetDatum((int64) (st.resident_bytes + st.buffer_bytes));
-	values[8] = Int64GetDatum(st.batches);
-	values[9] = Int64GetDatum(st.fallbacks);
+		values[i++] = CStringGetTextDatum(err.msg);
+	values[i++] = Int64GetDatum(st.min_batch);
+	values[i++] = Int64GetDatum((int64) st.budget);
+	values[i++] = Int64GetDatum((int64) (st.resident_bytes + st.buffer_bytes));
+	values[i++] = Int64GetDatum(st.batches);
+	values[i++] = Int64GetDatum(st.fallbacks);
+	Assert(i == HB_DEVICE_COLS);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -36,7 +36,6 @@ struct HbLazy
 	Datum	   *rows;			/* the rows being scored (0: a NULL row) */
 };
 
-bool		hb_lazy_on = true;
 
 HbLazy *
 hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)

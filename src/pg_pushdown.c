@@ -77,25 +77,6 @@
 #include "pg_scan.h"
 #include "pg_scaleout.h"
 
-bool		hb_pushdown_on = true;
-
-void
-hb_pushdown_define_gucs(void)
-{
-	DefineCustomBoolVariable("hbird.pushdown",
-							 "Scores on the shards: ships scoring calls over foreign tables.",
-							 "When on, scoring calls over foreign tables of servers whose extensions "
-							 "option lists hbird are evaluated there (pinned to the coordinator's "
-							 "model version), and aggregates and ORDER BY ... LIMIT over a "
-							 "partitioned table of such tables run on every partition's server. "
-							 "The answers are the same either way.",
-							 &hb_pushdown_on,
-							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-}
-
 /* ---- which relations are on hbird servers ---- */
 
 /* A foreign table on a server that ships hbird's functions. */

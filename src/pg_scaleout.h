@@ -29,8 +29,7 @@ typedef struct HbPushdown
 	List	   *keep;			/* plan nodes the batching scan leaves alone */
 } HbPushdown;
 
-extern bool hb_pushdown_on;
-extern void hb_pushdown_define_gucs(void);
+extern bool hb_pushdown_on;		/* hbird.pushdown (pg_guc.c) */
 extern void hb_pushdown_prepare(Query *parse, HbPushdown *pd);
 extern void hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd);
 extern bool hb_pushdown_keeps(const HbPushdown *pd, const Plan *plan);

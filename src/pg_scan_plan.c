@@ -63,7 +63,6 @@
 #include "pg_scaleout.h"
 #include "pg_scan.h"
 
-bool		hb_batch_scan = true;
 
 static planner_hook_type prev_planner = NULL;
 

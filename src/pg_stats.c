@@ -112,8 +112,6 @@ typedef struct HbStatLocal
 bool		hb_stat_on = false;
 uint64		hb_stat_rng = 0;
 
-static int	stat_max = 1000;
-static bool stat_track = true;
 static bool stat_preloaded = false;
 
 static HbStatShared *shared = NULL;
@@ -132,7 +130,7 @@ static Size
 stat_shmem_size(void)
 {
 	return add_size(MAXALIGN(sizeof(HbStatShared)),
-					hash_estimate_size(stat_max, sizeof(HbStatEntry)));
+					hash_estimate_size(hb_stat_max, sizeof(HbStatEntry)));
 }
 
 /* PostgreSQL 15 takes requests for shared memory only from this hook */
@@ -161,7 +159,7 @@ stat_shmem_startup(void)
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(HbStatKey);
 	info.entrysize = sizeof(HbStatEntry);
-	shared_hash = ShmemInitHash("hbird stat_models hash", stat_max, stat_max,
+	shared_hash = ShmemInitHash("hbird stat_models hash", hb_stat_max, hb_stat_max,
 								&info, HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -191,42 +189,20 @@ stat_exit_callback(int code, Datum arg)
 		stat_flush();
 }
 
-static void
-assign_stat_track(bool newval, void *extra)
+/* hbird.stat_track changed (pg_guc.c): counting needs the shared table too */
+void
+hb_stat_track_changed(bool on)
 {
-	hb_stat_on = newval && stat_preloaded;
+	hb_stat_on = on && stat_preloaded;
 }
 
-/* GUCs, and the shared memory when loaded by shared_preload_libraries. */
+/* The shared memory, when loaded by shared_preload_libraries. */
 void
 hb_stat_init(void)
 {
 	stat_preloaded = process_shared_preload_libraries_in_progress;
-
-	DefineCustomBoolVariable("hbird.stat_track",
-							 "Collects scoring statistics for hb_stat_models.",
-							 NULL,
-							 &stat_track,
-							 true,
-							 PGC_SUSET,
-							 0,
-							 NULL, assign_stat_track, NULL);
-
-	/* a PGC_POSTMASTER variable can only be created while preloading */
 	if (!stat_preloaded)
 		return;
-
-	DefineCustomIntVariable("hbird.stat_max",
-							"Model versions tracked by hb_stat_models.",
-							"The least recently used are evicted beyond this. "
-							"Needs hbird in shared_preload_libraries.",
-							&stat_max,
-							1000,
-							100,
-							100000,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = stat_shmem_request;
@@ -234,7 +210,7 @@ hb_stat_init(void)
 	shmem_startup_hook = stat_shmem_startup;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = stat_ExecutorEnd;
-	hb_stat_on = stat_track;
+	hb_stat_on = hb_stat_track;
 }
 
 /* ---- backend-local counters ---- */
@@ -497,7 +473,7 @@ stat_flush(void)
 			s = hash_search(shared_hash, &key, HASH_FIND, NULL);
 			if (s == NULL && pass == 1)
 			{
-				if (hash_get_num_entries(shared_hash) >= stat_max)
+				if (hash_get_num_entries(shared_hash) >= hb_stat_max)
 					evict_one();
 				s = hash_search(shared_hash, &key, HASH_ENTER_NULL, &found);
 				if (s && !found)
@@ -556,6 +532,9 @@ may_see(const char *name, bool all)
 	return hb_may_score(&ref);
 }
 
+/* the columns of hb_stat_models(), in order (sql/hbird--*.sql) */
+#define HB_STAT_MODELS_COLS 17
+
 /*
  * Every entry of the current database the user may see.  The view joins
  * the catalog, which hides versions that were dropped since.
@@ -574,6 +553,8 @@ hb_stat_models(PG_FUNCTION_ARGS)
 	require_shared();
 	stat_flush();
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != HB_STAT_MODELS_COLS)
+		elog(ERROR, "incorrect number of output columns of hb_stat_models");
 
 	/* copy out under the lock; the privilege checks read the catalog */
 	LWLockAcquire(shared->lock, LW_SHARED);
@@ -594,8 +575,9 @@ hb_stat_models(PG_FUNCTION_ARGS)
 	{
 		HbStatEntry *e = &copy[i];
 		HbStatCounters *c = &e->c;
-		Datum		values[17];
-		bool		nulls[17] = {0};
+		Datum		values[HB_STAT_MODELS_COLS];
+		bool		nulls[HB_STAT_MODELS_COLS] = {0};
+		int			col = 0;
 		double		total;
 		bytea	   *sha;
 
@@ -609,29 +591,30 @@ hb_stat_models(PG_FUNCTION_ARGS)
 		SET_VARSIZE(sha, VARHDRSZ + HB_SHA256_LEN);
 		memcpy(VARDATA(sha), e->key.sha256, HB_SHA256_LEN);
 
-		values[0] = CStringGetTextDatum(e->key.name);
-		values[1] = Int32GetDatum(e->key.version);
-		values[2] = PointerGetDatum(sha);
-		values[3] = Int64GetDatum(c->calls);
-		values[4] = Int64GetDatum(c->rows);
-		values[5] = Float8GetDatum(total);
+		values[col++] = CStringGetTextDatum(e->key.name);
+		values[col++] = Int32GetDatum(e->key.version);
+		values[col++] = PointerGetDatum(sha);
+		values[col++] = Int64GetDatum(c->calls);
+		values[col++] = Int64GetDatum(c->rows);
+		values[col++] = Float8GetDatum(total);
 		if (c->calls > 0)
-			values[6] = Float8GetDatum(total / c->calls);
+			values[col++] = Float8GetDatum(total / c->calls);
 		else
-			nulls[6] = true;
+			nulls[col++] = true;
 		if (e->strategy > STRAT_NONE && e->strategy <= STRAT_LINEAR)
-			values[7] = CStringGetTextDatum(strat_names[e->strategy]);
+			values[col++] = CStringGetTextDatum(strat_names[e->strategy]);
 		else
-			nulls[7] = true;
-		values[8] = Int64GetDatum(c->cache_hits);
-		values[9] = Int64GetDatum(c->cache_misses);
-		values[10] = Float8GetDatum(c->compile_ms);
-		values[11] = Int64GetDatum(c->topk_calls);
-		values[12] = Int64GetDatum(c->topk_rows_pruned);
-		values[13] = Int64GetDatum(c->topk_pairs_pruned);
-		values[14] = TimestampTzGetDatum(e->last_used);
-		values[15] = TimestampTzGetDatum(e->since);
-		values[16] = Int64GetDatum(c->row_timed);
+			nulls[col++] = true;
+		values[col++] = Int64GetDatum(c->cache_hits);
+		values[col++] = Int64GetDatum(c->cache_misses);
+		values[col++] = Float8GetDatum(c->compile_ms);
+		values[col++] = Int64GetDatum(c->topk_calls);
+		values[col++] = Int64GetDatum(c->topk_rows_pruned);
+		values[col++] = Int64GetDatum(c->topk_pairs_pruned);
+		values[col++] = TimestampTzGetDatum(e->last_used);
+		values[col++] = TimestampTzGetDatum(e->since);
+		values[col++] = Int64GetDatum(c->row_timed);
+		Assert(col == HB_STAT_MODELS_COLS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -1,7 +1,7 @@
 /*
  * pg_tune.c
  *	  hb_tune, the tuning catalog (writing, hb_tune_drop), reading a
- *	  tuning back for scoring, and the GUCs of the statistical shortcuts.
+ *	  tuning back for scoring.
  *
  * hb_tune runs with the caller's rights: the sample query is the caller's
  * SQL and sees only what the caller may see.  Only who may change the
@@ -42,51 +42,8 @@ PG_FUNCTION_INFO_V1(hb_tune);
 PG_FUNCTION_INFO_V1(hb_tune_store);
 PG_FUNCTION_INFO_V1(hb_tune_drop);
 
-bool		hb_cascade_on = false;
-int			hb_topk_mode = HB_TOPK_AUTO;
-
-static const struct config_enum_entry topk_mode_options[] = {
-	{"exact", HB_TOPK_EXACT, false},
-	{"approx", HB_TOPK_APPROX, false},
-	{"auto", HB_TOPK_AUTO, false},
-	{NULL, 0, false}
-};
-
 /* Rows a sample may have: its feature matrix is held in memory. */
 #define HB_TUNE_MAX_ROWS 4000000
-
-void
-hb_tune_define_gucs(void)
-{
-	DefineCustomBoolVariable("hbird.cascade",
-							 "Score classifiers through their tuned cascade.",
-							 "When on, hb_predict and the batched forms let a tuned cheap model "
-							 "answer the rows it is confident about (see hb_tune).",
-							 &hb_cascade_on,
-							 false,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-	DefineCustomBoolVariable("hbird.lazy_featurize",
-							 "Featurize only what a cascade's or approximate top-K's cheap model reads.",
-							 "The other featurizers run only for the rows the full model scores. "
-							 "Answers are the same either way.",
-							 &hb_lazy_on,
-							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-	DefineCustomEnumVariable("hbird.topk_mode",
-							 "How hb_topk_agg (and hb_topk with mode 'auto') rank.",
-							 "exact scores every row exactly; approx uses the tuned approximation "
-							 "(an error without one); auto uses it when one exists.",
-							 &hb_topk_mode,
-							 HB_TOPK_AUTO,
-							 topk_mode_options,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-}
 
 /* ---- reading a tuning back ---- */
 

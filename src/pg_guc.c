@@ -1,0 +1,281 @@
+/*
+ * pg_guc.c
+ *	  Every hbird.* setting: its variable, its default (written once, here)
+ *	  and its definition, in one block that _PG_init runs first.
+ *
+ * The settings are read where they act (hbird.h and pg_scan.h declare the
+ * variables); an assign hook only forwards a new value to the component
+ * that keeps its own copy (the core's strategy override and device, the
+ * statistics switch).  hbird.stat_max sizes shared memory, so it exists
+ * only when the library is preloaded (a PGC_POSTMASTER variable cannot be
+ * created later).
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "hbird.h"
+#include "device.h"
+#include "pg_scan.h"
+#include "pg_scaleout.h"
+
+/* models and plans */
+int			hb_max_model_bytes = 256 * 1024 * 1024;
+int			hb_plan_cache_entries = 32;
+static int	hb_tree_strategy = HB_STRATEGY_AUTO;
+
+/* batches */
+int			hb_batch_memory_kb = 64 * 1024;
+bool		hb_batch_scan = true;
+
+/* scale-out: scoring on shards (pg_pushdown.c) */
+bool		hb_pushdown_on = true;
+
+/* classes, cascades, ranking */
+bool		hb_early_exit = true;
+bool		hb_cascade_on = false;
+bool		hb_lazy_on = true;
+int			hb_topk_mode = HB_TOPK_AUTO;
+
+/* statistics (pg_stats.c) */
+bool		hb_stat_track = true;
+int			hb_stat_max = 1000;
+
+/* the GPU (device.h, docs/gpu.md) */
+static int	hb_device_setting = HB_DEVICE_AUTO;
+static int	hb_gpu_min_batch = HB_DEVICE_DEFAULT_MIN_BATCH;
+static int	hb_gpu_memory_mb = (int) (HB_DEVICE_DEFAULT_BUDGET >> 20);
+
+static const struct config_enum_entry strategy_options[] = {
+	{"auto", HB_STRATEGY_AUTO, false},
+	{"tt", HB_STRATEGY_TT, false},
+	{"ptt", HB_STRATEGY_PTT, false},
+	{"gemm", HB_STRATEGY_GEMM, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry topk_mode_options[] = {
+	{"exact", HB_TOPK_EXACT, false},
+	{"approx", HB_TOPK_APPROX, false},
+	{"auto", HB_TOPK_AUTO, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", HB_DEVICE_AUTO, false},
+	{"cpu", HB_DEVICE_CPU, false},
+	{"gpu", HB_DEVICE_GPU, false},
+	{NULL, 0, false}
+};
+
+static void
+assign_tree_strategy(int newval, void *extra)
+{
+	hb_set_strategy_override((HbStrategy) newval);
+}
+
+static void
+assign_stat_track(bool newval, void *extra)
+{
+	hb_stat_track_changed(newval);
+}
+
+static void
+assign_device(int newval, void *extra)
+{
+	hb_device_set_mode((HbDeviceMode) newval);
+}
+
+static void
+assign_gpu_min_batch(int newval, void *extra)
+{
+	hb_device_set_min_batch(newval);
+}
+
+static void
+assign_gpu_memory(int newval, void *extra)
+{
+	hb_device_set_budget((size_t) newval << 20);
+}
+
+void
+hb_define_gucs(void)
+{
+	DefineCustomIntVariable("hbird.max_model_bytes",
+							"Largest model file hb_model_upload accepts.",
+							NULL,
+							&hb_max_model_bytes,
+							hb_max_model_bytes,
+							1024,
+							1024 * 1024 * 1024 - 1,
+							PGC_SUSET,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("hbird.plan_cache_entries",
+							"Compiled model versions each backend keeps.",
+							"Least recently used plans beyond this are freed.",
+							&hb_plan_cache_entries,
+							hb_plan_cache_entries,
+							1,
+							10000,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("hbird.tree_strategy",
+							 "How tree ensembles are executed.",
+							 "auto picks per batch from depth, tree fullness and batch size; "
+							 "tt, ptt and gemm force one (models a strategy cannot run fall back to tt).",
+							 &hb_tree_strategy,
+							 hb_tree_strategy,
+							 strategy_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, assign_tree_strategy, NULL);
+
+	DefineCustomIntVariable("hbird.batch_memory",
+							"Memory for one batch of rows in batched scoring.",
+							"Batch sizes adapt so that inputs and outputs of a batch fit.",
+							&hb_batch_memory_kb,
+							hb_batch_memory_kb,
+							64,
+							1024 * 1024,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.batch_scan",
+							 "Scores plain SQL calls in batches.",
+							 "When on, the planner puts an HbirdScore node where hb_predict and the "
+							 "other scoring functions are evaluated for many rows, so that they "
+							 "score in batches (and ORDER BY a score LIMIT k prunes); off keeps "
+							 "the row-at-a-time plans.  The answers are the same.",
+							 &hb_batch_scan,
+							 hb_batch_scan,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.pushdown",
+							 "Scores on the shards: ships scoring calls over foreign tables.",
+							 "When on, scoring calls over foreign tables of servers whose extensions "
+							 "option lists hbird are evaluated there (pinned to the coordinator's "
+							 "model version), and aggregates and ORDER BY ... LIMIT over a "
+							 "partitioned table of such tables run on every partition's server. "
+							 "The answers are the same either way.",
+							 &hb_pushdown_on,
+							 hb_pushdown_on,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.early_exit",
+							 "Stops scoring a row once its class is settled.",
+							 "Class predictions of tree classifiers skip the remaining trees "
+							 "when no leaves of theirs could change the class; the answer is the same either way.",
+							 &hb_early_exit,
+							 hb_early_exit,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.cascade",
+							 "Score classifiers through their tuned cascade.",
+							 "When on, hb_predict and the batched forms let a tuned cheap model "
+							 "answer the rows it is confident about (see hb_tune).",
+							 &hb_cascade_on,
+							 hb_cascade_on,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.lazy_featurize",
+							 "Featurize only what a cascade's or approximate top-K's cheap model reads.",
+							 "The other featurizers run only for the rows the full model scores. "
+							 "Answers are the same either way.",
+							 &hb_lazy_on,
+							 hb_lazy_on,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("hbird.topk_mode",
+							 "How hb_topk_agg (and hb_topk with mode 'auto') rank.",
+							 "exact scores every row exactly; approx uses the tuned approximation "
+							 "(an error without one); auto uses it when one exists.",
+							 &hb_topk_mode,
+							 hb_topk_mode,
+							 topk_mode_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.stat_track",
+							 "Collects scoring statistics for hb_stat_models.",
+							 NULL,
+							 &hb_stat_track,
+							 hb_stat_track,
+							 PGC_SUSET,
+							 0,
+							 NULL, assign_stat_track, NULL);
+
+	/* a PGC_POSTMASTER variable can only be created while preloading */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("hbird.stat_max",
+								"Model versions tracked by hb_stat_models.",
+								"The least recently used are evicted beyond this. "
+								"Needs hbird in shared_preload_libraries.",
+								&hb_stat_max,
+								hb_stat_max,
+								100,
+								100000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+
+	/*
+	 * The device is probed at the first batch that could use it, in the
+	 * backend: CUDA must never be initialised in the postmaster, whose
+	 * children it would not survive.
+	 */
+	DefineCustomEnumVariable("hbird.device",
+							 "Where batched scoring runs.",
+							 "auto: on a CUDA GPU when one is usable and the batch has at least "
+							 "hbird.gpu_min_batch rows, else on the CPU; cpu: always the CPU; "
+							 "gpu: batches on the GPU, an error when there is none.  "
+							 "Single rows always run on the CPU.",
+							 &hb_device_setting,
+							 hb_device_setting,
+							 device_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, assign_device, NULL);
+
+	DefineCustomIntVariable("hbird.gpu_min_batch",
+							"Smallest batch that hbird.device = auto sends to the GPU.",
+							NULL,
+							&hb_gpu_min_batch,
+							hb_gpu_min_batch,
+							2,
+							INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, assign_gpu_min_batch, NULL);
+
+	DefineCustomIntVariable("hbird.gpu_memory",
+							"GPU memory each backend may hold for compiled models.",
+							"Least recently used models leave the GPU beyond this.",
+							&hb_gpu_memory_mb,
+							hb_gpu_memory_mb,
+							1,
+							1024 * 1024,
+							PGC_SUSET,
+							GUC_UNIT_MB,
+							NULL, assign_gpu_memory, NULL);
+
+	MarkGUCPrefixReserved("hbird");
+}
