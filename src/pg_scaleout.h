@@ -2,7 +2,8 @@
  * pg_scaleout.h
  *	  Scoring on shards and models on every node (docs/scale-out.md):
  *	  the pinned calls (pg_pinned.c), the planner step that ships them
- *	  (pg_pushdown.c) and the model distribution (pg_shards.c).
+ *	  (pg_pushdown.c, pg_partsplit.c) and the model distribution
+ *	  (pg_shards.c).
  */
 #ifndef HB_PG_SCALEOUT_H
 #define HB_PG_SCALEOUT_H
@@ -34,6 +35,12 @@ extern void hb_pushdown_prepare(Query *parse, HbPushdown *pd);
 extern void hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd);
 extern bool hb_pushdown_keeps(const HbPushdown *pd, const Plan *plan);
 extern bool hb_distributed_rel(Oid relid);
+extern bool hb_shard_table(Oid relid, Oid *serverid);
+extern List *hb_leaf_partitions(Oid relid);
+
+/* pg_partsplit.c: aggregates and top-K over partitions, per partition */
+extern bool hb_split_per_partition(Query *q, HbPushdown *pd);
+extern void hb_topk_scans_fix(PlannedStmt *stmt, HbPushdown *pd);
 extern bool hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k,
 							  Oid rowtype);
 
