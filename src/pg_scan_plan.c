@@ -784,7 +784,7 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 	int			n_input;
 	int			resno;
 
-	if ((plan->plan_rows < 2.0 && extra == NIL) || hb_pushdown_keeps(ctx->pd, plan))
+	if (extra == NIL && (plan->plan_rows < 2.0 || hb_pushdown_keeps(ctx->pd, plan)))
 		return plan;
 	calls = find_calls((Node *) plan->targetlist, NIL, false);
 	foreach(lc, plan->qual)
