@@ -102,8 +102,11 @@ log "rows per shard: $split; models: $(q $C -c "SELECT string_agg(server || ' ' 
 
 declare -A SQL
 SQL[sum]="SELECT sum(hb_predict('m', x)) FROM @T x"
-SQL[topk]="SELECT string_agg(id || ':' || s, ' ') FROM (SELECT id, hb_predict('m', x) AS s FROM @T x ORDER BY 2 DESC LIMIT 10) y"
-SQL[hb_topk]="SELECT string_agg((item).id || ':' || score, ' ') FROM hb_topk('m', 10, NULL::@T)"
+# the answer of a top-K: its scores in order, and the rows above the k-th
+# score (rows tied with it are SQL's choice: a float32 probability near 1
+# is shared by many rows of this model)
+SQL[topk]="WITH y AS (SELECT id, hb_predict('m', x) AS s FROM @T x ORDER BY 2 DESC LIMIT 10) SELECT string_agg(s::text, ' ' ORDER BY s DESC) || ' | ' || coalesce(string_agg(id::text, ' ' ORDER BY id) FILTER (WHERE s > (SELECT min(s) FROM y)), '') FROM y"
+SQL[hb_topk]="WITH y AS (SELECT (item).id, score AS s FROM hb_topk('m', 10, NULL::@T)) SELECT string_agg(s::text, ' ' ORDER BY s DESC) || ' | ' || coalesce(string_agg(id::text, ' ' ORDER BY id) FILTER (WHERE s > (SELECT min(s) FROM y)), '') FROM y"
 declare -A MS ANSWER
 
 # cpu NODE: CPU ticks (user + system) used so far by the node's processes:
