@@ -50,6 +50,10 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM pd_dist t WHERE hb_predict('binary_l
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id, hb_predict('binary_logistic', t) FROM pd_dist t
 ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 3 OFFSET 2;
+-- the same in a CTE (a subplan of its own)
+EXPLAIN (VERBOSE, COSTS OFF)
+WITH y AS MATERIALIZED (SELECT id FROM pd_dist t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 3)
+SELECT count(*) FROM y;
 -- the array form, and the other kinds
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT sum(hb_predict('binary_logistic', ARRAY[amount, age, balance, n_tx, risk, tenure])),
@@ -75,6 +79,12 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT sum(hb_predict(CASE WHEN id > 0 THEN 'binary
 -- pinned, but not split: an aggregate that has no partial form, DISTINCT
 EXPLAIN (VERBOSE, COSTS OFF) SELECT stddev(hb_predict('binary_logistic', t)) FROM pd_dist t;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT DISTINCT hb_predict_class('binary_logistic', t) FROM pd_dist t;
+
+-- functions without arguments next to the calls (clock_timestamp(), now())
+SELECT clock_timestamp() IS NOT NULL AS ts,
+	   round(hb_predict('binary_logistic', ARRAY[1, 2, 3, 4, 5, 6]::float8[])::numeric, 6) AS p;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*) FROM pd_ft t WHERE hb_predict('binary_logistic', t) > 0.5 AND now() IS NOT NULL;
 
 -- a role that may not score the model: its calls are not pinned (and fail
 -- when they run, with the usual message)

@@ -890,10 +890,15 @@ hb_topk_scans_fix(PlannedStmt *stmt, HbPushdown *pd)
 	int			next = 0;
 	ListCell   *lc;
 
+	/* in the main plan and in subplans (a CTE's, a subquery's) */
 	stmt->planTree = fix_topk(stmt->planTree, stmt, pd);
+	foreach(lc, stmt->subplans)
+		lfirst(lc) = fix_topk(lfirst(lc), stmt, pd);
 	max_node_id(stmt->planTree, &next);
 	foreach(lc, stmt->subplans)
 		max_node_id(lfirst(lc), &next);
 	next++;
 	number_new_nodes(stmt->planTree, &next);
+	foreach(lc, stmt->subplans)
+		number_new_nodes(lfirst(lc), &next);
 }

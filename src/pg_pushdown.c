@@ -206,8 +206,8 @@ pinned_function(FuncExpr *plain)
 static Node *
 pin_call(FuncExpr *f, PinCtx *ctx)
 {
-	Node	   *name = linitial(f->args);
-	Node	   *arg = lsecond(f->args);
+	Node	   *name;
+	Node	   *arg;
 	bool		is_array;
 	List	   *args;
 	Const	   *cols;
@@ -218,8 +218,11 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 
 	if (f->funcretset || list_length(f->args) != 2 ||
 		hb_scoring_call(f->funcid, &is_array) == HB_CALL_NONE ||
-		hb_pinned_function(f->funcid) ||
-		!IsA(name, Const) || ((Const *) name)->constisnull)
+		hb_pinned_function(f->funcid))
+		return NULL;
+	name = linitial(f->args);
+	arg = lsecond(f->args);
+	if (!IsA(name, Const) || ((Const *) name)->constisnull)
 		return NULL;
 
 	if (!is_array)
