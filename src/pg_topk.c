@@ -27,6 +27,7 @@
 #include "utils/typcache.h"
 
 #include "hbird.h"
+#include "pg_scaleout.h"
 #include "topk.h"
 
 PG_FUNCTION_INFO_V1(hb_topk);
@@ -361,6 +362,13 @@ hb_topk(PG_FUNCTION_ARGS)
 	approx = use_approx(PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
 						e, k, &tuning);
 	InitMaterializedSRF(fcinfo, 0);
+	/* a table of shards: each ranks its rows, this merges (pg_pushdown.c) */
+	if (!approx && PG_ARGISNULL(3) && hb_topk_on_shards(fcinfo, e, k, rowtype))
+	{
+		memset(&scan.stats, 0, sizeof(scan.stats));
+		record_stats(&scan.stats, e);
+		return (Datum) 0;
+	}
 	query = hb_query_arg(fcinfo, 3, rowtype);
 	if (approx)
 	{
