@@ -1,11 +1,12 @@
 /*
  * pg_shards.c
- *	  Models on every node (docs/scale-out.md): which foreign servers are
- *	  shards, hb_model_distribute on the coordinator, hb_model_receive on a
- *	  shard, and hb_model_shards, the check of every shard's versions.
+ *	  Models on every node (docs/scale-out.md): hb_model_distribute on the
+ *	  coordinator, hb_model_receive on a shard, and hb_model_shards, the
+ *	  check of every shard's versions.
  *
- * A shard is a postgres_fdw server whose extensions option lists hbird:
- * exactly the servers the planner ships scoring calls to (pg_pushdown.c).
+ * A shard is a postgres_fdw server whose extensions option lists hbird
+ * (pg_shard_map.c): exactly the servers the planner ships scoring calls to
+ * (pg_pushdown.c).
  * The model travels through the foreign servers themselves, with the
  * caller's user mappings, over postgres_fdw's own connections: the remote
  * work is part of the remote transactions postgres_fdw opens for the
@@ -34,7 +35,6 @@
 #include "access/table.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "executor/spi.h"
@@ -49,7 +49,6 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/varlena.h"
 
 #include "hbird.h"
 #include "pg_scaleout.h"
@@ -57,42 +56,6 @@
 PG_FUNCTION_INFO_V1(hb_model_distribute);
 PG_FUNCTION_INFO_V1(hb_model_receive);
 PG_FUNCTION_INFO_V1(hb_model_shards);
-
-/* ---- which servers are shards ---- */
-
-/*
- * Does the server ship hbird's functions: a postgres_fdw server whose
- * extensions option lists hbird?
- */
-bool
-hb_server_ships_hbird(Oid serverid)
-{
-	ForeignServer *server = GetForeignServer(serverid);
-	ForeignDataWrapper *fdw = GetForeignDataWrapper(server->fdwid);
-	char	   *handler;
-	ListCell   *lc;
-
-	if (!OidIsValid(fdw->fdwhandler) ||
-		(handler = get_func_name(fdw->fdwhandler)) == NULL ||
-		strcmp(handler, "postgres_fdw_handler") != 0)
-		return false;
-	foreach(lc, server->options)
-	{
-		DefElem    *d = lfirst(lc);
-		List	   *names;
-		ListCell   *ln;
-
-		if (strcmp(d->defname, "extensions") != 0)
-			continue;
-		/* parsed as postgres_fdw parses it */
-		if (!SplitIdentifierString(pstrdup(defGetString(d)), ',', &names))
-			return false;
-		foreach(ln, names)
-			if (strcmp(lfirst(ln), "hbird") == 0)
-				return true;
-	}
-	return false;
-}
 
 static int
 server_name_cmp(const ListCell *a, const ListCell *b)
