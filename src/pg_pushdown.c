@@ -409,12 +409,17 @@ hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k, Oid rowtype)
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
+		bool		nulls[3] = {0};
+		int			col = 0;
 		MemoryContext old;
 
-		values[0] = Int32GetDatum((int32) i + 1);
-		values[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[1]);
-		values[2] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[2]);
+		/* hb_topk's (rank, score, item): it checked the columns */
+		values[col++] = Int32GetDatum((int32) i + 1);
+		values[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[col]);
+		col++;
+		values[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[col]);
+		col++;
+		Assert(col == lengthof(values));
 		old = MemoryContextSwitchTo(cxt);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		MemoryContextSwitchTo(old);
