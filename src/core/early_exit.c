@@ -28,6 +28,7 @@
  * for every leaf, whichever path a row takes.
  */
 #include "plan_int.h"
+#include "exec.h"
 #include "early_exit.h"
 
 #include <float.h>
@@ -312,7 +313,7 @@ full_classes(const HbPlan *p, const double *x, size_t n, int32_t *out,
 	{
 		size_t		nb = n - r0 < buf_rows ? n - r0 : buf_rows;
 
-		hb_plan_margins(p, x + r0 * p->n_features, nb, buf);
+		hb_exec_full(p, x + r0 * p->n_features, nb, buf);
 		hb_link_class(p, buf, nb, out + r0);
 	}
 	if (stats)
@@ -407,7 +408,8 @@ score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 						amax = -DBL_MAX;
 
 			t1 = c < b->n_checks ? b->checks[c] : p->n_trees;
-			hb_ptt_accumulate(p, xl, nlive, t0, t1, acc);
+			hb_exec_trees(p, HB_STRATEGY_PTT, xl, nlive, t0, t1, HB_EXEC_SNAPPED,
+						  acc);
 			st->trees_scored += (int64_t) nlive * (t1 - t0);
 			if (t1 == p->n_trees)
 				break;
@@ -777,7 +779,7 @@ hb_early_exit_classes(const HbPlan *p, const HbClassBounds *b, const double *x,
 		score_one_binary(p, b, x, out, stats);
 		ok = true;
 	}
-	else if (p->ptt && n >= EE_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
+	else if (p->ptt && n >= EE_CHUNK && hb_exec_strategy(p, n) == HB_STRATEGY_PTT)
 		/* the compact kernel's chunks where it pays, else the range kernel */
 		ok = hb_ptt_chunk_usable(p, 0, p->n_trees) ?
 			score_chunks(p, b, x, n, out, stats) :

@@ -5,6 +5,10 @@
  * The tree layout is flat and breadth-first per tree with the two children
  * of a node stored side by side, so a step is "idx = left + go_right" and a
  * node is 16 bytes: four nodes share a cache line.
+ *
+ * Scoring a plan is exec.c's (hb_exec_trees and the hb_plan_margins family);
+ * this file builds and frees plans, lists their ops from the rows each
+ * strategy describes, and holds the links applied to the margins.
  */
 #include "plan_int.h"
 #include "device.h"
@@ -666,45 +670,6 @@ hb_plan_proba(const HbPlan *p, const double *x, size_t n, double *scratch,
 	hb_link_proba(p, scratch, n, out);
 }
 
-static void margins_unsnapped(const HbPlan *p, HbStrategy s, const double *x,
-							  size_t n, double *margins);
-
-/*
- * Strategy choice.
- *
- * Hummingbird picks by depth alone (GEMM up to 3, PTT up to 10, TT beyond).
- * hbird also looks at the batch and at how full the trees are:
- *
- *	- a few rows: TT.  It visits only the nodes on the path, with no
- *	  per-batch set-up; PTT and GEMM pay for their blocking (at one row TT
- *	  is 2-5x faster than PTT).
- *	- GEMM costs about I*L multiply-adds per tree and row (I internal nodes,
- *	  L leaves: 4^depth for full trees) against depth steps for a traversal,
- *	  so it only wins for very shallow trees (depth 2: 1.6x PTT) and batches
- *	  big enough for OpenBLAS; by depth 4 it is at half PTT's speed.
- *	- PTT walks every tree to its full depth D, branch-free, on integer keys.
- *	  It beats TT by 2-9x at every depth measured (2-10) for batches of 64
- *	  and more.  When trees are sparse (mean leaf depth well below D) TT does
- *	  much less work, so very unbalanced ensembles stay on TT.
- *
- * The thresholds (plan_int.h) come from bench/strategies.sh on this
- * project's reference machine (docs/strategies.md) and can be re-measured
- * anywhere; hbird.tree_strategy overrides the choice.
- */
-static HbStrategy strategy_override = HB_STRATEGY_AUTO;
-
-void
-hb_set_strategy_override(HbStrategy s)
-{
-	strategy_override = s;
-}
-
-HbStrategy
-hb_strategy_override(void)
-{
-	return strategy_override;
-}
-
 const char *
 hb_strategy_name(HbStrategy s)
 {
@@ -720,118 +685,6 @@ hb_strategy_name(HbStrategy s)
 			return "gemm";
 	}
 	return "unknown";
-}
-
-HbStrategy
-hb_plan_strategy(const HbPlan *p, size_t n)
-{
-	HbStrategy	s = strategy_override;
-
-	if (p->estimator != HB_EST_TREES)
-		return HB_STRATEGY_TT;
-	if (s == HB_STRATEGY_AUTO)
-	{
-		double		fullness = p->max_depth > 0 ?
-			p->avg_leaf_depth / p->max_depth : 1.0;
-
-		if (n < HB_AUTO_MIN_BATCH)
-			s = HB_STRATEGY_TT;
-		else if (p->gemm && p->max_depth <= HB_AUTO_GEMM_DEPTH &&
-				 n >= HB_AUTO_GEMM_MIN_BATCH)
-			s = HB_STRATEGY_GEMM;
-		else if (p->ptt && p->max_depth <= HB_AUTO_PTT_DEPTH &&
-				 fullness >= HB_AUTO_PTT_FULLNESS)
-			s = HB_STRATEGY_PTT;
-		else
-			s = HB_STRATEGY_TT;
-	}
-	if ((s == HB_STRATEGY_PTT && !p->ptt) || (s == HB_STRATEGY_GEMM && !p->gemm))
-		s = HB_STRATEGY_TT;
-	return s;
-}
-
-#define SNAP_ROWS 4096
-
-void
-hb_plan_margins_with(const HbPlan *p, HbStrategy s, const double *x,
-					 size_t n, double *margins)
-{
-	if (p->zero_snap)
-	{
-		/*
-		 * LightGBM turns inputs within its zero threshold into zero before
-		 * any comparison; do it once per block of rows instead of per node,
-		 * with blocks big enough that PTT and GEMM still see whole batches.
-		 */
-		size_t		per = n < SNAP_ROWS ? n : SNAP_ROWS;
-		double	   *buf = hb_alloc_must(sizeof(double) * per * p->n_features);
-
-		for (size_t r0 = 0; r0 < n; r0 += per)
-		{
-			size_t		nb = n - r0 < per ? n - r0 : per;
-			const double *src = x + r0 * p->n_features;
-
-			for (size_t i = 0; i < nb * p->n_features; i++)
-				buf[i] = fabs(src[i]) <= HB_ZERO_THRESHOLD ? 0.0 : src[i];
-			margins_unsnapped(p, s, buf, nb, margins + r0 * p->n_outputs);
-		}
-		hb_free(buf);
-		return;
-	}
-	margins_unsnapped(p, s, x, n, margins);
-}
-
-static void
-margins_unsnapped(const HbPlan *p, HbStrategy s, const double *x, size_t n,
-				  double *margins)
-{
-	if (p->estimator == HB_EST_LINEAR)
-	{
-		hb_linear_margins(p, x, n, margins);
-		return;
-	}
-	if ((s == HB_STRATEGY_PTT && !p->ptt) || (s == HB_STRATEGY_GEMM && !p->gemm))
-		s = HB_STRATEGY_TT;
-	switch (s)
-	{
-		case HB_STRATEGY_PTT:
-			hb_ptt_margins(p, x, n, margins);
-			break;
-		case HB_STRATEGY_GEMM:
-			hb_gemm_margins(p, x, n, margins);
-			break;
-		default:
-			hb_tt_margins(p, x, n, margins);
-			break;
-	}
-}
-
-void
-hb_plan_margins(const HbPlan *p, const double *x, size_t n, double *margins)
-{
-	/* batches go to the GPU when hbird.device says so (device.h) */
-	if (hb_device_try_margins(p, x, n, margins))
-		return;
-	hb_plan_margins_with(p, hb_plan_strategy(p, n), x, n, margins);
-}
-
-/* Write one op row; false when the array is full. */
-bool
-hb_plan_add_op(HbPlanOp *ops, int max_ops, int *n, const char *op, const char *in,
-			   const char *out, int64_t param_bytes, double flops)
-{
-	HbPlanOp   *o;
-
-	if (*n >= max_ops)
-		return false;
-	o = &ops[(*n)++];
-	memset(o, 0, sizeof(*o));
-	o->op = op;
-	snprintf(o->in_shape, sizeof(o->in_shape), "%s", in);
-	snprintf(o->out_shape, sizeof(o->out_shape), "%s", out);
-	o->param_bytes = param_bytes;
-	o->flops = flops;
-	return true;
 }
 
 int

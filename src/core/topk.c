@@ -16,6 +16,7 @@
  * that full scoring would have kept.
  */
 #include "plan_int.h"
+#include "exec.h"
 #include "device.h"
 #include "topk.h"
 
@@ -192,7 +193,8 @@ score_ptt(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 			int			t1 = t0 + tb < p->n_trees ? t0 + tb : p->n_trees;
 			size_t		kept = 0;
 
-			hb_ptt_accumulate(p, xl, nlive, t0, t1, acc);
+			hb_exec_trees(p, HB_STRATEGY_PTT, xl, nlive, t0, t1, HB_EXEC_SNAPPED,
+						  acc);
 			stats->pairs_scored += (int64_t) nlive * (t1 - t0);
 			if (t1 == p->n_trees)
 				break;
@@ -465,7 +467,8 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 	{
 		double	   *m = hb_alloc(sizeof(double) * n);
 
-		if (m != NULL && hb_device_try_margins(p, x, n, m))
+		if (m != NULL && hb_exec_trees(p, HB_STRATEGY_AUTO, x, n, 0, p->n_trees,
+									   HB_EXEC_INIT | HB_EXEC_DEVICE_ONLY, m))
 		{
 			for (size_t r = 0; r < n; r++)
 				if (b->sign * m[r] >= *threshold)
@@ -491,7 +494,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 		{
 			size_t		nb = n - r0 < TOPK_CHUNK ? n - r0 : TOPK_CHUNK;
 
-			hb_plan_margins(p, x + r0 * nf, nb, m);
+			hb_exec_full(p, x + r0 * nf, nb, m);
 			for (size_t i = 0; i < nb; i++)
 				if (b->sign * m[i] >= *threshold)
 					*threshold = offer(arg, r0 + i, m[i]);
@@ -518,7 +521,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 	 * Batches big enough for PTT take its kernel (the compact one through
 	 * chunks where it pays); the rest walk with TT.
 	 */
-	if (p->ptt && n >= TOPK_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
+	if (p->ptt && n >= TOPK_CHUNK && hb_exec_strategy(p, n) == HB_STRATEGY_PTT)
 	{
 		bool		ok = hb_ptt_chunk_usable(p, 0, p->n_trees) ?
 			score_chunks(p, b, x, n, threshold, offer, arg, stats) :
