@@ -198,6 +198,189 @@ hb_exec_trees(const HbPlan *p, HbStrategy s, const double *x, size_t n,
 	return true;
 }
 
+/* ---------- row sets ---------- */
+
+struct HbExecChunk
+{
+	const HbPlan *p;
+	HbStrategy	strategy;		/* a plain chunk's runs */
+	HbPttChunk *ptt;			/* the compact chunk, or NULL: plain */
+	int			cap;
+	int			n;				/* rows held */
+	/* plain: the rows held, their sums and ids; [1] for select */
+	double	   *x[2];
+	double	   *acc[2];
+	size_t	   *ids[2];
+};
+
+HbExecChunk *
+hb_exec_chunk_new(const HbPlan *p, HbStrategy strategy, int cap)
+{
+	HbExecChunk *c = hb_alloc0(sizeof(HbExecChunk));
+
+	if (c == NULL)
+		return NULL;
+	c->p = p;
+	c->strategy = strategy;
+	if (strategy == HB_STRATEGY_PTT && hb_ptt_chunk_usable(p, 0, p->n_trees))
+	{
+		c->ptt = hb_ptt_chunk_new(p);
+		if (c->ptt == NULL)
+		{
+			hb_free(c);
+			return NULL;
+		}
+		c->cap = hb_ptt_chunk_cap(c->ptt);
+		return c;
+	}
+	c->cap = cap;
+	c->x[0] = hb_alloc(sizeof(double) * cap * p->n_features);
+	c->acc[0] = hb_alloc(sizeof(double) * cap * p->n_outputs);
+	c->ids[0] = hb_alloc(sizeof(size_t) * cap);
+	if (!c->x[0] || !c->acc[0] || !c->ids[0])
+	{
+		hb_exec_chunk_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void
+hb_exec_chunk_free(HbExecChunk *c)
+{
+	if (c == NULL)
+		return;
+	hb_ptt_chunk_free(c->ptt);
+	for (int b = 0; b < 2; b++)
+	{
+		hb_free(c->x[b]);
+		hb_free(c->acc[b]);
+		hb_free(c->ids[b]);
+	}
+	hb_free(c);
+}
+
+bool
+hb_exec_chunk_compact(const HbExecChunk *c)
+{
+	return c->ptt != NULL;
+}
+
+int
+hb_exec_chunk_cap(const HbExecChunk *c)
+{
+	return c->cap;
+}
+
+void
+hb_exec_chunk_load(HbExecChunk *c, const double *x, int n, size_t first_id)
+{
+	if (c->ptt)
+	{
+		hb_ptt_chunk_load(c->ptt, x, n, first_id);
+		return;
+	}
+	memcpy(c->x[0], x, sizeof(double) * n * c->p->n_features);
+	hb_exec_base(c->p, n, c->acc[0]);
+	for (int i = 0; i < n; i++)
+		c->ids[0][i] = first_id + i;
+	c->n = n;
+}
+
+void
+hb_exec_chunk_run(HbExecChunk *c, int nr, int t0, int t1)
+{
+	if (c->ptt)
+		hb_ptt_chunk_run(c->ptt, nr, t0, t1);
+	else if (nr > 0)
+		hb_exec_trees(c->p, c->strategy, c->x[0], nr, t0, t1, HB_EXEC_SNAPPED,
+					  c->acc[0]);
+}
+
+void
+hb_exec_chunk_select(HbExecChunk *c, const int32_t *rows, int m)
+{
+	int			nf = c->p->n_features;
+	int			k = c->p->n_outputs;
+	double	   *tx;
+	double	   *ta;
+	size_t	   *ti;
+
+	if (c->ptt)
+	{
+		hb_ptt_chunk_select(c->ptt, rows, m);
+		return;
+	}
+	/* built in a second copy, so any order works */
+	if (c->x[1] == NULL)
+	{
+		c->x[1] = hb_alloc_must(sizeof(double) * c->cap * nf);
+		c->acc[1] = hb_alloc_must(sizeof(double) * c->cap * k);
+		c->ids[1] = hb_alloc_must(sizeof(size_t) * c->cap);
+	}
+	for (int j = 0; j < m; j++)
+	{
+		int			r = rows[j];
+
+		memcpy(c->x[1] + (size_t) j * nf, c->x[0] + (size_t) r * nf,
+			   sizeof(double) * nf);
+		memcpy(c->acc[1] + (size_t) j * k, c->acc[0] + (size_t) r * k,
+			   sizeof(double) * k);
+		c->ids[1][j] = c->ids[0][r];
+	}
+	tx = c->x[0], ta = c->acc[0], ti = c->ids[0];
+	c->x[0] = c->x[1], c->acc[0] = c->acc[1], c->ids[0] = c->ids[1];
+	c->x[1] = tx, c->acc[1] = ta, c->ids[1] = ti;
+	c->n = m;
+}
+
+void
+hb_exec_chunk_drop(HbExecChunk *c, uint8_t *keep)
+{
+	int			nf = c->p->n_features;
+	int			k = c->p->n_outputs;
+	int			kept = 0;
+
+	if (c->ptt)
+	{
+		hb_ptt_chunk_drop(c->ptt, keep);
+		return;
+	}
+	for (int i = 0; i < c->n; i++)
+	{
+		if (!keep[i])
+			continue;
+		if (kept != i)
+		{
+			memcpy(c->x[0] + (size_t) kept * nf, c->x[0] + (size_t) i * nf,
+				   sizeof(double) * nf);
+			memcpy(c->acc[0] + (size_t) kept * k, c->acc[0] + (size_t) i * k,
+				   sizeof(double) * k);
+			c->ids[0][kept] = c->ids[0][i];
+		}
+		kept++;
+	}
+	memset(keep, 1, kept);
+	if (c->n > kept)
+		memset(keep + kept, 0, c->n - kept);
+	c->n = kept;
+}
+
+void
+hb_exec_chunk_margins(const HbExecChunk *c, double *out)
+{
+	if (c->ptt)
+		hb_ptt_chunk_margins(c->ptt, out);
+	else
+		memcpy(out, c->acc[0], sizeof(double) * c->n * c->p->n_outputs);
+}
+
+const size_t *
+hb_exec_chunk_ids(const HbExecChunk *c)
+{
+	return c->ptt ? hb_ptt_chunk_ids(c->ptt) : c->ids[0];
+}
+
 /* ---------- the public forms (plan.h) ---------- */
 
 void

@@ -58,4 +58,44 @@ extern HbStrategy hb_exec_strategy(const HbPlan *p, size_t n);
 /* The strategy hbird.tree_strategy forces, or AUTO */
 extern HbStrategy hb_exec_forced(void);
 
+/*
+ * Row sets scored tree range by tree range (top-K, the class early exit):
+ * rows loaded once, trees added range by range, rows that are settled
+ * dropped.  With strategy PTT, PTT's compact chunk (HbPttChunk: it ranks
+ * the rows once per load) serves when the plan has its layout and it pays
+ * over the whole model; otherwise the chunk is plain: it keeps copies of
+ * the rows and their sums here, and every run goes through hb_exec_trees
+ * with the strategy given.  Either way a row's sums are its trees in model
+ * order: once it has run them all, hb_plan_margins's bits.  x must be
+ * zero-snapped already and stay the caller's while the chunk holds rows.
+ */
+typedef struct HbExecChunk HbExecChunk;
+
+/*
+ * NULL when out of memory.  cap: the rows per load of a plain chunk (a
+ * compact one sizes itself to its rank buffer: see hb_exec_chunk_cap).
+ */
+extern HbExecChunk *hb_exec_chunk_new(const HbPlan *p, HbStrategy strategy,
+									  int cap);
+extern void hb_exec_chunk_free(HbExecChunk *c);
+/* does a load rank the rows once, so that many short runs cost no more? */
+extern bool hb_exec_chunk_compact(const HbExecChunk *c);
+extern int	hb_exec_chunk_cap(const HbExecChunk *c);
+/* n rows of x (n <= cap), ids first_id.., sums at the base margins */
+extern void hb_exec_chunk_load(HbExecChunk *c, const double *x, int n,
+							   size_t first_id);
+/* add trees [t0, t1) to the sums of the first nr rows held */
+extern void hb_exec_chunk_run(HbExecChunk *c, int nr, int t0, int t1);
+/* keep rows[0..m), distinct indexes of rows held, in that order */
+extern void hb_exec_chunk_select(HbExecChunk *c, const int32_t *rows, int m);
+/*
+ * drop the rows whose keep[] is 0; keep[] follows (all 1 on the rows
+ * held after).  A compact chunk moves the last rows into the places freed,
+ * a plain one keeps the order.
+ */
+extern void hb_exec_chunk_drop(HbExecChunk *c, uint8_t *keep);
+/* running sums of the rows held, rows x n_outputs */
+extern void hb_exec_chunk_margins(const HbExecChunk *c, double *out);
+extern const size_t *hb_exec_chunk_ids(const HbExecChunk *c);
+
 #endif							/* HB_EXEC_H */

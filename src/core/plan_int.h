@@ -129,9 +129,9 @@ extern void hb_ptt_set_kernel(HbPttKernel k);
 extern bool hb_ptt_has_compact(const HbPlan *p);
 
 /*
- * A chunk of rows for the compact kernel over tree ranges (strategy_ptt.c):
- * top-K and the class early exit rank up to hb_ptt_chunk_cap rows once,
- * add trees block by block and keep only the rows still open.  Every row
+ * A chunk of rows for the compact kernel over tree ranges (strategy_ptt.c),
+ * behind exec.c's HbExecChunk: it ranks up to hb_ptt_chunk_cap rows once,
+ * adds trees block by block and keeps only the rows still open.  Every row
  * gets its trees in model order: its sums are hb_ptt_margins's bits.
  * hb_ptt_chunk_usable: the plan has the compact layout and its ranks pay
  * over trees [t_begin, t_end); hb_ptt_chunk_new is NULL otherwise (or out of
@@ -163,8 +163,9 @@ extern void hb_ptt_chunk_drop(HbPttChunk *c, uint8_t *keep);
 extern void hb_ptt_chunk_margins(const HbPttChunk *c, double *out);
 extern const size_t *hb_ptt_chunk_ids(const HbPttChunk *c);
 /*
- * false: hb_ptt_chunk_usable says no, so top-K and the early exit take
- * hb_ptt_accumulate block by block, as before chunks (tests, benchmarks).
+ * false: hb_ptt_chunk_usable says no, so HbExecChunk is plain and top-K
+ * and the early exit take the range kernel block by block, as before
+ * chunks (tests, benchmarks).
  */
 extern void hb_ptt_set_chunks(bool on);
 
