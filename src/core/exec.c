@@ -5,7 +5,10 @@
  *
  * Everything that scores trees comes through hb_exec_trees, and it is the
  * only caller of the strategies' kernels (hb_tt_*, hb_ptt_*, hb_gemm_*)
- * and of the device's dispatch outside tests and benchmarks.  What must
+ * and of the device's dispatch outside tests and benchmarks.  Here too:
+ * the strategy choice, row sets for top-K and the early exit
+ * (HbExecChunk), the public scoring forms of plan.h (margins, then the
+ * links of plan.c) and the op listing of hb_compile.  What must
  * hold: whatever path is taken, a row's sums are its trees' leaves added
  * in model order from the base margin, so the bits never depend on the
  * path (tests/core/test_strategies.c, test_tune.c compare with memcmp).
@@ -410,4 +413,83 @@ void
 hb_plan_base_margins(const HbPlan *p, size_t n, double *margins)
 {
 	hb_exec_base(p, n, margins);
+}
+
+/*
+ * Scores: the margins, then the link (plan.c), which is below this file
+ * and calls nothing back.
+ */
+void
+hb_plan_predict(const HbPlan *p, const double *x, size_t n, double *scratch,
+				double *out)
+{
+	hb_plan_margins(p, x, n, scratch);
+	hb_link_predict(p, scratch, n, out);
+}
+
+void
+hb_plan_targets(const HbPlan *p, const double *x, size_t n, double *scratch,
+				double *out)
+{
+	hb_plan_margins(p, x, n, scratch);
+	hb_link_targets(p, scratch, n, out);
+}
+
+void
+hb_plan_proba(const HbPlan *p, const double *x, size_t n, double *scratch,
+			  double *out)
+{
+	hb_plan_margins(p, x, n, scratch);
+	hb_link_proba(p, scratch, n, out);
+}
+
+/*
+ * The ops of a batch with the strategy it would run with: the rows the
+ * strategy describes, then the link's.
+ */
+int
+hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
+{
+	HbStrategy	s = hb_plan_strategy(p, n);
+	int			k = 0;
+
+	if (p->estimator == HB_EST_LINEAR)
+	{
+		if (max_ops < 1)
+			return 0;
+		ops[0].op = p->sum_f32 ? "dot" : "gemm";
+		snprintf(ops[0].in_shape, sizeof(ops[0].in_shape), "%zux%d", n, p->n_features);
+		snprintf(ops[0].out_shape, sizeof(ops[0].out_shape), "%zux%d", n, p->n_outputs);
+		ops[0].param_bytes = (int64_t) sizeof(double) * (p->n_features + 1) * p->n_outputs;
+		ops[0].flops = 2.0 * n * p->n_features * p->n_outputs;
+		k = 1;
+	}
+	else if (s == HB_STRATEGY_PTT)
+		k = hb_ptt_ops(p, n, ops, max_ops);
+	else if (s == HB_STRATEGY_GEMM)
+		k = hb_gemm_ops(p, n, ops, max_ops);
+	else
+		k = hb_tt_ops(p, n, ops, max_ops);
+	if (k < max_ops)
+	{
+		ops[k].op = p->link == HB_LINK_SOFTMAX || p->link == HB_LINK_SOFTMAX_PAIR ?
+			"softmax" :
+			p->link == HB_LINK_SIGMOID || p->link == HB_LINK_LOGISTIC ? "sigmoid" :
+			p->link == HB_LINK_EXP ? "exp" :
+			p->link == HB_LINK_SOFTMAX_ZERO ? "softmax_zero" :
+			p->link == HB_LINK_PROBIT ? "probit" :
+			p->link == HB_LINK_SIGMOID_L1 ? "sigmoid_l1" :
+			p->link == HB_LINK_SIGMOID_SUM ? "sigmoid_sum" :
+			p->link == HB_LINK_SOFTPLUS ? "softplus" : "identity";
+		snprintf(ops[k].in_shape, sizeof(ops[k].in_shape), "%zux%d", n, p->n_outputs);
+		snprintf(ops[k].out_shape, sizeof(ops[k].out_shape), "%zux%d", n,
+				 p->n_classes > 1 ? p->n_classes :
+				 hb_plan_is_multi_target(p) ? p->n_outputs : 1);
+		ops[k].param_bytes = (int64_t) sizeof(double) * p->n_outputs;
+		ops[k].flops = (double) n * p->n_outputs * 4;
+		k++;
+	}
+	for (int i = 0; i < k; i++)
+		ops[i].strategy = s;
+	return k;
 }

@@ -6,9 +6,10 @@
  * of a node stored side by side, so a step is "idx = left + go_right" and a
  * node is 16 bytes: four nodes share a cache line.
  *
- * Scoring a plan is exec.c's (hb_exec_trees and the hb_plan_margins family);
- * this file builds and frees plans, lists their ops from the rows each
- * strategy describes, and holds the links applied to the margins.
+ * Running a plan is exec.c's (hb_exec_trees, the hb_plan_margins and
+ * hb_plan_predict families, hb_plan_ops); this file builds and frees plans
+ * and holds the links from margins to predictions, which call nothing
+ * else in the core.
  */
 #include "plan_int.h"
 #include "device.h"
@@ -646,30 +647,6 @@ hb_link_proba(const HbPlan *p, const double *margins, size_t n, double *out)
 	}
 }
 
-void
-hb_plan_predict(const HbPlan *p, const double *x, size_t n, double *scratch,
-				double *out)
-{
-	hb_plan_margins(p, x, n, scratch);
-	hb_link_predict(p, scratch, n, out);
-}
-
-void
-hb_plan_targets(const HbPlan *p, const double *x, size_t n, double *scratch,
-				double *out)
-{
-	hb_plan_margins(p, x, n, scratch);
-	hb_link_targets(p, scratch, n, out);
-}
-
-void
-hb_plan_proba(const HbPlan *p, const double *x, size_t n, double *scratch,
-			  double *out)
-{
-	hb_plan_margins(p, x, n, scratch);
-	hb_link_proba(p, scratch, n, out);
-}
-
 const char *
 hb_strategy_name(HbStrategy s)
 {
@@ -685,51 +662,4 @@ hb_strategy_name(HbStrategy s)
 			return "gemm";
 	}
 	return "unknown";
-}
-
-int
-hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
-{
-	HbStrategy	s = hb_plan_strategy(p, n);
-	int			k = 0;
-
-	if (p->estimator == HB_EST_LINEAR)
-	{
-		if (max_ops < 1)
-			return 0;
-		ops[0].op = p->sum_f32 ? "dot" : "gemm";
-		snprintf(ops[0].in_shape, sizeof(ops[0].in_shape), "%zux%d", n, p->n_features);
-		snprintf(ops[0].out_shape, sizeof(ops[0].out_shape), "%zux%d", n, p->n_outputs);
-		ops[0].param_bytes = (int64_t) sizeof(double) * (p->n_features + 1) * p->n_outputs;
-		ops[0].flops = 2.0 * n * p->n_features * p->n_outputs;
-		k = 1;
-	}
-	else if (s == HB_STRATEGY_PTT)
-		k = hb_ptt_ops(p, n, ops, max_ops);
-	else if (s == HB_STRATEGY_GEMM)
-		k = hb_gemm_ops(p, n, ops, max_ops);
-	else
-		k = hb_tt_ops(p, n, ops, max_ops);
-	if (k < max_ops)
-	{
-		ops[k].op = p->link == HB_LINK_SOFTMAX || p->link == HB_LINK_SOFTMAX_PAIR ?
-			"softmax" :
-			p->link == HB_LINK_SIGMOID || p->link == HB_LINK_LOGISTIC ? "sigmoid" :
-			p->link == HB_LINK_EXP ? "exp" :
-			p->link == HB_LINK_SOFTMAX_ZERO ? "softmax_zero" :
-			p->link == HB_LINK_PROBIT ? "probit" :
-			p->link == HB_LINK_SIGMOID_L1 ? "sigmoid_l1" :
-			p->link == HB_LINK_SIGMOID_SUM ? "sigmoid_sum" :
-			p->link == HB_LINK_SOFTPLUS ? "softplus" : "identity";
-		snprintf(ops[k].in_shape, sizeof(ops[k].in_shape), "%zux%d", n, p->n_outputs);
-		snprintf(ops[k].out_shape, sizeof(ops[k].out_shape), "%zux%d", n,
-				 p->n_classes > 1 ? p->n_classes :
-				 hb_plan_is_multi_target(p) ? p->n_outputs : 1);
-		ops[k].param_bytes = (int64_t) sizeof(double) * p->n_outputs;
-		ops[k].flops = (double) n * p->n_outputs * 4;
-		k++;
-	}
-	for (int i = 0; i < k; i++)
-		ops[i].strategy = s;
-	return k;
 }
