@@ -19,6 +19,9 @@ REGRESS_OPTS = --inputdir=.
 
 PG_CPPFLAGS = -Isrc/core -std=gnu11
 SHLIB_LINK = -lopenblas -lprotobuf-c -lm
+# libpq: hb_model_distribute talks to shards over postgres_fdw's connections
+PG_CPPFLAGS += -I$(shell $(PG_CONFIG) --includedir)
+SHLIB_LINK += -lpq
 
 # CUDA (docs/gpu.md): built when nvcc is found, unless USE_CUDA=0; USE_CUDA=1
 # insists.  The runtime is linked statically, so the library loads on

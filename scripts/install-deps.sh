@@ -7,6 +7,7 @@ packages=(
 	build-essential
 	postgresql-15
 	postgresql-server-dev-15
+	libpq-dev
 	postgresql-common
 	postgresql-plpython3-15
 	libopenblas-dev

@@ -139,13 +139,13 @@ run_check() {
 		tar -xf - -C "$dir/src"
 	# CPU only: the sanitizers watch the host code; the CUDA part has its own checks
 	if ! make -C "$dir/src" -s -j2 USE_CUDA=0 COPT="-O1 $SAN_FLAGS" \
-		SHLIB_LINK="-lopenblas -lprotobuf-c -lm $SAN_FLAGS" >"$dir/build.log" 2>&1; then
+		SHLIB_LINK="-lopenblas -lprotobuf-c -lm -lpq $SAN_FLAGS" >"$dir/build.log" 2>&1; then
 		tap "not ok - sanitized build, see $dir/build.log"
 		return
 	fi
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
-	$sudo make -C "$dir/src" -s USE_CUDA=0 COPT="-O1 $SAN_FLAGS" SHLIB_LINK="-lopenblas -lprotobuf-c -lm $SAN_FLAGS" install >>"$dir/build.log" 2>&1
+	$sudo make -C "$dir/src" -s USE_CUDA=0 COPT="-O1 $SAN_FLAGS" SHLIB_LINK="-lopenblas -lprotobuf-c -lm -lpq $SAN_FLAGS" install >>"$dir/build.log" 2>&1
 	HB_LIBASAN="$libasan $dir/swift_stub.so" HB_REPORTS=$dir/reports \
 		pg_virtualenv -t -v 15 bash "$root/scripts/sanitize.sh" check-inner "$dir/src" \
 		>"$dir/run.log" 2>&1 9>&-

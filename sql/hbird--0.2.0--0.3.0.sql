@@ -233,3 +233,80 @@ ALTER TABLE hbird.tuning ADD CONSTRAINT tuning_approx_kind_check
 	CHECK (approx_kind IN ('prefix', 'linear', 'trees'));
 
 /* ---- end of tuned small tree ensembles ---- */
+
+/* ---- Scale-out: scoring on shards, models on every node (docs/scale-out.md) ---- */
+
+/*
+ * The pinned forms of the scoring functions: what a coordinator ships to a
+ * shard through postgres_fdw.  The row comes as column names and values
+ * (bound by those names), the model version as its number and SHA-256 (the
+ * call raises an error, naming the server and both versions, where the
+ * active version is another), origin names the server the call was planned
+ * for.  The planner writes them from plain calls over foreign tables; they
+ * are IMMUTABLE because, given the pinned version, the answer is fixed,
+ * and only immutable functions are shipped.  columns NULL: the one value
+ * is an array, bound by position.
+ */
+CREATE FUNCTION hb_predict_pinned(name text, version integer, sha256 text,
+								  origin text, columns text[], VARIADIC "any")
+RETURNS double precision
+AS 'MODULE_PATHNAME', 'hb_predict_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_proba_pinned(name text, version integer, sha256 text,
+										origin text, columns text[], VARIADIC "any")
+RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_proba_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_margin_pinned(name text, version integer, sha256 text,
+										 origin text, columns text[], VARIADIC "any")
+RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_margin_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_class_pinned(name text, version integer, sha256 text,
+										origin text, columns text[], VARIADIC "any")
+RETURNS integer
+AS 'MODULE_PATHNAME', 'hb_predict_class_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION hb_predict_targets_pinned(name text, version integer, sha256 text,
+										  origin text, columns text[], VARIADIC "any")
+RETURNS double precision[]
+AS 'MODULE_PATHNAME', 'hb_predict_targets_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+/*
+ * On the coordinator: make a model version (default: the active one) with
+ * its activation, grants and tunings present on every shard, that is every
+ * postgres_fdw server whose extensions option lists hbird, through the
+ * caller's user mappings, inside the caller's transaction.  Model owners
+ * and superusers; EXECUTE granted by the DBA.
+ */
+CREATE FUNCTION hb_model_distribute(name text, version integer DEFAULT NULL)
+RETURNS TABLE (server name, shard_version integer, shard_sha256 text, action text)
+AS 'MODULE_PATHNAME', 'hb_model_distribute'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/*
+ * On a shard: store what hb_model_distribute sends (called by it, through
+ * the foreign server's connection).  The same rules as hb_model_upload: an
+ * existing model is changed by its owner's members and superusers.
+ */
+CREATE FUNCTION hb_model_receive(name text, version integer, format text,
+								 features text[], body bytea, sha256 text,
+								 owner name, active boolean, grants name[],
+								 tunings json, tuning_candidates json)
+RETURNS text
+AS 'MODULE_PATHNAME', 'hb_model_receive'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+REVOKE ALL ON FUNCTION hb_model_distribute(text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION hb_model_receive(text, integer, text, text[], bytea, text,
+										name, boolean, name[], json, json) FROM PUBLIC;
+
+/*
+ * Every shard's active versions next to the coordinator's (one model, or
+ * all): a row per (shard, model) that either side has.
+ */
+CREATE FUNCTION hb_model_shards(name text DEFAULT NULL)
+RETURNS TABLE (server name, model text, version integer, sha256 text,
+			   shard_version integer, shard_sha256 text, in_sync boolean)
+AS 'MODULE_PATHNAME', 'hb_model_shards'
+LANGUAGE C VOLATILE;
+
+/* ---- end of scale-out ---- */

@@ -32,7 +32,8 @@ GRANT EXECUTE ON FUNCTION hb_model_upload(text, text, text, text[]),
 	hb_model_grant(text, name), hb_model_revoke(text, name),
 	hb_model_reassign(text, name),
 	hb_tune(text, text, text, integer, double precision, double precision, integer),
-	hb_tune_drop(text, text)
+	hb_tune_drop(text, text), hb_model_distribute(text, integer),
+	hb_model_receive(text, integer, text, text[], bytea, text, name, boolean, name[], json, json)
 	TO regress_pm_owner, regress_pm_admin;
 CREATE TABLE pm_rows AS SELECT * FROM binary_logistic_in WHERE id <= 20;
 GRANT SELECT ON pm_rows TO PUBLIC;
@@ -127,7 +128,15 @@ INSERT INTO pm_fn (fn, stmt) VALUES
 ('UPDATE hbird.model', $$UPDATE hbird.model SET owner = current_user::regrole$$),
 ('INSERT hbird.model_grant', $$INSERT INTO hbird.model_grant VALUES ('pm_model', 0, 0)$$),
 ('ALTER EXTENSION hbird UPDATE', $$ALTER EXTENSION hbird UPDATE$$),
-('COMMENT ON EXTENSION hbird', $$COMMENT ON EXTENSION hbird IS 'x'$$);
+('COMMENT ON EXTENSION hbird', $$COMMENT ON EXTENSION hbird IS 'x'$$),
+('hb_predict_pinned', $$SELECT hb_predict_pinned('pm_model', 2, (SELECT sha256 FROM hb_models WHERE name = 'pm_model' AND version = 2), 's1', '{amount,age,balance,n_tx,risk,tenure}', amount, age, balance, n_tx, risk, tenure) FROM pm_rows$$),
+('hb_predict_proba_pinned', $$SELECT hb_predict_proba_pinned('pm_model', 2, (SELECT sha256 FROM hb_models WHERE name = 'pm_model' AND version = 2), 's1', NULL, ARRAY[1, 2, 3, 4, 5, 6])$$),
+('hb_predict_margin_pinned', $$SELECT hb_predict_margin_pinned('pm_model', 2, (SELECT sha256 FROM hb_models WHERE name = 'pm_model' AND version = 2), 's1', NULL, ARRAY[1, 2, 3, 4, 5, 6])$$),
+('hb_predict_class_pinned', $$SELECT hb_predict_class_pinned('pm_model', 2, (SELECT sha256 FROM hb_models WHERE name = 'pm_model' AND version = 2), 's1', NULL, ARRAY[1, 2, 3, 4, 5, 6])$$),
+('hb_predict_targets_pinned', $$SELECT hb_predict_targets_pinned('pm_reg', 1, (SELECT sha256 FROM hb_models WHERE name = 'pm_reg' AND version = 1), 's1', NULL, ARRAY[1, 2, 3, 4, 5, 6, 7, 8])$$),
+('hb_model_distribute (no shards)', $$SELECT count(*) FROM hb_model_distribute('pm_model')$$),
+('hb_model_receive', format('SELECT hb_model_receive(%L, 9, %L, NULL, convert_to(%L, %L), encode(sha256(convert_to(%L, %L)), %L), %L, true, %L, %L, %L)', 'pm_model', 'xgboost-json', :'bin', 'UTF8', :'bin', 'UTF8', 'hex', 'regress_pm_owner', '{}', '[]', '[]')),
+('hb_model_shards (no shards)', $$SELECT count(*) FROM hb_model_shards()$$);
 
 CREATE TEMP TABLE pm_result AS
 SELECT n, fn, col, pm_try(r, stmt) AS res FROM pm_fn, pm_role;
@@ -208,7 +217,8 @@ REVOKE EXECUTE ON FUNCTION hb_model_upload(text, text, text, text[]),
 	hb_model_grant(text, name), hb_model_revoke(text, name),
 	hb_model_reassign(text, name),
 	hb_tune(text, text, text, integer, double precision, double precision, integer),
-	hb_tune_drop(text, text)
+	hb_tune_drop(text, text), hb_model_distribute(text, integer),
+	hb_model_receive(text, integer, text, text[], bytea, text, name, boolean, name[], json, json)
 	FROM regress_pm_owner, regress_pm_admin;
 DROP ROLE regress_pm_member, regress_pm_owner, regress_pm_admin, regress_pm_scorer, regress_pm_public;
 RESET client_min_messages;

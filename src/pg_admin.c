@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 
 #include "hbird.h"
+#include "pg_scaleout.h"
 
 PG_FUNCTION_INFO_V1(hb_model_upload_bytea);
 PG_FUNCTION_INFO_V1(hb_model_upload_text);
@@ -142,43 +143,219 @@ sha256(const char *data, size_t len, uint8 *out)
 }
 
 /*
- * Upload the model in varlena arg (a bytea or a text argument: the same
- * representation, stored as given).  A model near hbird.max_model_bytes
- * must not need several times its size: the argument is stored as it
- * came, the compiled plan (built only to prove the model compiles) and
- * the IR are freed as soon as they are no longer needed, and the image is
- * turned into a bytea in place.
+ * A model version parsed, validated and compiled, ready to be written:
+ * everything the catalog rows need, and nothing of the IR.
  */
-static Datum
-upload(FunctionCallInfo fcinfo, struct varlena *arg)
+struct HbVersionRows
 {
-	const char *bytes = VARDATA_ANY(arg);
-	size_t		len = VARSIZE_ANY_EXHDR(arg);
-	char	   *name = model_name_arg(fcinfo);
-	HbFormat	format = HB_FORMAT_AUTO;
-	ArrayType  *features = NULL;
-	MemoryContext work;
-	MemoryContext old;
-	HbModel    *m = NULL;
-	HbPlan	   *plan = NULL;
-	HbError		err = {0};
+	struct varlena *bytes;		/* as uploaded, stored verbatim */
+	size_t		len;
+	ArrayType  *features;		/* the upload's features argument, or NULL */
 	uint8		digest[HB_SHA256_LEN];
-	char	   *image;
-	size_t		image_len;
-	int32		version;
+	bytea	   *image;
+	const char *format;
+	const char *task;
+	char	   *objective;
+	int32		n_features;
+	int32		n_outputs;
+	int32		n_classes;
+	int32		n_trees;
+	int32		max_depth;
+	bool		has_pipeline;
+	int			n_listed;		/* what rows bind to: features or inputs */
 	Datum	   *fnames;
 	Datum	   *ftypes;
 	Datum	   *fcosts;
 	bool	   *fcost_nulls;
-	int			n_listed;
-	bool		isnull;
-	bool		exists;
-	bool		has_pipeline;
-	HbCatalogWrite w;
+	MemoryContext work;			/* the parse's scratch, freed when done */
+};
 
-	if (!PG_ARGISNULL(2))
+/*
+ * Parse, validate and compile the model in varlena arg (a bytea or a text
+ * argument: the same representation, stored as given) before anything is
+ * written.  A model near hbird.max_model_bytes must not need several times
+ * its size: the argument is stored as it came, the compiled plan (built
+ * only to prove the model compiles) and the IR are freed as soon as they
+ * are no longer needed, and the image is turned into a bytea in place.
+ */
+HbVersionRows *
+hb_version_prepare(const char *name, struct varlena *arg, HbFormat format,
+				   ArrayType *features)
+{
+	const char *bytes = VARDATA_ANY(arg);
+	size_t		len = VARSIZE_ANY_EXHDR(arg);
+	HbVersionRows *r = palloc0(sizeof(HbVersionRows));
+	MemoryContext old;
+	HbModel    *m = NULL;
+	HbPlan	   *plan = NULL;
+	HbError		err = {0};
+	char	   *image;
+	size_t		image_len;
+
+	if (len > (size_t) hb_max_model_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("model \"%s\" is %zu bytes, more than hbird.max_model_bytes (%d)",
+						name, len, hb_max_model_bytes)));
+	r->bytes = arg;
+	r->len = len;
+	r->features = features;
+	r->work = AllocSetContextCreate(CurrentMemoryContext, "hbird upload",
+									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(r->work);
+	if (!hb_model_read(bytes, len, format, &m, &err))
+		hb_report(&err, "invalid model", name);
+	if (features)
 	{
-		char	   *f = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		int			n;
+		char	  **names = text_array_to_cstrings(features, &n, "features");
+
+		if (!hb_model_set_feature_names(m, names, n, &err))
+			hb_report(&err, "invalid features for model", name);
+	}
+	if (!hb_plan_build(m, &plan, &err))
+		hb_report(&err, "could not compile model", name);
+	hb_plan_free(plan);
+	if (!hb_model_image_write(m, &image, &image_len, &err))
+		hb_report(&err, "could not compile model", name);
+	/* the image as a bytea, in place */
+	image = repalloc_huge(image, image_len + VARHDRSZ);
+	memmove(image + VARHDRSZ, image, image_len);
+	SET_VARSIZE(image, image_len + VARHDRSZ);
+	r->image = (bytea *) image;
+	sha256(bytes, len, r->digest);
+	MemoryContextSwitchTo(old);
+
+	/* what rows bind to: the features, or a pipeline's raw inputs */
+	r->n_listed = m->pipeline ? m->pipeline->n_inputs : m->n_features;
+	r->fnames = palloc(sizeof(Datum) * r->n_listed);
+	r->ftypes = palloc(sizeof(Datum) * r->n_listed);
+	r->fcosts = palloc(sizeof(Datum) * r->n_listed);
+	r->fcost_nulls = palloc(sizeof(bool) * r->n_listed);
+	for (int i = 0; i < r->n_listed; i++)
+	{
+		if (m->pipeline)
+		{
+			const HbInput *in = &m->pipeline->inputs[i];
+			static const char *const costs[] = {NULL, "cheap", "medium", "expensive"};
+
+			r->fnames[i] = CStringGetTextDatum(in->name);
+			r->ftypes[i] = CStringGetTextDatum(in->type == HB_INPUT_TEXT ? "text" : "numeric");
+			r->fcost_nulls[i] = costs[in->cost] == NULL;
+			r->fcosts[i] = r->fcost_nulls[i] ? (Datum) 0 : CStringGetTextDatum(costs[in->cost]);
+		}
+		else
+		{
+			r->fnames[i] = CStringGetTextDatum(m->features[i].name);
+			r->ftypes[i] = CStringGetTextDatum(feature_type_name(m->features[i].type));
+			r->fcost_nulls[i] = true;
+			r->fcosts[i] = (Datum) 0;
+		}
+	}
+	warn_long_names(m, name);
+	r->format = hb_format_name(m->format);
+	r->task = hb_task_name(m->task);
+	r->objective = pstrdup(m->objective ? m->objective : "");
+	r->n_features = m->n_features;
+	r->n_outputs = m->n_outputs;
+	r->n_classes = m->n_classes;
+	r->n_trees = m->estimator == HB_EST_TREES ? m->n_trees : 0;
+	r->max_depth = m->max_depth;
+	/* everything the rows need is copied out: the IR can go */
+	r->has_pipeline = m->pipeline != NULL;
+	hb_model_free(m);
+	return r;
+}
+
+/* The SHA-256 of the prepared version's bytes. */
+const uint8 *
+hb_version_sha256(const HbVersionRows *r)
+{
+	return r->digest;
+}
+
+/*
+ * Write version (model_version and model_feature rows) of the locked
+ * model name, inside hb_write_begin/hb_write_end; frees the preparation.
+ */
+void
+hb_version_insert(HbCatalogWrite *w, const char *name, HbVersionRows *r,
+				  int32 version)
+{
+	{
+		Oid			t[16] = {TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID,
+							 INT4OID, INT4OID, INT4OID, INT4OID, INT4OID,
+		TEXTARRAYOID, BYTEAOID, BYTEAOID, INT8OID, TEXTOID, BYTEAOID};
+		Datum		v[16];
+		char		nulls[17] = "                ";
+		bytea	   *hash = palloc(VARHDRSZ + HB_SHA256_LEN);
+
+		SET_VARSIZE(hash, VARHDRSZ + HB_SHA256_LEN);
+		memcpy(VARDATA(hash), r->digest, HB_SHA256_LEN);
+
+		v[0] = CStringGetTextDatum(name);
+		v[1] = Int32GetDatum(version);
+		v[2] = CStringGetTextDatum(r->format);
+		v[3] = CStringGetTextDatum(r->task);
+		v[4] = CStringGetTextDatum(r->objective);
+		v[5] = Int32GetDatum(r->n_features);
+		v[6] = Int32GetDatum(r->n_outputs);
+		v[7] = Int32GetDatum(r->n_classes);
+		v[8] = Int32GetDatum(r->n_trees);
+		v[9] = Int32GetDatum(r->max_depth);
+		v[10] = r->features ? PointerGetDatum(r->features) : (Datum) 0;
+		if (!r->features)
+			nulls[10] = 'n';
+		v[11] = PointerGetDatum(r->bytes);
+		v[12] = PointerGetDatum(hash);
+		v[13] = Int64GetDatum((int64) r->len);
+		v[14] = CStringGetTextDatum(GetUserNameFromId(w->caller, false));
+		v[15] = PointerGetDatum(r->image);
+		hb_write_sql(psprintf("INSERT INTO hbird.model_version (name, version, format, task, objective, "
+							  "n_features, n_outputs, n_classes, n_trees, max_depth, feature_names, "
+							  "body, sha256, size_bytes, uploaded_by, image) "
+							  "VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, "
+							  "$12, $13, $14, $15::text::%s, $16)",
+							  hb_role_column_type("model_version", "uploaded_by")),
+					 16, t, v, nulls, SPI_OK_INSERT);
+	}
+	{
+		Oid			t[5] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+		Datum		v[5];
+		int			dims[1] = {r->n_listed};
+		int			lbs[1] = {1};
+
+		v[0] = CStringGetTextDatum(name);
+		v[1] = Int32GetDatum(version);
+		v[2] = PointerGetDatum(construct_array(r->fnames, r->n_listed, TEXTOID,
+											   -1, false, TYPALIGN_INT));
+		v[3] = PointerGetDatum(construct_array(r->ftypes, r->n_listed, TEXTOID,
+											   -1, false, TYPALIGN_INT));
+		v[4] = PointerGetDatum(construct_md_array(r->fcosts, r->fcost_nulls, 1, dims, lbs,
+												  TEXTOID, -1, false, TYPALIGN_INT));
+		/* cost came with 0.2.0: a 0.1.0 catalog still takes other models */
+		if (r->has_pipeline)
+			hb_write_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type, cost) "
+						 "SELECT $1, $2, u.ord::integer, u.f, u.t, u.c "
+						 "FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(f, t, c, ord)",
+						 5, t, v, NULL, SPI_OK_INSERT);
+		else
+			hb_write_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type) "
+						 "SELECT $1, $2, u.ord::integer, u.f, u.t "
+						 "FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(f, t, ord)",
+						 4, t, v, NULL, SPI_OK_INSERT);
+	}
+	MemoryContextDelete(r->work);
+}
+
+static HbFormat
+format_arg(FunctionCallInfo fcinfo, int argno)
+{
+	HbFormat	format = HB_FORMAT_AUTO;
+
+	if (!PG_ARGISNULL(argno))
+	{
+		char	   *f = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 
 		if (!hb_format_parse(f, &format))
 			ereport(ERROR,
@@ -186,6 +363,23 @@ upload(FunctionCallInfo fcinfo, struct varlena *arg)
 					 errmsg("unknown model format \"%s\"", f),
 					 errhint("Known formats: auto, xgboost-json, xgboost-ubj, lightgbm-text, onnx.")));
 	}
+	return format;
+}
+
+/* Upload the model in varlena arg as the model's next version. */
+static Datum
+upload(FunctionCallInfo fcinfo, struct varlena *arg)
+{
+	size_t		len = VARSIZE_ANY_EXHDR(arg);
+	char	   *name = model_name_arg(fcinfo);
+	HbFormat	format = format_arg(fcinfo, 2);
+	ArrayType  *features = NULL;
+	HbVersionRows *r;
+	int32		version;
+	bool		isnull;
+	bool		exists;
+	HbCatalogWrite w;
+
 	if (len > (size_t) hb_max_model_bytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -206,58 +400,7 @@ upload(FunctionCallInfo fcinfo, struct varlena *arg)
 		hb_check_new_model_name(name);
 
 	/* parse and compile first: nothing is written unless both succeed */
-	work = AllocSetContextCreate(CurrentMemoryContext, "hbird upload",
-								 ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(work);
-	if (!hb_model_read(bytes, len, format, &m, &err))
-		hb_report(&err, "invalid model", name);
-	if (features)
-	{
-		int			n;
-		char	  **names = text_array_to_cstrings(features, &n, "features");
-
-		if (!hb_model_set_feature_names(m, names, n, &err))
-			hb_report(&err, "invalid features for model", name);
-	}
-	if (!hb_plan_build(m, &plan, &err))
-		hb_report(&err, "could not compile model", name);
-	hb_plan_free(plan);
-	if (!hb_model_image_write(m, &image, &image_len, &err))
-		hb_report(&err, "could not compile model", name);
-	/* the image as a bytea, in place */
-	image = repalloc_huge(image, image_len + VARHDRSZ);
-	memmove(image + VARHDRSZ, image, image_len);
-	SET_VARSIZE(image, image_len + VARHDRSZ);
-	sha256(bytes, len, digest);
-	MemoryContextSwitchTo(old);
-
-	/* what rows bind to: the features, or a pipeline's raw inputs */
-	n_listed = m->pipeline ? m->pipeline->n_inputs : m->n_features;
-	fnames = palloc(sizeof(Datum) * n_listed);
-	ftypes = palloc(sizeof(Datum) * n_listed);
-	fcosts = palloc(sizeof(Datum) * n_listed);
-	fcost_nulls = palloc(sizeof(bool) * n_listed);
-	for (int i = 0; i < n_listed; i++)
-	{
-		if (m->pipeline)
-		{
-			const HbInput *in = &m->pipeline->inputs[i];
-			static const char *const costs[] = {NULL, "cheap", "medium", "expensive"};
-
-			fnames[i] = CStringGetTextDatum(in->name);
-			ftypes[i] = CStringGetTextDatum(in->type == HB_INPUT_TEXT ? "text" : "numeric");
-			fcost_nulls[i] = costs[in->cost] == NULL;
-			fcosts[i] = fcost_nulls[i] ? (Datum) 0 : CStringGetTextDatum(costs[in->cost]);
-		}
-		else
-		{
-			fnames[i] = CStringGetTextDatum(m->features[i].name);
-			ftypes[i] = CStringGetTextDatum(feature_type_name(m->features[i].type));
-			fcost_nulls[i] = true;
-			fcosts[i] = (Datum) 0;
-		}
-	}
-	warn_long_names(m, name);
+	r = hb_version_prepare(name, arg, format, features);
 
 	hb_write_begin(&w, "upload a model");
 	if (!exists)
@@ -282,73 +425,7 @@ upload(FunctionCallInfo fcinfo, struct varlena *arg)
 		version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 											  SPI_tuptable->tupdesc, 1, &isnull));
 	}
-	{
-		Oid			t[16] = {TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID,
-							 INT4OID, INT4OID, INT4OID, INT4OID, INT4OID,
-		TEXTARRAYOID, BYTEAOID, BYTEAOID, INT8OID, TEXTOID, BYTEAOID};
-		Datum		v[16];
-		char		nulls[17] = "                ";
-		bytea	   *hash = palloc(VARHDRSZ + HB_SHA256_LEN);
-
-		SET_VARSIZE(hash, VARHDRSZ + HB_SHA256_LEN);
-		memcpy(VARDATA(hash), digest, HB_SHA256_LEN);
-
-		v[0] = CStringGetTextDatum(name);
-		v[1] = Int32GetDatum(version);
-		v[2] = CStringGetTextDatum(hb_format_name(m->format));
-		v[3] = CStringGetTextDatum(hb_task_name(m->task));
-		v[4] = CStringGetTextDatum(m->objective ? m->objective : "");
-		v[5] = Int32GetDatum(m->n_features);
-		v[6] = Int32GetDatum(m->n_outputs);
-		v[7] = Int32GetDatum(m->n_classes);
-		v[8] = Int32GetDatum(m->estimator == HB_EST_TREES ? m->n_trees : 0);
-		v[9] = Int32GetDatum(m->max_depth);
-		v[10] = features ? PointerGetDatum(features) : (Datum) 0;
-		if (!features)
-			nulls[10] = 'n';
-		v[11] = PointerGetDatum(arg);
-		v[12] = PointerGetDatum(hash);
-		v[13] = Int64GetDatum((int64) len);
-		v[14] = CStringGetTextDatum(GetUserNameFromId(w.caller, false));
-		v[15] = PointerGetDatum(image);
-		/* everything the rows need is copied out: the IR can go */
-		has_pipeline = m->pipeline != NULL;
-		hb_model_free(m);
-		m = NULL;
-		hb_write_sql(psprintf("INSERT INTO hbird.model_version (name, version, format, task, objective, "
-							  "n_features, n_outputs, n_classes, n_trees, max_depth, feature_names, "
-							  "body, sha256, size_bytes, uploaded_by, image) "
-							  "VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, "
-							  "$12, $13, $14, $15::text::%s, $16)",
-							  hb_role_column_type("model_version", "uploaded_by")),
-					 16, t, v, nulls, SPI_OK_INSERT);
-	}
-	{
-		Oid			t[5] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
-		Datum		v[5];
-		int			dims[1] = {n_listed};
-		int			lbs[1] = {1};
-
-		v[0] = CStringGetTextDatum(name);
-		v[1] = Int32GetDatum(version);
-		v[2] = PointerGetDatum(construct_array(fnames, n_listed, TEXTOID,
-											   -1, false, TYPALIGN_INT));
-		v[3] = PointerGetDatum(construct_array(ftypes, n_listed, TEXTOID,
-											   -1, false, TYPALIGN_INT));
-		v[4] = PointerGetDatum(construct_md_array(fcosts, fcost_nulls, 1, dims, lbs,
-												  TEXTOID, -1, false, TYPALIGN_INT));
-		/* cost came with 0.2.0: a 0.1.0 catalog still takes other models */
-		if (has_pipeline)
-			hb_write_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type, cost) "
-						 "SELECT $1, $2, u.ord::integer, u.f, u.t, u.c "
-						 "FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(f, t, c, ord)",
-						 5, t, v, NULL, SPI_OK_INSERT);
-		else
-			hb_write_sql("INSERT INTO hbird.model_feature (name, version, position, feature, type) "
-						 "SELECT $1, $2, u.ord::integer, u.f, u.t "
-						 "FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(f, t, ord)",
-						 4, t, v, NULL, SPI_OK_INSERT);
-	}
+	hb_version_insert(&w, name, r, version);
 	{
 		Oid			t[2] = {TEXTOID, INT4OID};
 		Datum		v[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
@@ -357,8 +434,6 @@ upload(FunctionCallInfo fcinfo, struct varlena *arg)
 					 2, t, v, NULL, SPI_OK_UPDATE);
 	}
 	hb_write_end(&w);
-
-	MemoryContextDelete(work);
 	PG_RETURN_INT32(version);
 }
 

@@ -62,45 +62,10 @@ kept_worse(const Kept *a, const Kept *b)
 	return a->cheap < b->cheap || (a->cheap == b->cheap && a->ordinal > b->ordinal);
 }
 
-static void
-sift_down(HbApproxTopk *s, int i)
-{
-	for (;;)
-	{
-		int			l = 2 * i + 1,
-					r = l + 1,
-					m = i;
-		Kept		t;
-
-		if (l < s->n && kept_worse(&s->heap[l], &s->heap[m]))
-			m = l;
-		if (r < s->n && kept_worse(&s->heap[r], &s->heap[m]))
-			m = r;
-		if (m == i)
-			return;
-		t = s->heap[i];
-		s->heap[i] = s->heap[m];
-		s->heap[m] = t;
-		i = m;
-	}
-}
-
-static void
-sift_up(HbApproxTopk *s, int i)
-{
-	while (i > 0)
-	{
-		int			p = (i - 1) / 2;
-		Kept		t;
-
-		if (!kept_worse(&s->heap[i], &s->heap[p]))
-			return;
-		t = s->heap[i];
-		s->heap[i] = s->heap[p];
-		s->heap[p] = t;
-		i = p;
-	}
-}
+#define HB_HEAP_PREFIX kept
+#define HB_HEAP_ELEMENT_TYPE Kept
+#define HB_HEAP_WORSE(a, b) kept_worse(a, b)
+#include "heap_template.h"
 
 static void
 pop_root(HbApproxTopk *s)
@@ -109,7 +74,7 @@ pop_root(HbApproxTopk *s)
 		pfree(s->heap[0].x);
 	pfree(DatumGetPointer(s->heap[0].item));
 	s->heap[0] = s->heap[--s->n];
-	sift_down(s, 0);
+	kept_sift_down(s->heap, s->n, 0);
 }
 
 HbApproxTopk *
@@ -190,7 +155,7 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, Datum *items, int n)
 		c.item = datumCopy(items[i], false, -1);
 		MemoryContextSwitchTo(old);
 		s->heap[s->n] = c;
-		sift_up(s, s->n++);
+		kept_sift_up(s->heap, s->n++);
 		while (s->n > s->keep &&
 			   (s->heap[0].cheap < s->cut || s->n > s->max_kept))
 			pop_root(s);

@@ -20,6 +20,7 @@
 #include "hbird.h"
 #include "device.h"
 #include "pg_scan.h"
+#include "pg_scaleout.h"
 
 /* models and plans */
 int			hb_max_model_bytes = 256 * 1024 * 1024;
@@ -29,6 +30,9 @@ static int	hb_tree_strategy = HB_STRATEGY_AUTO;
 /* batches */
 int			hb_batch_memory_kb = 64 * 1024;
 bool		hb_batch_scan = true;
+
+/* scale-out: scoring on shards (pg_pushdown.c) */
+bool		hb_pushdown_on = true;
 
 /* classes, cascades, ranking */
 bool		hb_early_exit = true;
@@ -152,6 +156,19 @@ hb_define_gucs(void)
 							 "the row-at-a-time plans.  The answers are the same.",
 							 &hb_batch_scan,
 							 hb_batch_scan,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.pushdown",
+							 "Scores on the shards: ships scoring calls over foreign tables.",
+							 "When on, scoring calls over foreign tables of servers whose extensions "
+							 "option lists hbird are evaluated there (pinned to the coordinator's "
+							 "model version), and aggregates and ORDER BY ... LIMIT over a "
+							 "partitioned table of such tables run on every partition's server. "
+							 "The answers are the same either way.",
+							 &hb_pushdown_on,
+							 hb_pushdown_on,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

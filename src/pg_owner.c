@@ -43,6 +43,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -193,6 +194,12 @@ hb_write_begin(HbCatalogWrite *w, const char *what)
 void
 hb_write_end(HbCatalogWrite *w)
 {
+	/*
+	 * Plans that pinned a model version (pg_pushdown.c) depend on the
+	 * catalog: a relcache message for hbird.model, sent at commit and
+	 * replayed by standbys, makes them plan again.
+	 */
+	CacheInvalidateRelcacheByRelid(hb_catalog_relid("model"));
 	SetUserIdAndSecContext(w->save_userid, w->save_sec_context);
 	AtEOXact_GUC(false, w->guc_level);
 	SPI_finish();

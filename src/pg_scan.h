@@ -13,6 +13,7 @@
  *
  *	custom_private = (n_input, calls, topk)
  *	  calls: one list per call (kind, is_array, source, rowtype, relid)
+ *			 (a pinned call's arg is a RowExpr of its other arguments)
  *	  topk:  (call, k, descending) when the node feeds a bounded sort on
  *			 that call's score, else NIL
  *	custom_exprs = (name_0, arg_0, name_1, arg_1, ...[, limit_count,
@@ -39,8 +40,12 @@ typedef enum HbCallKind
 typedef enum HbRowSource
 {
 	HB_SOURCE_DATUM = 0,		/* evaluate the argument: a row or an array */
-	HB_SOURCE_COLUMNS			/* the input's first columns are the columns
+	HB_SOURCE_COLUMNS,			/* the input's first columns are the columns
 								 * of relation relid: bind them directly */
+	HB_SOURCE_ARGS				/* a pinned call (pg_pinned.c): its argument
+								 * is a RowExpr of (version, sha256, origin,
+								 * columns, values...), the values bound by
+								 * those names (or one array) */
 } HbRowSource;
 
 /* What one of hbird's functions is to the planner hook. */
@@ -59,6 +64,7 @@ extern bool hb_batch_scan;
 extern void hb_scan_init(void);
 extern HbCallKind hb_scoring_call(Oid funcid, bool *is_array);
 extern HbFuncRole hb_scoring_role(Oid funcid, HbCallKind *kind);
+extern bool hb_pinned_function(Oid funcid);
 
 /* pg_batch_stream.c */
 extern void hb_stream_init(void);

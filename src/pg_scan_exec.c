@@ -71,6 +71,7 @@
 
 #include "hbird.h"
 #include "pg_scan.h"
+#include "pg_scaleout.h"
 #include "topk.h"
 
 #define HB_SCAN_MAX_ROWS 65536
@@ -102,6 +103,16 @@ typedef struct ScoreCall
 	int		   *colmap;			/* COLUMNS: input column of each attribute
 								 * of rowtype, or NULL when the same */
 	HbColumnReader rd;			/* COLUMNS: those columns in the input's rows */
+	Datum	   *rowvals;		/* ARGS: one row's values */
+	bool	   *rownulls;
+
+	/* ARGS (a pinned call, pg_pinned.c) */
+	ExprState  *pin_es[4];		/* version, sha256, origin, columns */
+	int			nvals;
+	Oid		   *val_type;
+	int		   *val_col;		/* input column of a value that is a plain
+								 * column, else -1 */
+	ExprState **val_es;			/* the other values' expressions */
 
 	/* per batch, cap rows (the scoring buffers: x_cap) */
 	int			x_cap;
@@ -201,6 +212,83 @@ call_function_name(HbCallKind kind, bool agg)
 	}
 }
 
+static Datum
+eval_scan_const(HbScoreState *st, ExprState *es, bool *isnull)
+{
+	st->argcxt->ecxt_outertuple = NULL;
+	return ExecEvalExprSwitchContext(es, st->argcxt, isnull);
+}
+
+/*
+ * A pinned call's model: the active version, which must be the one the
+ * coordinator pinned (pg_pinned.c raises the error naming both).
+ */
+static HbCacheEntry *
+resolve_pinned(HbScoreState *st, ScoreCall *c)
+{
+	bool		isnull;
+	Datum		d;
+	int32		version;
+	char	   *sha;
+	char	   *origin;
+
+	d = eval_scan_const(st, c->pin_es[0], &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("pinned model version must not be null")));
+	version = DatumGetInt32(d);
+	d = eval_scan_const(st, c->pin_es[1], &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("pinned sha256 must not be null")));
+	sha = TextDatumGetCString(d);
+	d = eval_scan_const(st, c->pin_es[2], &isnull);
+	origin = isnull ? "" : TextDatumGetCString(d);
+	return hb_pinned_resolve(c->name, version, sha, origin);
+}
+
+/* A pinned call's values bind as a row of the names it carries. */
+static void
+bind_pinned(HbScoreState *st, ScoreCall *c)
+{
+	bool		isnull;
+	Datum		d = eval_scan_const(st, c->pin_es[3], &isnull);
+	ArrayType  *cols;
+	Datum	   *names;
+	bool	   *nn;
+	int			n;
+	TupleDesc	desc;
+
+	Assert(!isnull);
+	cols = DatumGetArrayTypeP(d);
+	if (ARR_NDIM(cols) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("columns must be a one-dimensional array")));
+	deconstruct_array(cols, TEXTOID, -1, false, TYPALIGN_INT, &names, &nn, &n);
+	if (n != c->nvals)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a pinned call has %d column names for %d values",
+						n, c->nvals)));
+	desc = CreateTemplateTupleDesc(n);
+	for (int i = 0; i < n; i++)
+	{
+		if (nn[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("columns must not contain nulls")));
+		TupleDescInitEntry(desc, i + 1, TextDatumGetCString(names[i]),
+						   c->val_type[i], -1, 0);
+	}
+	hb_bind_desc(&c->bind, c->e, desc, c->cxt, c->e->name);
+	c->bound = true;
+	c->rowvals = palloc(sizeof(Datum) * n);
+	c->rownulls = palloc(sizeof(bool) * n);
+}
+
 /*
  * The call's model for this scan: the name is evaluated (it may be a
  * parameter that changes between rescans) and looked up as the function
@@ -240,7 +328,10 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 	c->cascade = NULL;
 	old = MemoryContextSwitchTo(c->cxt);
 	c->name = pstrdup(name);
-	e = hb_resolve_model(c->name);
+	if (c->source == HB_SOURCE_ARGS)
+		e = resolve_pinned(st, c);
+	else
+		e = hb_resolve_model(c->name);
 	hb_cache_pin(e);
 	c->e = e;
 	c->resolved = true;
@@ -257,7 +348,9 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 		hb_check_single_target(e, c->fn);
 	if (c->kind == HB_CALL_TARGETS)
 		hb_check_regression(e, c->fn);
-	if ((c->kind == HB_CALL_PREDICT || c->kind == HB_CALL_CLASS) && hb_cascade_on)
+	/* a pinned call is exact, as the coordinator that shipped it asked */
+	if ((c->kind == HB_CALL_PREDICT || c->kind == HB_CALL_CLASS) && hb_cascade_on &&
+		c->source != HB_SOURCE_ARGS)
 		c->cascade = hb_cascade_for(e, c->cxt);
 	c->sparse = e->sparse != NULL && !c->is_array &&
 		(c->kind == HB_CALL_PROBA || c->kind == HB_CALL_MARGIN ||
@@ -287,6 +380,8 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 		/* the input's columns are the table's, in attribute order */
 		hb_reader_init(&c->rd, &c->bind, e, st->in_desc, c->colmap, c->cxt);
 	}
+	if (c->source == HB_SOURCE_ARGS && !c->is_array)
+		bind_pinned(st, c);
 	MemoryContextSwitchTo(old);
 }
 
@@ -643,6 +738,55 @@ float8_array_datum(const double *v, int n)
 										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
+/* Value v of a pinned call for the batch row (rv, rn). */
+static Datum
+pinned_value(HbScoreState *st, ScoreCall *c, int v, Datum *rv, bool *rn,
+			 bool *isnull)
+{
+	ExprContext *ec = st->argcxt;
+	TupleTableSlot *slot = st->rowslot;
+
+	if (c->val_col[v] >= 0)
+	{
+		*isnull = rn[c->val_col[v]];
+		return rv[c->val_col[v]];
+	}
+	ExecClearTuple(slot);
+	memcpy(slot->tts_values, rv, sizeof(Datum) * st->n_input);
+	memcpy(slot->tts_isnull, rn, sizeof(bool) * st->n_input);
+	ExecStoreVirtualTuple(slot);
+	ec->ecxt_outertuple = slot;
+	return ExecEvalExprSwitchContext(c->val_es[v], ec, isnull);
+}
+
+static bool
+bind_pinned_row(HbScoreState *st, ScoreCall *c, Datum *rv, bool *rn, double *x)
+{
+	HbCacheEntry *e = c->e;
+
+	ResetExprContext(st->argcxt);
+	if (c->is_array)
+	{
+		bool		isnull;
+		Datum		d = pinned_value(st, c, 0, rv, rn, &isnull);
+		MemoryContext old;
+
+		if (isnull)
+			return false;
+		old = MemoryContextSwitchTo(st->argcxt->ecxt_per_tuple_memory);
+		hb_array_row(DatumGetArrayTypeP(d), e, x, e->name);
+		MemoryContextSwitchTo(old);
+		return true;
+	}
+	for (int v = 0; v < c->nvals; v++)
+		c->rowvals[v] = pinned_value(st, c, v, rv, rn, &c->rownulls[v]);
+	if (c->sparse)
+		hb_bind_values_margins(&c->bind, e, c->rowvals, c->rownulls, x);
+	else
+		hb_bind_values(&c->bind, e, c->rowvals, c->rownulls, x);
+	return true;
+}
+
 /*
  * Bind row i of the batch for call c (its argument evaluated over the row)
  * into its next slot of c->x.  (A call that binds the input's columns
@@ -656,6 +800,8 @@ bind_row(HbScoreState *st, ScoreCall *c, int i, int nb)
 	double	   *x = c->x + (size_t) nb * c->width;
 	HbCacheEntry *e = c->e;
 
+	if (c->source == HB_SOURCE_ARGS)
+		return bind_pinned_row(st, c, rv, rn, x);
 	Assert(c->source == HB_SOURCE_DATUM);
 	{
 		ExprContext *ec = st->argcxt;
@@ -934,6 +1080,44 @@ keep_vars_walker(Node *node, HbScoreState *st)
 	return expression_tree_walker(node, keep_vars_walker, st);
 }
 
+/*
+ * A pinned call's arguments after the name (version, sha256, origin,
+ * columns, values...): every column they read is copied with the batch's
+ * rows; a value that is a plain input column is read from there, any
+ * other is evaluated per row.
+ */
+static void
+init_pinned(HbScoreState *st, ScoreCall *c, RowExpr *r)
+{
+	PlanState  *ps = &st->css.ss.ps;
+	int			v = 0;
+	ListCell   *lc;
+
+	for (int i = 0; i < 4; i++)
+		c->pin_es[i] = ExecInitExpr(list_nth(r->args, i), ps);
+	c->nvals = list_length(r->args) - 4;
+	c->val_type = palloc(sizeof(Oid) * Max(c->nvals, 1));
+	c->val_col = palloc(sizeof(int) * Max(c->nvals, 1));
+	c->val_es = palloc0(sizeof(ExprState *) * Max(c->nvals, 1));
+	for_each_from(lc, r->args, 4)
+	{
+		Node	   *e = lfirst(lc);
+		Var		   *var = (Var *) e;
+
+		c->val_type[v] = exprType(e);
+		(void) keep_vars_walker(e, st); /* copied with the batch's rows */
+		if (IsA(e, Var) && (var->varno == OUTER_VAR || var->varno == INDEX_VAR) &&
+			var->varattno > 0 && var->varattno <= st->n_input)
+			c->val_col[v] = var->varattno - 1;
+		else
+		{
+			c->val_col[v] = -1;
+			c->val_es[v] = ExecInitExpr((Expr *) e, ps);
+		}
+		v++;
+	}
+}
+
 static void
 hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -989,6 +1173,8 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 			c->arg_es = ExecInitExpr(arg, &node->ss.ps);
 			(void) keep_vars_walker((Node *) arg, st);
 		}
+		else if (c->source == HB_SOURCE_ARGS)
+			init_pinned(st, c, castNode(RowExpr, arg));
 		j++;
 	}
 	/* what the node's own expressions read of the input */
@@ -1154,7 +1340,11 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		}
 		else
 			appendStringInfoString(&buf, "(named per execution)");
-		appendStringInfoString(&buf, c->source == HB_SOURCE_COLUMNS ? " columns" : " rows");
+		appendStringInfoString(&buf, c->source == HB_SOURCE_COLUMNS ||
+							   (c->source == HB_SOURCE_ARGS && !c->is_array) ?
+							   " columns" : " rows");
+		if (c->source == HB_SOURCE_ARGS)
+			appendStringInfoString(&buf, ", pinned");
 	}
 	ExplainPropertyText("Models", buf.data, es);
 	if (st->calls[0].resolved)

@@ -69,6 +69,7 @@
 #include "utils/syscache.h"
 
 #include "hbird.h"
+#include "pg_scaleout.h"
 #include "pg_scan.h"
 
 
@@ -83,6 +84,7 @@ typedef struct CallKindEntry
 	bool		is_array;
 	HbFuncRole	role;
 	Oid			row_funcid;		/* an aggregate: the function of one row */
+	bool		pinned;			/* hb_*_pinned (pg_pinned.c) */
 } CallKindEntry;
 
 static HTAB *call_kinds = NULL;
@@ -112,6 +114,12 @@ static const struct
 	{"hb_predict_batch", HB_CALL_PREDICT, false, HB_ROLE_BATCH},
 	{"hb_predict_class_batch", HB_CALL_CLASS, false, HB_ROLE_BATCH},
 	{"hb_predict_targets_batch", HB_CALL_TARGETS, false, HB_ROLE_BATCH},
+	/* pinned forms: is_array depends on the call (columns NULL) */
+	{"hb_predict_pinned", HB_CALL_PREDICT, false, HB_ROLE_CALL},
+	{"hb_predict_proba_pinned", HB_CALL_PROBA, false, HB_ROLE_CALL},
+	{"hb_predict_margin_pinned", HB_CALL_MARGIN, false, HB_ROLE_CALL},
+	{"hb_predict_class_pinned", HB_CALL_CLASS, false, HB_ROLE_CALL},
+	{"hb_predict_targets_pinned", HB_CALL_TARGETS, false, HB_ROLE_CALL},
 };
 
 static void
@@ -212,6 +220,7 @@ scoring_entry(Oid funcid)
 	ent->is_array = false;
 	ent->role = HB_ROLE_NONE;
 	ent->row_funcid = InvalidOid;
+	ent->pinned = false;
 	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
 	if (HeapTupleIsValid(tup))
 	{
@@ -247,6 +256,7 @@ scoring_entry(Oid funcid)
 			ent->kind = scoring_symbols[i].kind;
 			ent->is_array = scoring_symbols[i].is_array;
 			ent->role = scoring_symbols[i].role;
+			ent->pinned = strstr(scoring_symbols[i].symbol, "_pinned") != NULL;
 		}
 		if (ent->role == HB_ROLE_AGG)
 			ent->row_funcid = row_function(((Form_pg_proc) GETSTRUCT(tup))->pronamespace,
@@ -271,6 +281,13 @@ hb_scoring_call(Oid funcid, bool *is_array)
 	return ent->kind;
 }
 
+/* Is funcid one of the pinned scoring functions? */
+bool
+hb_pinned_function(Oid funcid)
+{
+	return scoring_entry(funcid)->pinned;
+}
+
 HbFuncRole
 hb_scoring_role(Oid funcid, HbCallKind *kind)
 {
@@ -290,6 +307,7 @@ typedef struct FoundCall
 	bool		agg;			/* a scoring aggregate's rows: expr calls
 								 * the aggregate on one row's arguments */
 	Oid			display_funcid; /* what EXPLAIN shows it as */
+	bool		pinned;			/* hb_*_pinned: HB_SOURCE_ARGS */
 } FoundCall;
 
 typedef struct FindCtx
@@ -310,17 +328,56 @@ only_outer_vars_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, only_outer_vars_walker, ctx);
 }
 
+/* Does the argument change from row to row (or run a subquery)? */
+static bool
+per_row(Node *arg)
+{
+	return contain_var_clause(arg) || contain_volatile_functions(arg) ||
+		contain_subplans(arg);
+}
+
+/*
+ * A pinned call (pg_pinned.c): name, version, sha256, origin and columns
+ * must be the same for every row; the values are the row (or one array,
+ * when columns is NULL).
+ */
+static HbCallKind
+batchable_pinned(FuncExpr *f, HbCallKind kind, bool *is_array)
+{
+	Node	   *cols;
+
+	if (list_length(f->args) < 6)
+		return HB_CALL_NONE;
+	for (int i = 0; i < 5; i++)
+		if (per_row(list_nth(f->args, i)))
+			return HB_CALL_NONE;
+	for (int i = 5; i < list_length(f->args); i++)
+		if (contain_subplans(list_nth(f->args, i)))
+			return HB_CALL_NONE;
+	cols = list_nth(f->args, 4);
+	if (!IsA(cols, Const))
+		return HB_CALL_NONE;
+	*is_array = ((Const *) cols)->constisnull;
+	if (*is_array && list_length(f->args) != 6)
+		return HB_CALL_NONE;
+	return kind;
+}
+
 /* A scoring call the scan can batch, with its kind; else HB_CALL_NONE. */
 static HbCallKind
 batchable_call(FuncExpr *f, bool *is_array)
 {
 	HbCallKind	kind;
 
-	if (f->funcretset || list_length(f->args) != 2)
+	if (f->funcretset)
 		return HB_CALL_NONE;
 	kind = hb_scoring_call(f->funcid, is_array);
 	if (kind == HB_CALL_NONE)
 		return kind;
+	if (hb_pinned_function(f->funcid))
+		return batchable_pinned(f, kind, is_array);
+	if (list_length(f->args) != 2)
+		return HB_CALL_NONE;
 	/* the model must be the same for every row of the scan */
 	if (contain_var_clause(linitial(f->args)) ||
 		contain_volatile_functions(linitial(f->args)) ||
@@ -459,6 +516,7 @@ find_calls_walker(Node *node, FindCtx *ctx)
 				fc->kind = kind;
 				fc->is_array = is_array;
 				fc->display_funcid = f->funcid;
+				fc->pinned = hb_pinned_function(f->funcid);
 				ctx->calls = lappend(ctx->calls, fc);
 			}
 			return false;
@@ -762,6 +820,7 @@ typedef struct RewriteCtx
 	PlannedStmt *stmt;
 	int			next_id;		/* plan_node_id of the next new node */
 	int			nodes;			/* HbirdScore nodes made */
+	const HbPushdown *pd;		/* nodes the pushdown step keeps as they are */
 } RewriteCtx;
 
 static bool
@@ -812,6 +871,26 @@ reads_whole_row(FuncExpr *f, Index scanrelid, Oid *rowtype)
 		return false;
 	return IsA(arg, Var) && ((Var *) arg)->varno == scanrelid &&
 		((Var *) arg)->varattno == 0 && ((Var *) arg)->varlevelsup == 0;
+}
+
+/*
+ * What the scan evaluates for a call besides its name: the row or array,
+ * or for a pinned call a RowExpr holding its other arguments.
+ */
+static Node *
+call_arg(FoundCall *fc)
+{
+	RowExpr    *r;
+
+	if (!fc->pinned)
+		return lsecond(fc->expr->args);
+	r = makeNode(RowExpr);
+	r->args = list_copy_tail(fc->expr->args, 1);
+	r->row_typeid = RECORDOID;
+	r->row_format = COERCE_IMPLICIT_CAST;
+	r->colnames = NIL;
+	r->location = -1;
+	return (Node *) r;
 }
 
 static List *
@@ -891,6 +970,12 @@ make_score_node(RewriteCtx *ctx, Plan *input, List *calls, List *display,
 	cs->scan.plan.targetlist = tlist;
 	cs->scan.plan.qual = quals;
 	cs->scan.plan.lefttree = input;
+	/*
+	 * Only an Append runs a child asynchronously; a foreign scan marked so
+	 * under this node would return no rows (postgres_fdw waits for the
+	 * Append to fetch them).
+	 */
+	input->async_capable = false;
 	cs->scan.scanrelid = 0;
 	cs->flags = 0;
 	cs->custom_plans = NIL;
@@ -931,7 +1016,7 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 	int			n_input;
 	int			resno;
 
-	if (plan->plan_rows < 2.0 && extra == NIL)
+	if (extra == NIL && (plan->plan_rows < 2.0 || hb_pushdown_keeps(ctx->pd, plan)))
 		return plan;
 	calls = find_calls((Node *) plan->targetlist, NIL, false);
 	foreach(lc, plan->qual)
@@ -1004,9 +1089,10 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 		}
 		else
 		{
-			privs = lappend(privs, call_private(fc, HB_SOURCE_DATUM, InvalidOid, InvalidOid));
+			privs = lappend(privs, call_private(fc, fc->pinned ? HB_SOURCE_ARGS : HB_SOURCE_DATUM,
+												InvalidOid, InvalidOid));
 			exprs = lappend(exprs, remap_vars(linitial(fc->expr->args), &in, OUTER_VAR));
-			exprs = lappend(exprs, remap_vars(lsecond(fc->expr->args), &in, OUTER_VAR));
+			exprs = lappend(exprs, remap_vars(call_arg(fc), &in, OUTER_VAR));
 			display = lappend(display, display_call(fc, remap_vars((Node *) fc->expr, &in, OUTER_VAR)));
 		}
 	}
@@ -1079,9 +1165,10 @@ score_over(RewriteCtx *ctx, Plan *input, List *calls_exprs)
 	{
 		FoundCall  *fc = lfirst(lc);
 
-		privs = lappend(privs, call_private(fc, HB_SOURCE_DATUM, InvalidOid, InvalidOid));
+		privs = lappend(privs, call_private(fc, fc->pinned ? HB_SOURCE_ARGS : HB_SOURCE_DATUM,
+											InvalidOid, InvalidOid));
 		exprs = lappend(exprs, copyObject(linitial(fc->expr->args)));
-		exprs = lappend(exprs, copyObject(lsecond(fc->expr->args)));
+		exprs = lappend(exprs, copyObject(call_arg(fc)));
 		display = lappend(display, display_call(fc, (Node *) fc->expr));
 	}
 	tlist = pass_through_tlist(input, INDEX_VAR);
@@ -1685,12 +1772,16 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	PlannedStmt *stmt;
 	RewriteCtx	ctx;
+	HbPushdown	pd;
 	bool		any = false;
 	ListCell   *lc;
 
+	/* scoring calls over foreign tables go to the shards (pg_pushdown.c) */
+	hb_pushdown_prepare(parse, &pd);
 	stmt = prev_planner ?
 		prev_planner(parse, query_string, cursorOptions, boundParams) :
 		standard_planner(parse, query_string, cursorOptions, boundParams);
+	hb_pushdown_finish(stmt, &pd);
 
 	if (!hb_batch_scan ||
 		(stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT) ||
@@ -1705,6 +1796,7 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 	ctx.stmt = stmt;
 	ctx.next_id = 0;
 	ctx.nodes = 0;
+	ctx.pd = &pd;
 	max_node_id_walker(stmt->planTree, &ctx.next_id);
 	foreach(lc, stmt->subplans)
 		max_node_id_walker(lfirst(lc), &ctx.next_id);

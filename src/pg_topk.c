@@ -27,6 +27,7 @@
 #include "utils/typcache.h"
 
 #include "hbird.h"
+#include "pg_scaleout.h"
 #include "topk.h"
 
 PG_FUNCTION_INFO_V1(hb_topk);
@@ -72,45 +73,10 @@ worse(const TopEntry *a, const TopEntry *b)
 		(a->score == b->score && a->ordinal > b->ordinal);
 }
 
-static void
-sift_down(TopHeap *h, int i)
-{
-	for (;;)
-	{
-		int			l = 2 * i + 1,
-					r = l + 1,
-					m = i;
-		TopEntry	tmp;
-
-		if (l < h->n && worse(&h->e[l], &h->e[m]))
-			m = l;
-		if (r < h->n && worse(&h->e[r], &h->e[m]))
-			m = r;
-		if (m == i)
-			return;
-		tmp = h->e[i];
-		h->e[i] = h->e[m];
-		h->e[m] = tmp;
-		i = m;
-	}
-}
-
-static void
-sift_up(TopHeap *h, int i)
-{
-	while (i > 0)
-	{
-		int			parent = (i - 1) / 2;
-		TopEntry	tmp;
-
-		if (!worse(&h->e[i], &h->e[parent]))
-			return;
-		tmp = h->e[i];
-		h->e[i] = h->e[parent];
-		h->e[parent] = tmp;
-		i = parent;
-	}
-}
+#define HB_HEAP_PREFIX top
+#define HB_HEAP_ELEMENT_TYPE TopEntry
+#define HB_HEAP_WORSE(a, b) worse(a, b)
+#include "heap_template.h"
 
 static void
 heap_init(TopHeap *h, int k, const HbPlan *plan, MemoryContext parent)
@@ -210,13 +176,13 @@ heap_offer(void *arg, size_t row, double margin)
 			h->e = repalloc_huge(h->e, sizeof(TopEntry) * h->cap);
 		}
 		h->e[h->n] = cand;
-		sift_up(h, h->n++);
+		top_sift_up(h->e, h->n++);
 	}
 	else
 	{
 		pfree(DatumGetPointer(h->e[0].item));
 		h->e[0] = cand;
-		sift_down(h, 0);
+		top_sift_down(h->e, h->n, 0);
 	}
 	return heap_threshold(h);
 }
@@ -396,6 +362,13 @@ hb_topk(PG_FUNCTION_ARGS)
 	approx = use_approx(PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
 						e, k, &tuning);
 	InitMaterializedSRF(fcinfo, 0);
+	/* a table of shards: each ranks its rows, this merges (pg_pushdown.c) */
+	if (!approx && PG_ARGISNULL(3) && hb_topk_on_shards(fcinfo, e, k, rowtype))
+	{
+		memset(&scan.stats, 0, sizeof(scan.stats));
+		record_stats(&scan.stats, e);
+		return (Datum) 0;
+	}
 	query = hb_query_arg(fcinfo, 3, rowtype);
 	if (approx)
 	{

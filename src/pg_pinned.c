@@ -1,0 +1,386 @@
+/*
+ * pg_pinned.c
+ *	  The pinned scoring functions (hb_predict_pinned and its kin): the form
+ *	  of a scoring call that a coordinator ships to its shards.
+ *
+ * The planner (pg_pushdown.c) rewrites hb_predict('m', t) over a foreign
+ * table into hb_predict_pinned('m', <version>, <sha256>, <server>,
+ * '{c1,c2,...}', t.c1, t.c2, ...), which postgres_fdw deparses into the
+ * shard's SQL.  What must hold:
+ *
+ *	- the row binds by the column names carried in the call, as the
+ *	  coordinator's row would bind, never by position: the values become a
+ *	  row of those names and the plain form's binding takes it;
+ *	- the model is the version the coordinator planned with: the active
+ *	  version where the call runs must have that number and SHA-256, or the
+ *	  call fails with an error naming the server and both versions (a
+ *	  silently different answer is the one outcome not allowed);
+ *	- the answer is exact: a tuned cascade is not used, as the coordinator
+ *	  only ships calls when its own session does not use one.
+ *
+ * Given its arguments the answer is fixed, which is why the functions are
+ * IMMUTABLE: postgres_fdw ships no other kind.  The batching scan
+ * (pg_scan_exec.c) evaluates the same calls in batches through
+ * hb_pinned_resolve.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "postmaster/postmaster.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "hbird.h"
+#include "pg_scaleout.h"
+
+PG_FUNCTION_INFO_V1(hb_predict_pinned);
+PG_FUNCTION_INFO_V1(hb_predict_proba_pinned);
+PG_FUNCTION_INFO_V1(hb_predict_margin_pinned);
+PG_FUNCTION_INFO_V1(hb_predict_class_pinned);
+PG_FUNCTION_INFO_V1(hb_predict_targets_pinned);
+
+/* the plain forms, which do the scoring (pg_predict.c, pg_class.c) */
+extern Datum hb_predict_record(PG_FUNCTION_ARGS);
+extern Datum hb_predict_array(PG_FUNCTION_ARGS);
+extern Datum hb_predict_proba_record(PG_FUNCTION_ARGS);
+extern Datum hb_predict_proba_array(PG_FUNCTION_ARGS);
+extern Datum hb_predict_margin_record(PG_FUNCTION_ARGS);
+extern Datum hb_predict_margin_array(PG_FUNCTION_ARGS);
+extern Datum hb_predict_class_record(PG_FUNCTION_ARGS);
+extern Datum hb_predict_class_array(PG_FUNCTION_ARGS);
+extern Datum hb_predict_targets_record(PG_FUNCTION_ARGS);
+extern Datum hb_predict_targets_array(PG_FUNCTION_ARGS);
+
+#define PIN_VALUES 5			/* the first value argument */
+
+/* "shard "s1"", or how this server would be recognised when unnamed */
+static char *
+server_words(const char *origin)
+{
+	const char *cluster;
+
+	if (origin != NULL && origin[0] != '\0')
+		return psprintf("shard \"%s\"", origin);
+	cluster = GetConfigOption("cluster_name", true, false);
+	if (cluster != NULL && cluster[0] != '\0')
+		return psprintf("server \"%s\"", cluster);
+	return psprintf("the server on port %d", PostPortNumber);
+}
+
+static void
+sha_hex(const uint8 *sha, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (int i = 0; i < HB_SHA256_LEN; i++)
+	{
+		out[2 * i] = hex[sha[i] >> 4];
+		out[2 * i + 1] = hex[sha[i] & 15];
+	}
+	out[2 * HB_SHA256_LEN] = '\0';
+}
+
+/* The active version's SHA-256 as 64 lower-case hex digits. */
+char *
+hb_sha256_hex(const uint8 *sha)
+{
+	char	   *s = palloc(2 * HB_SHA256_LEN + 1);
+
+	sha_hex(sha, s);
+	return s;
+}
+
+/*
+ * The active version here (version, sha) must be the pinned one; else an
+ * error that names the server and both versions.
+ */
+void
+hb_pin_check(const char *name, int32 version, const uint8 *sha,
+			 int32 pin_version, const char *pin_sha, const char *origin)
+{
+	char		have[2 * HB_SHA256_LEN + 1];
+
+	sha_hex(sha, have);
+	if (version == pin_version && pin_sha != NULL &&
+		pg_strcasecmp(have, pin_sha) == 0)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("model \"%s\" on %s is at version %d (sha256 %.12s), but the coordinator scores version %d (sha256 %.12s)",
+					name, server_words(origin), version, have, pin_version,
+					pin_sha ? pin_sha : "?"),
+			 errhint("Run hb_model_distribute(%s) on the coordinator; hb_model_shards() shows every shard's version.",
+					 quote_literal_cstr(name))));
+}
+
+/*
+ * The model of a pinned call, compiled and privilege-checked: the active
+ * version, which must be the pinned one.  The caller pins the entry.
+ */
+HbCacheEntry *
+hb_pinned_resolve(const char *name, int32 pin_version, const char *pin_sha,
+				  const char *origin)
+{
+	HbCatalogRef ref;
+
+	if (!hb_catalog_lookup(name, &ref))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist on %s, but the coordinator scores version %d (sha256 %.12s)",
+						name, server_words(origin), pin_version,
+						pin_sha ? pin_sha : "?"),
+				 errhint("Run hb_model_distribute(%s) on the coordinator.",
+						 quote_literal_cstr(name))));
+	hb_pin_check(name, ref.version, ref.sha256, pin_version, pin_sha, origin);
+	hb_check_score_privilege(&ref);
+	return hb_cache_acquire(&ref);
+}
+
+/* ---- the row-at-a-time functions ---- */
+
+typedef enum PinKind
+{
+	PIN_PREDICT,
+	PIN_PROBA,
+	PIN_MARGIN,
+	PIN_CLASS,
+	PIN_TARGETS
+} PinKind;
+
+static const PGFunction plain_record[] = {
+	hb_predict_record, hb_predict_proba_record, hb_predict_margin_record,
+	hb_predict_class_record, hb_predict_targets_record
+};
+static const PGFunction plain_array[] = {
+	hb_predict_array, hb_predict_proba_array, hb_predict_margin_array,
+	hb_predict_class_array, hb_predict_targets_array
+};
+
+/* Per call site: the plain function's own call site, the row's shape. */
+typedef struct PinnedSite
+{
+	FmgrInfo	plain;			/* its fn_extra is the plain form's state */
+	bool		by_name;		/* columns given: a row of those names */
+	int			nvals;
+	TupleDesc	desc;			/* by_name: the names, the values' types */
+	Datum	   *values;
+	bool	   *nulls;
+	char	   *origin;
+	int32		version;
+	char	   *sha;
+	HbCacheEntry *checked;		/* the entry last found to be the pinned one */
+} PinnedSite;
+
+static char *
+text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	return text_to_cstring(hb_require_text(fcinfo, argno, what));
+}
+
+static PinnedSite *
+site_prepare(FunctionCallInfo fcinfo, PinKind kind)
+{
+	PinnedSite *s = (PinnedSite *) fcinfo->flinfo->fn_extra;
+	MemoryContext old;
+	int			nargs = PG_NARGS();
+
+	if (s != NULL)
+		return s;
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("pinned model version must not be null")));
+	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	s = palloc0(sizeof(PinnedSite));
+	s->version = PG_GETARG_INT32(1);
+	s->sha = text_arg(fcinfo, 2, "pinned sha256");
+	s->origin = PG_ARGISNULL(3) ? pstrdup("") : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	s->nvals = nargs - PIN_VALUES;
+	s->by_name = !PG_ARGISNULL(4);
+	if (s->nvals < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a pinned call needs the row's values")));
+	if (s->by_name)
+	{
+		ArrayType  *cols = PG_GETARG_ARRAYTYPE_P(4);
+		Datum	   *names;
+		bool	   *nn;
+		int			n;
+
+		if (ARR_NDIM(cols) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("columns must be a one-dimensional array")));
+		deconstruct_array(cols, TEXTOID, -1, false, TYPALIGN_INT, &names, &nn, &n);
+		if (n != s->nvals)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a pinned call has %d column names for %d values",
+							n, s->nvals)));
+		s->desc = CreateTemplateTupleDesc(n);
+		for (int i = 0; i < n; i++)
+		{
+			Oid			t = get_fn_expr_argtype(fcinfo->flinfo, PIN_VALUES + i);
+
+			if (nn[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("columns must not contain nulls")));
+			if (!OidIsValid(t))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("could not determine the type of value %d of a pinned call",
+								i + 1)));
+			TupleDescInitEntry(s->desc, i + 1, TextDatumGetCString(names[i]), t, -1, 0);
+		}
+		s->desc = BlessTupleDesc(s->desc);
+		s->values = palloc(sizeof(Datum) * n);
+		s->nulls = palloc(sizeof(bool) * n);
+	}
+	else if (s->nvals != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a pinned call without column names takes one array")));
+	/* not looked up in pg_proc: the plain form is this library's own */
+	MemSet(&s->plain, 0, sizeof(FmgrInfo));
+	s->plain.fn_addr = s->by_name ? plain_record[kind] : plain_array[kind];
+	s->plain.fn_oid = InvalidOid;
+	s->plain.fn_nargs = 2;
+	s->plain.fn_mcxt = fcinfo->flinfo->fn_mcxt;
+	MemoryContextSwitchTo(old);
+	fcinfo->flinfo->fn_extra = s;
+	return s;
+}
+
+typedef struct PinContext
+{
+	PinnedSite *site;
+	const char *name;
+} PinContext;
+
+/* Errors of the plain form (no such model, ...) say whose call it was. */
+static void
+pin_error_context(void *arg)
+{
+	PinContext *c = arg;
+
+	errcontext("pinned call for %s, where the coordinator scores version %d of model \"%s\"",
+			   server_words(c->site->origin), c->site->version, c->name);
+}
+
+static Datum
+pinned(FunctionCallInfo fcinfo, PinKind kind)
+{
+	PinnedSite *s = site_prepare(fcinfo, kind);
+	LOCAL_FCINFO(plain, 2);
+	HbCallState *st;
+	ErrorContextCallback errcb;
+	PinContext	pc;
+	Datum		result;
+	bool		cascade = hb_cascade_on;
+
+	pc.site = s;
+	pc.name = text_arg(fcinfo, 0, "model name");
+	errcb.callback = pin_error_context;
+	errcb.arg = &pc;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	InitFunctionCallInfoData(*plain, &s->plain, 2, InvalidOid, NULL, NULL);
+	plain->args[0] = fcinfo->args[0];
+	if (s->by_name)
+	{
+		HeapTuple	tup;
+
+		for (int i = 0; i < s->nvals; i++)
+		{
+			s->values[i] = PG_GETARG_DATUM(PIN_VALUES + i);
+			s->nulls[i] = PG_ARGISNULL(PIN_VALUES + i);
+		}
+		tup = heap_form_tuple(s->desc, s->values, s->nulls);
+		plain->args[1].value = HeapTupleGetDatum(tup);
+		plain->args[1].isnull = false;
+	}
+	else
+		plain->args[1] = fcinfo->args[PIN_VALUES];
+
+	/* no such model here: say whose call it was, in the message itself */
+	if (s->checked == NULL)
+	{
+		HbCatalogRef ref;
+
+		if (!hb_catalog_lookup(pc.name, &ref))
+			(void) hb_pinned_resolve(pc.name, s->version, s->sha, s->origin);
+	}
+	/* the model the plain form will score with: the pinned one? */
+	st = hb_call_prepare(plain, 0, kind == PIN_PROBA);
+	if (st->entry != s->checked)
+	{
+		hb_pin_check(pc.name, st->entry->version, st->entry->sha256,
+					 s->version, s->sha, s->origin);
+		s->checked = st->entry;
+	}
+
+	if (plain->args[1].isnull)
+	{
+		error_context_stack = errcb.previous;
+		PG_RETURN_NULL();
+	}
+	/* exact, as the coordinator asked: no cascade */
+	if (cascade)
+	{
+		hb_cascade_on = false;
+		PG_TRY();
+		{
+			result = FunctionCallInvoke(plain);
+		}
+		PG_FINALLY();
+		{
+			hb_cascade_on = cascade;
+		}
+		PG_END_TRY();
+	}
+	else
+		result = FunctionCallInvoke(plain);
+	error_context_stack = errcb.previous;
+	if (plain->isnull)
+		PG_RETURN_NULL();
+	return result;
+}
+
+Datum
+hb_predict_pinned(PG_FUNCTION_ARGS)
+{
+	return pinned(fcinfo, PIN_PREDICT);
+}
+
+Datum
+hb_predict_proba_pinned(PG_FUNCTION_ARGS)
+{
+	return pinned(fcinfo, PIN_PROBA);
+}
+
+Datum
+hb_predict_margin_pinned(PG_FUNCTION_ARGS)
+{
+	return pinned(fcinfo, PIN_MARGIN);
+}
+
+Datum
+hb_predict_class_pinned(PG_FUNCTION_ARGS)
+{
+	return pinned(fcinfo, PIN_CLASS);
+}
+
+Datum
+hb_predict_targets_pinned(PG_FUNCTION_ARGS)
+{
+	return pinned(fcinfo, PIN_TARGETS);
+}

@@ -1,0 +1,486 @@
+/*
+ * pg_pushdown.c
+ *	  Scoring where the rows are: the planner step that lets postgres_fdw
+ *	  evaluate hbird's scoring calls on the shards (docs/scale-out.md).
+ *
+ * postgres_fdw ships a function to a foreign server only when it is
+ * IMMUTABLE and belongs to an extension listed in the server's extensions
+ * option, and a whole-row argument never ships as the row it is (a
+ * foreign table's row deparses as an anonymous ROW(...), a partition's row
+ * converted to its parent's type not at all).  So, before standard_planner
+ * and on the Query:
+ *
+ *	1. Every plain scoring call over a foreign table of an hbird server (or
+ *	   a partitioned table with such partitions) becomes its pinned form
+ *	   (pg_pinned.c): the row as column names plus values, the model version
+ *	   the coordinator sees now (number and SHA-256), the server's name.  It
+ *	   binds by those names wherever it runs, and a shard whose active
+ *	   version differs raises an error naming itself and both versions.
+ *	   The plan then depends on the model catalog: the administration
+ *	   functions invalidate it (pg_owner.c), on standbys too (the
+ *	   invalidation travels in the WAL).
+ *
+ *	2. A query over one partitioned table of such tables that aggregates
+ *	   or ends in ORDER BY ... LIMIT is written once per partition
+ *	   (pg_partsplit.c), since PostgreSQL 15 pushes neither into
+ *	   partitions.
+ *
+ * hb_topk over such a table ranks through the same step (the shards rank,
+ * the coordinator merges).  Nothing happens while hbird.pushdown is off,
+ * or hbird.cascade is on (the shards would score exactly what the
+ * coordinator approximates); what is not rewritten is planned as before,
+ * and answers are the same either way.
+ */
+#include "postgres.h"
+
+#include "access/attmap.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_func.h"
+#include "parser/parse_relation.h"
+#include "parser/parsetree.h"
+#include "partitioning/partdesc.h"
+#include "rewrite/rewriteManip.h"
+#include "storage/lmgr.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "parser/parse_type.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "hbird.h"
+#include "pg_scan.h"
+#include "pg_scaleout.h"
+
+/* ---- which relations are on hbird servers ---- */
+
+/* A foreign table on a server that ships hbird's functions. */
+bool
+hb_shard_table(Oid relid, Oid *serverid)
+{
+	ForeignTable *ft;
+
+	if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+		return false;
+	ft = GetForeignTable(relid);
+	if (serverid)
+		*serverid = ft->serverid;
+	return hb_server_ships_hbird(ft->serverid);
+}
+
+/*
+ * The leaf partitions of a partitioned table, in partition bound order,
+ * locked as the planner locks them.
+ */
+List *
+hb_leaf_partitions(Oid relid)
+{
+	Relation	rel = table_open(relid, NoLock);
+	PartitionDesc pd = RelationGetPartitionDesc(rel, true);
+	List	   *leaves = NIL;
+
+	for (int i = 0; i < pd->nparts; i++)
+	{
+		Oid			child = pd->oids[i];
+
+		LockRelationOid(child, AccessShareLock);
+		if (get_rel_relkind(child) == RELKIND_PARTITIONED_TABLE)
+			leaves = list_concat(leaves, hb_leaf_partitions(child));
+		else
+			leaves = lappend_oid(leaves, child);
+	}
+	table_close(rel, NoLock);
+	return leaves;
+}
+
+/*
+ * Is relid a foreign table of an hbird server, or a partitioned table with
+ * at least one leaf that is?  (Locks the partitions.)
+ */
+bool
+hb_distributed_rel(Oid relid)
+{
+	char		kind = get_rel_relkind(relid);
+	ListCell   *lc;
+
+	if (kind == RELKIND_FOREIGN_TABLE)
+		return hb_shard_table(relid, NULL);
+	if (kind != RELKIND_PARTITIONED_TABLE)
+		return false;
+	foreach(lc, hb_leaf_partitions(relid))
+		if (hb_shard_table(lfirst_oid(lc), NULL))
+			return true;
+	return false;
+}
+
+/* ---- 1. pinned calls ---- */
+
+typedef struct PinCtx
+{
+	Query	   *query;			/* whose range table the Vars refer to */
+	HbPushdown *pd;
+	List	   *remote;			/* rtindexes of distributed relations */
+	List	   *local;			/* rtindexes known not to be */
+	int			pinned;			/* calls rewritten */
+} PinCtx;
+
+static bool
+rte_distributed(PinCtx *ctx, Index rti)
+{
+	RangeTblEntry *rte;
+	bool		d;
+
+	if (list_member_int(ctx->remote, rti))
+		return true;
+	if (list_member_int(ctx->local, rti))
+		return false;
+	rte = rt_fetch(rti, ctx->query->rtable);
+	d = rte->rtekind == RTE_RELATION && hb_distributed_rel(rte->relid);
+	if (d)
+		ctx->remote = lappend_int(ctx->remote, rti);
+	else
+		ctx->local = lappend_int(ctx->local, rti);
+	return d;
+}
+
+/* Does expr read a column of a distributed relation of this query level? */
+static bool
+reads_distributed_walker(Node *node, PinCtx *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *v = (Var *) node;
+
+		return v->varlevelsup == 0 && !IS_SPECIAL_VARNO(v->varno) &&
+			rte_distributed(ctx, v->varno);
+	}
+	if (IsA(node, Query))
+		return false;
+	return expression_tree_walker(node, reads_distributed_walker, ctx);
+}
+
+/* The pinned function of a scoring call's kind, next to the plain one. */
+static Oid
+pinned_function(FuncExpr *plain)
+{
+	static const char *const names[] = {
+		NULL, "hb_predict_pinned", "hb_predict_proba_pinned",
+		"hb_predict_margin_pinned", "hb_predict_class_pinned",
+		"hb_predict_targets_pinned"
+	};
+	bool		is_array;
+	HbCallKind	kind = hb_scoring_call(plain->funcid, &is_array);
+	Oid			argtypes[6] = {TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTARRAYOID, ANYOID};
+	char	   *nsp = get_namespace_name(get_func_namespace(plain->funcid));
+
+	if (kind == HB_CALL_NONE || nsp == NULL)
+		return InvalidOid;
+	return LookupFuncName(list_make2(makeString(nsp), makeString((char *) names[kind])),
+						  6, argtypes, true);
+}
+
+/*
+ * hb_xxx(name, row | array) over a distributed relation, as its pinned
+ * form; NULL when the call stays as it is.
+ */
+static Node *
+pin_call(FuncExpr *f, PinCtx *ctx)
+{
+	Node	   *name;
+	Node	   *arg;
+	bool		is_array;
+	List	   *args;
+	Const	   *cols;
+	HbCatalogRef ref;
+	Oid			fn;
+	FuncExpr   *p;
+	char	   *origin = "";
+
+	if (f->funcretset || list_length(f->args) != 2 ||
+		hb_scoring_call(f->funcid, &is_array) == HB_CALL_NONE ||
+		hb_pinned_function(f->funcid))
+		return NULL;
+	name = linitial(f->args);
+	arg = lsecond(f->args);
+	if (!IsA(name, Const) || ((Const *) name)->constisnull)
+		return NULL;
+
+	if (!is_array)
+	{
+		Var		   *v = (Var *) arg;
+		RangeTblEntry *rte;
+		Relation	rel;
+		TupleDesc	desc;
+		Datum	   *d;
+		int			n = 0;
+
+		/* a whole row of a distributed relation of this query level */
+		if (!IsA(arg, Var) || v->varattno != 0 || v->varlevelsup != 0 ||
+			IS_SPECIAL_VARNO(v->varno) || !rte_distributed(ctx, v->varno))
+			return NULL;
+		ctx->pd->depends = true;
+		if (!hb_catalog_lookup(TextDatumGetCString(((Const *) name)->constvalue), &ref) ||
+			!hb_may_score(&ref) || !OidIsValid(fn = pinned_function(f)))
+			return NULL;
+		rte = rt_fetch(v->varno, ctx->query->rtable);
+		rel = table_open(rte->relid, NoLock);
+		desc = RelationGetDescr(rel);
+		args = NIL;
+		d = palloc(sizeof(Datum) * Max(desc->natts, 1));
+		for (int a = 0; a < desc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a);
+
+			if (att->attisdropped)
+				continue;
+			d[n++] = CStringGetTextDatum(NameStr(att->attname));
+			args = lappend(args, makeVar(v->varno, att->attnum, att->atttypid,
+										 att->atttypmod, att->attcollation, 0));
+		}
+		if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+			origin = GetForeignServer(GetForeignTable(rte->relid)->serverid)->servername;
+		table_close(rel, NoLock);
+		if (n == 0)
+			return NULL;
+		cols = makeConst(TEXTARRAYOID, -1, DEFAULT_COLLATION_OID, -1,
+						 PointerGetDatum(construct_array(d, n, TEXTOID, -1, false,
+														 TYPALIGN_INT)),
+						 false, false);
+	}
+	else
+	{
+		/* an array read from a distributed relation of this query level */
+		if (!reads_distributed_walker(arg, ctx))
+			return NULL;
+		ctx->pd->depends = true;
+		if (!hb_catalog_lookup(TextDatumGetCString(((Const *) name)->constvalue), &ref) ||
+			!hb_may_score(&ref) || !OidIsValid(fn = pinned_function(f)))
+			return NULL;
+		args = list_make1(copyObject(arg));
+		cols = makeNullConst(TEXTARRAYOID, -1, DEFAULT_COLLATION_OID);
+		if (list_length(ctx->remote) == 1)
+		{
+			RangeTblEntry *rte = rt_fetch(linitial_int(ctx->remote), ctx->query->rtable);
+
+			if (get_rel_relkind(rte->relid) == RELKIND_FOREIGN_TABLE)
+				origin = GetForeignServer(GetForeignTable(rte->relid)->serverid)->servername;
+		}
+	}
+
+	p = makeNode(FuncExpr);
+	p->funcid = fn;
+	p->funcresulttype = f->funcresulttype;
+	p->funcretset = false;
+	p->funcvariadic = false;
+	p->funcformat = COERCE_EXPLICIT_CALL;
+	/*
+	 * No input collation: the strings are names, and postgres_fdw ships a
+	 * call with one only when a foreign column gives it.
+	 */
+	p->funccollid = InvalidOid;
+	p->inputcollid = InvalidOid;
+	p->args = list_concat(list_make5(copyObject(name),
+									 makeConst(INT4OID, -1, InvalidOid, 4,
+											   Int32GetDatum(ref.version), false, true),
+									 makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+											   CStringGetTextDatum(hb_sha256_hex(ref.sha256)),
+											   false, false),
+									 makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+											   CStringGetTextDatum(origin), false, false),
+									 cols),
+						  args);
+	p->location = f->location;
+	ctx->pinned++;
+	return (Node *) p;
+}
+
+static bool pin_query(Query *q, HbPushdown *pd);
+
+static Node *
+pin_mutator(Node *node, PinCtx *ctx)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Query))
+	{
+		/* a sublink's query: its own range table */
+		Query	   *sub = copyObject((Query *) node);
+
+		(void) pin_query(sub, ctx->pd);
+		return (Node *) sub;
+	}
+	if (IsA(node, FuncExpr))
+	{
+		Node	   *p = pin_call((FuncExpr *) node, ctx);
+
+		if (p != NULL)
+			return p;
+	}
+	return expression_tree_mutator(node, pin_mutator, ctx);
+}
+
+/* ---- the whole query ---- */
+
+/*
+ * ORDER BY ... LIMIT over one foreign table of an hbird server: postgres_fdw
+ * pushes both, and the scan returns k rows; under a UNION ALL of such
+ * queries (one per shard, written by hand) it is one of the scans
+ * hb_pushdown_finish runs asynchronously.
+ */
+static void
+note_single_topk(Query *q, HbPushdown *pd)
+{
+	RangeTblEntry *rte;
+
+	if (q->commandType != CMD_SELECT || q->sortClause == NIL ||
+		q->limitCount == NULL || q->hasAggs || q->groupClause != NIL ||
+		list_length(q->rtable) != 1)
+		return;
+	rte = linitial(q->rtable);
+	if (rte->rtekind == RTE_RELATION && hb_shard_table(rte->relid, NULL))
+		pd->topk_relids = lappend_oid(pd->topk_relids, rte->relid);
+}
+
+static bool
+pin_query(Query *q, HbPushdown *pd)
+{
+	PinCtx		ctx = {q, pd, NIL, NIL, 0};
+	ListCell   *lc;
+
+	/* subqueries in FROM and WITH first: each is a query of its own */
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_SUBQUERY && rte->subquery)
+			(void) pin_query(rte->subquery, pd);
+	}
+	foreach(lc, q->cteList)
+	{
+		CommonTableExpr *cte = lfirst(lc);
+
+		if (IsA(cte->ctequery, Query))
+			(void) pin_query((Query *) cte->ctequery, pd);
+	}
+	q->targetList = (List *) pin_mutator((Node *) q->targetList, &ctx);
+	q->jointree = (FromExpr *) pin_mutator((Node *) q->jointree, &ctx);
+	q->havingQual = pin_mutator(q->havingQual, &ctx);
+	if (ctx.pinned > 0 && !hb_split_per_partition(q, pd))
+		note_single_topk(q, pd);
+	return ctx.pinned > 0;
+}
+
+/* Is there a plain scoring call anywhere?  (a cheap first look) */
+static bool
+any_scoring_walker(Node *node, void *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr))
+	{
+		bool		is_array;
+
+		if (hb_scoring_call(((FuncExpr *) node)->funcid, &is_array) != HB_CALL_NONE)
+			return true;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, any_scoring_walker, ctx, 0);
+	return expression_tree_walker(node, any_scoring_walker, ctx);
+}
+
+void
+hb_pushdown_prepare(Query *parse, HbPushdown *pd)
+{
+	memset(pd, 0, sizeof(*pd));
+	if (!hb_pushdown_on || hb_cascade_on || parse->commandType != CMD_SELECT ||
+		parse->utilityStmt != NULL ||
+		!query_tree_walker(parse, any_scoring_walker, NULL, 0))
+		return;
+	(void) pin_query(parse, pd);
+}
+
+void
+hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd)
+{
+	/* model changes invalidate the plan (pg_owner.c sends the message) */
+	if (pd->depends)
+		stmt->relationOids = lappend_oid(stmt->relationOids,
+										 hb_catalog_relid("model"));
+	if (pd->topk_relids != NIL)
+		hb_topk_scans_fix(stmt, pd);
+}
+
+bool
+hb_pushdown_keeps(const HbPushdown *pd, const Plan *plan)
+{
+	return pd != NULL && list_member_ptr(pd->keep, plan);
+}
+
+/* ---- hb_topk over a table of shards ---- */
+
+/*
+ * hb_topk(name, k, NULL::t) where t is a foreign table of an hbird server
+ * or a partitioned table with such partitions: the query ORDER BY score
+ * DESC, ctid LIMIT k, which the step above gives to the shards (each
+ * ranks its own rows, with the batching scan's pruning, and the
+ * coordinator merges their k best).  Ties come in each shard's input
+ * order (ctid); rows of different shards with equal scores are ordered by
+ * their ctids.  False when t is not such a table: the caller ranks.
+ */
+bool
+hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k, Oid rowtype)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = typeidTypeRelid(rowtype);
+	char	   *nsp;
+	char	   *sql;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (!hb_pushdown_on || hb_cascade_on || !OidIsValid(relid) ||
+		!hb_distributed_rel(relid))
+		return false;
+	nsp = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
+	sql = psprintf("SELECT %s.hb_predict(%s, t), t FROM %s t ORDER BY 1 DESC, t.ctid LIMIT %d",
+				   quote_identifier(nsp), quote_literal_cstr(e->name),
+				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+											  get_rel_name(relid)),
+				   k);
+	SPI_connect();
+	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not rank the shards' rows: %s", sql);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+		MemoryContext old;
+
+		values[0] = Int32GetDatum((int32) i + 1);
+		values[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[1]);
+		values[2] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[2]);
+		old = MemoryContextSwitchTo(cxt);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return true;
+}
