@@ -8,7 +8,7 @@
  *
  * Rows are collected into a feature matrix of up to hb_batch_rows() rows and
  * scored in one call of the plan, which then picks the strategy that suits a
- * batch of that size (PTT or GEMM where they win, see plan.c).
+ * batch of that size (PTT or GEMM where they win, see exec.c).
  */
 #include "postgres.h"
 
