@@ -384,7 +384,7 @@ typedef struct ShardRow
 	double		score;
 	int			part;			/* the partition's place in the table's order */
 	uint64		seq;			/* its place in the answer (its shard's order) */
-	HeapTuple	tuple;			/* the SPI row: score, then the columns */
+	HeapTuple	tuple;			/* the SPI row: tableoid, score, ctid, columns */
 } ShardRow;
 
 /* The leaves under rel, in the order of its partitions (depth first). */
