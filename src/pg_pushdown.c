@@ -26,8 +26,9 @@
  *	   (pg_partsplit.c), since PostgreSQL 15 pushes neither into
  *	   partitions.
  *
- * hb_topk over such a table ranks through the same step (the shards rank,
- * the coordinator merges).  Nothing happens while hbird.pushdown is off,
+ * hb_topk over such a table ranks through the same step: one ORDER BY ...
+ * LIMIT per partition (the shards rank), merged here in the order one node
+ * would rank the rows in.  Nothing happens while hbird.pushdown is off,
  * or hbird.cascade is on (the shards would score exactly what the
  * coordinator approximates); what is not rewritten is planned as before,
  * and answers are the same either way.
@@ -54,6 +55,7 @@
 #include "parser/parse_func.h"
 #include "parser/parse_relation.h"
 #include "parser/parsetree.h"
+#include "partitioning/partdesc.h"
 #include "rewrite/rewriteManip.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -376,52 +378,196 @@ hb_pushdown_keeps(const HbPushdown *pd, const Plan *plan)
 
 /* ---- hb_topk over a table of shards ---- */
 
+/* One row of a shard's k best: its score, where it came from, its values. */
+typedef struct ShardRow
+{
+	double		score;
+	int			part;			/* the partition's place in the table's order */
+	uint64		seq;			/* its place in the answer (its shard's order) */
+	HeapTuple	tuple;			/* the SPI row: tableoid, score, ctid, columns */
+} ShardRow;
+
+/* The leaves under rel, in the order of its partitions (depth first). */
+static List *
+leaves_in_order(Relation rel, List *leaves)
+{
+	PartitionDesc pd;
+
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		return lappend_oid(leaves, RelationGetRelid(rel));
+	pd = RelationGetPartitionDesc(rel, true);
+	for (int i = 0; i < pd->nparts; i++)
+	{
+		Relation	child = table_open(pd->oids[i], AccessShareLock);
+
+		leaves = leaves_in_order(child, leaves);
+		table_close(child, AccessShareLock);
+	}
+	return leaves;
+}
+
+/* where oid is in list, -1 if not */
+static int
+list_index_oid(List *list, Oid oid)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (lfirst_oid(lc) == oid)
+			return foreach_current_index(lc);
+	return -1;
+}
+
+/* best first: score desc, then the partition order, then the shard's order */
+static int
+shard_row_cmp(const void *a, const void *b)
+{
+	const ShardRow *x = a,
+			   *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	if (x->part != y->part)
+		return x->part < y->part ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
+}
+
 /*
  * hb_topk(name, k, NULL::t) where t is a foreign table of an hbird server
- * or a partitioned table with such partitions: the query ORDER BY score
- * DESC, ctid LIMIT k, which the step above gives to the shards (each
- * ranks its own rows, with the batching scan's pruning, and the
- * coordinator merges their k best).  Ties come in each shard's input
- * order (ctid); rows of different shards with equal scores are ordered by
- * their ctids.  False when t is not such a table: the caller ranks.
+ * or a partitioned table with such partitions: one query, a UNION ALL with
+ * one arm per leaf partition, in the order a scan of t reads them:
+ *
+ *	(SELECT p.tableoid, hb_predict(name, p), p.ctid, p.c1, ... FROM part p
+ *	 ORDER BY 2 DESC, 3 LIMIT k) UNION ALL ...
+ *
+ * The step above ships each arm to its shard (the model version pinned
+ * and checked there) and runs the arms at the same time; each shard ranks
+ * its own rows, with its ties in its input order (ctid).  The k best of
+ * the arms, by score, then partition, then each shard's order, are the
+ * answer hb_topk ranks on one node reading t partition after partition:
+ * ties go to the row read first.  The row is rebuilt as t's row type by
+ * column name.  False when t is not such a table: the caller ranks.
  */
 bool
 hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k, Oid rowtype)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			relid = typeidTypeRelid(rowtype);
-	char	   *nsp;
-	char	   *sql;
+	const char *nsp;
+	char	   *cols;
+	List	   *parts = NIL;
+	StringInfoData sql;
+	TupleDesc	desc;
+	ShardRow   *rows;
+	uint64		n = 0;
+	int			natts;
+	int			nlive = 0;
+	Datum	   *values;
+	bool	   *nulls;
 	MemoryContext cxt = CurrentMemoryContext;
+	Relation	rel;
+	ListCell   *lc;
+	int			part = 0;
 
 	if (!hb_pushdown_on || hb_cascade_on || !OidIsValid(relid) ||
 		!hb_distributed_rel(relid))
 		return false;
-	nsp = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
-	sql = psprintf("SELECT %s.hb_predict(%s, t), t FROM %s t ORDER BY 1 DESC, t.ctid LIMIT %d",
-				   quote_identifier(nsp), quote_literal_cstr(e->name),
-				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-											  get_rel_name(relid)),
-				   k);
+	nsp = quote_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid)));
+
+	/* the leaf partitions in the order a scan reads them */
+	rel = table_open(relid, AccessShareLock);
+	parts = leaves_in_order(rel, NIL);
+	desc = CreateTupleDescCopy(RelationGetDescr(rel));
+	table_close(rel, AccessShareLock);
+	natts = desc->natts;
+
+	/* t's columns by name (partitions may order theirs otherwise) */
+	{
+		StringInfoData c;
+
+		initStringInfo(&c);
+		for (int a = 0; a < natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a);
+
+			if (att->attisdropped)
+				continue;
+			appendStringInfo(&c, ", p.%s", quote_identifier(NameStr(att->attname)));
+			nlive++;
+		}
+		cols = c.data;
+	}
+	if (parts == NIL)
+		return true;			/* no partitions: no rows */
+	initStringInfo(&sql);
+	foreach(lc, parts)
+	{
+		Oid			p = lfirst_oid(lc);
+
+		/*
+		 * Nothing but columns besides the score: the arm stays a plain scan
+		 * of the foreign table, which runs asynchronously
+		 */
+		appendStringInfo(&sql, "%s(SELECT p.tableoid, %s.hb_predict(%s, p), p.ctid%s FROM %s p ORDER BY 2 DESC, 3 LIMIT %d)",
+						 part > 0 ? " UNION ALL " : "", nsp,
+						 quote_literal_cstr(e->name), cols,
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(p)),
+													get_rel_name(p)),
+						 k);
+		part++;
+	}
+
 	SPI_connect();
-	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not rank the shards' rows: %s", sql);
+	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT ||
+		SPI_tuptable->tupdesc->natts != 3 + nlive)
+		elog(ERROR, "could not rank the shards' rows: %s", sql.data);
+	rows = palloc(sizeof(ShardRow) * Max(SPI_processed, 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		Datum		values[3];
-		bool		nulls[3] = {0};
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		bool		isnull;
+		Datum		d;
+
+		/* a row with no score is not ranked, as on one node */
+		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
+		if (isnull)
+			continue;
+		rows[n].score = DatumGetFloat8(d);
+		rows[n].part = list_index_oid(parts,
+									  DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull)));
+		rows[n].seq = i;
+		rows[n].tuple = tup;
+		n++;
+	}
+	qsort(rows, n, sizeof(ShardRow), shard_row_cmp);
+
+	values = palloc(sizeof(Datum) * Max(natts, 1));
+	nulls = palloc(sizeof(bool) * Max(natts, 1));
+	for (uint64 i = 0; i < n && i < (uint64) k; i++)
+	{
+		Datum		out[3];
+		bool		onulls[3] = {0};
 		int			col = 0;
+		int			src = 4;	/* the SPI row's first column of t */
 		MemoryContext old;
 
+		for (int a = 0; a < natts; a++)
+		{
+			if (TupleDescAttr(desc, a)->attisdropped)
+			{
+				values[a] = (Datum) 0;
+				nulls[a] = true;
+				continue;
+			}
+			values[a] = SPI_getbinval(rows[i].tuple, SPI_tuptable->tupdesc, src++, &nulls[a]);
+		}
 		/* hb_topk's (rank, score, item): it checked the columns */
-		values[col++] = Int32GetDatum((int32) i + 1);
-		values[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[col]);
-		col++;
-		values[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[col]);
-		col++;
-		Assert(col == lengthof(values));
+		out[col++] = Int32GetDatum((int32) i + 1);
+		out[col++] = Float8GetDatum(rows[i].score);
+		out[col++] = HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+		Assert(col == lengthof(out));
 		old = MemoryContextSwitchTo(cxt);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, onulls);
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();

@@ -6,6 +6,7 @@
 #   - the scoring calls run on the shards (EXPLAIN VERBOSE's Remote SQL);
 #   - sums, filters, per-group aggregates, ORDER BY ... LIMIT and hb_topk
 #     over t_dist equal the same queries over t_local, a single-node copy
+#     (hb_topk's ties too: in the order one node reads the partitions)
 #     (the second shard's table has its columns in another order: rows bind
 #     by name);
 #   - hb_model_distribute puts a version on every shard inside the caller's
@@ -158,6 +159,31 @@ cmp_sql "SELECT string_agg(id::text, ' ') FROM (SELECT id FROM @T t WHERE grp <>
 tap $? "ORDER BY score LIMIT 5 OFFSET 3 with a filter: a single node's rows"
 cmp_sql "SELECT string_agg(rank || ':' || (item).id || ':' || score, ' ') FROM hb_topk('reg', 12, NULL::@T)"
 tap $? "hb_topk over the partitioned table: a single node's ranks, rows and scores"
+# ties: eight more copies of the second shard's best row (reg), new ids
+# spread over both shards; one node ranks ties in the order it reads the
+# rows, and reading t_dist means partition after partition, each in its
+# shard's order: the first shard's copies (last in its table) before the
+# original (early in the second's).  t_one holds the rows in that order;
+# the coordinator reading every row itself, one partition after the other,
+# must agree too.
+q $C >/dev/null <<'SQL'
+INSERT INTO t_dist SELECT 5000 + g, grp, amount, age, balance, n_tx, risk, tenure, utilization, score
+FROM (SELECT * FROM t_local t WHERE satisfies_hash_partition('t_dist'::regclass, 2, 1, id)
+	  ORDER BY hb_predict('reg', t) DESC, id LIMIT 1) b, generate_series(1, 8) g;
+INSERT INTO t_local SELECT * FROM t_dist WHERE id > 5000;
+CREATE TABLE t_one AS SELECT * FROM t_local
+ORDER BY NOT satisfies_hash_partition('t_dist'::regclass, 2, 0, id), id;
+SQL
+topk_ties="SELECT string_agg(rank || ':' || (item).id || ':' || score, ' ') FROM hb_topk('reg', 20, NULL::@T)"
+d=$(q $C -c "${topk_ties//@T/t_dist}" 2>&1)
+same "$d" "$(q $C -c "${topk_ties//@T/t_one}" 2>&1)" &&
+	same "$d" "$(q $C -c "SET hbird.pushdown = off" -c "SET enable_async_append = off" -c "${topk_ties//@T/t_dist}" 2>&1)" &&
+	[ "$(q $C -c "SELECT count(*) = 9 AND count(DISTINCT satisfies_hash_partition('t_dist'::regclass, 2, 0, (item).id)) = 2 FROM hb_topk('reg', 20, NULL::t_dist) WHERE score = (SELECT hb_predict('reg', t) FROM t_local t WHERE id = 5001)")" = t ]
+tap $? "hb_topk over the partitioned table with ties across both shards: a single node's order"
+plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) (SELECT p.tableoid, hb_predict('reg', p), p.ctid, p.id FROM t_p1 p ORDER BY 2 DESC, 3 LIMIT 12) UNION ALL (SELECT p.tableoid, hb_predict('reg', p), p.ctid, p.id FROM t_p2 p ORDER BY 2 DESC, 3 LIMIT 12)")
+[ "$(grep -c 'Async Foreign Scan' <<<"$plan")" = 2 ] &&
+	[ "$(grep -c 'ORDER BY public.hb_predict_pinned(.*DESC NULLS FIRST, ctid ASC NULLS LAST LIMIT 12' <<<"$plan")" = 2 ]
+tap $? "hb_topk's query (one arm per partition): each shard ranks its rows, at the same time"
 cmp_sql "SELECT round(sum((hb_predict_proba('multi', t))[2])::numeric, 8), round(sum((hb_predict_margin('fraud', t))[1])::numeric, 8), round(sum((hb_predict_targets('targets', t))[3])::numeric, 8), round(sum(hb_predict('fraud', ARRAY[amount, age, balance, n_tx, risk, tenure]))::numeric, 8) FROM @T t"
 tap $? "probabilities, margins, targets and the array form equal a single node's"
 d=$(q $C -c "SET hbird.pushdown = off" -c "SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_dist t")
@@ -173,6 +199,9 @@ tap $? "hb_model_shards shows the shards still at version 1 after an upload on t
 err=$(q $C -c "SELECT sum(hb_predict('fraud', t)) FROM t_dist t" 2>&1)
 grep -Eq 'model "fraud" on shard "shard[12]" is at version 1 \(sha256 [0-9a-f]{12}\), but the coordinator scores version 2 \(sha256 [0-9a-f]{12}\)' <<<"$err"
 tap $? "a shard at another version: an error naming the shard and both versions (got: $(head -1 <<<"$err"))"
+err=$(q $C -c "SELECT count(*) FROM hb_topk('fraud', 5, NULL::t_dist)" 2>&1)
+grep -Eq 'model "fraud" on shard "shard[12]" is at version 1 \(sha256 [0-9a-f]{12}\), but the coordinator scores version 2 \(sha256 [0-9a-f]{12}\)' <<<"$err"
+tap $? "hb_topk over shards at another version: the same error (got: $(head -1 <<<"$err"))"
 q $C >/dev/null <<'SQL'
 BEGIN;
 SELECT * FROM hb_model_distribute('fraud');
