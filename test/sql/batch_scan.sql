@@ -7,7 +7,7 @@
 -- the planner hook is installed when hbird's library loads: without
 -- shared_preload_libraries, a session's first statement plans before that
 LOAD 'hbird';
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 
 CREATE FUNCTION bs_run(q text, batch boolean) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -191,7 +191,7 @@ FROM bs_out a JOIN bs_out b ON b.id = -a.id WHERE a.id > 0;
 DROP TABLE bs_out;
 
 -- pipelines: text and categorical inputs bound by name, the sparse scorer
-\set pl :abs_srcdir '/test/fixtures/pipelines/'
+\set pl :abs_srcdir '/fixtures/pipelines/'
 CREATE TABLE bs_pl (id integer, age float8, income numeric, city text, plan integer, review text);
 \set csv `cat :pl/rows.csv`
 INSERT INTO bs_pl

@@ -6,7 +6,7 @@
 \getenv abs_srcdir PG_ABS_SRCDIR
 -- the planner hook is installed when hbird's library loads
 LOAD 'hbird';
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set m `cat :fixtures/multi_target.json`
 SELECT hb_model_upload('br_mt', :'m') AS v;
 \set m `cat :fixtures/reg_squarederror.json`

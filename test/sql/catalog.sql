@@ -1,6 +1,6 @@
 -- Versions, activation, drops, the features argument, and transactions.
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set reg `cat :fixtures/reg_squarederror.json`
 \set bin `cat :fixtures/binary_logistic.json`
 \set nonames `cat :fixtures/no_feature_names.json`

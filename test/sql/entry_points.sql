@@ -6,7 +6,7 @@
 -- The statistics functions need hbird in shared_preload_libraries (how CI
 -- runs); test/expected/entry_points_1.out is the output without it (55000).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set reg `cat :fixtures/reg_squarederror.json`
 
 -- Run a statement; 'ok: ' and its first column, or SQLSTATE: message.

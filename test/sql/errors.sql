@@ -1,7 +1,7 @@
 -- Bad input: each case shows the SQLSTATE and message it gets, and the
 -- catalog must be unchanged afterwards.
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set bin `cat :fixtures/binary_logistic.json`
 CREATE TEMP TABLE catalog_before AS
 SELECT (SELECT count(*) FROM hbird.model) AS models,

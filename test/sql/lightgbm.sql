@@ -5,7 +5,7 @@
 -- -0.25.  The numeric truth on real models is checked by the conformance
 -- corpus (test/core/test_conformance.c).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set lgb `cat :fixtures/lightgbm_tiny.txt`
 SELECT hb_model_upload('lgb', :'lgb') AS auto_detected;
 SELECT hb_model_upload('lgb', convert_to(:'lgb', 'UTF8'), 'lightgbm-text') AS named;

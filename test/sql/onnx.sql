@@ -4,7 +4,7 @@
 -- real converter outputs are checked by the conformance corpus
 -- (test/core/test_conformance.c).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/onnx/'
+\set fixtures :abs_srcdir '/fixtures/onnx/'
 
 -- within 1e-6 of max(|expected|, 1): float32 sums in another order (AVERAGE
 -- divides each leaf, onnxruntime the sum) differ in the last bits

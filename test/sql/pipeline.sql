@@ -3,7 +3,7 @@
 -- scoring entry point featurizes, and the results equal scikit-learn's
 -- predict_proba / predict (test/fixtures/pipelines/gen_pipelines.py).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set pl :abs_srcdir '/test/fixtures/pipelines/'
+\set pl :abs_srcdir '/fixtures/pipelines/'
 
 -- the rows to score: id, age, income, city, plan, review (no commas in text)
 CREATE TABLE pl_rows (id integer, age float8, income numeric, city text, plan integer, review text);

@@ -5,7 +5,7 @@
 -- with NULLs, unknown categories, accented and non-ASCII text and numbers
 -- at split thresholds (test/fixtures/pipelines/gen_pipelines.py).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set pl :abs_srcdir '/test/fixtures/pipelines/'
+\set pl :abs_srcdir '/fixtures/pipelines/'
 
 CREATE TABLE pe_rows (id integer, age float8, income numeric, city text, plan integer, review text);
 CREATE FUNCTION pe_add_rows(csv text) RETURNS bigint

@@ -4,7 +4,7 @@
 -- class forms still build the dense feature vector.  Both must agree with
 -- each other and with scikit-learn (test/fixtures/pipelines).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set pl :abs_srcdir '/test/fixtures/pipelines/'
+\set pl :abs_srcdir '/fixtures/pipelines/'
 
 CREATE TABLE sp_rows (id integer, age float8, income numeric, city text, plan integer, review text);
 -- rows.csv, then rows_extra.csv (accented and non-ASCII text) without its header

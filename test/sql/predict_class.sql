@@ -2,7 +2,7 @@
 -- probability > 0.5 for binary models, the most probable class otherwise),
 -- by row, by array, aggregated and batched, with the early exit on and off.
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set m `cat :fixtures/categorical_binary.json`
 \set csv `cat :fixtures/categorical_binary.csv`
 \set exp `cat :fixtures/categorical_binary.expected.csv`

@@ -15,7 +15,7 @@
 -- hb_stat_models needs hbird in shared_preload_libraries (how CI runs);
 -- test/expected/privilege_matrix_1.out is the output without it (55000).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set bin `cat :fixtures/binary_logistic.json`
 \set reg `cat :fixtures/reg_squarederror.json`
 SET client_min_messages = warning;

@@ -1,7 +1,7 @@
 -- Who may do what: administration is revoked from PUBLIC and granted by
 -- the DBA; scoring a model takes its owner, a superuser or a grant.
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set reg `cat :fixtures/reg_squarederror.json`
 CREATE ROLE regress_hbird_admin;
 CREATE ROLE regress_hbird_scorer;

@@ -1,7 +1,7 @@
 -- Functions are immune to search_path tricks: an operator and functions
 -- shadowing pg_catalog's in a schema ahead of it change nothing.
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set reg `cat :fixtures/reg_squarederror.json`
 CREATE SCHEMA evil;
 CREATE FUNCTION evil.texteq_trap(text, text) RETURNS boolean

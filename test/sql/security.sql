@@ -2,7 +2,7 @@
 -- ownership between model administrators, and roles that go away.
 -- (docs/reliability.md, "Privileges")
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 \set bin `cat :fixtures/binary_logistic.json`
 SET client_min_messages = warning;
 

@@ -2,7 +2,7 @@
 -- model uploaded under its own name with its inputs and XGBoost's outputs.
 CREATE EXTENSION hbird;
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 
 -- Load a CSV (header line, empty cell = NULL) into a new table: the first
 -- column is an integer id, the rest float8.

@@ -3,7 +3,7 @@
 -- cluster that way; test/sql_shell/stat_models_nopreload.sh checks the
 -- error without it).  Expected counts come from count(*) of the inputs.
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
+\set fixtures :abs_srcdir '/fixtures/'
 -- (test/expected/stat_models_1.out: a cluster without it, where this stops here)
 SELECT current_setting('shared_preload_libraries') ~ 'hbird' AS preloaded \gset
 \if :preloaded

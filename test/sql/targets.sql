@@ -3,8 +3,8 @@
 -- batched form and the batching scan return every target, equal to the
 -- library's own predictions (XGBoost: bit for bit; scikit-learn: 1e-6).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/'
-\set pl :abs_srcdir '/test/fixtures/pipelines/'
+\set fixtures :abs_srcdir '/fixtures/'
+\set pl :abs_srcdir '/fixtures/pipelines/'
 
 -- XGBoost 1.7, one tree per target; a 2.x model with vector leaves
 \set m `cat :fixtures/multi_target.json`

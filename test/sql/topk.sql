@@ -35,8 +35,8 @@ ORDER BY model, tab, k;
 
 -- a linear model (gblinear) ranks too: every row scored, same answer
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set lin `cat :abs_srcdir/test/fixtures/linear/linear_tiny.json`
-\set lincsv `cat :abs_srcdir/test/fixtures/linear/linear_tiny.csv`
+\set lin `cat :abs_srcdir/fixtures/linear/linear_tiny.json`
+\set lincsv `cat :abs_srcdir/fixtures/linear/linear_tiny.csv`
 SELECT hb_model_upload('topk_linear', :'lin') AS version, hbt_load('topk_linear_in', :'lincsv') AS rows;
 SELECT k, topk_matches('topk_linear', 'topk_linear_in', k) FROM (VALUES (1), (3), (1000)) AS ks(k);
 SELECT (SELECT array_agg((r).id) FROM unnest(hb_topk_agg('topk_linear', 3, t ORDER BY id)) r) =
@@ -114,7 +114,7 @@ FROM (SELECT (SELECT array_agg((r).id) FROM unnest(q.w) r) AS w,
 -- 40 gives margins far above 17, where the float32 probability is exactly
 -- 1 for thousands of rows.  Ties go to input order, not to the higher
 -- margin, although the core completes the likeliest rows first.
-\set bin `cat :abs_srcdir/test/fixtures/binary_logistic.json`
+\set bin `cat :abs_srcdir/fixtures/binary_logistic.json`
 SELECT hb_model_upload('topk_saturated', (
 	SELECT jsonb_set(m, '{learner,gradient_booster,model,trees}',
 		(SELECT jsonb_agg(jsonb_set(t, '{split_conditions}',

@@ -2,7 +2,7 @@
 -- Models from test/fixtures/willump/gen_willump.py; its rows are a formula of the
 -- row id, so the tests tune on some ids and check on others (held out).
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/willump/'
+\set fixtures :abs_srcdir '/fixtures/willump/'
 \set m `cat :fixtures/willump_rank.json`
 SELECT hb_model_upload('wrank', :'m');
 \set m `cat :fixtures/willump_fraud.json`

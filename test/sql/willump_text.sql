@@ -4,7 +4,7 @@
 -- depends on a only through a > 0.2: the cheap column and the expensive
 -- text say the same.
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set fixtures :abs_srcdir '/test/fixtures/willump/'
+\set fixtures :abs_srcdir '/fixtures/willump/'
 \set m `cat :fixtures/willump_text.json`
 SELECT hb_model_upload('wtext', :'m');
 
