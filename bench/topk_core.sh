@@ -34,7 +34,7 @@ gcc -std=gnu11 -O2 -Wall -Wextra -I"$root/src/core" -o "$data/topk_core" \
 	"$here/topk_core.c" "$root"/src/core/*.c "$root"/src/core/onnx/*.c \
 	-lopenblas -lprotobuf-c -lm
 gcc -std=gnu11 -O2 -Wall -Wextra -I"$root/src/core" -o "$data/approx_core" \
-	"$here/approx_core.c" "$root"/src/core/*.c "$root"/src/core/onnx/onnx_ml.pb-c.c \
+	"$here/approx_core.c" "$root"/src/core/*.c "$root"/src/core/onnx/*.c \
 	-lopenblas -lprotobuf-c -lm
 arows=${APPROX_ROWS:-1000000}
 [ "$arows" != "$rows" ] || { echo "APPROX_ROWS must differ from ROWS" >&2; exit 2; }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every hbird test and ends with one line "N passed, M failed".
 #
+#   0. the glue files call one way: no cycles among src/pg_*.c
+#      (scripts/glue_deps.py, from the objects the build left)
 #   1. C unit tests of the core (no PostgreSQL), incl. the conformance corpus,
 #      then a short libFuzzer run of each format reader (test/fuzz)
 #   2. pg_regress suites (test/sql) and shell checks (test/sql_shell) in a
@@ -28,6 +30,10 @@ if ! { make -s >"$log_dir/build.log" 2>&1 && $sudo make -s install >>"$log_dir/b
 fi
 
 : >"$log_dir/tap.log"
+
+# 0. the glue calls one way (docs/design.md, "Layers"): no cycles among
+# src/pg_*.c, read from the objects just built (scripts/glue_deps.py)
+python3 scripts/glue_deps.py --tap 2>&1 | tee -a "$log_dir/tap.log"
 
 # 1. core unit tests
 if make -s core-tests >"$log_dir/core-build.log" 2>&1; then

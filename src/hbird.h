@@ -83,6 +83,7 @@ extern bytea *hb_catalog_bytes(const char *name, int32 version,
 							   const char *column);
 extern void hb_check_score_privilege(const HbCatalogRef *ref);
 extern bool hb_may_score(const HbCatalogRef *ref);
+extern bool hb_role_exists(Oid role);
 
 /* pg_owner.c: who may change a model; writing the catalog */
 typedef struct HbCatalogWrite
@@ -94,7 +95,6 @@ typedef struct HbCatalogWrite
 } HbCatalogWrite;
 
 extern void hb_owner_init(void);
-extern bool hb_role_exists(Oid role);
 extern bool hb_may_change(Oid role, Oid owner);
 extern void hb_check_owner(Oid role, Oid owner, const char *name);
 extern void hb_check_new_model_name(const char *name);
@@ -345,13 +345,12 @@ extern Datum hb_agg_final(FunctionCallInfo fcinfo);
  * the row-at-a-time calls that get timed (a random 1 in 32).
  */
 struct HbTopkStats;
-extern bool hb_stat_on;
+extern bool hb_stat_on;			/* pg_guc.c: stat_track where preloaded */
 extern uint64 hb_stat_rng;
 #define HB_STAT_SAMPLE() \
 	(hb_stat_on && ((hb_stat_rng = hb_stat_rng * 6364136223846793005ULL + \
 					 1442695040888963407ULL) >> 59) == 0)
 extern void hb_stat_init(void);
-extern void hb_stat_track_changed(bool on);
 extern void hb_stat_row(HbCacheEntry *e, const instr_time *sample);
 extern void hb_stat_batch(HbCacheEntry *e, int64 n, const instr_time *start,
 						  bool topk);

@@ -8,7 +8,7 @@
  *
  * Rows are collected into a feature matrix of up to hb_batch_rows() rows and
  * scored in one call of the plan, which then picks the strategy that suits a
- * batch of that size (PTT or GEMM where they win, see plan.c).
+ * batch of that size (PTT or GEMM where they win, see exec.c).
  */
 #include "postgres.h"
 
@@ -423,7 +423,6 @@ predict_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 	Datum		values[2];
 	bool		nulls[2] = {false, !b->items};
 
-	values[1] = (Datum) 0;
 	INSTR_TIME_SET_CURRENT(start);
 	if (b->targets)
 	{
@@ -437,13 +436,14 @@ predict_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 		for (uint64 i = 0; i < n; i++)
 		{
 			Datum	   *d = palloc(sizeof(Datum) * nt);
+			int			col = 0;
 
 			for (int j = 0; j < nt; j++)
 				d[j] = Float8GetDatum(b->pred[i * nt + j]);
-			values[0] = PointerGetDatum(construct_array(d, nt, FLOAT8OID, sizeof(float8),
-														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-			if (b->items)
-				values[1] = items[i];
+			values[col++] = PointerGetDatum(construct_array(d, nt, FLOAT8OID, sizeof(float8),
+															FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			values[col++] = b->items ? items[i] : (Datum) 0;
+			Assert(col == lengthof(values));
 			hb_rows_emit(b->out, values, nulls);
 		}
 		return;
@@ -463,9 +463,11 @@ predict_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{
-		values[0] = Float8GetDatum(b->pred[i]);
-		if (b->items)
-			values[1] = items[i];
+		int			col = 0;
+
+		values[col++] = Float8GetDatum(b->pred[i]);
+		values[col++] = b->items ? items[i] : (Datum) 0;
+		Assert(col == lengthof(values));
 		hb_rows_emit(b->out, values, nulls);
 	}
 }
@@ -546,6 +548,9 @@ hb_predict_targets_batch(PG_FUNCTION_ARGS)
 
 /* ---- hb_compile(name, batch_size) ---- */
 
+/* the columns of hb_compile(), in order (sql/hbird--*.sql) */
+#define HB_COMPILE_COLS 8
+
 Datum
 hb_compile(PG_FUNCTION_ARGS)
 {
@@ -568,6 +573,8 @@ hb_compile(PG_FUNCTION_ARGS)
 					 errmsg("batch size must be positive")));
 	}
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != HB_COMPILE_COLS)
+		elog(ERROR, "incorrect number of output columns of hb_compile");
 	n = hb_plan_ops(e->plan, batch, ops, lengthof(ops));
 	{
 		/* where a batch of this size runs; mode gpu without one is an error */
@@ -579,17 +586,19 @@ hb_compile(PG_FUNCTION_ARGS)
 	}
 	for (int i = 0; i < n; i++)
 	{
-		Datum		values[8];
-		bool		nulls[8] = {0};
+		Datum		values[HB_COMPILE_COLS];
+		bool		nulls[HB_COMPILE_COLS] = {0};
+		int			col = 0;
 
-		values[0] = Int32GetDatum(i + 1);
-		values[1] = CStringGetTextDatum(ops[i].op);
-		values[2] = CStringGetTextDatum(hb_strategy_name(ops[i].strategy));
-		values[3] = CStringGetTextDatum(ops[i].in_shape);
-		values[4] = CStringGetTextDatum(ops[i].out_shape);
-		values[5] = Int64GetDatum(ops[i].param_bytes);
-		values[6] = Float8GetDatum(ops[i].flops);
-		values[7] = CStringGetTextDatum(on_gpu ? "gpu" : "cpu");
+		values[col++] = Int32GetDatum(i + 1);
+		values[col++] = CStringGetTextDatum(ops[i].op);
+		values[col++] = CStringGetTextDatum(hb_strategy_name(ops[i].strategy));
+		values[col++] = CStringGetTextDatum(ops[i].in_shape);
+		values[col++] = CStringGetTextDatum(ops[i].out_shape);
+		values[col++] = Int64GetDatum(ops[i].param_bytes);
+		values[col++] = Float8GetDatum(ops[i].flops);
+		values[col++] = CStringGetTextDatum(on_gpu ? "gpu" : "cpu");
+		Assert(col == HB_COMPILE_COLS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -199,12 +199,13 @@ class_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 		hb_lazy_set_rows(b->lazy, items);
 	hb_classify_lazy(b->entry, b->cascade, x, n, b->cls, b->lazy);
 	hb_stat_batch(b->entry, (int64) n, &start, false);
-	values[1] = (Datum) 0;
 	for (uint64 i = 0; i < n; i++)
 	{
-		values[0] = Int32GetDatum(b->cls[i]);
-		if (b->items)
-			values[1] = items[i];
+		int			col = 0;
+
+		values[col++] = Int32GetDatum(b->cls[i]);
+		values[col++] = b->items ? items[i] : (Datum) 0;
+		Assert(col == lengthof(values));
 		hb_rows_emit(b->out, values, nulls);
 	}
 }
@@ -264,19 +265,26 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 
 /* ---- hb_class_stats() ---- */
 
+/* the columns of hb_class_stats(), in order (sql/hbird--*.sql) */
+#define HB_CLASS_STATS_COLS 4
+
 Datum
 hb_class_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	Datum		values[HB_CLASS_STATS_COLS];
+	bool		nulls[HB_CLASS_STATS_COLS] = {0};
+	int			col = 0;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	values[0] = Int64GetDatum(class_stats.rows);
-	values[1] = Int64GetDatum(class_stats.rows_early);
-	values[2] = Int64GetDatum(class_stats.trees_scored);
-	values[3] = Int64GetDatum(class_stats.trees_total);
+	if (desc->natts != HB_CLASS_STATS_COLS)
+		elog(ERROR, "incorrect number of output columns of hb_class_stats");
+	values[col++] = Int64GetDatum(class_stats.rows);
+	values[col++] = Int64GetDatum(class_stats.rows_early);
+	values[col++] = Int64GetDatum(class_stats.trees_scored);
+	values[col++] = Int64GetDatum(class_stats.trees_total);
+	Assert(col == HB_CLASS_STATS_COLS);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 

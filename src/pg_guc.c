@@ -4,11 +4,14 @@
  *	  and its definition, in one block that _PG_init runs first.
  *
  * The settings are read where they act (hbird.h and pg_scan.h declare the
- * variables); an assign hook only forwards a new value to the component
- * that keeps its own copy (the core's strategy override and device, the
- * statistics switch).  hbird.stat_max sizes shared memory, so it exists
- * only when the library is preloaded (a PGC_POSTMASTER variable cannot be
- * created later).
+ * variables); an assign hook only forwards a new value to the core, which
+ * keeps its own copy (the strategy override and the device).  hbird.stat_max
+ * sizes shared memory, so it exists only when the library is preloaded (a
+ * PGC_POSTMASTER variable cannot be created later); for the same reason
+ * the statistics switch that scoring reads, hb_stat_on, is hbird.stat_track
+ * only where the library was preloaded (pg_stats.c's shared table exists
+ * only then).  This file calls no other glue file: every other one reads
+ * it.
  */
 #include "postgres.h"
 
@@ -43,6 +46,8 @@ int			hb_topk_mode = HB_TOPK_AUTO;
 /* statistics (pg_stats.c) */
 bool		hb_stat_track = true;
 int			hb_stat_max = 1000;
+bool		hb_stat_on = false;	/* counting: stat_track and preloaded */
+static bool stat_preloaded = false;
 
 /* the GPU (device.h, docs/gpu.md) */
 static int	hb_device_setting = HB_DEVICE_AUTO;
@@ -80,7 +85,7 @@ assign_tree_strategy(int newval, void *extra)
 static void
 assign_stat_track(bool newval, void *extra)
 {
-	hb_stat_track_changed(newval);
+	hb_stat_on = newval && stat_preloaded;
 }
 
 static void
@@ -104,6 +109,9 @@ assign_gpu_memory(int newval, void *extra)
 void
 hb_define_gucs(void)
 {
+	/* before hbird.stat_track: its definition runs the assign hook */
+	stat_preloaded = process_shared_preload_libraries_in_progress;
+
 	DefineCustomIntVariable("hbird.max_model_bytes",
 							"Largest model file hb_model_upload accepts.",
 							NULL,

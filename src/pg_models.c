@@ -6,7 +6,9 @@
  * snapshot: no SQL is run (so search_path can't redirect anything), the
  * scorer needs no privilege on the tables (the model's grants are checked
  * here instead), and every call in a statement, parallel workers included,
- * sees the same model version.
+ * sees the same model version.  Whether a model's owner still exists is
+ * answered here too, as both the score and the change privileges
+ * (pg_owner.c) depend on it.
  */
 #include "postgres.h"
 
@@ -23,6 +25,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "hbird.h"
 
@@ -195,6 +198,18 @@ hb_catalog_bytes(const char *name, int32 version, const char *column)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("model \"%s\" has no version %d", name, version)));
 	return body;
+}
+
+/*
+ * Does the role still exist?  A model's owner that was dropped (its OID
+ * could one day name an unrelated role) grants nothing: not scoring here,
+ * not changing the model (pg_owner.c).
+ */
+bool
+hb_role_exists(Oid role)
+{
+	return OidIsValid(role) &&
+		SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role));
 }
 
 /*

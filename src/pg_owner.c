@@ -55,13 +55,6 @@ static ProcessUtility_hook_type prev_process_utility = NULL;
 
 /* ---- ownership ---- */
 
-bool
-hb_role_exists(Oid role)
-{
-	return OidIsValid(role) &&
-		SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role));
-}
-
 /*
  * May role change a model owned by owner?  Superusers, and roles with the
  * privileges of the owner; an owner that no longer exists grants nothing

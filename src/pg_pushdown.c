@@ -11,11 +11,12 @@
  * and on the Query:
  *
  *	1. Every plain scoring call over a foreign table of an hbird server (or
- *	   a partitioned table with such partitions) becomes its pinned form
- *	   (pg_pinned.c): the row as column names plus values, the model version
- *	   the coordinator sees now (number and SHA-256), the server's name.  It
- *	   binds by those names wherever it runs, and a shard whose active
- *	   version differs raises an error naming itself and both versions.
+ *	   a partitioned table with such partitions: pg_shard_map.c) becomes
+ *	   its pinned form (pg_pinned.c): the row as column names plus values,
+ *	   the model version the coordinator sees now (number and SHA-256), the
+ *	   server's name.  It binds by those names wherever it runs, and a shard
+ *	   whose active version differs raises an error naming itself and both
+ *	   versions.
  *	   The plan then depends on the model catalog: the administration
  *	   functions invalidate it (pg_owner.c), on standbys too (the
  *	   invalidation travels in the WAL).
@@ -53,9 +54,7 @@
 #include "parser/parse_func.h"
 #include "parser/parse_relation.h"
 #include "parser/parsetree.h"
-#include "partitioning/partdesc.h"
 #include "rewrite/rewriteManip.h"
-#include "storage/lmgr.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "parser/parse_type.h"
@@ -69,67 +68,6 @@
 #include "hbird.h"
 #include "pg_scan.h"
 #include "pg_scaleout.h"
-
-/* ---- which relations are on hbird servers ---- */
-
-/* A foreign table on a server that ships hbird's functions. */
-bool
-hb_shard_table(Oid relid, Oid *serverid)
-{
-	ForeignTable *ft;
-
-	if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
-		return false;
-	ft = GetForeignTable(relid);
-	if (serverid)
-		*serverid = ft->serverid;
-	return hb_server_ships_hbird(ft->serverid);
-}
-
-/*
- * The leaf partitions of a partitioned table, in partition bound order,
- * locked as the planner locks them.
- */
-List *
-hb_leaf_partitions(Oid relid)
-{
-	Relation	rel = table_open(relid, NoLock);
-	PartitionDesc pd = RelationGetPartitionDesc(rel, true);
-	List	   *leaves = NIL;
-
-	for (int i = 0; i < pd->nparts; i++)
-	{
-		Oid			child = pd->oids[i];
-
-		LockRelationOid(child, AccessShareLock);
-		if (get_rel_relkind(child) == RELKIND_PARTITIONED_TABLE)
-			leaves = list_concat(leaves, hb_leaf_partitions(child));
-		else
-			leaves = lappend_oid(leaves, child);
-	}
-	table_close(rel, NoLock);
-	return leaves;
-}
-
-/*
- * Is relid a foreign table of an hbird server, or a partitioned table with
- * at least one leaf that is?  (Locks the partitions.)
- */
-bool
-hb_distributed_rel(Oid relid)
-{
-	char		kind = get_rel_relkind(relid);
-	ListCell   *lc;
-
-	if (kind == RELKIND_FOREIGN_TABLE)
-		return hb_shard_table(relid, NULL);
-	if (kind != RELKIND_PARTITIONED_TABLE)
-		return false;
-	foreach(lc, hb_leaf_partitions(relid))
-		if (hb_shard_table(lfirst_oid(lc), NULL))
-			return true;
-	return false;
-}
 
 /* ---- 1. pinned calls ---- */
 
@@ -471,12 +409,17 @@ hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k, Oid rowtype)
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
+		bool		nulls[3] = {0};
+		int			col = 0;
 		MemoryContext old;
 
-		values[0] = Int32GetDatum((int32) i + 1);
-		values[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[1]);
-		values[2] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[2]);
+		/* hb_topk's (rank, score, item): it checked the columns */
+		values[col++] = Int32GetDatum((int32) i + 1);
+		values[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[col]);
+		col++;
+		values[col] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[col]);
+		col++;
+		Assert(col == lengthof(values));
 		old = MemoryContextSwitchTo(cxt);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		MemoryContextSwitchTo(old);

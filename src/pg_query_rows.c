@@ -389,6 +389,9 @@ hb_scan_batches(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
 void
 hb_rows_out_init(HbRowsOut *o, ReturnSetInfo *rsinfo, int ncols)
 {
+	if (rsinfo && rsinfo->setDesc->natts != ncols)
+		elog(ERROR, "incorrect number of output columns: %d, expected %d",
+			 rsinfo->setDesc->natts, ncols);
 	memset(o, 0, sizeof(*o));
 	o->rsinfo = rsinfo;
 	o->ncols = ncols;

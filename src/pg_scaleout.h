@@ -1,9 +1,9 @@
 /*
  * pg_scaleout.h
  *	  Scoring on shards and models on every node (docs/scale-out.md):
- *	  the pinned calls (pg_pinned.c), the planner step that ships them
- *	  (pg_pushdown.c, pg_partsplit.c) and the model distribution
- *	  (pg_shards.c).
+ *	  which servers are shards (pg_shard_map.c), the pinned calls
+ *	  (pg_pinned.c), the planner step that ships them (pg_pushdown.c,
+ *	  pg_partsplit.c) and the model distribution (pg_shards.c).
  */
 #ifndef HB_PG_SCALEOUT_H
 #define HB_PG_SCALEOUT_H
@@ -13,6 +13,12 @@
 
 #include "hbird.h"
 #include "utils/array.h"
+
+/* pg_shard_map.c: which servers are shards, which tables are on them */
+extern bool hb_server_ships_hbird(Oid serverid);
+extern bool hb_shard_table(Oid relid, Oid *serverid);
+extern List *hb_leaf_partitions(Oid relid);
+extern bool hb_distributed_rel(Oid relid);
 
 /* pg_pinned.c */
 extern char *hb_sha256_hex(const uint8 *sha);
@@ -34,15 +40,12 @@ extern bool hb_pushdown_on;		/* hbird.pushdown (pg_guc.c) */
 extern void hb_pushdown_prepare(Query *parse, HbPushdown *pd);
 extern void hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd);
 extern bool hb_pushdown_keeps(const HbPushdown *pd, const Plan *plan);
-extern bool hb_distributed_rel(Oid relid);
-extern bool hb_shard_table(Oid relid, Oid *serverid);
-extern List *hb_leaf_partitions(Oid relid);
+extern bool hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k,
+							  Oid rowtype);
 
 /* pg_partsplit.c: aggregates and top-K over partitions, per partition */
 extern bool hb_split_per_partition(Query *q, HbPushdown *pd);
 extern void hb_topk_scans_fix(PlannedStmt *stmt, HbPushdown *pd);
-extern bool hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k,
-							  Oid rowtype);
 
 /* pg_admin.c: writing a version (upload, and receiving from a coordinator) */
 typedef struct HbVersionRows HbVersionRows;
@@ -52,8 +55,5 @@ extern HbVersionRows *hb_version_prepare(const char *name, struct varlena *arg,
 extern const uint8 *hb_version_sha256(const HbVersionRows *r);
 extern void hb_version_insert(HbCatalogWrite *w, const char *name,
 							  HbVersionRows *r, int32 version);
-
-/* pg_shards.c */
-extern bool hb_server_ships_hbird(Oid serverid);
 
 #endif							/* HB_PG_SCALEOUT_H */

@@ -2,7 +2,8 @@
  * pg_scan.h
  *	  The batching scan: a custom plan node (HbirdScore) that the planner
  *	  hook puts where scoring calls are evaluated, so that plain SQL scores
- *	  rows in batches (pg_scan_plan.c builds it, pg_scan_exec.c runs it).
+ *	  rows in batches (pg_scan_plan.c builds it, pg_scan_exec.c runs it);
+ *	  what the planner steps ask of a function (pg_scoring_funcs.c).
  *
  * The node sits on one input plan (its outer plan).  Its scan tuple is the
  * input's columns followed by one column per scoring call it computes; its
@@ -60,11 +61,14 @@ typedef enum HbFuncRole
 extern const CustomScanMethods hb_score_scan_methods;
 extern bool hb_batch_scan;
 
-/* pg_scan_plan.c */
-extern void hb_scan_init(void);
+/* pg_scoring_funcs.c: which of hbird's functions an OID is */
 extern HbCallKind hb_scoring_call(Oid funcid, bool *is_array);
 extern HbFuncRole hb_scoring_role(Oid funcid, HbCallKind *kind);
 extern bool hb_pinned_function(Oid funcid);
+extern Oid	hb_scoring_row_function(Oid aggfnoid);
+
+/* pg_scan_plan.c */
+extern void hb_scan_init(void);
 
 /* pg_batch_stream.c */
 extern void hb_stream_init(void);

@@ -1,11 +1,12 @@
 /*
  * pg_shards.c
- *	  Models on every node (docs/scale-out.md): which foreign servers are
- *	  shards, hb_model_distribute on the coordinator, hb_model_receive on a
- *	  shard, and hb_model_shards, the check of every shard's versions.
+ *	  Models on every node (docs/scale-out.md): hb_model_distribute on the
+ *	  coordinator, hb_model_receive on a shard, and hb_model_shards, the
+ *	  check of every shard's versions.
  *
- * A shard is a postgres_fdw server whose extensions option lists hbird:
- * exactly the servers the planner ships scoring calls to (pg_pushdown.c).
+ * A shard is a postgres_fdw server whose extensions option lists hbird
+ * (pg_shard_map.c): exactly the servers the planner ships scoring calls to
+ * (pg_pushdown.c).
  * The model travels through the foreign servers themselves, with the
  * caller's user mappings, over postgres_fdw's own connections: the remote
  * work is part of the remote transactions postgres_fdw opens for the
@@ -34,7 +35,6 @@
 #include "access/table.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "executor/spi.h"
@@ -49,7 +49,6 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/varlena.h"
 
 #include "hbird.h"
 #include "pg_scaleout.h"
@@ -57,42 +56,6 @@
 PG_FUNCTION_INFO_V1(hb_model_distribute);
 PG_FUNCTION_INFO_V1(hb_model_receive);
 PG_FUNCTION_INFO_V1(hb_model_shards);
-
-/* ---- which servers are shards ---- */
-
-/*
- * Does the server ship hbird's functions: a postgres_fdw server whose
- * extensions option lists hbird?
- */
-bool
-hb_server_ships_hbird(Oid serverid)
-{
-	ForeignServer *server = GetForeignServer(serverid);
-	ForeignDataWrapper *fdw = GetForeignDataWrapper(server->fdwid);
-	char	   *handler;
-	ListCell   *lc;
-
-	if (!OidIsValid(fdw->fdwhandler) ||
-		(handler = get_func_name(fdw->fdwhandler)) == NULL ||
-		strcmp(handler, "postgres_fdw_handler") != 0)
-		return false;
-	foreach(lc, server->options)
-	{
-		DefElem    *d = lfirst(lc);
-		List	   *names;
-		ListCell   *ln;
-
-		if (strcmp(d->defname, "extensions") != 0)
-			continue;
-		/* parsed as postgres_fdw parses it */
-		if (!SplitIdentifierString(pstrdup(defGetString(d)), ',', &names))
-			return false;
-		foreach(ln, names)
-			if (strcmp(lfirst(ln), "hbird") == 0)
-				return true;
-	}
-	return false;
-}
 
 static int
 server_name_cmp(const ListCell *a, const ListCell *b)
@@ -244,7 +207,10 @@ spi_text(int col, MemoryContext cxt)
 	return v ? MemoryContextStrdup(cxt, v) : NULL;
 }
 
-/* What a shard is sent: one version of one model, as text parameters. */
+/*
+ * What a shard is sent: one version of one model, as the parameters of
+ * hb_model_receive, in its order.
+ */
 typedef struct Sent
 {
 	char	   *values[11];
@@ -266,6 +232,7 @@ read_version(const char *name, int32 version, Sent *m, MemoryContext cxt)
 	Datum		v[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
 	bool		isnull;
 	Datum		d;
+	int			i = 0;
 
 	hb_write_sql("SELECT v.format, v.feature_names, v.body, encode(v.sha256, 'hex'), "
 				 "m.owner::text, (m.active_version IS NOT DISTINCT FROM v.version)::text "
@@ -278,10 +245,10 @@ read_version(const char *name, int32 version, Sent *m, MemoryContext cxt)
 				 errmsg("model \"%s\" has no version %d", name, version)));
 	memset(m, 0, sizeof(*m));
 	m->version = version;
-	m->values[0] = MemoryContextStrdup(cxt, name);
-	m->values[1] = MemoryContextStrdup(cxt, psprintf("%d", version));
-	m->values[2] = spi_text(1, cxt);
-	m->values[3] = spi_text(2, cxt);
+	m->values[i++] = MemoryContextStrdup(cxt, name);
+	m->values[i++] = MemoryContextStrdup(cxt, psprintf("%d", version));
+	m->values[i++] = spi_text(1, cxt);
+	m->values[i++] = spi_text(2, cxt);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
 	{
 		MemoryContext old = MemoryContextSwitchTo(cxt);
@@ -289,25 +256,31 @@ read_version(const char *name, int32 version, Sent *m, MemoryContext cxt)
 		m->body = DatumGetByteaPCopy(d);
 		MemoryContextSwitchTo(old);
 	}
-	m->values[4] = VARDATA(m->body);
-	m->lengths[4] = VARSIZE(m->body) - VARHDRSZ;
-	m->formats[4] = 1;			/* binary: the bytes as they are */
-	m->values[5] = m->sha = spi_text(4, cxt);
-	m->values[6] = spi_text(5, cxt);
-	m->values[7] = spi_text(6, cxt);
+	m->lengths[i] = VARSIZE(m->body) - VARHDRSZ;
+	m->formats[i] = 1;			/* binary: the bytes as they are */
+	m->values[i++] = VARDATA(m->body);
+	m->values[i++] = m->sha = spi_text(4, cxt);
+	m->values[i++] = spi_text(5, cxt);
+	m->values[i++] = spi_text(6, cxt);
 
 	hb_write_sql("SELECT coalesce(array_agg(CASE WHEN grantee::oid = 0 THEN 'public' "
 				 "ELSE grantee::text END ORDER BY 1), '{}')::text "
 				 "FROM hbird.model_grant WHERE name = $1",
 				 1, t, v, NULL, SPI_OK_SELECT);
-	m->values[8] = spi_text(1, cxt);
+	m->values[i++] = spi_text(1, cxt);
 	hb_write_sql("SELECT coalesce(json_agg(t), '[]')::text FROM hbird.tuning t "
 				 "WHERE name = $1 AND version = $2", 2, t, v, NULL, SPI_OK_SELECT);
-	m->values[9] = spi_text(1, cxt);
+	m->values[i++] = spi_text(1, cxt);
 	hb_write_sql("SELECT coalesce(json_agg(t), '[]')::text FROM hbird.tuning_candidate t "
 				 "WHERE name = $1 AND version = $2", 2, t, v, NULL, SPI_OK_SELECT);
-	m->values[10] = spi_text(1, cxt);
+	m->values[i++] = spi_text(1, cxt);
+	if (i != lengthof(m->values))
+		elog(ERROR, "hb_model_receive takes %d arguments, %d were read",
+			 (int) lengthof(m->values), i);
 }
+
+/* the columns of hb_model_distribute(), in order (sql/hbird--*.sql) */
+#define HB_DISTRIBUTE_COLS 4
 
 Datum
 hb_model_distribute(PG_FUNCTION_ARGS)
@@ -323,6 +296,8 @@ hb_model_distribute(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != HB_DISTRIBUTE_COLS)
+		elog(ERROR, "incorrect number of output columns of hb_model_distribute");
 
 	/* the owner's (or a superuser's) to distribute; the row stays locked */
 	hb_write_begin(&w, "distribute a model");
@@ -344,8 +319,9 @@ hb_model_distribute(PG_FUNCTION_ARGS)
 		ErrorContextCallback errcb;
 		PGresult   *res;
 		char	   *sql;
-		Datum		values[4];
-		bool		nulls[4] = {false, false, false, false};
+		Datum		values[HB_DISTRIBUTE_COLS];
+		bool		nulls[HB_DISTRIBUTE_COLS] = {0};
+		int			col = 0;
 
 		errcb.callback = shard_error_context;
 		errcb.arg = &s;
@@ -357,11 +333,13 @@ hb_model_distribute(PG_FUNCTION_ARGS)
 		sql = psprintf("SELECT %s.hb_model_receive($1::text, $2::integer, $3::text, $4::text[], "
 					   "$5::bytea, $6::text, $7::name, $8::boolean, $9::name[], $10::json, $11::json)",
 					   s.nsp);
-		res = shard_query(&s, sql, 11, (const char *const *) m.values, m.lengths, m.formats);
-		values[0] = DirectFunctionCall1(namein, CStringGetDatum(s.server->servername));
-		values[1] = Int32GetDatum(version);
-		values[2] = CStringGetTextDatum(m.sha);
-		values[3] = CStringGetTextDatum(PQgetvalue(res, 0, 0));
+		res = shard_query(&s, sql, lengthof(m.values), (const char *const *) m.values,
+						  m.lengths, m.formats);
+		values[col++] = DirectFunctionCall1(namein, CStringGetDatum(s.server->servername));
+		values[col++] = Int32GetDatum(version);
+		values[col++] = CStringGetTextDatum(m.sha);
+		values[col++] = CStringGetTextDatum(PQgetvalue(res, 0, 0));
+		Assert(col == HB_DISTRIBUTE_COLS);
 		PQclear(res);
 		error_context_stack = errcb.previous;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -671,6 +649,9 @@ find_model(List *models, const char *name)
 	return NULL;
 }
 
+/* the columns of hb_model_shards(), in order (sql/hbird--*.sql) */
+#define HB_SHARDS_COLS 7
+
 Datum
 hb_model_shards(PG_FUNCTION_ARGS)
 {
@@ -680,6 +661,8 @@ hb_model_shards(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != HB_SHARDS_COLS)
+		elog(ERROR, "incorrect number of output columns of hb_model_shards");
 	/* hb_models is where this function is: in the extension's schema */
 	here = local_active(name, get_func_namespace(fcinfo->flinfo->fn_oid));
 	foreach(lc, shard_servers())
@@ -709,18 +692,24 @@ hb_model_shards(PG_FUNCTION_ARGS)
 		{
 			ActiveModel *h = find_model(here, lfirst(ln));
 			ActiveModel *t = find_model(there, lfirst(ln));
-			Datum		values[7];
-			bool		nulls[7] = {false, false, h == NULL, h == NULL,
-			t == NULL, t == NULL, false};
+			Datum		values[HB_SHARDS_COLS];
+			bool		nulls[HB_SHARDS_COLS] = {0};
+			int			col = 0;
 
-			values[0] = DirectFunctionCall1(namein, CStringGetDatum(s.server->servername));
-			values[1] = CStringGetTextDatum(lfirst(ln));
-			values[2] = h ? Int32GetDatum(h->version) : (Datum) 0;
-			values[3] = h ? CStringGetTextDatum(h->sha) : (Datum) 0;
-			values[4] = t ? Int32GetDatum(t->version) : (Datum) 0;
-			values[5] = t ? CStringGetTextDatum(t->sha) : (Datum) 0;
-			values[6] = BoolGetDatum(h && t && h->version == t->version &&
-									 strcmp(h->sha, t->sha) == 0);
+			values[col++] = DirectFunctionCall1(namein, CStringGetDatum(s.server->servername));
+			values[col++] = CStringGetTextDatum(lfirst(ln));
+			/* the coordinator's version and SHA-256, then the shard's */
+			nulls[col] = h == NULL;
+			values[col++] = h ? Int32GetDatum(h->version) : (Datum) 0;
+			nulls[col] = h == NULL;
+			values[col++] = h ? CStringGetTextDatum(h->sha) : (Datum) 0;
+			nulls[col] = t == NULL;
+			values[col++] = t ? Int32GetDatum(t->version) : (Datum) 0;
+			nulls[col] = t == NULL;
+			values[col++] = t ? CStringGetTextDatum(t->sha) : (Datum) 0;
+			values[col++] = BoolGetDatum(h && t && h->version == t->version &&
+										 strcmp(h->sha, t->sha) == 0);
+			Assert(col == HB_SHARDS_COLS);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

@@ -109,10 +109,7 @@ typedef struct HbStatLocal
 	MemoryContextCallback cb;
 } HbStatLocal;
 
-bool		hb_stat_on = false;
 uint64		hb_stat_rng = 0;
-
-static bool stat_preloaded = false;
 
 static HbStatShared *shared = NULL;
 static HTAB *shared_hash = NULL;
@@ -189,19 +186,11 @@ stat_exit_callback(int code, Datum arg)
 		stat_flush();
 }
 
-/* hbird.stat_track changed (pg_guc.c): counting needs the shared table too */
-void
-hb_stat_track_changed(bool on)
-{
-	hb_stat_on = on && stat_preloaded;
-}
-
 /* The shared memory, when loaded by shared_preload_libraries. */
 void
 hb_stat_init(void)
 {
-	stat_preloaded = process_shared_preload_libraries_in_progress;
-	if (!stat_preloaded)
+	if (!process_shared_preload_libraries_in_progress)
 		return;
 
 	prev_shmem_request_hook = shmem_request_hook;
@@ -210,7 +199,6 @@ hb_stat_init(void)
 	shmem_startup_hook = stat_shmem_startup;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = stat_ExecutorEnd;
-	hb_stat_on = hb_stat_track;
 }
 
 /* ---- backend-local counters ---- */

@@ -344,6 +344,9 @@ approx_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 	hb_approx_topk_batch((HbApproxTopk *) arg, x, items, (int) n);
 }
 
+/* the columns of hb_topk(), in order (sql/hbird--*.sql) */
+#define HB_TOPK_COLS 3
+
 Datum
 hb_topk(PG_FUNCTION_ARGS)
 {
@@ -362,6 +365,8 @@ hb_topk(PG_FUNCTION_ARGS)
 	approx = use_approx(PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
 						e, k, &tuning);
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != HB_TOPK_COLS)
+		elog(ERROR, "incorrect number of output columns of hb_topk");
 	/* a table of shards: each ranks its rows, this merges (pg_pushdown.c) */
 	if (!approx && PG_ARGISNULL(3) && hb_topk_on_shards(fcinfo, e, k, rowtype))
 	{
@@ -383,12 +388,14 @@ hb_topk(PG_FUNCTION_ARGS)
 		n = hb_approx_topk_end(a, &scores, &items, &scan.stats);
 		for (int i = 0; i < n; i++)
 		{
-			Datum		values[3];
-			bool		nulls[3] = {false, false, false};
+			Datum		values[HB_TOPK_COLS];
+			bool		nulls[HB_TOPK_COLS] = {0};
+			int			col = 0;
 
-			values[0] = Int32GetDatum(i + 1);
-			values[1] = Float8GetDatum(scores[i]);
-			values[2] = items[i];
+			values[col++] = Int32GetDatum(i + 1);
+			values[col++] = Float8GetDatum(scores[i]);
+			values[col++] = items[i];
+			Assert(col == HB_TOPK_COLS);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 		record_stats(&scan.stats, e);
@@ -407,11 +414,14 @@ hb_topk(PG_FUNCTION_ARGS)
 	heap_sort(&heap);
 	for (int i = 0; i < heap.n; i++)
 	{
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
-		values[0] = Int32GetDatum(i + 1);
-		values[1] = Float8GetDatum(heap.e[i].score);
-		values[2] = heap.e[i].item;
+		Datum		values[HB_TOPK_COLS];
+		bool		nulls[HB_TOPK_COLS] = {0};
+		int			col = 0;
+
+		values[col++] = Int32GetDatum(i + 1);
+		values[col++] = Float8GetDatum(heap.e[i].score);
+		values[col++] = heap.e[i].item;
+		Assert(col == HB_TOPK_COLS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	record_stats(&scan.stats, e);
@@ -603,19 +613,26 @@ hb_topk_agg_final(PG_FUNCTION_ARGS)
 										  typlen, typbyval, typalign));
 }
 
+/* the columns of hb_topk_stats(), in order (sql/hbird--*.sql) */
+#define HB_TOPK_STATS_COLS 4
+
 /* Counters of this backend's last top-K: how much pruning saved. */
 Datum
 hb_topk_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	Datum		values[HB_TOPK_STATS_COLS];
+	bool		nulls[HB_TOPK_STATS_COLS] = {0};
+	int			col = 0;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	values[0] = Int64GetDatum(last_stats.rows);
-	values[1] = Int64GetDatum(last_stats.rows_full);
-	values[2] = Int64GetDatum(last_stats.pairs_scored);
-	values[3] = Int64GetDatum(last_pairs_total);
+	if (desc->natts != HB_TOPK_STATS_COLS)
+		elog(ERROR, "incorrect number of output columns of hb_topk_stats");
+	values[col++] = Int64GetDatum(last_stats.rows);
+	values[col++] = Int64GetDatum(last_stats.rows_full);
+	values[col++] = Int64GetDatum(last_stats.pairs_scored);
+	values[col++] = Int64GetDatum(last_pairs_total);
+	Assert(col == HB_TOPK_STATS_COLS);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -409,6 +409,7 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	TEXTARRAYOID, FLOAT8ARRAYOID, FLOAT8OID};
 	Datum		v[21];
 	char		vnulls[21];
+	int			i = 0;
 	Datum	   *fd,
 			   *pd,
 			   *ld,
@@ -453,27 +454,27 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 		}
 	}
 
-	v[0] = CStringGetTextDatum(e->name);
-	v[1] = Int32GetDatum(e->version);
-	v[2] = CStringGetTextDatum(kind);
-	v[3] = Int32GetDatum(k);
-	v[4] = Float8GetDatum(spec->target);
-	v[5] = Float8GetDatum(spec->confidence);
-	v[6] = Int32GetDatum(seed);
-	v[7] = Int64GetDatum((int64) n);
-	v[8] = Int64GetDatum(res->n_eval);
-	v[9] = Int32GetDatum(res->chosen + 1);
-	v[10] = CStringGetTextDatum(ch->approx->kind == HB_APPROX_PREFIX ? "prefix" :
-								ch->approx->kind == HB_APPROX_TREES ? "trees" : "linear");
-	v[11] = Int32GetDatum(ch->approx->n_trees);
-	v[12] = PointerGetDatum(construct_array(fd, ch->approx->n_feat, INT4OID, 4, true, TYPALIGN_INT));
-	v[13] = PointerGetDatum(construct_array(pd, np, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	v[14] = Float8GetDatum(spec->kind == HB_TUNE_TOPK ? ch->tau : 0.0);
-	v[15] = Float8GetDatum(res->full_ns / 1000.0);
-	v[16] = PointerGetDatum(construct_array(ld, res->n_cand, TEXTOID, -1, false, TYPALIGN_INT));
-	v[17] = PointerGetDatum(construct_md_array(md, mnulls, 2, dims, lbs, FLOAT8OID, 8,
-											   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	memset(vnulls, ' ', sizeof(vnulls));
+	v[i++] = CStringGetTextDatum(e->name);
+	v[i++] = Int32GetDatum(e->version);
+	v[i++] = CStringGetTextDatum(kind);
+	v[i++] = Int32GetDatum(k);
+	v[i++] = Float8GetDatum(spec->target);
+	v[i++] = Float8GetDatum(spec->confidence);
+	v[i++] = Int32GetDatum(seed);
+	v[i++] = Int64GetDatum((int64) n);
+	v[i++] = Int64GetDatum(res->n_eval);
+	v[i++] = Int32GetDatum(res->chosen + 1);
+	v[i++] = CStringGetTextDatum(ch->approx->kind == HB_APPROX_PREFIX ? "prefix" :
+								 ch->approx->kind == HB_APPROX_TREES ? "trees" : "linear");
+	v[i++] = Int32GetDatum(ch->approx->n_trees);
+	v[i++] = PointerGetDatum(construct_array(fd, ch->approx->n_feat, INT4OID, 4, true, TYPALIGN_INT));
+	v[i++] = PointerGetDatum(construct_array(pd, np, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	v[i++] = Float8GetDatum(spec->kind == HB_TUNE_TOPK ? ch->tau : 0.0);
+	v[i++] = Float8GetDatum(res->full_ns / 1000.0);
+	v[i++] = PointerGetDatum(construct_array(ld, res->n_cand, TEXTOID, -1, false, TYPALIGN_INT));
+	v[i++] = PointerGetDatum(construct_md_array(md, mnulls, 2, dims, lbs, FLOAT8OID, 8,
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	if (gc)
 	{
 		int			ng = gc->deps.n_groups;
@@ -485,19 +486,29 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 			gl[g] = CStringGetTextDatum(gc->label[g]);
 			gv[g] = Float8GetDatum(gc->group_ns[g] / 1000.0);
 		}
-		v[18] = PointerGetDatum(construct_array(gl, ng, TEXTOID, -1, false, TYPALIGN_INT));
-		v[19] = PointerGetDatum(construct_array(gv, ng, FLOAT8OID, 8, FLOAT8PASSBYVAL,
-												TYPALIGN_DOUBLE));
-		v[20] = Float8GetDatum(gc->all_ns / 1000.0);
+		v[i++] = PointerGetDatum(construct_array(gl, ng, TEXTOID, -1, false, TYPALIGN_INT));
+		v[i++] = PointerGetDatum(construct_array(gv, ng, FLOAT8OID, 8, FLOAT8PASSBYVAL,
+												 TYPALIGN_DOUBLE));
+		v[i++] = Float8GetDatum(gc->all_ns / 1000.0);
 	}
 	else
 	{
-		v[18] = v[19] = v[20] = (Datum) 0;
-		vnulls[18] = vnulls[19] = vnulls[20] = 'n';
+		/* no feature groups: their labels, costs and the total are NULL */
+		for (int j = 0; j < 3; j++)
+		{
+			vnulls[i] = 'n';
+			v[i++] = (Datum) 0;
+		}
 	}
+	if (i != lengthof(v))
+		elog(ERROR, "a tuning is stored from %d values, %d were given",
+			 (int) lengthof(v), i);
 
 	write_tuning(e->name, types, v, vnulls);
 }
+
+/* the columns of hb_tune(), in order (sql/hbird--*.sql) */
+#define HB_TUNE_COLS 12
 
 Datum
 hb_tune(PG_FUNCTION_ARGS)
@@ -585,6 +596,8 @@ hb_tune(PG_FUNCTION_ARGS)
 	}
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != HB_TUNE_COLS)
+		elog(ERROR, "incorrect number of output columns of hb_tune");
 	work = AllocSetContextCreate(CurrentMemoryContext, "hbird tune",
 								 ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(work);
@@ -638,26 +651,28 @@ hb_tune(PG_FUNCTION_ARGS)
 	for (int i = 0; i < res.n_cand; i++)
 	{
 		const HbTuneCandidate *c = &res.cand[i];
-		Datum		v[12];
-		bool		nulls[12] = {0};
+		Datum		v[HB_TUNE_COLS];
+		bool		nulls[HB_TUNE_COLS] = {0};
+		int			col = 0;
 		bool		topk = spec.kind == HB_TUNE_TOPK;
 
-		v[0] = Int32GetDatum(i + 1);
-		v[1] = CStringGetTextDatum(c->label);
-		v[2] = Float8GetDatum(c->ratio);
-		nulls[2] = !topk;
-		v[3] = Int32GetDatum(c->kept);
-		nulls[3] = !topk;
-		v[4] = Float8GetDatum(c->threshold);
-		nulls[4] = topk || !isfinite(c->threshold);
-		v[5] = Float8GetDatum(c->accuracy);
-		v[6] = Float8GetDatum(topk ? c->bound : 1.0 - c->bound);
-		v[7] = Float8GetDatum(c->coverage);
-		v[8] = Float8GetDatum(c->cost_ns / 1000.0);
-		v[9] = Float8GetDatum(c->speedup);
-		v[10] = BoolGetDatum(c->chosen);
-		v[11] = Float8GetDatum(c->featurize_ns / 1000.0);
-		nulls[11] = !have_groups;
+		v[col++] = Int32GetDatum(i + 1);
+		v[col++] = CStringGetTextDatum(c->label);
+		nulls[col] = !topk;
+		v[col++] = Float8GetDatum(c->ratio);
+		nulls[col] = !topk;
+		v[col++] = Int32GetDatum(c->kept);
+		nulls[col] = topk || !isfinite(c->threshold);
+		v[col++] = Float8GetDatum(c->threshold);
+		v[col++] = Float8GetDatum(c->accuracy);
+		v[col++] = Float8GetDatum(topk ? c->bound : 1.0 - c->bound);
+		v[col++] = Float8GetDatum(c->coverage);
+		v[col++] = Float8GetDatum(c->cost_ns / 1000.0);
+		v[col++] = Float8GetDatum(c->speedup);
+		v[col++] = BoolGetDatum(c->chosen);
+		nulls[col] = !have_groups;
+		v[col++] = Float8GetDatum(c->featurize_ns / 1000.0);
+		Assert(col == HB_TUNE_COLS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	hb_tune_result_free(&res);

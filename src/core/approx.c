@@ -14,6 +14,7 @@
 #include "plan_int.h"
 #include "approx.h"
 #include "distill.h"
+#include "exec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -273,69 +274,6 @@ hb_approx_describe(const HbPlan *p, const HbApprox *a, char *buf, size_t len)
 }
 
 void
-hb_plan_base_margins(const HbPlan *p, size_t n, double *margins)
-{
-	int			k = p->n_outputs;
-
-	for (size_t r = 0; r < n; r++)
-		for (int g = 0; g < k; g++)
-			margins[r * k + g] = p->sum_f32 ?
-				(double) (float) p->base_margin[g] : p->base_margin[g];
-}
-
-/* TT over a tree range, per row, in model order (float32 sums stay exact). */
-static void
-accumulate_tt(const HbPlan *p, const double *x, size_t n, int t0, int t1,
-			  double *margins)
-{
-	int			k = p->n_outputs;
-	int			nf = p->n_features;
-
-	for (size_t r = 0; r < n; r++)
-	{
-		const double *row = x + r * nf;
-		double	   *m = margins + r * k;
-
-		if (p->sum_f32)
-			for (int t = t0; t < t1; t++)
-			{
-				int			g = p->tree_group[t];
-
-				m[g] = (double) ((float) m[g] +
-								 p->nodes[hb_walk_f32(p, p->tree_root[t], row)].thr);
-			}
-		else
-			for (int t = t0; t < t1; t++)
-				m[p->tree_group[t]] += p->leaf_d[hb_walk_f64(p, p->tree_root[t], row)];
-		if ((r & 1023) == 1023)
-			hb_check_interrupts();
-	}
-}
-
-void
-hb_plan_accumulate(const HbPlan *p, const double *x, size_t n, int t0, int t1,
-				   double *margins)
-{
-	double	   *snapped = NULL;
-
-	if (t1 <= t0 || n == 0)
-		return;
-	if (p->zero_snap)
-	{
-		/* LightGBM's zero snapping, as hb_plan_margins does it */
-		snapped = hb_alloc_must(sizeof(double) * n * p->n_features);
-		for (size_t i = 0; i < n * (size_t) p->n_features; i++)
-			snapped[i] = fabs(x[i]) <= HB_ZERO_THRESHOLD ? 0.0 : x[i];
-		x = snapped;
-	}
-	if (p->ptt && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
-		hb_ptt_accumulate(p, x, n, t0, t1, margins);
-	else
-		accumulate_tt(p, x, n, t0, t1, margins);
-	hb_free(snapped);
-}
-
-void
 hb_approx_margins(const HbPlan *p, const HbApprox *a, const double *x,
 				  size_t n, double *raw, double *cheap)
 {
@@ -345,8 +283,8 @@ hb_approx_margins(const HbPlan *p, const HbApprox *a, const double *x,
 	{
 		double	   *partial = raw ? raw : hb_alloc_must(sizeof(double) * n * k);
 
-		hb_plan_base_margins(p, n, partial);
-		hb_plan_accumulate(p, x, n, 0, a->n_trees, partial);
+		hb_exec_trees(p, HB_STRATEGY_AUTO, x, n, 0, a->n_trees, HB_EXEC_INIT,
+					  partial);
 		for (size_t r = 0; r < n; r++)
 			for (int g = 0; g < k; g++)
 				cheap[r * k + g] = a->scale[g] * partial[r * k + g] + a->shift[g];
@@ -356,7 +294,8 @@ hb_approx_margins(const HbPlan *p, const HbApprox *a, const double *x,
 	}
 	if (a->kind == HB_APPROX_TREES)
 	{
-		hb_plan_margins(a->cheap, x, n, cheap);
+		hb_exec_trees(a->cheap, HB_STRATEGY_AUTO, x, n, 0, a->cheap->n_trees,
+					  HB_EXEC_INIT | HB_EXEC_DEVICE, cheap);
 		return;
 	}
 	for (size_t r = 0; r < n; r++)
@@ -383,9 +322,10 @@ hb_approx_finish(const HbPlan *p, const HbApprox *a, const double *x,
 				 size_t n, double *raw)
 {
 	if (a->kind == HB_APPROX_PREFIX)
-		hb_plan_accumulate(p, x, n, a->n_trees, p->n_trees, raw);
+		hb_exec_trees(p, HB_STRATEGY_AUTO, x, n, a->n_trees, p->n_trees, 0, raw);
 	else
-		hb_plan_margins(p, x, n, raw);
+		hb_exec_trees(p, HB_STRATEGY_AUTO, x, n, 0, p->n_trees,
+					  HB_EXEC_INIT | HB_EXEC_DEVICE, raw);
 }
 
 double

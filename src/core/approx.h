@@ -94,14 +94,6 @@ extern void hb_approx_margins(const HbPlan *p, const HbApprox *a,
 extern void hb_approx_finish(const HbPlan *p, const HbApprox *a,
 							 const double *x, size_t n, double *raw);
 
-/*
- * Trees [t0, t1) added to running margins (n x n_outputs), in model order;
- * with t0 = 0 the margins must start at the base margin (float-rounded for
- * float32 models), and trees [0, T) give hb_plan_margins' bits.
- */
-extern void hb_plan_accumulate(const HbPlan *p, const double *x, size_t n,
-							   int t0, int t1, double *margins);
-extern void hb_plan_base_margins(const HbPlan *p, size_t n, double *margins);
 
 /*
  * How sure the cheap model is of its class: binary, |margin| (the gap to

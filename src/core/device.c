@@ -15,6 +15,7 @@
  */
 #include "plan_int.h"
 #include "device.h"
+#include "exec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +209,7 @@ static int
 choose_kernel(const HbPlan *p)
 {
 	HbPttView	v;
-	HbStrategy	o = hb_strategy_override();
+	HbStrategy	o = hb_exec_forced();
 	double		fullness = p->max_depth > 0 ? p->avg_leaf_depth / p->max_depth : 1.0;
 
 	if (!hb_ptt_view(p, &v) || v.general || o == HB_STRATEGY_TT)

@@ -8,9 +8,9 @@
  * failure to load.  Plans are copied to the device once and kept there,
  * within a memory budget, least recently used first out.
  *
- * hb_plan_margins (plan.c) asks hb_device_try_margins first, so every
- * batched caller of the core runs on the device when the mode and the
- * batch size say so; a batch of one row (row-by-row scoring) always runs on
+ * The executor entry (hb_exec_trees, exec.c) asks hb_device_try_margins
+ * first for full scoring, so every batched caller of the core runs on the
+ * device when the mode and the batch size say so; a batch of one row (row-by-row scoring) always runs on
  * the CPU.  The margins are the CPU's to the bit (see src/cuda/hb_cuda.cu).
  */
 #ifndef HB_DEVICE_H
@@ -74,7 +74,7 @@ extern bool hb_device_margins(const HbPlan *p, const double *x, size_t n,
 							  double *margins, HbError *err);
 
 /*
- * The dispatch of hb_plan_margins: true when the margins were computed on
+ * The dispatch of hb_exec_trees: true when the margins were computed on
  * the device.  In mode gpu a failure goes to hb_device_error_hook (which
  * raises it and does not return); without a hook, and in mode auto, the
  * caller computes on the CPU.

@@ -28,6 +28,7 @@
  * for every leaf, whichever path a row takes.
  */
 #include "plan_int.h"
+#include "exec.h"
 #include "early_exit.h"
 
 #include <float.h>
@@ -312,7 +313,7 @@ full_classes(const HbPlan *p, const double *x, size_t n, int32_t *out,
 	{
 		size_t		nb = n - r0 < buf_rows ? n - r0 : buf_rows;
 
-		hb_plan_margins(p, x + r0 * p->n_features, nb, buf);
+		hb_exec_full(p, x + r0 * p->n_features, nb, buf);
 		hb_link_class(p, buf, nb, out + r0);
 	}
 	if (stats)
@@ -371,106 +372,12 @@ earliest(const HbClassBounds *b, double a)
 	return neg < pos ? neg : pos;
 }
 
-static bool
-score_ptt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
-		  int32_t *out, HbClassStats *st)
-{
-	int			nf = p->n_features;
-	int			k = p->n_outputs;
-	double	   *xl = hb_alloc(sizeof(double) * EE_PTT_CHUNK * nf);
-	double	   *acc = hb_alloc(sizeof(double) * EE_PTT_CHUNK * k);
-	size_t	   *ids = hb_alloc(sizeof(size_t) * EE_PTT_CHUNK);
-
-	if (!xl || !acc || !ids)
-	{
-		hb_free(xl);
-		hb_free(acc);
-		hb_free(ids);
-		return false;
-	}
-	for (size_t r0 = 0; r0 < n; r0 += EE_PTT_CHUNK)
-	{
-		size_t		nb = n - r0 < EE_PTT_CHUNK ? n - r0 : EE_PTT_CHUNK;
-		size_t		nlive = nb;
-
-		memcpy(xl, x + r0 * nf, sizeof(double) * nb * nf);
-		for (size_t i = 0; i < nb; i++)
-		{
-			for (int g = 0; g < k; g++)
-				acc[i * k + g] = base_of(p, g);
-			ids[i] = r0 + i;
-		}
-		for (int t0 = 0, t1, c = 0; nlive > 0; t0 = t1)
-		{
-			size_t		kept = 0;
-			double		amin = DBL_MAX,
-						amax = -DBL_MAX;
-
-			t1 = c < b->n_checks ? b->checks[c] : p->n_trees;
-			hb_ptt_accumulate(p, xl, nlive, t0, t1, acc);
-			st->trees_scored += (int64_t) nlive * (t1 - t0);
-			if (t1 == p->n_trees)
-				break;
-			for (size_t i = 0; i < nlive; i++)
-			{
-				int32_t		cls = decided(p, b, acc + i * k, t1);
-
-				if (cls >= 0)
-				{
-					out[ids[i]] = cls;
-					st->rows_early++;
-					continue;
-				}
-				if (kept != i)
-				{
-					memcpy(xl + kept * nf, xl + i * nf, sizeof(double) * nf);
-					memcpy(acc + kept * k, acc + i * k, sizeof(double) * k);
-					ids[kept] = ids[i];
-				}
-				if (acc[kept * k] < amin)
-					amin = acc[kept * k];
-				if (acc[kept * k] > amax)
-					amax = acc[kept * k];
-				kept++;
-			}
-			nlive = kept;
-
-			/*
-			 * Each check costs the kernel a recomputation of the rows' keys:
-			 * skip the checks before any open row could plausibly be decided.
-			 */
-			c++;
-			if (k == 1 && nlive > 0)
-			{
-				/* the extreme sums are the first that can be decided */
-				int			tmin = earliest(b, amin);
-				int			e = earliest(b, amax);
-
-				if (e < tmin)
-					tmin = e;
-				while (c < b->n_checks && b->checks[c] < tmin)
-					c++;
-			}
-		}
-		/* the rows still open ran every tree in model order: exact margins */
-		for (size_t i = 0; i < nlive; i++)
-			out[ids[i]] = class_of(p, acc + i * k);
-		st->rows += nb;
-		st->trees_total += (int64_t) nb * p->n_trees;
-		hb_check_interrupts();
-	}
-	hb_free(xl);
-	hb_free(acc);
-	hb_free(ids);
-	return true;
-}
-
 /*
- * Compact kernel path: rows in chunks ranked once (HbPttChunk), trees from
- * one check to the next; decided rows leave the chunk at once, the last
- * open rows taking their places (hb_ptt_chunk_drop).
+ * The PTT path: rows in chunks (HbExecChunk: PTT's compact chunk, which
+ * ranks them once, where it pays, else plain copies run through the range
+ * kernel), trees from one check to the next; decided rows leave the chunk
+ * at once (hb_exec_chunk_drop).
  */
-
 static bool
 score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 			 int32_t *out, HbClassStats *st)
@@ -478,19 +385,19 @@ score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 	int			nf = p->n_features;
 	int			k = p->n_outputs;
 	int			nt = p->n_trees;
-	HbPttChunk *c = hb_ptt_chunk_new(p);
+	HbExecChunk *c = hb_exec_chunk_new(p, HB_STRATEGY_PTT, EE_PTT_CHUNK);
 	int			cap;
 	double	   *acc = NULL;
 	uint8_t    *open = NULL;
 
 	if (c == NULL)
 		return false;
-	cap = hb_ptt_chunk_cap(c);
+	cap = hb_exec_chunk_cap(c);
 	acc = hb_alloc(sizeof(double) * cap * k);
 	open = hb_alloc(cap);
 	if (!acc || !open)
 	{
-		hb_ptt_chunk_free(c);
+		hb_exec_chunk_free(c);
 		hb_free(acc);
 		hb_free(open);
 		return false;
@@ -501,7 +408,7 @@ score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 		int			held = nb,
 					nopen = nb;
 
-		hb_ptt_chunk_load(c, x + r0 * nf, nb, r0);
+		hb_exec_chunk_load(c, x + r0 * nf, nb, r0);
 		memset(open, 1, nb);
 		for (int t0 = 0, t1, ci = 0; nopen > 0; t0 = t1)
 		{
@@ -510,12 +417,12 @@ score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 						amax = -DBL_MAX;
 
 			t1 = ci < b->n_checks ? b->checks[ci] : nt;
-			hb_ptt_chunk_run(c, held, t0, t1);
+			hb_exec_chunk_run(c, held, t0, t1);
 			st->trees_scored += (int64_t) held * (t1 - t0);
 			if (t1 == nt)
 				break;
-			hb_ptt_chunk_margins(c, acc);
-			ids = hb_ptt_chunk_ids(c);
+			hb_exec_chunk_margins(c, acc);
+			ids = hb_exec_chunk_ids(c);
 			for (int i = 0; i < held; i++)
 			{
 				int32_t		cls;
@@ -539,7 +446,7 @@ score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 			/* the last open rows take the decided rows' places */
 			if (held > nopen)
 			{
-				hb_ptt_chunk_drop(c, open);
+				hb_exec_chunk_drop(c, open);
 				held = nopen;
 			}
 
@@ -559,9 +466,9 @@ score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 		/* the rows still open ran every tree in model order: exact margins */
 		if (nopen > 0)
 		{
-			const size_t *ids = hb_ptt_chunk_ids(c);
+			const size_t *ids = hb_exec_chunk_ids(c);
 
-			hb_ptt_chunk_margins(c, acc);
+			hb_exec_chunk_margins(c, acc);
 			for (int i = 0; i < held; i++)
 				if (open[i])
 					out[ids[i]] = class_of(p, acc + (size_t) i * k);
@@ -570,7 +477,7 @@ score_chunks(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 		st->trees_total += (int64_t) nb * nt;
 		hb_check_interrupts();
 	}
-	hb_ptt_chunk_free(c);
+	hb_exec_chunk_free(c);
 	hb_free(acc);
 	hb_free(open);
 	return true;
@@ -777,11 +684,8 @@ hb_early_exit_classes(const HbPlan *p, const HbClassBounds *b, const double *x,
 		score_one_binary(p, b, x, out, stats);
 		ok = true;
 	}
-	else if (p->ptt && n >= EE_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
-		/* the compact kernel's chunks where it pays, else the range kernel */
-		ok = hb_ptt_chunk_usable(p, 0, p->n_trees) ?
-			score_chunks(p, b, x, n, out, stats) :
-			score_ptt(p, b, x, n, out, stats);
+	else if (p->ptt && n >= EE_CHUNK && hb_exec_strategy(p, n) == HB_STRATEGY_PTT)
+		ok = score_chunks(p, b, x, n, out, stats);
 	else
 		ok = score_tt(p, b, x, n, out, stats);
 	hb_free(snapped);

@@ -170,6 +170,35 @@ hb_tt_margins(const HbPlan *p, const double *x, size_t n, double *margins)
 	}
 }
 
+/* TT over a tree range, per row, in model order (float32 sums stay exact). */
+void
+hb_tt_accumulate(const HbPlan *p, const double *x, size_t n, int t0, int t1,
+				 double *margins)
+{
+	int			k = p->n_outputs;
+	int			nf = p->n_features;
+
+	for (size_t r = 0; r < n; r++)
+	{
+		const double *row = x + r * nf;
+		double	   *m = margins + r * k;
+
+		if (p->sum_f32)
+			for (int t = t0; t < t1; t++)
+			{
+				int			g = p->tree_group[t];
+
+				m[g] = (double) ((float) m[g] +
+								 p->nodes[hb_walk_f32(p, p->tree_root[t], row)].thr);
+			}
+		else
+			for (int t = t0; t < t1; t++)
+				m[p->tree_group[t]] += p->leaf_d[hb_walk_f64(p, p->tree_root[t], row)];
+		if ((r & 1023) == 1023)
+			hb_check_interrupts();
+	}
+}
+
 int
 hb_tt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 {
@@ -183,9 +212,9 @@ hb_tt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 	snprintf(mid, sizeof(mid), "%zux%d", batch, p->n_trees);
 	snprintf(out, sizeof(out), "%zux%d", batch, p->n_outputs);
 	/* gather, compare and index step per visit */
-	if (hb_plan_add_op(ops, max_ops, &n, "traverse", in, mid,
-					   (int64_t) (sizeof(HbFlatNode) * p->n_nodes), visits * 3))
-		hb_plan_add_op(ops, max_ops, &n, "reduce", mid, out, 0,
-					   (double) batch * p->n_trees);
+	if (hb_op_add(ops, max_ops, &n, "traverse", in, mid,
+				  (int64_t) (sizeof(HbFlatNode) * p->n_nodes), visits * 3))
+		hb_op_add(ops, max_ops, &n, "reduce", mid, out, 0,
+				  (double) batch * p->n_trees);
 	return n;
 }

@@ -68,6 +68,15 @@ extern void hb_plan_margins_with(const HbPlan *p, HbStrategy s,
 								 const double *x, size_t n, double *margins);
 
 /*
+ * Trees [t0, t1) added to running margins (n x n_outputs), in model order;
+ * with t0 = 0 the margins must start at the base margin (float-rounded for
+ * float32 models), and trees [0, T) give hb_plan_margins' bits.
+ */
+extern void hb_plan_accumulate(const HbPlan *p, const double *x, size_t n,
+							   int t0, int t1, double *margins);
+extern void hb_plan_base_margins(const HbPlan *p, size_t n, double *margins);
+
+/*
  * The plan's tensor ops for a batch of n rows with the strategy it would
  * use; returns how many were written (at most max_ops).
  */

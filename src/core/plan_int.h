@@ -8,6 +8,8 @@
 #include "plan.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #define HB_FN_DEFAULT_LEFT	0x01
 #define HB_FN_CAT			0x02
@@ -127,9 +129,9 @@ extern void hb_ptt_set_kernel(HbPttKernel k);
 extern bool hb_ptt_has_compact(const HbPlan *p);
 
 /*
- * A chunk of rows for the compact kernel over tree ranges (strategy_ptt.c):
- * top-K and the class early exit rank up to hb_ptt_chunk_cap rows once,
- * add trees block by block and keep only the rows still open.  Every row
+ * A chunk of rows for the compact kernel over tree ranges (strategy_ptt.c),
+ * behind exec.c's HbExecChunk: it ranks up to hb_ptt_chunk_cap rows once,
+ * adds trees block by block and keeps only the rows still open.  Every row
  * gets its trees in model order: its sums are hb_ptt_margins's bits.
  * hb_ptt_chunk_usable: the plan has the compact layout and its ranks pay
  * over trees [t_begin, t_end); hb_ptt_chunk_new is NULL otherwise (or out of
@@ -161,8 +163,9 @@ extern void hb_ptt_chunk_drop(HbPttChunk *c, uint8_t *keep);
 extern void hb_ptt_chunk_margins(const HbPttChunk *c, double *out);
 extern const size_t *hb_ptt_chunk_ids(const HbPttChunk *c);
 /*
- * false: hb_ptt_chunk_usable says no, so top-K and the early exit take
- * hb_ptt_accumulate block by block, as before chunks (tests, benchmarks).
+ * false: hb_ptt_chunk_usable says no, so HbExecChunk is plain and top-K
+ * and the early exit take the range kernel block by block, as before
+ * chunks (tests, benchmarks).
  */
 extern void hb_ptt_set_chunks(bool on);
 
@@ -193,19 +196,37 @@ extern void hb_gemm_margins(const HbPlan *p, const double *x, size_t n,
 							double *margins);
 extern int	hb_gemm_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
-/* plan.c: append one op row for hb_*_ops; false when the array is full */
-/* plan.c: the strategy hbird.tree_strategy forces, or AUTO */
-extern HbStrategy hb_strategy_override(void);
+/*
+ * One op row of a strategy's listing (hb_*_ops, read by hb_plan_ops for
+ * hb_compile): the strategies fill rows as data and call nothing above
+ * them.  false when the array is full.
+ */
+static inline bool
+hb_op_add(HbPlanOp *ops, int max_ops, int *n, const char *op,
+		  const char *in, const char *out, int64_t param_bytes, double flops)
+{
+	HbPlanOp   *o;
 
-extern bool hb_plan_add_op(HbPlanOp *ops, int max_ops, int *n, const char *op,
-						   const char *in, const char *out, int64_t param_bytes,
-						   double flops);
+	if (*n >= max_ops)
+		return false;
+	o = &ops[(*n)++];
+	memset(o, 0, sizeof(*o));
+	o->op = op;
+	snprintf(o->in_shape, sizeof(o->in_shape), "%s", in);
+	snprintf(o->out_shape, sizeof(o->out_shape), "%s", out);
+	o->param_bytes = param_bytes;
+	o->flops = flops;
+	return true;
+}
 
 /* exec_tt.c */
 extern void hb_linear_margins(const HbPlan *p, const double *x, size_t n,
 							  double *margins);
 extern void hb_tt_margins(const HbPlan *p, const double *x, size_t n,
 						  double *margins);
+/* trees [t0, t1) added to running sums, per row in model order */
+extern void hb_tt_accumulate(const HbPlan *p, const double *x, size_t n,
+							 int t0, int t1, double *margins);
 extern int	hb_tt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
 /*

@@ -671,18 +671,18 @@ hb_gemm_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 	snprintf(bl, sizeof(bl), "%zux%lld", batch, (long long) g->n_leaves);
 	snprintf(bt, sizeof(bt), "%zux%d", batch, g->n_trees);
 	snprintf(out, sizeof(out), "%zux%d", batch, p->n_outputs);
-	if (hb_plan_add_op(ops, max_ops, &n, "gather", x, bi,
+	if (hb_op_add(ops, max_ops, &n, "gather", x, bi,
 			   (g->n_int + g->n_used) * (int64_t) sizeof(int32_t), 0) &&
-		hb_plan_add_op(ops, max_ops, &n, "compare", bi, bi,
+		hb_op_add(ops, max_ops, &n, "compare", bi, bi,
 			   g->n_int * (int64_t) (thr_size + 1), 3.0 * batch * g->n_int) &&
-		hb_plan_add_op(ops, max_ops, &n, "gemm", bi, bl,
+		hb_op_add(ops, max_ops, &n, "gemm", bi, bl,
 			   (int64_t) (g->c_entries * sizeof(float)),
 			   2.0 * batch * g->c_entries) &&
-		hb_plan_add_op(ops, max_ops, &n, "compare", bl, bl,
+		hb_op_add(ops, max_ops, &n, "compare", bl, bl,
 			   g->n_leaves * (int64_t) sizeof(float), (double) batch * g->n_leaves) &&
-		hb_plan_add_op(ops, max_ops, &n, "gather", bl, bt,
+		hb_op_add(ops, max_ops, &n, "gather", bl, bt,
 			   g->n_leaves * (int64_t) (p->sum_f32 ? sizeof(float) : sizeof(double)),
 			   0))
-		hb_plan_add_op(ops, max_ops, &n, "reduce", bt, out, 0, (double) batch * g->n_trees);
+		hb_op_add(ops, max_ops, &n, "reduce", bt, out, 0, (double) batch * g->n_trees);
 	return n;
 }

@@ -1934,7 +1934,7 @@ hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 	/* the inputs as order-preserving keys, one per NaN direction */
 	snprintf(in, sizeof(in), "%zux%d", batch, p->n_features);
 	snprintf(out, sizeof(out), "%zux%dx2", batch, p->n_features);
-	if (!hb_plan_add_op(ops, max_ops, &n, "cast", in, out, 0,
+	if (!hb_op_add(ops, max_ops, &n, "cast", in, out, 0,
 				4.0 * batch * p->n_features))
 		return n;
 	for (int d = 0; d < t->max_depth; d++)
@@ -1951,21 +1951,21 @@ hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops)
 			}
 		snprintf(in, sizeof(in), "%zux%d", batch, p->n_features);
 		snprintf(lv, sizeof(lv), "%zux%d (level %d)", batch, trees, d);
-		if (!hb_plan_add_op(ops, max_ops, &n, "gather", in, lv,
+		if (!hb_op_add(ops, max_ops, &n, "gather", in, lv,
 					level_nodes * (int64_t) sizeof(int32_t), 0) ||
-			!hb_plan_add_op(ops, max_ops, &n, "compare", lv, lv,
+			!hb_op_add(ops, max_ops, &n, "compare", lv, lv,
 					level_nodes * (int64_t) thr_size, (double) batch * trees) ||
-			!hb_plan_add_op(ops, max_ops, &n, "index", lv, lv, 0,
+			!hb_op_add(ops, max_ops, &n, "index", lv, lv, 0,
 					3.0 * batch * trees))
 			return n;
 	}
 	snprintf(in, sizeof(in), "%zux%d", batch, t->n_trees);
-	if (!hb_plan_add_op(ops, max_ops, &n, "gather", in, in,
+	if (!hb_op_add(ops, max_ops, &n, "gather", in, in,
 				t->n_leaves * (int64_t) (p->sum_f32 ? sizeof(float) : sizeof(double)),
 				0))
 		return n;
 	snprintf(out, sizeof(out), "%zux%d", batch, p->n_outputs);
-	hb_plan_add_op(ops, max_ops, &n, "reduce", in, out, 0, (double) batch * t->n_trees);
+	hb_op_add(ops, max_ops, &n, "reduce", in, out, 0, (double) batch * t->n_trees);
 	return n;
 }
 

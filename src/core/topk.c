@@ -16,6 +16,7 @@
  * that full scoring would have kept.
  */
 #include "plan_int.h"
+#include "exec.h"
 #include "device.h"
 #include "topk.h"
 
@@ -137,11 +138,15 @@ upper_bound(const HbTopkBounds *b, const HbPlan *p, double partial, int t)
 }
 
 /*
- * PTT path: rows in chunks, trees in blocks through PTT's range kernel; after
- * each block the rows that can no longer make it are dropped and the rest
- * compacted, so later blocks run on fewer rows.
+ * PTT path: rows in chunks (HbExecChunk, exec.h), trees in blocks; after
+ * each block the rows that can no longer make it are dropped, so later
+ * blocks run on fewer rows.  Two schedules over the same chunk: fixed
+ * blocks (score_blocks) for a plain chunk, whose every run goes through
+ * PTT's range kernel and recomputes the rows' keys, and checks as often as
+ * they pay with a high bar first (score_chunks) for the compact chunk,
+ * which ranks its rows once per load.
  */
-#define PTT_CHUNK 1024
+#define PTT_CHUNK 1024			/* rows per load of a plain chunk */
 
 /*
  * Trees between two pruning checks: a tenth of the model, between 8 and
@@ -157,76 +162,69 @@ ptt_tree_block(const HbPlan *p)
 }
 
 static bool
-score_ptt(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
-		  double *threshold, HbTopkOffer offer, void *arg, HbTopkStats *stats)
+score_blocks(HbExecChunk *c, const HbPlan *p, const HbTopkBounds *b,
+			 const double *x, size_t n, double *threshold, HbTopkOffer offer,
+			 void *arg, HbTopkStats *stats)
 {
 	int			nf = p->n_features;
-	double	   *xl = hb_alloc(sizeof(double) * PTT_CHUNK * nf);
-	double	   *acc = hb_alloc(sizeof(double) * PTT_CHUNK);
-	size_t	   *ids = hb_alloc(sizeof(size_t) * PTT_CHUNK);
+	int			cap = hb_exec_chunk_cap(c);
+	double	   *acc = hb_alloc(sizeof(double) * cap);
+	uint8_t    *keep = hb_alloc(cap);
 	int			tb = ptt_tree_block(p);
 
-	if (!xl || !acc || !ids)
+	if (!acc || !keep)
 	{
-		hb_free(xl);
 		hb_free(acc);
-		hb_free(ids);
+		hb_free(keep);
 		return false;
 	}
 	for (size_t r0 = 0, nb = 0; r0 < n; r0 += nb)
 	{
 		/* small chunks until K rows are held, so that pruning starts early */
-		size_t		chunk = isinf(*threshold) ? TOPK_CHUNK : PTT_CHUNK;
-		size_t		nlive = nb = n - r0 < chunk ? n - r0 : chunk;
-		double		base = p->sum_f32 ? (double) (float) p->base_margin[0] :
-			p->base_margin[0];
+		size_t		chunk = isinf(*threshold) ? TOPK_CHUNK : (size_t) cap;
+		int			nlive;
+		const size_t *ids;
 
-		memcpy(xl, x + r0 * nf, sizeof(double) * nb * nf);
-		for (size_t i = 0; i < nb; i++)
-		{
-			acc[i] = base;
-			ids[i] = r0 + i;
-		}
+		nb = n - r0 < chunk ? n - r0 : chunk;
+		nlive = (int) nb;
+		hb_exec_chunk_load(c, x + r0 * nf, nlive, r0);
 		for (int t0 = 0; t0 < p->n_trees && nlive > 0; t0 += tb)
 		{
 			int			t1 = t0 + tb < p->n_trees ? t0 + tb : p->n_trees;
-			size_t		kept = 0;
+			int			kept = 0;
 
-			hb_ptt_accumulate(p, xl, nlive, t0, t1, acc);
+			hb_exec_chunk_run(c, nlive, t0, t1);
 			stats->pairs_scored += (int64_t) nlive * (t1 - t0);
 			if (t1 == p->n_trees)
 				break;
-			for (size_t i = 0; i < nlive; i++)
+			hb_exec_chunk_margins(c, acc);
+			for (int i = 0; i < nlive; i++)
 			{
-				if (upper_bound(b, p, acc[i], t1) < *threshold)
-					continue;
-				if (kept != i)
-				{
-					memcpy(xl + kept * nf, xl + i * nf, sizeof(double) * nf);
-					acc[kept] = acc[i];
-					ids[kept] = ids[i];
-				}
-				kept++;
+				keep[i] = !(upper_bound(b, p, acc[i], t1) < *threshold);
+				kept += keep[i];
 			}
+			if (kept < nlive)
+				hb_exec_chunk_drop(c, keep);
 			nlive = kept;
 		}
 		/* survivors' sums ran in model tree order: they are exact */
-		for (size_t i = 0; i < nlive; i++)
+		hb_exec_chunk_margins(c, acc);
+		ids = hb_exec_chunk_ids(c);
+		for (int i = 0; i < nlive; i++)
 			if (b->sign * acc[i] >= *threshold)
 				*threshold = offer(arg, ids[i], acc[i]);
 		stats->rows += nb;
 		stats->rows_full += nlive;
 		hb_check_interrupts();
 	}
-	hb_free(xl);
 	hb_free(acc);
-	hb_free(ids);
+	hb_free(keep);
 	return true;
 }
 
 /*
- * Compact kernel path: rows in chunks ranked once (HbPttChunk), trees in
- * blocks between checks; rows that can no longer make it are closed.
+ * Compact chunk schedule: rows ranked once per load, trees in blocks
+ * between checks; rows that can no longer make it are closed.
  *
  * A check costs a pass over the chunk's sums, no ranking, but checks every
  * 8 trees measured slower than every 16 (fewer pairs, more passes and
@@ -235,7 +233,7 @@ score_ptt(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
  * partial sum could not be closed if its sum stayed where it is (a guess
  * for scheduling only: sums move; decisions use upper_bound).  Closed rows
  * leave the chunk at once: the last open rows take their places, which
- * moves no more rows than were closed (hb_ptt_chunk_drop; selecting the
+ * moves no more rows than were closed (hb_exec_chunk_drop; selecting the
  * open rows in order moved every one of them, and paid only when held
  * back until the closed rows would cost 16 times the open rows' trees:
  * 1.09x full scoring against 1.13x now, in one run).
@@ -306,12 +304,12 @@ next_check(const HbTopkBounds *b, int t, double pmin, double threshold)
 }
 
 static bool
-score_chunks(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
-			 double *threshold, HbTopkOffer offer, void *arg, HbTopkStats *stats)
+score_chunks(HbExecChunk *c, const HbPlan *p, const HbTopkBounds *b,
+			 const double *x, size_t n, double *threshold, HbTopkOffer offer,
+			 void *arg, HbTopkStats *stats)
 {
 	int			nf = p->n_features;
 	int			nt = p->n_trees;
-	HbPttChunk *c = hb_ptt_chunk_new(p);
 	int			cap;
 	double	   *m = NULL;
 	uint8_t    *open = NULL;
@@ -320,16 +318,13 @@ score_chunks(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 	int			first = nt / 10 < TOPK_MIN_GAP ? TOPK_MIN_GAP :
 		nt / 10 > TOPK_FIRST_BLOCK ? TOPK_FIRST_BLOCK : nt / 10;
 
-	if (c == NULL)
-		return false;
-	cap = hb_ptt_chunk_cap(c);
+	cap = hb_exec_chunk_cap(c);
 	m = hb_alloc(sizeof(double) * cap);
 	open = hb_alloc(cap);
 	keep = hb_alloc(sizeof(int32_t) * cap);
 	ord = hb_alloc(sizeof(TopkOrder) * cap);
 	if (!m || !open || !keep || !ord)
 	{
-		hb_ptt_chunk_free(c);
 		hb_free(m);
 		hb_free(open);
 		hb_free(keep);
@@ -347,18 +342,18 @@ score_chunks(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 		int			t = 0,
 					t1 = first;
 
-		hb_ptt_chunk_load(c, x + r0 * nf, nb, r0);
+		hb_exec_chunk_load(c, x + r0 * nf, nb, r0);
 		memset(open, 1, nb);
 		while (t < nt && nopen > 0)
 		{
 			double		pmin = INFINITY;
 
-			hb_ptt_chunk_run(c, held, t, t1);
+			hb_exec_chunk_run(c, held, t, t1);
 			stats->pairs_scored += (int64_t) held * (t1 - t);
 			t = t1;
 			if (t == nt)
 				break;
-			hb_ptt_chunk_margins(c, m);
+			hb_exec_chunk_margins(c, m);
 
 			/* the high bar: the likeliest rows to the end first */
 			for (int wave = TOPK_FIRST_WAVE; isinf(*threshold) && nopen > 0; wave *= 2)
@@ -382,21 +377,21 @@ score_chunks(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 				qsort(ord + w, no - w, sizeof(TopkOrder), order_row_cmp);
 				for (int i = w; i < no; i++)
 					keep[i] = ord[i].row;
-				hb_ptt_chunk_select(c, keep, no);
+				hb_exec_chunk_select(c, keep, no);
 				held = nopen = no;
-				hb_ptt_chunk_run(c, w, t, nt);
+				hb_exec_chunk_run(c, w, t, nt);
 				stats->pairs_scored += (int64_t) w * (nt - t);
 				stats->rows_full += w;
-				hb_ptt_chunk_margins(c, m);
-				ids = hb_ptt_chunk_ids(c);
+				hb_exec_chunk_margins(c, m);
+				ids = hb_exec_chunk_ids(c);
 				for (int i = 0; i < w; i++)
 					if (b->sign * m[i] >= *threshold)
 						*threshold = offer(arg, ids[i], m[i]);
 				for (int i = w; i < no; i++)
 					keep[i - w] = i;
-				hb_ptt_chunk_select(c, keep, no - w);
+				hb_exec_chunk_select(c, keep, no - w);
 				held = nopen = no - w;
-				hb_ptt_chunk_margins(c, m);
+				hb_exec_chunk_margins(c, m);
 				memset(open, 1, held);
 			}
 
@@ -416,7 +411,7 @@ score_chunks(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 			/* the last open rows take the closed rows' places */
 			if (held > nopen)
 			{
-				hb_ptt_chunk_drop(c, open);
+				hb_exec_chunk_drop(c, open);
 				held = nopen;
 			}
 			t1 = next_check(b, t, pmin, *threshold);
@@ -424,9 +419,9 @@ score_chunks(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 		/* the open rows ran every tree in model order: exact margins */
 		if (nopen > 0)
 		{
-			const size_t *ids = hb_ptt_chunk_ids(c);
+			const size_t *ids = hb_exec_chunk_ids(c);
 
-			hb_ptt_chunk_margins(c, m);
+			hb_exec_chunk_margins(c, m);
 			for (int i = 0; i < held; i++)
 			{
 				if (!open[i])
@@ -439,7 +434,6 @@ score_chunks(const HbPlan *p, const HbTopkBounds *b, const double *x, size_t n,
 		stats->rows += nb;
 		hb_check_interrupts();
 	}
-	hb_ptt_chunk_free(c);
 	hb_free(m);
 	hb_free(open);
 	hb_free(keep);
@@ -465,7 +459,8 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 	{
 		double	   *m = hb_alloc(sizeof(double) * n);
 
-		if (m != NULL && hb_device_try_margins(p, x, n, m))
+		if (m != NULL && hb_exec_trees(p, HB_STRATEGY_AUTO, x, n, 0, p->n_trees,
+									   HB_EXEC_INIT | HB_EXEC_DEVICE_ONLY, m))
 		{
 			for (size_t r = 0; r < n; r++)
 				if (b->sign * m[r] >= *threshold)
@@ -491,7 +486,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 		{
 			size_t		nb = n - r0 < TOPK_CHUNK ? n - r0 : TOPK_CHUNK;
 
-			hb_plan_margins(p, x + r0 * nf, nb, m);
+			hb_exec_full(p, x + r0 * nf, nb, m);
 			for (size_t i = 0; i < nb; i++)
 				if (b->sign * m[i] >= *threshold)
 					*threshold = offer(arg, r0 + i, m[i]);
@@ -515,15 +510,19 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 	}
 
 	/*
-	 * Batches big enough for PTT take its kernel (the compact one through
-	 * chunks where it pays); the rest walk with TT.
+	 * Batches big enough for PTT take its chunks (the compact kernel where
+	 * it pays, the range kernel otherwise: hb_exec_chunk_new decides); the
+	 * rest walk with TT.
 	 */
-	if (p->ptt && n >= TOPK_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
+	if (p->ptt && n >= TOPK_CHUNK && hb_exec_strategy(p, n) == HB_STRATEGY_PTT)
 	{
-		bool		ok = hb_ptt_chunk_usable(p, 0, p->n_trees) ?
-			score_chunks(p, b, x, n, threshold, offer, arg, stats) :
-			score_ptt(p, b, x, n, threshold, offer, arg, stats);
+		HbExecChunk *c = hb_exec_chunk_new(p, HB_STRATEGY_PTT, PTT_CHUNK);
+		bool		ok = c != NULL &&
+			(hb_exec_chunk_compact(c) ?
+			 score_chunks(c, p, b, x, n, threshold, offer, arg, stats) :
+			 score_blocks(c, p, b, x, n, threshold, offer, arg, stats));
 
+		hb_exec_chunk_free(c);
 		hb_free(snapped);
 		return ok;
 	}

@@ -43,6 +43,7 @@
  * knapsack by importance per unit of cost picks.
  */
 #include "plan_int.h"
+#include "exec.h"
 #include "distill.h"
 #include "tune.h"
 
@@ -213,7 +214,7 @@ time_full(Work *w)
 	{
 		double		t0 = now_ns();
 
-		hb_plan_margins(w->p, w->x_eval, w->n_time, w->buf);
+		hb_exec_full(w->p, w->x_eval, w->n_time, w->buf);
 		t0 = now_ns() - t0;
 		if (t0 < best)
 			best = t0;
@@ -330,7 +331,7 @@ prefix_candidates(Work *w, HbError *err)
 	partial = hb_alloc(sizeof(double) * w->n_fit * w->k);
 	if (partial == NULL)
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
-	hb_plan_base_margins(p, w->n_fit, partial);
+	hb_exec_base(p, w->n_fit, partial);
 	for (int r = 1; r < rounds; r = next_round(r))
 	{
 		int			m = r * w->k;
@@ -341,7 +342,8 @@ prefix_candidates(Work *w, HbError *err)
 			hb_free(partial);
 			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 		}
-		hb_plan_accumulate(p, w->x_fit, w->n_fit, done, m, partial);
+		hb_exec_trees(p, HB_STRATEGY_AUTO, w->x_fit, w->n_fit, done, m, 0,
+					  partial);
 		done = m;
 		calibrate(w, a, partial);
 		if (add_candidate(w, a) == NULL)
@@ -418,7 +420,7 @@ importances(Work *w, double *imp, HbError *err)
 			xb[(i - 1) * nf + j] = xb[r * nf + j];
 			xb[r * nf + j] = t;
 		}
-		hb_plan_margins(w->p, xb, nr, mb);
+		hb_exec_full(w->p, xb, nr, mb);
 		for (size_t i = 0; i < nr * w->k; i++)
 		{
 			double		d = mb[i] - w->m_fit[i];
@@ -980,8 +982,8 @@ refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
 			w->n_fit = keep_fit;
 			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 		}
-		hb_plan_base_margins(w->p, n_half, partial);
-		hb_plan_accumulate(w->p, w->x_fit, n_half, 0, old->n_trees, partial);
+		hb_exec_trees(w->p, HB_STRATEGY_AUTO, w->x_fit, n_half, 0, old->n_trees,
+					  HB_EXEC_INIT, partial);
 		calibrate(w, a, partial);
 		hb_free(partial);
 	}
@@ -1322,8 +1324,8 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	w.x_sel = w.x_fit + w.n_fit * w.nf;
 	w.m_sel = w.m_fit + w.n_fit * w.k;
 
-	hb_plan_margins(p, w.x_fit, n_half, w.m_fit);
-	hb_plan_margins(p, w.x_eval, w.n_eval, w.m_eval);
+	hb_exec_full(p, w.x_fit, n_half, w.m_fit);
+	hb_exec_full(p, w.x_eval, w.n_eval, w.m_eval);
 	model_ns = time_full(&w);
 	res->featurize_ns = spec->n_groups > 0 ? spec->featurize_ns : 0.0;
 	res->full_ns = model_ns + res->featurize_ns;
