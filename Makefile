@@ -11,11 +11,21 @@ CORE_SRCS = $(wildcard src/core/*.c) $(ONNX_SRCS) $(ONNX_PB).c
 CORE_HDRS = $(wildcard src/core/*.h) $(filter-out $(ONNX_PB).h,$(wildcard src/core/onnx/*.h))
 PG_SRCS = $(wildcard src/*.c)
 OBJS = $(PG_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
-EXTRA_CLEAN = $(ONNX_PB).c $(ONNX_PB).h
+EXTRA_CLEAN = $(ONNX_PB).c $(ONNX_PB).h test/results test/regression.diffs \
+	test/regression.out test/tmp_check
 
-# setup first, then every other suite in sql/ (install scripts excluded)
-REGRESS = setup $(sort $(filter-out setup hbird--%,$(basename $(notdir $(wildcard sql/*.sql)))))
-REGRESS_OPTS = --inputdir=.
+# Tests (pgvector's layout, docs/design.md "Tests"): pg_regress suites in
+# test/sql with their outputs in test/expected, TAP tests in test/t.  sql/
+# holds only the install and upgrade scripts: a suite left there would not
+# run, so it stops the build.
+STRAY_SUITES = $(filter-out sql/hbird--%,$(wildcard sql/*.sql)) $(wildcard expected/*.out)
+ifneq ($(strip $(STRAY_SUITES)),)
+$(error pg_regress suites belong in test/sql and test/expected, not: $(STRAY_SUITES))
+endif
+# setup first, then every other suite in test/sql
+REGRESS = setup $(sort $(filter-out setup,$(patsubst test/sql/%.sql,%,$(wildcard test/sql/*.sql))))
+# results/, regression.diffs and regression.out go to test/ as well
+REGRESS_OPTS = --inputdir=test --outputdir=test
 
 PG_CPPFLAGS = -Isrc/core -std=gnu11
 SHLIB_LINK = -lopenblas -lprotobuf-c -lm
@@ -65,27 +75,27 @@ endif
 # once into an archive that every test links; its objects depend on every
 # core header (unlike PGXS's, which track none).
 CORE_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Isrc/core
-TEST_BINS = $(patsubst tests/core/%.c,tests/core/bin/%,$(wildcard tests/core/test_*.c))
-CORE_TEST_OBJS = $(patsubst src/core/%.c,tests/core/obj/%.o,$(wildcard src/core/*.c)) \
-	$(patsubst src/core/onnx/%.c,tests/core/obj/%.o,$(ONNX_SRCS)) \
-	tests/core/obj/onnx_ml.pb-c.o
-CORE_LIB = tests/core/obj/libhbcore.a
+TEST_BINS = $(patsubst test/core/%.c,test/core/bin/%,$(wildcard test/core/test_*.c))
+CORE_TEST_OBJS = $(patsubst src/core/%.c,test/core/obj/%.o,$(wildcard src/core/*.c)) \
+	$(patsubst src/core/onnx/%.c,test/core/obj/%.o,$(ONNX_SRCS)) \
+	test/core/obj/onnx_ml.pb-c.o
+CORE_LIB = test/core/obj/libhbcore.a
 
-tests/core/obj/%.o: src/core/%.c $(CORE_HDRS) $(ONNX_PB).h
-	@mkdir -p tests/core/obj
+test/core/obj/%.o: src/core/%.c $(CORE_HDRS) $(ONNX_PB).h
+	@mkdir -p test/core/obj
 	$(CC) $(CORE_CFLAGS) $(PG_CPPFLAGS_CUDA) -c -o $@ $<
-tests/core/obj/%.o: src/core/onnx/%.c $(CORE_HDRS) $(ONNX_PB).h
-	@mkdir -p tests/core/obj
+test/core/obj/%.o: src/core/onnx/%.c $(CORE_HDRS) $(ONNX_PB).h
+	@mkdir -p test/core/obj
 	$(CC) $(CORE_CFLAGS) $(PG_CPPFLAGS_CUDA) -c -o $@ $<
-tests/core/obj/onnx_ml.pb-c.o: $(ONNX_PB).c $(ONNX_PB).h
-	@mkdir -p tests/core/obj
+test/core/obj/onnx_ml.pb-c.o: $(ONNX_PB).c $(ONNX_PB).h
+	@mkdir -p test/core/obj
 	$(CC) $(CORE_CFLAGS) -c -o $@ $<
 $(CORE_LIB): $(CORE_TEST_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-tests/core/bin/%: tests/core/%.c $(CORE_LIB) $(wildcard tests/core/*.h) $(CUDA_OBJ)
-	@mkdir -p tests/core/bin
+test/core/bin/%: test/core/%.c $(CORE_LIB) $(wildcard test/core/*.h) $(CUDA_OBJ)
+	@mkdir -p test/core/bin
 	$(CC) $(CORE_CFLAGS) $(PG_CPPFLAGS_CUDA) -o $@ $< $(CORE_LIB) $(CUDA_OBJ) -lopenblas -lprotobuf-c -lm $(CUDA_LIBS)
 
 .PHONY: core-tests
@@ -94,7 +104,7 @@ core-tests: $(TEST_BINS)
 clean: clean-core-tests
 .PHONY: clean-core-tests
 clean-core-tests:
-	rm -rf tests/core/bin tests/core/obj
+	rm -rf test/core/bin test/core/obj
 
 # Sanitizers (scripts/sanitize.sh): core unit tests with ASan + UBSan, under
 # valgrind memcheck, and the regression suites against an ASan + UBSan build
@@ -105,3 +115,21 @@ valgrind-core:
 	bash scripts/sanitize.sh valgrind
 sanitize-check:
 	bash scripts/sanitize.sh check
+
+# TAP tests (test/t/*.pl, PostgreSQL::Test::Cluster from
+# postgresql-server-dev-15; needs libipc-run-perl): each starts its own
+# throwaway clusters with the installed server and extension, so this needs
+# `make install` first but no running server.  PGXS's own
+# prove_installcheck looks in t/, hence this target (as pgvector has).
+# PROVE_TESTS picks files, PROVE_FLAGS adds options (e.g. --verbose).
+# TAP_TESTDIR gets tmp_check/ (clusters, logs); as root, where initdb
+# refuses to run, scripts/test.sh runs this as postgres with a directory of
+# its own.
+PROVE_TESTS ?= test/t/*.pl
+TAP_TESTDIR ?= $(CURDIR)/test
+.PHONY: prove_installcheck
+prove_installcheck:
+	rm -rf $(TAP_TESTDIR)/tmp_check
+	cd $(srcdir) && TESTDIR='$(TAP_TESTDIR)' PATH="$(bindir):$$PATH" \
+		PGPORT='6$(DEF_PGPORT)' PG_REGRESS='$(top_builddir)/src/test/regress/pg_regress' \
+		$(PROVE) $(PG_PROVE_FLAGS) $(PROVE_FLAGS) $(PROVE_TESTS)

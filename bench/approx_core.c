@@ -29,7 +29,7 @@
 
 #include "plan_int.h"
 #include "tune.h"
-#include "../tests/core/test_util.h"
+#include "../test/core/test_util.h"
 #include "bench_clock.h"
 
 #define BATCH 8192

@@ -15,7 +15,7 @@ rows=${ROWS:-200000}
 runs=${RUNS:-9}
 q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 
-q -v m="$(cat tests/fixtures/binary_logistic.json)" <<SQL >/dev/null
+q -v m="$(cat test/fixtures/binary_logistic.json)" <<SQL >/dev/null
 DROP EXTENSION IF EXISTS hbird CASCADE;
 DROP TABLE IF EXISTS so_rows;
 CREATE EXTENSION hbird;

@@ -37,7 +37,7 @@
 #include <xgboost/c_api.h>
 
 #include "plan_int.h"
-#include "../tests/core/test_util.h"
+#include "../test/core/test_util.h"
 #include "bench_clock.h"
 
 #define N_FEATURES	28

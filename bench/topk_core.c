@@ -40,7 +40,7 @@
 #include "early_exit.h"
 #include "plan_int.h"
 #include "topk.h"
-#include "../tests/core/test_util.h"
+#include "../test/core/test_util.h"
 #include "bench_clock.h"
 
 #define DEFAULT_ROUNDS	5

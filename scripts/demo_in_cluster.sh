@@ -2,7 +2,7 @@
 # Runs inside a cluster made by pg_virtualenv (see scripts/demo.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fx=$(pwd)/tests/fixtures
+fx=$(pwd)/test/fixtures
 
 psql -X -v ON_ERROR_STOP=1 -v model="$(cat "$fx/binary_logistic.json")" <<SQL
 \echo '== create the extension and upload an XGBoost binary classifier as "fraud"'

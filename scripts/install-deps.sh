@@ -27,6 +27,8 @@ packages=(
 	clang
 	libclang-rt-dev
 	valgrind
+	# the TAP tests (test/t): PostgreSQL::Test::Cluster runs commands with IPC::Run
+	libipc-run-perl
 )
 
 missing=()

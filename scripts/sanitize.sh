@@ -11,11 +11,11 @@
 #                                 afterwards
 #
 # Make targets: sanitize-core, valgrind-core, sanitize-check.  Builds go to
-# tests/log/sanitize/ (the worktree's normal objects are left alone).
+# test/log/sanitize/ (the worktree's normal objects are left alone).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=${HB_SANITIZE_DIR:-$root/tests/log/sanitize}
+out=${HB_SANITIZE_DIR:-$root/test/log/sanitize}
 mkdir -p "$out"
 CC=${CC:-gcc}
 SAN_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
@@ -25,7 +25,7 @@ failed=0
 tap() { echo "$1"; case $1 in "not ok"*) failed=1 ;; esac; }
 
 # Build each core test into $1 with compiler flags $2 (the core's objects
-# once, then one link per test; $3: only tests/core/$3.c); echo the
+# once, then one link per test; $3: only test/core/$3.c); echo the
 # binaries into $1/list.
 build_core() {
 	local dir=$1 flags=$2 only=${3:-test_*} t b c objs=()
@@ -40,7 +40,7 @@ build_core() {
 		fi
 		objs+=("$b")
 	done
-	for t in tests/core/$only.c; do
+	for t in test/core/$only.c; do
 		b=$dir/$(basename "$t" .c)
 		if ! $CC -std=gnu11 -g -Wall -Isrc/core $flags -o "$b" "$t" "${objs[@]}" \
 			-lopenblas -lprotobuf-c -lm >>"$dir/build.log" 2>&1; then
@@ -134,8 +134,8 @@ run_check() {
 		return
 	}
 	# a copy of the tree, so the sanitized objects never mix with the normal ones
-	tar -cf - --exclude=./.git --exclude=./tests/log --exclude=./results \
-		--exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./tests/core/bin --exclude=./tests/core/obj . |
+	tar -cf - --exclude=./.git --exclude=./test/log --exclude=./test/results \
+		--exclude=./test/tmp_check --exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./test/core/bin --exclude=./test/core/obj . |
 		tar -xf - -C "$dir/src"
 	# CPU only: the sanitizers watch the host code; the CUDA part has its own checks
 	if ! make -C "$dir/src" -s -j2 USE_CUDA=0 COPT="-O1 $SAN_FLAGS" \
@@ -187,7 +187,7 @@ check_inner() {
 	awk '/\.\.\. ok/ { n = $0; sub(/^(test|     )? */, "", n); sub(/ .*/, "", n); print "ok - sanitized pg_regress " n }
 		/\.\.\. FAILED|\.\.\. failed/ { n = $0; sub(/^(test|     )? */, "", n); sub(/ .*/, "", n); print "not ok - sanitized pg_regress " n }' \
 		"$src/installcheck.log"
-	[ -f regression.diffs ] && head -12 regression.diffs | sed 's/^/#   /'
+	[ -f test/regression.diffs ] && head -12 test/regression.diffs | sed 's/^/#   /'
 	# the server's stderr, where the sanitizers write their reports
 	cp "$PG_CLUSTER_CONF_ROOT"/../log/postgresql-15-regress.log "$HB_REPORTS/server.log" 2>/dev/null
 }

@@ -99,7 +99,7 @@ typedef struct HbDeviceStats
 extern void hb_device_stats(HbDeviceStats *s);
 
 /*
- * For tests/gpu: the plan's device copy (an HbCudaPlan, src/cuda/hb_cuda.h)
+ * For test/gpu: the plan's device copy (an HbCudaPlan, src/cuda/hb_cuda.h)
  * after hb_device_plan_upload, or NULL.
  */
 extern void *hb_device_plan_handle(const HbPlan *p);

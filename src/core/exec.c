@@ -11,7 +11,7 @@
  * links of plan.c) and the op listing of hb_compile.  What must
  * hold: whatever path is taken, a row's sums are its trees' leaves added
  * in model order from the base margin, so the bits never depend on the
- * path (tests/core/test_strategies.c, test_tune.c compare with memcmp).
+ * path (test/core/test_strategies.c, test_tune.c compare with memcmp).
  */
 #include "plan_int.h"
 #include "device.h"

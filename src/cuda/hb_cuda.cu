@@ -131,7 +131,7 @@ struct HbCudaPlan
  * Everything a kernel computes for a row is in __host__ __device__
  * functions, so that hb_cuda_emulate can run the very same code on the CPU:
  * machines without a GPU check the kernels' arithmetic and indexing against
- * the CPU executors (tests/gpu/gpu_check.c), leaving only the launches and
+ * the CPU executors (test/gpu/gpu_check.c), leaving only the launches and
  * copies to be checked on a GPU.
  */
 

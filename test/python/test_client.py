@@ -1,0 +1,923 @@
+"""Tests of the Python client (python/hbird) against a live database.
+
+Run by test/sql_shell/python_client.sh inside the throwaway cluster (PG*
+point at it, PGDATABASE at a fresh database); prints TAP lines.  Every
+model is uploaded from Python with psycopg 3 and with psycopg2, scored in
+SQL, and compared with what the original library predicts: XGBoost's
+predict, scikit-learn's predict / predict_proba, the conformance corpus's
+expected outputs (LightGBM, ONNX; skipped with a message where the corpus
+is absent).  Then refusals (SQLSTATE, message, nothing written),
+privileges (42501), version management, transactions, the large-object
+path of psycopg2, the client's peak memory on a large model, the command
+line and the exporter's old entry point.
+
+Environment: HBIRD_CLI (the installed console script; else skipped),
+HB_CONFORMANCE (default ../shared/conformance).
+"""
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+try:
+    import hbird                    # installed (test/sql_shell/python_client.sh)
+except ImportError:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import hbird
+import hbird.client  # noqa: E402
+import psycopg  # noqa: E402
+import psycopg2  # noqa: E402
+import xgboost as xgb  # noqa: E402
+
+FIX = os.path.join(ROOT, "test", "fixtures")
+CORPUS = os.environ.get("HB_CONFORMANCE") or os.path.join(ROOT, "..", "shared", "conformance")
+ANALYST = "hb_py_analyst"
+ADMIN = "hb_py_admin"
+TMP = tempfile.mkdtemp(prefix="hbird-py-")
+failures = 0
+
+
+def tap(ok, what, note=""):
+    global failures
+    if not ok:
+        failures += 1
+    print("%s - python client: %s%s" % ("ok" if ok else "not ok", what,
+                                         (" (%s)" % note) if note else ""), flush=True)
+
+
+def skip(what, why):
+    print("ok - python client: %s # SKIP %s" % (what, why), flush=True)
+
+
+def case(what):
+    """Runs the function as one test: its result is (ok, note) or ok; an
+    exception fails it with the traceback on stderr."""
+    def wrap(fn):
+        def run(*a, **kw):
+            try:
+                r = fn(*a, **kw)
+            except Exception:
+                traceback.print_exc()
+                tap(False, what(*a) if callable(what) else what, "exception, see stderr")
+                return
+            ok, note = r if isinstance(r, tuple) else (r, "")
+            tap(ok, what(*a) if callable(what) else what, note)
+        return run
+    return wrap
+
+
+def connect(driver, autocommit=True):
+    if driver == "psycopg":
+        return psycopg.connect("", autocommit=autocommit)
+    c = psycopg2.connect("")
+    c.autocommit = autocommit
+    return c
+
+
+def q(conn, sql, params=None):
+    cur = conn.cursor()
+    cur.execute(sql, params)
+    rows = cur.fetchall() if cur.description else None
+    cur.close()
+    return rows
+
+
+def worst(got, want, abs_tol=1e-9, rel_tol=1e-6):
+    """Largest excess over max(abs_tol, rel_tol * |want|); <= 0: within."""
+    got = np.asarray(got, dtype=np.float64).ravel()
+    want = np.asarray(want, dtype=np.float64).ravel()
+    if got.shape != want.shape:
+        return math.inf
+    allowed = np.maximum(abs_tol, rel_tol * np.abs(want))
+    return float(np.max(np.abs(got - want) - allowed)) if len(got) else 0.0
+
+
+def score_arrays(conn, name, X, fn="hb_predict"):
+    """fn(name, x) over rows of X (NaN -> NULL), in order."""
+    rows = [(i, [None if math.isnan(v) else float(v) for v in r]) for i, r in enumerate(X)]
+    cur = conn.cursor()
+    cur.execute("CREATE TEMP TABLE IF NOT EXISTS hbt_x (id integer, x float8[])")
+    cur.execute("TRUNCATE hbt_x")
+    cur.executemany("INSERT INTO hbt_x VALUES (%s, %s::float8[])", rows)
+    cur.execute("SELECT %s(%%s, x) FROM hbt_x ORDER BY id" % fn, (name,))
+    out = [r[0] for r in cur.fetchall()]
+    cur.close()
+    return out
+
+
+def read_csv(path):
+    with open(path) as f:
+        r = csv.reader(f)
+        head = next(r)
+        rows = [[float(v) if v != "" else math.nan for v in row] for row in r]
+    return head, np.array(rows, dtype=np.float64)
+
+
+def format_of(conn, name):
+    return q(conn, "SELECT format FROM hb_models WHERE name = %s AND active", (name,))[0][0]
+
+
+def n_versions(conn, name):
+    return q(conn, "SELECT count(*) FROM hb_models WHERE name = %s", (name,))[0][0]
+
+
+# ---- models trained here (fixed seeds, one thread)
+
+rng = np.random.RandomState(7)
+X4 = rng.normal(size=(400, 4)).astype(np.float32)
+X4[rng.rand(*X4.shape) < 0.1] = np.nan
+y_bin = (np.nan_to_num(X4[:, 0]) + 0.5 * np.nan_to_num(X4[:, 1]) > 0).astype(int)
+y_reg = np.nan_to_num(X4[:, 0]) * 2 + np.nan_to_num(X4[:, 2])
+y_multi = np.digitize(np.nan_to_num(X4[:, 1]), [-0.5, 0.5])
+Xtest = X4[:200]
+NAMES4 = ["amount", "age", "balance", "risk"]
+
+booster_bin = xgb.train({"objective": "binary:logistic", "max_depth": 4, "nthread": 1, "seed": 1},
+                        xgb.DMatrix(X4, label=y_bin, feature_names=NAMES4), 30)
+booster_reg = xgb.train({"objective": "reg:squarederror", "max_depth": 5, "nthread": 1, "seed": 1},
+                        xgb.DMatrix(X4, label=y_reg), 25)
+clf_multi = xgb.XGBClassifier(n_estimators=20, max_depth=3, n_jobs=1, random_state=1)
+clf_multi.fit(X4, y_multi)
+reg_sk = xgb.XGBRegressor(n_estimators=15, max_depth=3, n_jobs=1, random_state=1)
+reg_sk.fit(X4, y_reg)
+
+json_path = os.path.join(TMP, "reg.json")
+ubj_path = os.path.join(TMP, "reg.ubj")
+booster_reg.save_model(json_path)
+booster_reg.save_model(ubj_path)
+want_bin = booster_bin.predict(xgb.DMatrix(Xtest, feature_names=NAMES4))
+want_reg = booster_reg.predict(xgb.DMatrix(Xtest))
+want_multi = clf_multi.predict_proba(Xtest)
+want_reg_sk = reg_sk.predict(Xtest)
+
+
+def sklearn_models():
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    r = np.random.RandomState(3)
+    n = 300
+    df = pd.DataFrame({
+        "age": r.uniform(18, 80, n),
+        "income": r.lognormal(10, 0.5, n),
+        "city": r.choice(["Oslo", "Lyon", "Kraków", "Porto"], n),
+    })
+    df.loc[r.rand(n) < 0.1, "age"] = np.nan
+    y = ((np.nan_to_num(df["age"], nan=40) > 45) ^ (df["city"] == "Lyon")).astype(int)
+    pipe = Pipeline([
+        ("prep", ColumnTransformer([
+            ("num", Pipeline([("imp", SimpleImputer(strategy="median")), ("sc", StandardScaler())]),
+             ["age", "income"]),
+            ("cat", OneHotEncoder(handle_unknown="ignore"), ["city"]),
+        ])),
+        ("lr", LogisticRegression(max_iter=500)),
+    ]).fit(df, y)
+    test = df.iloc[:150].copy()
+    test.loc[test.index[:5], "city"] = "Bergen"    # a category never seen
+    Xg = r.normal(size=(300, 3))
+    gbr = GradientBoostingRegressor(n_estimators=20, max_depth=3, random_state=0)
+    gbr.fit(Xg, Xg[:, 0] * 3 + Xg[:, 1] ** 2)
+    return pipe, test, gbr, Xg[:100]
+
+
+# ---- every format, from each driver, scored in SQL
+
+def formats(driver, sk):
+    p = "p3_" if driver == "psycopg" else "p2_"
+    conn = connect(driver)
+
+    @case("%s: xgboost.Booster object (UBJSON) scores as Booster.predict" % driver)
+    def t():
+        v = hbird.upload(conn, p + "bin", booster_bin)
+        got = score_arrays(conn, p + "bin", Xtest)
+        w = worst(got, want_bin)
+        return (v == 1 and format_of(conn, p + "bin") == "xgboost-ubj" and w <= 0,
+                "version %s, worst excess %.3g" % (v, w))
+    t()
+
+    @case("%s: rows bind to the Booster's feature names" % driver)
+    def t():
+        q(conn, "CREATE TEMP TABLE tx (id integer, risk float8, balance float8, age float8, amount float8)")
+        rows = [(i,) + tuple(None if math.isnan(v) else float(v) for v in (r[3], r[2], r[1], r[0]))
+                for i, r in enumerate(Xtest)]
+        cur = conn.cursor()
+        cur.executemany("INSERT INTO tx VALUES (%s, %s, %s, %s, %s)", rows)
+        cur.close()
+        got = [r[0] for r in q(conn, "SELECT hb_predict(%s, t) FROM tx t ORDER BY id", (p + "bin",))]
+        return worst(got, want_bin) <= 0
+    t()
+
+    @case("%s: Booster with format='xgboost-json'" % driver)
+    def t():
+        hbird.upload(conn, p + "bin_json", booster_bin, format="xgboost-json")
+        return (format_of(conn, p + "bin_json") == "xgboost-json"
+                and worst(score_arrays(conn, p + "bin_json", Xtest), want_bin) <= 0)
+    t()
+
+    @case("%s: XGBClassifier (3 classes) scores as predict_proba" % driver)
+    def t():
+        hbird.upload(conn, p + "multi", clf_multi)
+        got = score_arrays(conn, p + "multi", Xtest, "hb_predict_proba")
+        w = worst(got, want_multi)
+        return w <= 0, "worst excess %.3g" % w
+    t()
+
+    @case("%s: XGBRegressor scores as predict" % driver)
+    def t():
+        hbird.upload(conn, p + "reg_sk", reg_sk)
+        return worst(score_arrays(conn, p + "reg_sk", Xtest), want_reg_sk) <= 0
+    t()
+
+    for path, fmt in ((json_path, "xgboost-json"), (ubj_path, "xgboost-ubj")):
+        @case("%s: %s file, format detected as %s" % (driver, os.path.basename(path), fmt))
+        def t():
+            name = p + "file_" + fmt
+            hbird.upload(conn, name, path)
+            got = score_arrays(conn, name, Xtest)
+            return format_of(conn, name) == fmt and worst(got, want_reg) <= 0
+        t()
+
+    @case("%s: bytes of a file, and features renaming" % driver)
+    def t():
+        with open(json_path, "rb") as f:
+            data = f.read()
+        hbird.upload(conn, p + "bytes", data, features=["a", "b", "c", "d"])
+        names = [r[0] for r in q(conn, "SELECT feature FROM hb_model_features WHERE name = %s "
+                                 "ORDER BY position", (p + "bytes",))]
+        return (names == ["a", "b", "c", "d"]
+                and worst(score_arrays(conn, p + "bytes", Xtest), want_reg) <= 0), str(names)
+    t()
+
+    # LightGBM text: the corpus's models, LightGBM's own outputs
+    m = corpus_manifest()
+    if m is None:
+        skip("%s: LightGBM text file" % driver, "no conformance corpus at %s" % CORPUS)
+    else:
+        for cid, fn in (("lgbm460/boosters/binary_classification/model", "hb_predict"),
+                        ("lgbm460/leaves/lgmulticlass", "hb_predict_proba")):
+            @case("%s: LightGBM file %s scores as LightGBM" % (driver, cid))
+            def t():
+                c = m[cid]
+                name = p + "lgbm_" + str(len(fn))
+                hbird.upload(conn, name, os.path.join(CORPUS, c["model"]))
+                _, X = read_csv(os.path.join(CORPUS, c["input"]))
+                _, want = read_csv(os.path.join(CORPUS, c["expected"]["transformed"]))
+                got = score_arrays(conn, name, X, fn)
+                tol = c["tolerance"]
+                w = worst(got, want, tol.get("abs", 0), tol.get("rel", 0))
+                return (format_of(conn, name) == "lightgbm-text" and w <= 0,
+                        "%d rows, worst excess %.3g" % (len(X), w))
+            t()
+
+    # ONNX: a fixture whose expected values are scikit-learn's predict_proba
+    @case("%s: ONNX file scores as scikit-learn's predict_proba" % driver)
+    def t():
+        base = os.path.join(FIX, "onnx", "linear_softmax_binary")
+        hbird.upload(conn, p + "onnx", base + ".onnx")
+        _, X = read_csv(base + ".csv")
+        _, want = read_csv(base + ".expected.csv")
+        got = score_arrays(conn, p + "onnx", X, "hb_predict_proba")
+        w = worst(got, want, 1e-6, 1e-6)
+        return format_of(conn, p + "onnx") == "onnx" and w <= 0, "worst excess %.3g" % w
+    t()
+
+    if m is None:
+        skip("%s: ONNX corpus model" % driver, "no conformance corpus at %s" % CORPUS)
+    else:
+        @case("%s: ONNX RandomForestClassifier from the corpus scores as scikit-learn" % driver)
+        def t():
+            c = m["onnx/sklearn_onnx_2018/SklearnMclRandomForestClassifier"]
+            hbird.upload(conn, p + "onnx_rf", os.path.join(CORPUS, c["model"]))
+            _, X = read_csv(os.path.join(CORPUS, c["input"]))
+            head, want = read_csv(os.path.join(CORPUS, c["expected"]["sklearn"]))
+            want = want[:, [i for i, h in enumerate(head) if h.startswith("prob_")]]
+            got = score_arrays(conn, p + "onnx_rf", X, "hb_predict_proba")
+            w = worst(got, want, c["tolerance"].get("abs", 0), c["tolerance"].get("rel", 0))
+            return w <= 0, "worst excess %.3g" % w
+        t()
+
+    try:
+        import onnx
+    except ImportError:
+        onnx = None
+    if onnx is None:
+        skip("%s: onnx.ModelProto object" % driver, "python3-onnx is not installed")
+    else:
+        @case("%s: onnx.ModelProto object" % driver)
+        def t():
+            base = os.path.join(FIX, "onnx", "linear_softmax_binary")
+            hbird.upload(conn, p + "onnx_obj", onnx.load(base + ".onnx"))
+            _, X = read_csv(base + ".csv")
+            _, want = read_csv(base + ".expected.csv")
+            return worst(score_arrays(conn, p + "onnx_obj", X, "hb_predict_proba"), want, 1e-6, 1e-6) <= 0
+        t()
+
+    pipe, test, gbr, Xg = sk
+
+    @case("%s: scikit-learn Pipeline (imputer, scaler, one-hot text) scores as predict_proba" % driver)
+    def t():
+        v = hbird.upload(conn, p + "churn", pipe)
+        q(conn, "CREATE TEMP TABLE cust (id integer, age float8, income float8, city text)")
+        cur = conn.cursor()
+        cur.executemany("INSERT INTO cust VALUES (%s, %s, %s, %s)",
+                        [(i, None if math.isnan(a) else float(a), float(b), c)
+                         for i, (a, b, c) in enumerate(zip(test["age"], test["income"], test["city"]))])
+        cur.close()
+        got = [r[0] for r in q(conn, "SELECT hb_predict_proba(%s, c) FROM cust c ORDER BY id",
+                               (p + "churn",))]
+        w = worst(got, pipe.predict_proba(test), 1e-12, 1e-9)
+        return (v == 1 and format_of(conn, p + "churn") == "hbird-pipeline" and w <= 0,
+                "worst excess %.3g" % w)
+    t()
+
+    @case("%s: bare GradientBoostingRegressor with features= as column names" % driver)
+    def t():
+        hbird.upload(conn, p + "gbr", gbr, features=["x", "y", "z"])
+        names = [r[0] for r in q(conn, "SELECT feature FROM hb_model_features WHERE name = %s "
+                                 "ORDER BY position", (p + "gbr",))]
+        w = worst(score_arrays(conn, p + "gbr", Xg), gbr.predict(Xg), 1e-12, 1e-9)
+        return names == ["x", "y", "z"] and w <= 0, "%s, worst excess %.3g" % (names, w)
+    t()
+
+    @case("%s: a scikit-learn model without column names is refused before sending" % driver)
+    def t():
+        try:
+            hbird.upload(conn, p + "nocols", gbr)
+        except ValueError as e:
+            return "features=" in str(e) and n_versions(conn, p + "nocols") == 0
+        return False
+    t()
+    conn.close()
+
+
+_manifest = []
+
+
+def corpus_manifest():
+    if not _manifest:
+        path = os.path.join(CORPUS, "manifest.json")
+        if not os.path.isfile(path):
+            _manifest.append(None)
+        else:
+            with open(path) as f:
+                _manifest.append({c["id"]: c for c in json.load(f)["cases"]})
+    return _manifest[0]
+
+
+def standins():
+    """A LightGBM Booster: no LightGBM package in Debian, so a stand-in
+    module with the documented method (model_to_string) serves the corpus's
+    LightGBM text; the scores are LightGBM's own, from the corpus."""
+    m = corpus_manifest()
+    if m is None:
+        skip("lightgbm.Booster object", "no conformance corpus at %s" % CORPUS)
+        return
+    import types
+    c = m["lgbm460/boosters/binary_classification/model"]
+    with open(os.path.join(CORPUS, c["model"])) as f:
+        text = f.read()
+
+    class Booster:
+        def model_to_string(self):
+            return text
+    mod = types.ModuleType("lightgbm")
+    mod.Booster = Booster
+    sys.modules["lightgbm"] = mod
+    try:
+        for driver in ("psycopg", "psycopg2"):
+            @case("%s: lightgbm.Booster object (a stand-in class: no LightGBM in Debian)" % driver)
+            def t():
+                conn = connect(driver)
+                name = "lgbm_obj_" + driver
+                hbird.upload(conn, name, Booster())
+                _, X = read_csv(os.path.join(CORPUS, c["input"]))
+                _, want = read_csv(os.path.join(CORPUS, c["expected"]["transformed"]))
+                w = worst(score_arrays(conn, name, X), want, c["tolerance"]["abs"], c["tolerance"]["rel"])
+                fmt = format_of(conn, name)
+                conn.close()
+                return fmt == "lightgbm-text" and w <= 0
+            t()
+    finally:
+        del sys.modules["lightgbm"]
+
+
+def schemas():
+    """hbird in a schema of an odd name, off search_path; a database
+    without hbird."""
+    admin = connect("psycopg")
+    for db in ("hb_pyclient_schema", "hb_pyclient_none"):
+        q(admin, "DROP DATABASE IF EXISTS %s" % db)
+        q(admin, "CREATE DATABASE %s" % db)
+    try:
+        for driver in ("psycopg", "psycopg2"):
+            @case("%s: hbird installed in schema \"ml 100%%\", not on search_path" % driver)
+            def t():
+                dsn = "dbname=hb_pyclient_schema"
+                conn = psycopg.connect(dsn, autocommit=True) if driver == "psycopg" else psycopg2.connect(dsn)
+                if driver == "psycopg2":
+                    conn.autocommit = True
+                q(conn, 'CREATE SCHEMA IF NOT EXISTS "ml 100%"')
+                q(conn, 'CREATE EXTENSION IF NOT EXISTS hbird SCHEMA "ml 100%"')
+                q(conn, "SET search_path = pg_catalog")
+                v = hbird.upload(conn, "s_" + driver, json_path)
+                hbird.activate(conn, "s_" + driver, 1)
+                rows = hbird.models(conn, "s_" + driver, as_frame=False)
+                got = [r[0] for r in q(conn, 'SELECT "ml 100%%".hb_predict(%s, ARRAY[0.5, -1, 2, 0]::float8[])',
+                                       ("s_" + driver,))]
+                want = booster_reg.predict(xgb.DMatrix(np.array([[0.5, -1, 2, 0]], dtype=np.float32)))
+                conn.close()
+                return v == 1 and len(rows) == 1 and rows[0]["active"] and worst(got, want) <= 0
+            t()
+
+        @case("a database without hbird: hbird.Error saying so")
+        def t():
+            conn = psycopg.connect("dbname=hb_pyclient_none", autocommit=True)
+            try:
+                hbird.upload(conn, "x", json_path)
+            except hbird.Error as e:
+                return e.sqlstate is None and "CREATE EXTENSION hbird" in e.message, e.message
+            finally:
+                conn.close()
+            return False
+        t()
+    finally:
+        for db in ("hb_pyclient_schema", "hb_pyclient_none"):
+            q(admin, "DROP DATABASE IF EXISTS %s" % db)
+        admin.close()
+
+
+# ---- refusals and privileges
+
+def expect_error(fn, cls, state):
+    try:
+        fn()
+    except hbird.Error as e:
+        good = (type(e) is cls and e.sqlstate == state and isinstance(e.__cause__, Exception)
+                and e.message == getattr(e.__cause__.diag, "message_primary", None))
+        return good, e
+    return False, None
+
+
+def refusals(driver):
+    p = "r3_" if driver == "psycopg" else "r2_"
+    conn = connect(driver)
+
+    def check(what, fn, name, cls, state, text):
+        @case("%s: %s raises %s %s" % (driver, what, cls.__name__, state))
+        def t():
+            before = n_versions(conn, name)
+            good, e = expect_error(fn, cls, state)
+            return (good and text in e.message and n_versions(conn, name) == before,
+                    repr(e.message if e else None))
+        t()
+
+    check("bytes of no known format", lambda: hbird.upload(conn, p + "junk", b"this is not a model"),
+          p + "junk", hbird.DataError, "22P02", '"%sjunk"' % p)
+    check("an ONNX model with an unsupported operator",
+          lambda: hbird.upload(conn, p + "relu", os.path.join(FIX, "onnx", "unsupported_relu.onnx")),
+          p + "relu", hbird.NotSupportedError, "0A000", "Relu")
+    check("a truncated XGBoost JSON file",
+          lambda: hbird.upload(conn, p + "trunc", open(json_path, "rb").read()[:5000]),
+          p + "trunc", hbird.DataError, "22P02", '"%strunc"' % p)
+    check("an unknown format name", lambda: hbird.upload(conn, p + "fmt", json_path, format="pmml"),
+          p + "fmt", hbird.DataError, "22023", "pmml")
+
+    @case("%s: the format error carries the server's hint" % driver)
+    def t():
+        _, e = expect_error(lambda: hbird.upload(conn, p + "fmt", json_path, format="pmml"),
+                            hbird.DataError, "22023")
+        return e is not None and "xgboost-json" in (e.hint or "") and "HINT:" in str(e)
+    t()
+
+    @case("%s: a model over hbird.max_model_bytes raises LimitError 54000" % driver)
+    def t():
+        q(conn, "SET hbird.max_model_bytes = '1kB'")
+        try:
+            good, e = expect_error(lambda: hbird.upload(conn, p + "big", json_path),
+                                   hbird.LimitError, "54000")
+        finally:
+            q(conn, "RESET hbird.max_model_bytes")
+        return good and "max_model_bytes" in e.message and n_versions(conn, p + "big") == 0
+    t()
+
+    @case("%s: activating a version that does not exist raises NotFoundError 42704" % driver)
+    def t():
+        hbird.upload(conn, p + "one", json_path)
+        good, e = expect_error(lambda: hbird.activate(conn, p + "one", 7), hbird.NotFoundError, "42704")
+        return good and "no version 7" in e.message
+    t()
+
+    @case("%s: an XGBoost model with a non-XGBoost format is refused before sending" % driver)
+    def t():
+        try:
+            hbird.upload(conn, p + "xfmt", booster_bin, format="onnx")
+        except ValueError:
+            return n_versions(conn, p + "xfmt") == 0
+        return False
+    t()
+
+    @case("%s: an object of no known kind raises TypeError" % driver)
+    def t():
+        try:
+            hbird.upload(conn, p + "obj", object())
+        except TypeError as e:
+            return "cannot upload" in str(e)
+        return False
+    t()
+
+    # privileges: a role without EXECUTE, and one with it that does not own
+    # the model; SET ROLE makes them the role executing (GetUserId)
+    @case("%s: a role without the privilege gets PrivilegeError 42501" % driver)
+    def t():
+        q(conn, "SET ROLE %s" % ANALYST)
+        try:
+            r = [expect_error(f, hbird.PrivilegeError, "42501") for f in (
+                lambda: hbird.upload(conn, p + "priv", json_path),
+                lambda: hbird.activate(conn, p + "one", 1),
+                lambda: hbird.grant(conn, p + "one", ANALYST),
+                lambda: hbird.drop(conn, p + "one"))]
+        finally:
+            q(conn, "RESET ROLE")
+        return (all(g for g, _ in r) and n_versions(conn, p + "priv") == 0
+                and n_versions(conn, p + "one") == 1, "; ".join(e.message for _, e in r if e))
+    t()
+
+    @case("%s: a model administrator who does not own the model gets 42501" % driver)
+    def t():
+        q(conn, "SET ROLE %s" % ADMIN)
+        try:
+            good, e = expect_error(lambda: hbird.upload(conn, p + "one", json_path),
+                                   hbird.PrivilegeError, "42501")
+            mine = hbird.upload(conn, p + "admins", json_path)    # a new name is allowed
+        finally:
+            q(conn, "RESET ROLE")
+        owner = q(conn, "SELECT owner::text FROM hb_models WHERE name = %s", (p + "admins",))[0][0]
+        return good and mine == 1 and owner == ADMIN and n_versions(conn, p + "one") == 1, e.message
+    t()
+    conn.close()
+
+
+# ---- versions, grants, models()
+
+def management(driver):
+    p = "m3_" if driver == "psycopg" else "m2_"
+    conn = connect(driver)
+    name = p + "fraud"
+
+    @case("%s: two versions, activate rolls back, scores follow the active version" % driver)
+    def t():
+        v1 = hbird.upload(conn, name, booster_bin)
+        v2 = hbird.upload(conn, name, booster_reg, features=NAMES4)
+        rows = hbird.models(conn, name, as_frame=False)
+        ok2 = [(r["version"], r["active"]) for r in rows] == [(1, False), (2, True)]
+        s2 = score_arrays(conn, name, Xtest)
+        hbird.activate(conn, name, 1)
+        rows = hbird.models(conn, name, as_frame=False)
+        ok1 = [(r["version"], r["active"]) for r in rows] == [(1, True), (2, False)]
+        s1 = score_arrays(conn, name, Xtest)
+        return ((v1, v2) == (1, 2) and ok1 and ok2 and worst(s2, want_reg) <= 0
+                and worst(s1, want_bin) <= 0)
+    t()
+
+    @case("%s: grant lets a role score; revoke takes it back (42501)" % driver)
+    def t():
+        hbird.grant(conn, name, ANALYST)
+        grants = q(conn, "SELECT grantee::text FROM hb_model_grants WHERE name = %s", (name,))
+        q(conn, "SET ROLE %s" % ANALYST)
+        try:
+            scored = q(conn, "SELECT hb_predict(%s, ARRAY[0.1, 0.2, 0.3, 0.4]::float8[])", (name,))
+        finally:
+            q(conn, "RESET ROLE")
+        hbird.revoke(conn, name, ANALYST)
+        q(conn, "SET ROLE %s" % ANALYST)
+        state = None
+        try:
+            q(conn, "SELECT hb_predict(%s, ARRAY[0.1, 0.2, 0.3, 0.4]::float8[])", (name,))
+        except (psycopg.Error, psycopg2.Error) as e:
+            state = getattr(e, "sqlstate", None) or getattr(e, "pgcode", None)
+        finally:
+            q(conn, "RESET ROLE")
+        return grants == [(ANALYST,)] and scored[0][0] is not None and state == "42501", state
+    t()
+
+    @case("%s: models() is a DataFrame with pandas, the same rows as the list" % driver)
+    def t():
+        import pandas as pd
+        df = hbird.models(conn)
+        rows = hbird.models(conn, as_frame=False)
+        want_cols = {"name", "version", "active", "format", "task", "n_inputs", "n_features",
+                     "sha256", "owner", "uploaded_at"}
+        return (isinstance(df, pd.DataFrame) and want_cols <= set(df.columns)
+                and df.to_dict("records") == rows
+                and [(r["name"], r["version"]) for r in rows] == sorted((r["name"], r["version"]) for r in rows)
+                and len(rows) == q(conn, "SELECT count(*) FROM hb_models")[0][0])
+    t()
+
+    @case("%s: reassign gives the model another owner" % driver)
+    def t():
+        hbird.reassign(conn, name, ADMIN)
+        return {r["owner"] for r in hbird.models(conn, name, as_frame=False)} == {ADMIN}
+    t()
+
+    @case("%s: drop one version, then the model" % driver)
+    def t():
+        a = hbird.drop(conn, name, 2)
+        left = [r["version"] for r in hbird.models(conn, name, as_frame=False)]
+        b = hbird.drop(conn, name)
+        return a == 1 and left == [1] and b == 1 and n_versions(conn, name) == 0, "%s %s %s" % (a, left, b)
+    t()
+    conn.close()
+
+
+# ---- transactions
+
+def transactions():
+    other = connect("psycopg")
+
+    @case("psycopg, no autocommit: an upload outside a transaction is committed")
+    def t():
+        c = connect("psycopg", autocommit=False)
+        hbird.upload(c, "tx_p3_commit", json_path)
+        status = c.info.transaction_status
+        c.close()
+        return n_versions(other, "tx_p3_commit") == 1 and status == psycopg.pq.TransactionStatus.IDLE
+    t()
+
+    @case("psycopg2, no autocommit: an upload outside a transaction is committed")
+    def t():
+        c = connect("psycopg2", autocommit=False)
+        hbird.upload(c, "tx_p2_commit", json_path)
+        status = c.get_transaction_status()
+        c.close()
+        return (n_versions(other, "tx_p2_commit") == 1
+                and status == psycopg2.extensions.TRANSACTION_STATUS_IDLE)
+    t()
+
+    for driver in ("psycopg", "psycopg2"):
+        @case("%s: inside the caller's transaction the caller decides; a failed upload "
+              "leaves the transaction usable" % driver)
+        def t():
+            c = connect(driver, autocommit=False)
+            q(c, "SELECT 1")                      # the caller's transaction is open
+            hbird.upload(c, "tx_inner_" + driver, json_path)
+            failed, _ = expect_error(lambda: hbird.upload(c, "tx_bad_" + driver, b"junk"),
+                                     hbird.DataError, "22P02")
+            seen = n_versions(c, "tx_inner_" + driver)
+            c.rollback()
+            gone = n_versions(other, "tx_inner_" + driver)
+            c.close()
+            return failed and seen == 1 and gone == 0
+        t()
+
+        @case("%s: in a failed transaction the server's 25P02 comes back; rollback() then works"
+              % driver)
+        def t():
+            c = connect(driver, autocommit=False)
+            try:
+                q(c, "SELECT 1/0")
+            except (psycopg.Error, psycopg2.Error):
+                pass
+            good, e = expect_error(lambda: hbird.upload(c, "tx_failed_" + driver, json_path),
+                                   hbird.Error, "25P02")
+            c.rollback()
+            v = hbird.upload(c, "tx_failed_" + driver, json_path)
+            c.close()
+            return good and v == 1 and n_versions(other, "tx_failed_" + driver) == 1
+        t()
+    other.close()
+
+
+# ---- psycopg2's large-object path, and the client's memory on a large model
+
+def pieces():
+    conn = connect("psycopg2")
+    saved = hbird.client.CHUNK_BYTES
+    hbird.client.CHUNK_BYTES = 4096
+    try:
+        @case("psycopg2: a model larger than CHUNK_BYTES goes in pieces and scores the same")
+        def t():
+            size = os.path.getsize(json_path)
+            hbird.upload(conn, "pieces_file", json_path)
+            with open(json_path, "rb") as f:
+                hbird.upload(conn, "pieces_bytes", f.read())
+            sha = q(conn, "SELECT DISTINCT sha256 FROM hb_models WHERE name IN ('pieces_file', 'pieces_bytes')")
+            return (size > 4 * 4096 and len(sha) == 1
+                    and worst(score_arrays(conn, "pieces_file", Xtest), want_reg) <= 0
+                    and q(conn, "SELECT count(*) FROM pg_largeobject_metadata")[0][0] == 0,
+                    "%d bytes" % size)
+        t()
+
+        @case("psycopg2: a refused model sent in pieces leaves no large object behind")
+        def t():
+            good, _ = expect_error(lambda: hbird.upload(conn, "pieces_junk", b"x" * 20000),
+                                   hbird.DataError, "22P02")
+            q(conn, "SET ROLE %s" % ANALYST)
+            try:
+                denied, _ = expect_error(lambda: hbird.upload(conn, "pieces_denied", json_path),
+                                         hbird.PrivilegeError, "42501")
+            finally:
+                q(conn, "RESET ROLE")
+            return good and denied and q(conn, "SELECT count(*) FROM pg_largeobject_metadata")[0][0] == 0
+        t()
+    finally:
+        hbird.client.CHUNK_BYTES = saved
+        conn.close()
+
+
+def large_model(path, mb):
+    """An XGBoost JSON model of about mb MB: booster_reg's trees repeated."""
+    doc = json.loads(booster_reg.save_raw("json"))
+    model = doc["learner"]["gradient_booster"]["model"]
+    trees, info = model["trees"], model["tree_info"]
+    one = len(json.dumps(trees))
+    k = max(1, int(mb * 1e6 / one))
+    model["trees"] = []
+    for j in range(k):
+        for t in trees:
+            t = dict(t)
+            t["id"] = len(model["trees"])
+            model["trees"].append(t)
+    model["tree_info"] = info * k
+    model["gbtree_model_param"]["num_trees"] = str(len(model["trees"]))
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return k
+
+
+MEMORY_PROBE = r"""
+import os, sys
+sys.path[:0] = [p for p in os.environ.get("HB_PY_PATH", "").split(":") if p]
+import hbird, %(driver)s
+def hwm():
+    for l in open("/proc/self/status"):
+        if l.startswith("VmHWM:"):
+            return int(l.split()[1]) * 1024
+conn = %(connect)s
+hbird.models(conn, as_frame=False)      # everything imported and connected
+before = hwm()
+v = hbird.upload(conn, "mem_" + "%(driver)s", sys.argv[1])
+print(v, before, hwm())
+"""
+
+
+def memory():
+    path = os.path.join(TMP, "large.json")
+    large_model(path, 20)
+    size = os.path.getsize(path)
+    res = {}
+    # psycopg 3: the file's bytes and libpq's copy of them; psycopg2: pieces
+    # of CHUNK_BYTES, hex-escaped (a few copies of a piece, whatever the size)
+    for driver, conn_expr, limit in (
+            ("psycopg", "psycopg.connect('', autocommit=True)", 2.3 * size),
+            ("psycopg2", "psycopg2.connect('')", 16 * hbird.client.CHUNK_BYTES)):
+        @case("%s: client peak memory uploading a %.0f MB file" % (driver, size / 1e6))
+        def t():
+            env = dict(os.environ, HB_PY_PATH=os.path.dirname(os.path.dirname(hbird.__file__)))
+            out = subprocess.run([sys.executable, "-c", MEMORY_PROBE % {"driver": driver, "connect": conn_expr},
+                                  path], env=env, capture_output=True, text=True, timeout=300, cwd=TMP)
+            if out.returncode != 0:
+                sys.stderr.write(out.stderr)
+                return False
+            v, before, after = map(int, out.stdout.split())
+            res[driver] = (after - before) / size
+            return (v == 1 and after - before < limit,
+                    "peak grew by %.1f MB, %.2fx the file size (limit %.1f MB)"
+                    % ((after - before) / 1e6, res[driver], limit / 1e6))
+        t()
+    return res
+
+
+# ---- the command line
+
+def cli(sk):
+    exe = os.environ.get("HBIRD_CLI")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    module = ["/usr/bin/python3", "-m", "hbird"]
+
+    def run(cmd, *args, stdin=None):
+        # not from the repository's root, where the extension's hbird.so
+        # would be found first by 'python3 -m hbird'
+        return subprocess.run(cmd + list(args), env=env, input=stdin, capture_output=True,
+                              timeout=120, cwd=TMP)
+
+    conn = connect("psycopg")
+    if not exe:
+        skip("console script", "HBIRD_CLI is not set (the package is not installed)")
+    else:
+        @case("hbird upload / models --json / activate / grant / drop (console script)")
+        def t():
+            dsn = "dbname=%s" % os.environ.get("PGDATABASE", "")
+            a = run([exe], "upload", "--dsn", dsn, "cli_m", json_path)
+            b = run([exe], "--dsn", dsn, "upload", "cli_m", ubj_path, "--format", "xgboost-ubj")
+            c = run([exe], "models", "cli_m", "--json")
+            d = run([exe], "activate", "cli_m", "1")
+            e = run([exe], "grant", "cli_m", ANALYST)
+            f = run([exe], "models")
+            listed = json.loads(c.stdout) if c.returncode == 0 else []
+            ok = (a.stdout == b"1\n" and b.stdout == b"2\n"
+                  and [(r["version"], r["format"]) for r in listed] == [(1, "xgboost-json"), (2, "xgboost-ubj")]
+                  and d.returncode == 0 and e.returncode == 0
+                  and q(conn, "SELECT version FROM hb_models WHERE name = 'cli_m' AND active") == [(1,)]
+                  and q(conn, "SELECT count(*) FROM hb_model_grants WHERE name = 'cli_m'") == [(1,)]
+                  and f.returncode == 0 and b"cli_m" in f.stdout and b"xgboost-ubj" in f.stdout)
+            g = run([exe], "drop", "cli_m")
+            for r in (a, b, c, d, e, f, g):
+                sys.stderr.write(r.stderr.decode())
+            return ok and g.stdout == b"2\n" and n_versions(conn, "cli_m") == 0
+        t()
+
+        @case("hbird: a refused model exits 1 with the SQLSTATE on stderr")
+        def t():
+            r = run([exe], "upload", "cli_bad", "-", stdin=b"not a model")
+            return (r.returncode == 1 and b"SQLSTATE 22P02" in r.stderr and b'"cli_bad"' in r.stderr,
+                    r.stderr.decode().strip())
+        t()
+
+    @case("python3 -m hbird with psycopg2: upload from standard input, models")
+    def t():
+        with open(os.path.join(FIX, "onnx", "linear_softmax_binary.onnx"), "rb") as f:
+            data = f.read()
+        a = run(module, "--driver", "psycopg2", "upload", "cli_stdin", "-", stdin=data)
+        b = run(module, "--driver", "psycopg2", "models", "cli_stdin")
+        sys.stderr.write(a.stderr.decode() + b.stderr.decode())
+        return (a.returncode == 0 and a.stdout == b"1\n" and b"onnx" in b.stdout
+                and format_of(conn, "cli_stdin") == "onnx")
+    t()
+
+    @case("hbird: a role without the privilege exits 1 with SQLSTATE 42501")
+    def t():
+        r = run(module, "--dsn", "options='-c role=%s'" % ANALYST, "upload", "cli_priv", json_path)
+        return r.returncode == 1 and b"SQLSTATE 42501" in r.stderr, r.stderr.decode().strip()
+    t()
+
+    @case("the exporter's old entry point and python3 -m hbird.export_sklearn write the same document")
+    def t():
+        import pickle
+        from hbird.export_sklearn import export
+        pipe = sk[0]
+        pkl = os.path.join(TMP, "pipe.pkl")
+        with open(pkl, "wb") as f:
+            pickle.dump(pipe, f)
+        a = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "hbird_export_sklearn.py")], pkl)
+        b = run(["/usr/bin/python3", "-m", "hbird.export_sklearn"], pkl)
+        want = json.loads(json.dumps(export(pipe)))
+        return (a.returncode == 0 and b.returncode == 0
+                and json.loads(a.stdout) == want and json.loads(b.stdout) == want)
+    t()
+    conn.close()
+
+
+def setup_roles():
+    conn = connect("psycopg")
+    for role in (ANALYST, ADMIN):
+        q(conn, "DROP ROLE IF EXISTS %s" % role)
+        q(conn, "CREATE ROLE %s" % role)
+    q(conn, "GRANT EXECUTE ON FUNCTION hb_model_upload(text, bytea, text, text[]) TO %s" % ADMIN)
+    conn.close()
+
+
+def cleanup_roles():
+    conn = connect("psycopg")
+    for name in [r[0] for r in q(conn, "SELECT DISTINCT name FROM hb_models")]:
+        hbird.drop(conn, name)
+    q(conn, "REVOKE EXECUTE ON FUNCTION hb_model_upload(text, bytea, text, text[]) FROM %s" % ADMIN)
+    for role in (ANALYST, ADMIN):
+        q(conn, "DROP ROLE %s" % role)
+    conn.close()
+
+
+if __name__ == "__main__":
+    print("# python client tests (psycopg %s, psycopg2 %s, xgboost %s)"
+          % (psycopg.__version__, psycopg2.__version__.split()[0], xgb.__version__), flush=True)
+    c0 = connect("psycopg")
+    q(c0, "CREATE EXTENSION IF NOT EXISTS hbird")
+    c0.close()
+    setup_roles()
+    SK = sklearn_models()
+    for drv in ("psycopg", "psycopg2"):
+        formats(drv, SK)
+        refusals(drv)
+        management(drv)
+    standins()
+    schemas()
+    transactions()
+    pieces()
+    ratios = memory()
+    cli(SK)
+    cleanup_roles()
+    if ratios:
+        print("# client peak memory over the file size: %s"
+              % ", ".join("%s %.2fx" % kv for kv in sorted(ratios.items())))
+    sys.exit(1 if failures else 0)

@@ -1,0 +1,93 @@
+-- Versions, activation, drops, the features argument, and transactions.
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set fixtures :abs_srcdir '/fixtures/'
+\set reg `cat :fixtures/reg_squarederror.json`
+\set bin `cat :fixtures/binary_logistic.json`
+\set nonames `cat :fixtures/no_feature_names.json`
+
+-- bytea upload with an explicit format, then a text upload: versions 1 and 2
+SELECT hb_model_upload('m', convert_to(:'reg', 'UTF8'), 'xgboost-json') AS v1;
+SELECT hb_model_upload('m', :'bin') AS v2;
+SELECT version, active, task, n_features FROM hb_models WHERE name = 'm' ORDER BY version;
+
+-- the active version answers: v2 is binary (a probability), v1 regression
+SELECT hb_predict('m', i) = hb_predict('binary_logistic', i) AS uses_v2
+FROM binary_logistic_in i WHERE id = 1;
+SELECT hb_model_activate('m', 1);
+SELECT version, active FROM hb_models WHERE name = 'm' ORDER BY version;
+SELECT hb_predict('m', i) = hb_predict('reg_squarederror', i) AS uses_v1
+FROM reg_squarederror_in i WHERE id = 1;
+
+-- the bytes are kept verbatim with their hash
+SELECT body = convert_to(:'reg', 'UTF8') AS verbatim,
+	   sha256 = sha256(convert_to(:'reg', 'UTF8')) AS hashed
+FROM hbird.model_version WHERE name = 'm' AND version = 1;
+SELECT position, feature, type FROM hb_model_features
+WHERE name = 'm' AND version = 1 ORDER BY position;
+
+-- dropping the active version hands over to the newest remaining one
+SELECT hb_model_drop('m', 1);
+SELECT version, active FROM hb_models WHERE name = 'm' ORDER BY version;
+SELECT hb_model_upload('m', :'reg') AS v3;
+SELECT hb_model_drop('m') AS dropped;
+SELECT count(*) FROM hb_models WHERE name = 'm';
+SELECT count(*) FROM hbird.model_feature WHERE name = 'm';
+
+-- a model without names gets f0.. and can be named at upload
+SELECT hb_model_upload('anon', :'nonames');
+SELECT string_agg(feature, ',' ORDER BY position) FROM hb_model_features WHERE name = 'anon';
+SELECT hb_model_upload('named', :'nonames', 'auto', ARRAY['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j']);
+SELECT string_agg(feature, ',' ORDER BY position) FROM hb_model_features WHERE name = 'named';
+SELECT hbt_close(hb_predict('named', r), hb_predict('anon', ARRAY[r.a, r.b, r.c, r.d, r.e, r.f, r.g, r.h, r.i, r.j]))
+FROM (SELECT f0 AS a, f1 AS b, f2 AS c, f3 AS d, f4 AS e, f5 AS f, f6 AS g, f7 AS h, f8 AS i, f9 AS j
+	  FROM no_feature_names_in WHERE id = 3) r;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L::text, %L, %L)', 'named', :'nonames', 'auto', ARRAY['a', 'b']));
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L::text, %L, %L)', 'named', :'nonames', 'auto', ARRAY['a', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']));
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L::text, %L, %L)', 'named', :'nonames', 'auto', ARRAY['a', NULL, 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']));
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L::text, %L, %L)', 'named', :'nonames', 'auto', ARRAY['a', '', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']));
+SELECT max(version) FROM hb_models WHERE name = 'named';
+
+-- a rolled-back upload or drop leaves nothing behind
+BEGIN;
+SELECT hb_model_upload('ghost', :'reg');
+SELECT hb_model_drop('named');
+ROLLBACK;
+SELECT name FROM hb_models WHERE name IN ('ghost', 'named') ORDER BY name;
+SELECT count(*) FROM hbird.model WHERE name = 'ghost';
+
+-- a new version is seen by the next statement of the same transaction
+BEGIN;
+SELECT hb_model_upload('flip', :'reg');
+SELECT hb_predict('flip', i) = hb_predict('reg_squarederror', i) AS as_regression FROM reg_squarederror_in i WHERE id = 1;
+SELECT hb_model_upload('flip', :'bin');
+SELECT hb_predict('flip', i) = hb_predict('binary_logistic', i) AS as_binary FROM binary_logistic_in i WHERE id = 1;
+COMMIT;
+SELECT hb_model_drop('flip'), hb_model_drop('anon'), hb_model_drop('named');
+
+-- XGBoost UBJSON (save_model("m.ubj")): detected from its first bytes or
+-- named, and scoring exactly like the JSON twin of the same model
+\set ubj `base64 -w0 :fixtures/binary_logistic.ubj`
+SELECT hb_model_upload('ubj', decode(:'ubj', 'base64')) AS auto_detected;
+SELECT hb_model_upload('ubj', decode(:'ubj', 'base64'), 'xgboost-ubj') AS named;
+SELECT format, task, n_features, n_trees FROM hb_models WHERE name = 'ubj' ORDER BY version;
+SELECT count(*) FILTER (WHERE hb_predict('ubj', i) <> hb_predict('binary_logistic', i)) AS differ, count(*) AS n
+FROM binary_logistic_in i;
+SELECT hbt_try(format('SELECT hb_model_upload(%L, decode(%L, %L), %L)', 'ubj', :'ubj', 'base64', 'xgboost-json'));
+SELECT hbt_try(format('SELECT hb_model_upload(%L, %L::text, %L)', 'ubj', :'bin', 'xgboost-ubj'));
+SELECT hbt_try(format('SELECT hb_model_upload(%L, substring(decode(%L, %L) FROM 1 FOR 500))', 'ubj', :'ubj', 'base64'));
+SELECT hb_model_drop('ubj');
+
+-- a feature name longer than a column name binds to no column (a
+-- warning at upload names it); arrays still score the model
+SELECT hb_model_upload('long_names', :'bin', 'auto',
+	ARRAY['amount', repeat('x', 64), 'balance', 'n_tx', 'risk', 'tenure']) AS version;
+SELECT hb_predict('long_names', ARRAY[1, 2, 3, 4, 5, 6]) IS NOT NULL AS array_scores;
+SELECT hb_model_drop('long_names');
+
+-- a standalone composite type is not a table: its default query is refused
+-- with a hint, and a query that returns rows of it works
+CREATE TYPE cat_rowtype AS (amount float8, age float8, balance float8, n_tx float8, risk float8, tenure float8);
+SELECT hbt_try($$SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype)$$);
+SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype,
+	'SELECT amount, age, balance, n_tx, risk, tenure FROM binary_logistic_in');
+DROP TYPE cat_rowtype;

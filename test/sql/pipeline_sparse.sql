@@ -1,0 +1,88 @@
+-- Linear models over text features score from each document's non-zero
+-- columns (featurize_sparse.c) in hb_predict / hb_predict_proba /
+-- hb_predict_margin over rows, hb_predict_agg and hb_predict_batch; the
+-- class forms still build the dense feature vector.  Both must agree with
+-- each other and with scikit-learn (test/fixtures/pipelines).
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set pl :abs_srcdir '/fixtures/pipelines/'
+
+CREATE TABLE sp_rows (id integer, age float8, income numeric, city text, plan integer, review text);
+-- rows.csv, then rows_extra.csv (accented and non-ASCII text) without its header
+\set csv `cat :pl/rows.csv; tail -n +2 :pl/rows_extra.csv`
+INSERT INTO sp_rows
+SELECT NULLIF(a[1], '')::integer, NULLIF(a[2], '')::float8, NULLIF(a[3], '')::numeric,
+	   NULLIF(a[4], ''), NULLIF(a[5], '')::integer, NULLIF(a[6], '')
+FROM unnest((regexp_split_to_array(rtrim(:'csv', E'\n'), E'\n'))[2:]) AS l(line),
+	 LATERAL string_to_array(l.line, ',') AS a;
+
+\set m `cat :pl/logreg_tfidf.json`
+\set e `cat :pl/logreg_tfidf.expected.csv`
+SELECT hb_model_upload('sp_logreg', :'m') AS version, hbt_load('sp_logreg_exp', :'e') AS expected;
+\set m `cat :pl/svc_words.json`
+\set e `cat :pl/svc_words.expected.csv`
+SELECT hb_model_upload('sp_svc', :'m') AS version, hbt_load('sp_svc_exp', :'e') AS expected;
+\set m `cat :pl/ridge_char.json`
+\set e `cat :pl/ridge_char.expected.csv`
+SELECT hb_model_upload('sp_ridge', :'m') AS version, hbt_load('sp_ridge_exp', :'e') AS expected;
+SELECT (:'m'::jsonb #>> '{model,intercept,0}')::float8 AS ridge_intercept \gset
+
+-- row by row: probabilities, margins (the logit of scikit-learn's p1) and
+-- predictions against scikit-learn
+SELECT count(*) AS n,
+	   count(*) FILTER (WHERE NOT hbt_close((hb_predict_proba('sp_logreg', r))[2], e.p1)) AS proba_bad,
+	   count(*) FILTER (WHERE NOT hbt_close(1 / (1 + exp(-(hb_predict_margin('sp_logreg', r))[1])), e.p1)) AS margin_bad
+FROM sp_rows r JOIN sp_logreg_exp e USING (id);
+SELECT count(*) AS n, count(*) FILTER (WHERE hb_predict('sp_svc', r) <> e.pred) AS svc_bad
+FROM sp_rows r JOIN sp_svc_exp e USING (id);
+SELECT count(*) AS n, count(*) FILTER (WHERE NOT hbt_close(hb_predict('sp_ridge', r), e.pred)) AS ridge_bad
+FROM sp_rows r JOIN sp_ridge_exp e USING (id);
+
+-- sparse (hb_predict) against dense (hb_predict_class): the same classes,
+-- and the three margins of the multiclass model pick the same one
+SELECT count(*) FILTER (WHERE hb_predict('sp_svc', r) <> hb_predict_class('sp_svc', r)) AS svc_differ,
+	   count(*) FILTER (WHERE (hb_predict('sp_logreg', r) > 0.5) <> (hb_predict_class('sp_logreg', r) = 1)) AS logreg_differ,
+	   count(*) FILTER (WHERE (SELECT k - 1 FROM unnest(hb_predict_margin('sp_svc', r)) WITH ORDINALITY AS u(v, k)
+							   ORDER BY v DESC LIMIT 1) <> hb_predict_class('sp_svc', r)) AS argmax_differ
+FROM sp_rows r;
+
+-- the aggregate: scikit-learn's values in input order; a NULL row takes its
+-- place with the intercept alone (every feature missing)
+SELECT count(*) AS n, count(*) FILTER (WHERE NOT hbt_close(a.v, e.pred)) AS bad
+FROM unnest((SELECT hb_predict_agg('sp_ridge', r ORDER BY id) FROM sp_rows r)) WITH ORDINALITY AS a(v, k)
+JOIN (SELECT row_number() OVER (ORDER BY id) AS k, id FROM sp_rows) rr USING (k)
+JOIN sp_ridge_exp e USING (id);
+SELECT cardinality(p) AS n, p[2] IS NULL AS null_row_is_null,
+	   hbt_close(p[1], (SELECT pred FROM sp_ridge_exp WHERE id = 0)) AS first_row,
+	   hbt_close(p[3], (SELECT pred FROM sp_ridge_exp WHERE id = 1)) AS third_row
+FROM (SELECT hb_predict_agg('sp_ridge', r ORDER BY o) AS p
+	  FROM (SELECT 1 AS o, s AS r FROM sp_rows s WHERE id = 0
+			UNION ALL SELECT 2, NULL::sp_rows
+			UNION ALL SELECT 3, s FROM sp_rows s WHERE id = 1) q) a;
+-- the class aggregate (dense) agrees with the aggregate (sparse)
+SELECT (SELECT hb_predict_agg('sp_svc', r ORDER BY id) FROM sp_rows r)::int[] =
+	   (SELECT hb_predict_class_agg('sp_svc', r ORDER BY id) FROM sp_rows r) AS svc_agg_same;
+-- aggregates over groups
+SELECT count(*) AS groups, sum(cardinality(p)) AS rows,
+	   bool_and(cardinality(p) = n) AS sizes_right
+FROM (SELECT plan, hb_predict_agg('sp_logreg', r) AS p, count(*) AS n FROM sp_rows r GROUP BY plan) g;
+
+-- the batch function
+SELECT count(*) AS n, count(*) FILTER (WHERE NOT hbt_close(b.score, e.p1)) AS bad
+FROM hb_predict_batch('sp_logreg', NULL::sp_rows) b
+JOIN sp_logreg_exp e ON e.id = (b.item).id;
+SELECT count(*) AS n, count(*) FILTER (WHERE b.score <> e.pred) AS bad
+FROM hb_predict_batch('sp_svc', NULL::sp_rows, 'SELECT * FROM sp_rows ORDER BY id') b
+JOIN sp_svc_exp e ON e.id = (b.item).id;
+SELECT count(*) AS n, count(*) FILTER (WHERE NOT hbt_close(b.score, e.pred)) AS bad
+FROM hb_predict_batch('sp_ridge', NULL::sp_rows) b
+JOIN sp_ridge_exp e ON e.id = (b.item).id;
+
+-- a text input bound from varchar / char(n) columns, in another order
+CREATE TABLE sp_typed AS
+SELECT review::varchar(200) AS "Review", plan, city::char(12) AS city, income, age, id FROM sp_rows;
+SELECT count(*) FILTER (WHERE NOT hbt_close(hb_predict('sp_logreg', t), e.p1)) AS bad, count(*) AS n
+FROM sp_typed t JOIN sp_logreg_exp e USING (id);
+
+-- leave the catalog as the other suites expect it
+SELECT count(hb_model_drop(m)) AS dropped FROM unnest(ARRAY['sp_logreg', 'sp_svc', 'sp_ridge']) AS m;
+DROP TABLE sp_rows, sp_typed, sp_logreg_exp, sp_svc_exp, sp_ridge_exp;

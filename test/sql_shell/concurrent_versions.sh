@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Another session's upload is seen by the next statement, never in the
+# middle of one: a slow statement keeps scoring with the version it started
+# with while a second session replaces the model, and the statement after
+# it sees the new one.  Runs inside a throwaway cluster; prints TAP lines.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+fx=test/fixtures
+db=hb_concurrent
+tap() { if [ "$1" = 0 ]; then echo "ok - $2"; else echo "not ok - $2"; fi; }
+q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+
+dropdb --if-exists "$db" >/dev/null 2>&1
+createdb "$db"
+trap 'dropdb --if-exists "$db" >/dev/null 2>&1' EXIT
+q -v a="$(cat $fx/binary_logistic.json)" >/dev/null <<'SQL'
+CREATE EXTENSION hbird;
+SELECT hb_model_upload('cv', :'a');
+CREATE TABLE probe AS
+SELECT g AS id, 0.5::float8 AS amount, -1.0::float8 AS age, 0.25::float8 AS balance,
+	   1.0::float8 AS n_tx, 0.0::float8 AS risk, 2.0::float8 AS tenure
+FROM generate_series(1, 150) g;
+SQL
+v1=$(q -c "SELECT hb_predict('cv', p) FROM probe p WHERE id = 1")
+v2=$(q -v b="$(cat $fx/binary_logitraw.json)" <<'SQL' | sed -n 2p
+BEGIN;
+SELECT hb_model_upload('tmp_probe', :'b');
+SELECT hb_predict('tmp_probe', p) FROM probe p WHERE id = 1;
+ROLLBACK;
+SQL
+)
+
+# session A: 150 rows, 20 ms each (3 s), one distinct score expected; with
+# the batching scan (the model is resolved at its first batch and batches
+# keep coming) and row at a time
+for scan in on off; do
+	out=$(mktemp)
+	q -c "SET hbird.batch_scan = $scan" \
+		-c "SELECT count(DISTINCT s), min(s) FROM (SELECT hb_predict('cv', p) AS s, pg_sleep(0.02) FROM probe p) q" >"$out" &
+	pid=$!
+	sleep 1
+	# session B replaces the model in the middle of A's statement
+	echo "SELECT hb_model_upload('cv', :'b');" | q -v b="$(cat $fx/binary_logitraw.json)" >/dev/null
+	wait $pid
+	res=$(cat "$out")
+	rm -f "$out"
+	[ "$res" = "1|$v1" ]
+	tap $? "a statement keeps the version it started with while another session uploads, batch_scan $scan (got $res, version 1 scores $v1)"
+	# back to version 1's model for the next round
+	[ "$scan" = on ] && echo "SELECT hb_model_upload('cv', :'a');" | q -v a="$(cat $fx/binary_logistic.json)" >/dev/null
+done
+
+after=$(q -c "SELECT hb_predict('cv', p) FROM probe p WHERE id = 1")
+[ -n "$v2" ] && [ "$after" = "$v2" ] && [ "$after" != "$v1" ]
+tap $? "the next statement sees the new version ($after, expected $v2)"
+
+# a session that has the model cached sees a drop at its next statement
+err=$(psql -X -q -At -d "$db" -c "SELECT hb_predict('cv', p) FROM probe p WHERE id = 1" \
+	-c "SELECT pg_sleep(1.5)" -c "SELECT hb_predict('cv', p) FROM probe p WHERE id = 1" 2>&1 &
+	sleep 0.7; q -c "SELECT hb_model_drop('cv')" >/dev/null; wait)
+echo "$err" | grep -q 'model "cv" does not exist'
+tap $? "a drop by another session is seen by the next statement"

@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# Scale-out (docs/scale-out.md) on four throwaway clusters of its own, on
+# Unix sockets in one temporary directory: a coordinator whose table t_dist
+# is hash-partitioned into two postgres_fdw partitions on two shard
+# clusters, and a streaming standby of the coordinator.  Checks that
+#   - the scoring calls run on the shards (EXPLAIN VERBOSE's Remote SQL);
+#   - sums, filters, per-group aggregates, ORDER BY ... LIMIT and hb_topk
+#     over t_dist equal the same queries over t_local, a single-node copy
+#     (hb_topk's ties too: in the order one node reads the partitions)
+#     (the second shard's table has its columns in another order: rows bind
+#     by name);
+#   - hb_model_distribute puts a version on every shard inside the caller's
+#     transaction, hb_model_shards shows it, and a shard at another version
+#     makes the query fail with an error naming the shard and both versions;
+#   - the standby scores every model with every form after an upload and an
+#     activation on the primary, without writing anything.
+# Prints TAP lines; needs hbird installed (scripts/test.sh installs it).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+fx=$(pwd)/test/fixtures
+bin=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
+[ -x "$bin/initdb" ] || bin=/usr/lib/postgresql/15/bin
+dir=$(mktemp -d /tmp/hbird-scaleout.XXXXXX)
+[ "$(id -u)" = 0 ] && chown postgres "$dir"
+nodes=()
+
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+	for n in "${nodes[@]}"; do
+		as_pg "$bin/pg_ctl" -D "$dir/$n" -m immediate stop >/dev/null 2>&1
+	done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+tap() { if [ "$1" = 0 ]; then echo "ok - scaleout: $2"; else echo "not ok - scaleout: $2"; fi; }
+# q PORT [psql args]: a query on one node, unaligned, errors stop it
+q() { local port=$1; shift; psql -X -q -At -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres "$@"; }
+# same: $1 = $2 (and no error in them), else print both
+same() {
+	if [ "$1" = "$2" ] && [ -n "$1" ] && ! grep -q 'ERROR' <<<"$1"; then return 0; fi
+	printf '# got:  %s\n# want: %s\n' "$1" "$2" | head -c 2000
+	return 1
+}
+
+start_node() {
+	local name=$1 port=$2
+	nodes+=("$name")
+	as_pg "$bin/pg_ctl" -D "$dir/$name" -w -l "$dir/$name.log" \
+		-o "-c listen_addresses='' -c unix_socket_directories=$dir -c port=$port -c shared_preload_libraries=hbird -c cluster_name=$name -c max_parallel_workers_per_gather=0" \
+		start >/dev/null
+}
+init_node() {
+	as_pg "$bin/initdb" -D "$dir/$1" -A trust -U postgres >"$dir/$1.initdb.log" 2>&1 &&
+		start_node "$1" "$2"
+}
+C=5432 S1=5433 S2=5434 SB=5435
+
+if ! { init_node coord $C && init_node shard1 $S1 && init_node shard2 $S2; }; then
+	tap 1 "clusters start"
+	exit 0
+fi
+
+# the shards: hbird, and the partition's table (the second one with its
+# columns in another order and one more column the coordinator does not have)
+q $S1 >/dev/null <<'SQL'
+CREATE EXTENSION hbird;
+CREATE TABLE t_part (id integer, grp integer, amount float8, age float8, balance float8,
+					 n_tx float8, risk float8, tenure float8, utilization float8, score float8);
+SQL
+q $S2 >/dev/null <<'SQL'
+CREATE EXTENSION hbird;
+CREATE TABLE t_part (note text, score float8, utilization float8, tenure float8, risk float8,
+					 n_tx float8, balance float8, age float8, amount float8, grp integer, id integer);
+SQL
+out=$(q $C -v fraud="$(cat $fx/binary_logistic.json)" -v reg="$(cat $fx/reg_squarederror.json)" \
+	-v multi="$(cat $fx/multi_softprob.json)" -v targets="$(cat $fx/multi_target.json)" \
+	-v dir="$dir" -v s1=$S1 -v s2=$S2 2>&1 <<'SQL'
+CREATE EXTENSION hbird;
+CREATE EXTENSION postgres_fdw;
+SELECT hb_model_upload('fraud', :'fraud'), hb_model_upload('reg', :'reg'),
+	   hb_model_upload('multi', :'multi'), hb_model_upload('targets', :'targets');
+CREATE SERVER shard1 FOREIGN DATA WRAPPER postgres_fdw
+	OPTIONS (host :'dir', port :'s1', dbname 'postgres', extensions 'hbird', async_capable 'true');
+CREATE SERVER shard2 FOREIGN DATA WRAPPER postgres_fdw
+	OPTIONS (host :'dir', port :'s2', dbname 'postgres', extensions 'hbird', async_capable 'true');
+CREATE USER MAPPING FOR postgres SERVER shard1 OPTIONS (user 'postgres');
+CREATE USER MAPPING FOR postgres SERVER shard2 OPTIONS (user 'postgres');
+CREATE TABLE t_local (id integer, grp integer, amount float8, age float8, balance float8,
+					  n_tx float8, risk float8, tenure float8, utilization float8, score float8);
+SELECT setseed(0.25);
+INSERT INTO t_local
+SELECT g, g % 7, random() * 4 - 2, random() * 4 - 2,
+	   CASE WHEN g % 17 = 0 THEN NULL ELSE random() * 4 - 2 END,
+	   random() * 4 - 2, random() * 4 - 2, random() * 4 - 2, random() * 2, random() * 100
+FROM generate_series(1, 3000) g;
+CREATE TABLE t_dist (LIKE t_local) PARTITION BY HASH (id);
+CREATE FOREIGN TABLE t_p1 PARTITION OF t_dist FOR VALUES WITH (modulus 2, remainder 0)
+	SERVER shard1 OPTIONS (table_name 't_part');
+CREATE FOREIGN TABLE t_p2 PARTITION OF t_dist FOR VALUES WITH (modulus 2, remainder 1)
+	SERVER shard2 OPTIONS (table_name 't_part');
+INSERT INTO t_dist SELECT * FROM t_local;
+ANALYZE t_local;
+ANALYZE t_dist;
+SELECT server, shard_version, action FROM hb_model_distribute('fraud')
+UNION ALL SELECT server, shard_version, action FROM hb_model_distribute('reg')
+UNION ALL SELECT server, shard_version, action FROM hb_model_distribute('multi')
+UNION ALL SELECT server, shard_version, action FROM hb_model_distribute('targets');
+SELECT (SELECT count(*) FROM t_dist) || ' ' || (SELECT count(*) FROM t_p1) || ' ' || (SELECT count(*) FROM t_p2);
+SQL
+)
+rc=$?
+tap $rc "coordinator, two shards, models distributed (hb_model_distribute)"
+[ $rc = 0 ] || { echo "$out" | sed 's/^/# /' | tail -20; exit 0; }
+rows=$(tail -1 <<<"$out")
+[ "$(grep -c 'stored, activated' <<<"$out")" = 8 ] && [ "${rows%% *}" = 3000 ] &&
+	[ "$(awk '{ print ($2 > 0 && $3 > 0 && $2 + $3 == $1) }' <<<"$rows")" = 1 ]
+tap $? "every model stored and activated on both shards, rows on both ($rows)"
+
+# ---- pushdown: the calls are in the shards' SQL ----
+explain() { q $C -c "EXPLAIN (VERBOSE, COSTS OFF) $1"; }
+plan=$(explain "SELECT sum(hb_predict('fraud', t)) FROM t_dist t")
+[ "$(grep -c 'Remote SQL: SELECT sum(public.hb_predict_pinned(' <<<"$plan")" = 2 ] &&
+	[ "$(grep -c 'Async Foreign Scan' <<<"$plan")" = 2 ]
+tap $? "sum(hb_predict(row)) is computed on both shards, at the same time (Async Foreign Scan)"
+plan=$(explain "SELECT id FROM t_dist t WHERE hb_predict('fraud', t) > 0.8")
+[ "$(grep -c 'WHERE ((public.hb_predict_pinned(' <<<"$plan")" = 2 ]
+tap $? "a filter on a score is evaluated on the shards"
+plan=$(explain "SELECT grp, avg(hb_predict('reg', t)), max(hb_predict_class('multi', t)) FROM t_dist t GROUP BY grp")
+[ "$(grep -c 'Remote SQL: SELECT grp, sum(public.hb_predict_pinned(.*hb_predict_class_pinned(.*GROUP BY 1' <<<"$plan")" = 2 ]
+tap $? "per-group aggregates of scores run on the shards (partial sums and counts, max)"
+plan=$(explain "SELECT id FROM t_dist t ORDER BY hb_predict('reg', t) DESC LIMIT 7")
+[ "$(grep -c 'ORDER BY public.hb_predict_pinned(.*DESC NULLS FIRST LIMIT 7' <<<"$plan")" = 2 ] &&
+	[ "$(grep -c 'Async Foreign Scan' <<<"$plan")" = 2 ]
+tap $? "ORDER BY score DESC LIMIT 7: each shard ranks its own rows, at the same time"
+plan=$(explain "SELECT sum(hb_predict('fraud', ARRAY[amount, age, balance, n_tx, risk, tenure])), sum((hb_predict_proba('multi', t))[2]), sum((hb_predict_margin('fraud', t))[1]), sum((hb_predict_targets('targets', t))[3]) FROM t_dist t")
+[ "$(grep -c 'NULL::text\[\], ARRAY\[amount, age' <<<"$plan")" = 2 ] &&
+	[ "$(grep -c 'hb_predict_proba_pinned(.*hb_predict_margin_pinned(.*hb_predict_targets_pinned(' <<<"$plan")" -ge 2 ]
+tap $? "array forms, probabilities, margins and targets are shipped too"
+
+# ---- the same answers as one node ----
+# cmp_sql SQL_WITH_T: the query over t_dist (pushed down) and over t_local
+cmp_sql() {
+	local d l
+	d=$(q $C -c "${1//@T/t_dist}" 2>&1)
+	l=$(q $C -c "${1//@T/t_local}" 2>&1)
+	same "$d" "$l"
+}
+# sums differ in the order of their additions: compared to 1e-12 relative
+cmp_sql "SELECT round(sum(hb_predict('fraud', t))::numeric, 8), round(sum(hb_predict('reg', t))::numeric, 6), count(hb_predict('fraud', t)) FROM @T t"
+tap $? "sum and count of scores equal a single node's"
+cmp_sql "SELECT count(*), sum(id), min(id), max(id) FROM @T t WHERE hb_predict('fraud', t) > 0.8 AND hb_predict('reg', t) < 3"
+tap $? "the rows a filter on scores keeps are a single node's"
+cmp_sql "SELECT grp, round(avg(hb_predict('reg', t))::numeric, 10), count(*), min(hb_predict('fraud', t)), max(hb_predict_class('multi', t)), sum(hb_predict_class('fraud', t)) FROM @T t GROUP BY grp HAVING count(*) > 1 ORDER BY grp"
+tap $? "per-group avg, count, min, max, sum of classes equal a single node's"
+cmp_sql "SELECT string_agg(id || ':' || s, ' ') FROM (SELECT id, hb_predict('reg', t) AS s FROM @T t ORDER BY hb_predict('reg', t) DESC LIMIT 10) x"
+tap $? "ORDER BY score DESC LIMIT 10: the rows and scores of a single node"
+cmp_sql "SELECT string_agg(id::text, ' ') FROM (SELECT id FROM @T t WHERE grp <> 3 ORDER BY hb_predict('fraud', t), id LIMIT 5 OFFSET 3) x"
+tap $? "ORDER BY score LIMIT 5 OFFSET 3 with a filter: a single node's rows"
+cmp_sql "SELECT string_agg(rank || ':' || (item).id || ':' || score, ' ') FROM hb_topk('reg', 12, NULL::@T)"
+tap $? "hb_topk over the partitioned table: a single node's ranks, rows and scores"
+# ties: eight more copies of the second shard's best row (reg), new ids
+# spread over both shards; one node ranks ties in the order it reads the
+# rows, and reading t_dist means partition after partition, each in its
+# shard's order: the first shard's copies (last in its table) before the
+# original (early in the second's).  t_one holds the rows in that order;
+# the coordinator reading every row itself, one partition after the other,
+# must agree too.
+q $C >/dev/null <<'SQL'
+INSERT INTO t_dist SELECT 5000 + g, grp, amount, age, balance, n_tx, risk, tenure, utilization, score
+FROM (SELECT * FROM t_local t WHERE satisfies_hash_partition('t_dist'::regclass, 2, 1, id)
+	  ORDER BY hb_predict('reg', t) DESC, id LIMIT 1) b, generate_series(1, 8) g;
+INSERT INTO t_local SELECT * FROM t_dist WHERE id > 5000;
+CREATE TABLE t_one AS SELECT * FROM t_local
+ORDER BY NOT satisfies_hash_partition('t_dist'::regclass, 2, 0, id), id;
+SQL
+topk_ties="SELECT string_agg(rank || ':' || (item).id || ':' || score, ' ') FROM hb_topk('reg', 20, NULL::@T)"
+d=$(q $C -c "${topk_ties//@T/t_dist}" 2>&1)
+same "$d" "$(q $C -c "${topk_ties//@T/t_one}" 2>&1)" &&
+	same "$d" "$(q $C -c "SET hbird.pushdown = off" -c "SET enable_async_append = off" -c "${topk_ties//@T/t_dist}" 2>&1)" &&
+	[ "$(q $C -c "SELECT count(*) = 9 AND count(DISTINCT satisfies_hash_partition('t_dist'::regclass, 2, 0, (item).id)) = 2 FROM hb_topk('reg', 20, NULL::t_dist) WHERE score = (SELECT hb_predict('reg', t) FROM t_local t WHERE id = 5001)")" = t ]
+tap $? "hb_topk over the partitioned table with ties across both shards: a single node's order"
+plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) (SELECT p.tableoid, hb_predict('reg', p), p.ctid, p.id FROM t_p1 p ORDER BY 2 DESC, 3 LIMIT 12) UNION ALL (SELECT p.tableoid, hb_predict('reg', p), p.ctid, p.id FROM t_p2 p ORDER BY 2 DESC, 3 LIMIT 12)")
+[ "$(grep -c 'Async Foreign Scan' <<<"$plan")" = 2 ] &&
+	[ "$(grep -c 'ORDER BY public.hb_predict_pinned(.*DESC NULLS FIRST, ctid ASC NULLS LAST LIMIT 12' <<<"$plan")" = 2 ]
+tap $? "hb_topk's query (one arm per partition): each shard ranks its rows, at the same time"
+cmp_sql "SELECT round(sum((hb_predict_proba('multi', t))[2])::numeric, 8), round(sum((hb_predict_margin('fraud', t))[1])::numeric, 8), round(sum((hb_predict_targets('targets', t))[3])::numeric, 8), round(sum(hb_predict('fraud', ARRAY[amount, age, balance, n_tx, risk, tenure]))::numeric, 8) FROM @T t"
+tap $? "probabilities, margins, targets and the array form equal a single node's"
+d=$(q $C -c "SET hbird.pushdown = off" -c "SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_dist t")
+l=$(q $C -c "SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_dist t")
+same "$d" "$l"
+tap $? "hbird.pushdown = off scores on the coordinator, with the same answer"
+
+# ---- models on every node ----
+q $C -v v2="$(cat $fx/binary_logitraw.json)" <<<"SELECT hb_model_upload('fraud', :'v2')" >/dev/null
+same "$(q $C -c "SELECT string_agg(server || ':' || version || '/' || shard_version || ':' || in_sync, ' ' ORDER BY server) FROM hb_model_shards('fraud')")" \
+	"shard1:2/1:false shard2:2/1:false"
+tap $? "hb_model_shards shows the shards still at version 1 after an upload on the coordinator"
+err=$(q $C -c "SELECT sum(hb_predict('fraud', t)) FROM t_dist t" 2>&1)
+grep -Eq 'model "fraud" on shard "shard[12]" is at version 1 \(sha256 [0-9a-f]{12}\), but the coordinator scores version 2 \(sha256 [0-9a-f]{12}\)' <<<"$err"
+tap $? "a shard at another version: an error naming the shard and both versions (got: $(head -1 <<<"$err"))"
+err=$(q $C -c "SELECT count(*) FROM hb_topk('fraud', 5, NULL::t_dist)" 2>&1)
+grep -Eq 'model "fraud" on shard "shard[12]" is at version 1 \(sha256 [0-9a-f]{12}\), but the coordinator scores version 2 \(sha256 [0-9a-f]{12}\)' <<<"$err"
+tap $? "hb_topk over shards at another version: the same error (got: $(head -1 <<<"$err"))"
+q $C >/dev/null <<'SQL'
+BEGIN;
+SELECT * FROM hb_model_distribute('fraud');
+ROLLBACK;
+SQL
+same "$(q $C -c "SELECT string_agg(shard_version::text, ' ' ORDER BY server) FROM hb_model_shards('fraud')")" "1 1"
+tap $? "a distribution rolled back leaves every shard as it was"
+q $C >/dev/null <<'SQL'
+SET client_min_messages = warning;
+SELECT hb_model_grant('fraud', 'public');
+SELECT count(*) FROM hb_tune('fraud', 'SELECT * FROM t_local', 'topk', 10, 0.9);
+SQL
+same "$(q $C -c "SELECT string_agg(server || ':' || shard_version || ':' || action, ' ' ORDER BY server) FROM hb_model_distribute('fraud')")" \
+	"shard1:2:stored, activated, tunings shard2:2:stored, activated, tunings"
+tap $? "hb_model_distribute stores and activates version 2 with its tuning on both shards"
+same "$(q $S2 -c "SELECT (SELECT string_agg(version || ':' || active, ' ' ORDER BY version) FROM hb_models WHERE name = 'fraud') || ' ' || (SELECT string_agg(grantee::text, ' ') FROM hb_model_grants WHERE name = 'fraud') || ' ' || (SELECT count(*) FROM hb_tunings WHERE name = 'fraud' AND version = 2)")" \
+	"1:false 2:true - 1"
+tap $? "the shard has both versions, the grant to PUBLIC and the tuning"
+same "$(q $C -c "SELECT bool_and(in_sync) FROM hb_model_shards()")" "t"
+tap $? "hb_model_shards: every model in sync"
+cmp_sql "SELECT round(sum(hb_predict('fraud', t))::numeric, 8), count(*) FILTER (WHERE hb_predict_class('fraud', t) = 1) FROM @T t"
+tap $? "version 2 scores on the shards as on a single node"
+# a prepared statement keeps a plan: it follows an activation all the same
+out=$(q $C <<'SQL'
+PREPARE p AS SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_dist t;
+EXECUTE p; EXECUTE p; EXECUTE p; EXECUTE p; EXECUTE p; EXECUTE p;
+SELECT hb_model_activate('fraud', 1);
+SELECT count(*) FROM hb_model_distribute('fraud');
+EXECUTE p;
+SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_local t;
+SQL
+)
+same "$(sed -n 9p <<<"$out")" "$(sed -n 10p <<<"$out")" && [ "$(sed -n 1p <<<"$out")" != "$(sed -n 9p <<<"$out")" ]
+tap $? "a prepared statement scores with the version activated since"
+q $C -c "CREATE ROLE so_other; GRANT EXECUTE ON FUNCTION hb_model_distribute(text, integer) TO so_other" >/dev/null
+err=$(q $C -c "SET ROLE so_other" -c "SELECT * FROM hb_model_distribute('fraud')" 2>&1)
+grep -q 'must be owner of model "fraud"' <<<"$err"
+tap $? "only the model's owner distributes it (got: $(head -1 <<<"$err"))"
+
+# ---- a streaming standby of the coordinator ----
+nodes+=(standby)
+if ! as_pg "$bin/pg_basebackup" -D "$dir/standby" -R -X stream -h "$dir" -p $C -U postgres >"$dir/basebackup.log" 2>&1 ||
+	! start_node standby $SB; then
+	tap 1 "a streaming standby of the coordinator starts"
+	exit 0
+fi
+replayed() {
+	local lsn i
+	lsn=$(q $C -c "SELECT pg_current_wal_insert_lsn()")
+	for i in $(seq 1 100); do
+		[ "$(q $SB -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" = t ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# every scoring form, one line each; nothing here may write
+forms="
+SELECT round(sum(hb_predict('sb', t))::numeric, 10) FROM t_local t;
+SELECT round(sum(hb_predict('sb', ARRAY[amount, age, balance, n_tx, risk, tenure]))::numeric, 10) FROM t_local t;
+SELECT round(sum((hb_predict_proba('sb', t))[1])::numeric, 10), round(sum((hb_predict_margin('sb', t))[1])::numeric, 10), sum(hb_predict_class('sb', t)) FROM t_local t;
+SELECT round(sum((hb_predict_targets('targets', t))[2])::numeric, 10) FROM t_local t;
+SELECT round(sum(x)::numeric, 10) FROM (SELECT unnest(hb_predict_agg('sb', t ORDER BY id)) x FROM t_local t) s;
+SELECT round(sum(score)::numeric, 10) FROM hb_predict_batch('sb', NULL::t_local);
+SELECT string_agg((item).id::text, ' ') FROM hb_topk('sb', 5, NULL::t_local);
+SELECT array_length(hb_topk_agg('sb', 5, t), 1) FROM t_local t;
+SELECT count(*) > 0 FROM hb_compile('sb');
+SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_dist t;
+"
+q $C -v m="$(cat $fx/binary_logistic.json)" <<<"SELECT hb_model_upload('sb', :'m')" >/dev/null
+replayed
+tap $? "the standby replays the upload"
+p=$(q $C <<<"$forms" 2>&1)
+s=$(q $SB <<<"$forms" 2>&1)
+same "$s" "$p"
+tap $? "the standby scores a model uploaded on the primary with every form, as the primary does"
+same "$(q $SB -c "SELECT pg_is_in_recovery(), calls > 0 AND rows > 0 FROM hb_stat_models WHERE name = 'sb'")" "t|t"
+tap $? "hb_stat_models counts the standby's scoring"
+q $C -v m="$(cat $fx/binary_logitraw.json)" <<<"SELECT hb_model_upload('sb', :'m')" >/dev/null
+replayed
+p2=$(q $C <<<"$forms" 2>&1)
+s2=$(q $SB <<<"$forms" 2>&1)
+same "$s2" "$p2" && [ "$(head -1 <<<"$s2")" != "$(head -1 <<<"$s")" ]
+tap $? "after a second upload on the primary the standby scores the new version"
+# a plan prepared on the standby follows an activation replayed from the
+# primary (the session on the standby stays open across it)
+cat >"$dir/activate.sh" <<SH
+psql -X -q -At -h '$dir' -p $C -U postgres -d postgres \
+	-c "SELECT hb_model_activate('sb', 1), hb_model_activate('fraud', 2)" \
+	-c "SELECT count(*) FROM hb_model_distribute('fraud')" >/dev/null
+lsn=\$(psql -X -At -h '$dir' -p $C -U postgres -d postgres -c "SELECT pg_current_wal_insert_lsn()")
+for i in \$(seq 1 100); do
+	[ "\$(psql -X -At -h '$dir' -p $SB -U postgres -d postgres -c "SELECT pg_last_wal_replay_lsn() >= '\$lsn'")" = t ] && break
+	sleep 0.1
+done
+SH
+s3=$(q $SB 2>&1 <<SQL
+PREPARE p AS SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_dist t;
+EXECUTE p; EXECUTE p; EXECUTE p; EXECUTE p; EXECUTE p; EXECUTE p;
+\\! bash $dir/activate.sh
+SELECT round(sum(hb_predict('sb', t))::numeric, 10) FROM t_local t;
+EXECUTE p;
+SQL
+)
+same "$(sed -n 7p <<<"$s3")" "$(head -1 <<<"$s")" &&
+	same "$(sed -n 8p <<<"$s3")" "$(q $C -c "SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_local t")"
+tap $? "after an activation on the primary the standby scores the activated version, prepared statements included"

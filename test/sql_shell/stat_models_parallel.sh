@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# hb_stat_models counts what parallel workers score: with the leader kept
+# out of the scan (parallel_leader_participation = off) every row is scored
+# in a worker, and the view must still show one call and one row per input
+# row.  Needs the preloaded cluster of test/run_sql_tests.sh; prints TAP.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+fx=test/fixtures
+db=hb_stat_parallel
+tap() { if [ "$1" = 0 ]; then echo "ok - $2"; else echo "not ok - $2"; fi; }
+q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+
+# scripts/test.sh sets HB_EXPECT_PRELOAD: there a missing preload is a failure
+if [ "$(psql -X -At -c "SELECT current_setting('shared_preload_libraries') ~ 'hbird'" 2>/dev/null)" != t ]; then
+	if [ -n "${HB_EXPECT_PRELOAD:-}" ]; then
+		echo "not ok - stat_models parallel: the test cluster does not preload hbird"
+	else
+		echo "ok - stat_models parallel # SKIP hbird is not in shared_preload_libraries"
+	fi
+	exit 0
+fi
+dropdb --if-exists "$db" >/dev/null 2>&1
+createdb "$db"
+trap 'dropdb --if-exists "$db" >/dev/null 2>&1' EXIT
+
+q -v m="$(cat $fx/binary_logistic.json)" >/dev/null <<'SQL'
+CREATE EXTENSION hbird;
+SELECT hb_model_upload('par', :'m');
+CREATE TABLE big AS
+SELECT g AS id, sin(g) AS amount, cos(g * 0.7) AS age, sin(g * 1.3) * 2 AS balance,
+	   cos(g * 0.11) AS n_tx, sin(g * 0.05) AS risk, (g % 13) / 6.0 - 1 AS tenure
+FROM generate_series(1, 40000) g;
+ANALYZE big;
+SQL
+
+# row at a time: one call per row; batching scan: one call per worker scan
+for scan in off on; do
+	out=$(q -v scan="$scan" <<'SQL'
+SELECT hb_stat_models_reset();
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_leader_participation = off;
+SET hbird.batch_scan = :scan;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT sum(hb_predict('par', b)) FROM big b;
+SELECT 'stats', calls, rows, cache_misses + cache_hits FROM hb_stat_models WHERE name = 'par';
+SQL
+)
+	launched=$(sed -n 's/.*Workers Launched: \([0-9]*\).*/\1/p' <<<"$out")
+	stats=$(grep '^stats|' <<<"$out")
+	[ "${launched:-0}" -ge 1 ]
+	tap $? "stat_models parallel, batch_scan $scan: the scan ran in parallel workers (launched: ${launched:-none})"
+	if [ "$scan" = off ]; then
+		want="stats|40000|40000|${launched:-x}"
+	else
+		# EXPLAIN looks the model up once more in the leader, to show it
+		want="stats|${launched:-x}|40000|$((${launched:-0} + 1))"
+	fi
+	[ "$stats" = "$want" ]
+	tap $? "stat_models parallel, batch_scan $scan: every row scored in a worker is counted, one lookup per worker (got '$stats', want '$want')"
+done

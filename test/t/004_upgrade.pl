@@ -1,0 +1,111 @@
+# ALTER EXTENSION hbird UPDATE from every earlier released version keeps
+# models, versions, grants and their predictions, and ends with the same
+# extension objects as a fresh CREATE EXTENSION.  The earlier versions are
+# the starting versions of sql/hbird--*.sql, as installed.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use HbirdTest;
+
+my $root = repo_root();
+my ($current) =
+  slurp_file("$root/hbird.control") =~ /^default_version = '(.*)'/m;
+
+# released versions: every install or upgrade script's starting version
+my %seen;
+my @olds =
+  sort { version_cmp($a, $b) }
+  grep { $_ ne $current && !$seen{$_}++ }
+  map { m{hbird--([0-9.]*)(?:--.*)?\.sql$} ? $1 : () } glob("$root/sql/hbird--*.sql");
+
+sub version_cmp
+{
+	my @a = split /\./, $_[0];
+	my @b = split /\./, $_[1];
+	while (@a || @b)
+	{
+		my $c = (shift(@a) // 0) <=> (shift(@b) // 0);
+		return $c if $c;
+	}
+	return 0;
+}
+
+my $node = hbird_node('upgrade');
+
+# the objects of the extension, described, in a stable order
+my $members = q{
+	SELECT pg_describe_object(classid, objid, 0) FROM pg_depend
+	WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+	  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'hbird')
+	ORDER BY 1};
+my $scores =
+  q{SELECT string_agg(format('%s:%s:%s', id, hb_predict('fraud', t), hb_predict_proba('multi', t)), ' ' ORDER BY id) FROM tx t};
+my $models =
+  q{SELECT string_agg(format('%s/%s/%s/%s', name, version, active, sha256), ' ' ORDER BY name, version) FROM hb_models};
+my $grants =
+  q{SELECT string_agg(format('%s/%s', name, grantee), ' ' ORDER BY name, grantee) FROM hb_model_grants};
+
+$node->safe_psql('postgres', 'CREATE DATABASE hb_up_new');
+query($node, 'hb_up_new', 'CREATE EXTENSION hbird');
+my $fresh = query($node, 'hb_up_new', $members);
+my $n_fresh = () = $fresh =~ /^/mg;
+
+for my $old (@olds)
+{
+	my $db = "hb_up_$old";
+	$db =~ s/\./_/g;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	my ($ret, undef, $err) = query(
+		$node, $db, <<'SQL',
+CREATE EXTENSION hbird VERSION :'old';
+SELECT hb_model_upload('fraud', :'bin');
+SELECT hb_model_upload('fraud', :'reg');
+SELECT hb_model_activate('fraud', 1);
+SELECT hb_model_upload('multi', :'multi');
+SELECT hb_model_grant('fraud', 'public');
+CREATE TABLE tx AS
+SELECT g AS id, sin(g) AS amount, cos(g) AS age,
+	   CASE WHEN g % 5 = 0 THEN NULL ELSE sin(g * 0.3) END AS balance,
+	   cos(g * 0.2) AS n_tx, sin(g * 0.1) AS risk, (g % 9) / 4.0 AS tenure
+FROM generate_series(1, 500) g;
+SQL
+		vars => {
+			bin => fixture('binary_logistic.json'),
+			multi => fixture('multi_softprob.json'),
+			reg => fixture('reg_squarederror.json'),
+			old => $old
+		});
+	is($ret, 0, "upgrade from $old: models uploaded at $old") or diag($err);
+	my $before_models = query($node, $db, $models);
+	my $before_grants = query($node, $db, $grants);
+	my $before_scores = query($node, $db, $scores);
+
+	($ret, undef, $err) = query($node, $db, 'ALTER EXTENSION hbird UPDATE');
+	is($ret, 0, "upgrade from $old: ALTER EXTENSION hbird UPDATE") or diag($err);
+	my $v = query($node, $db,
+		"SELECT extversion FROM pg_extension WHERE extname = 'hbird'");
+	is($v, $current, "upgrade from $old: now at $current (got $v)");
+
+	is(query($node, $db, $models), $before_models,
+		"upgrade from $old: models, versions and active versions kept");
+	is(query($node, $db, $grants), $before_grants,
+		"upgrade from $old: grants kept");
+	my $after_scores = query($node, $db, $scores);
+	ok($before_scores ne '' && $after_scores eq $before_scores,
+		"upgrade from $old: 500 rows score identically before and after");
+	is(query($node, $db, $members), $fresh,
+		"upgrade from $old: same extension objects as a fresh install ($n_fresh objects)"
+	);
+}
+
+SKIP:
+{
+	skip 'upgrade: no earlier version', 1 unless @olds;
+}
+
+done_testing();
