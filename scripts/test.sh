@@ -72,7 +72,7 @@ else
 fi
 
 # 2. SQL tests in a throwaway cluster that preloads hbird, as production
-# does for hb_stat_models (test/sql_shell/stat_models_nopreload.sh covers
+# does for hb_stat_models (test/t/006_stat_models_nopreload.pl covers
 # the cluster without it)
 HB_EXPECT_PRELOAD=1 pg_virtualenv -o shared_preload_libraries=hbird -t -v 15 bash test/run_sql_tests.sh 2>&1 | tee -a "$log_dir/tap.log" | grep -E '^(not ok|ok|#)' || true
 if ! grep -q '^# sql tests finished' "$log_dir/tap.log"; then
