@@ -149,40 +149,31 @@ row_function(Oid nsp, HbCallKind kind)
  * functions (a C function of this library with one of the symbols above),
  * an aggregate whose transition function is one of them, or nothing.
  * Cached per backend; any change to pg_proc clears it.
+ *
+ * The answer is worked out before it is entered: reading the catalog may
+ * process invalidations, which destroy the cache (call_kinds_invalidate),
+ * so no entry may be held across those reads.
  */
 static CallKindEntry *
 scoring_entry(Oid funcid)
 {
 	CallKindEntry *ent;
+	CallKindEntry answer;
 	bool		found;
 	HeapTuple	tup;
 
-	if (call_kinds == NULL)
+	if (call_kinds != NULL)
 	{
-		static bool registered = false;
-		HASHCTL		ctl;
-
-		/* once per backend, as ri_triggers.c registers its own */
-		if (!registered)
-		{
-			CacheRegisterSyscacheCallback(PROCOID, call_kinds_invalidate, (Datum) 0);
-			registered = true;
-		}
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(CallKindEntry);
-		ctl.hcxt = TopMemoryContext;
-		call_kinds = hash_create("hbird scoring functions", 64, &ctl,
-								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		ent = hash_search(call_kinds, &funcid, HASH_FIND, NULL);
+		if (ent != NULL)
+			return ent;
 	}
-	ent = hash_search(call_kinds, &funcid, HASH_ENTER, &found);
-	if (found)
-		return ent;
-	ent->kind = HB_CALL_NONE;
-	ent->is_array = false;
-	ent->role = HB_ROLE_NONE;
-	ent->row_funcid = InvalidOid;
-	ent->pinned = false;
+	answer.funcid = funcid;
+	answer.kind = HB_CALL_NONE;
+	answer.is_array = false;
+	answer.role = HB_ROLE_NONE;
+	answer.row_funcid = InvalidOid;
+	answer.pinned = false;
 	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
 	if (HeapTupleIsValid(tup))
 	{
@@ -215,16 +206,37 @@ scoring_entry(Oid funcid)
 		}
 		if (i >= 0)
 		{
-			ent->kind = scoring_symbols[i].kind;
-			ent->is_array = scoring_symbols[i].is_array;
-			ent->role = scoring_symbols[i].role;
-			ent->pinned = strstr(scoring_symbols[i].symbol, "_pinned") != NULL;
+			answer.kind = scoring_symbols[i].kind;
+			answer.is_array = scoring_symbols[i].is_array;
+			answer.role = scoring_symbols[i].role;
+			answer.pinned = strstr(scoring_symbols[i].symbol, "_pinned") != NULL;
 		}
-		if (ent->role == HB_ROLE_AGG)
-			ent->row_funcid = row_function(((Form_pg_proc) GETSTRUCT(tup))->pronamespace,
-										   ent->kind);
+		if (answer.role == HB_ROLE_AGG)
+			answer.row_funcid = row_function(((Form_pg_proc) GETSTRUCT(tup))->pronamespace,
+											 answer.kind);
 		ReleaseSysCache(tup);
 	}
+
+	if (call_kinds == NULL)
+	{
+		static bool registered = false;
+		HASHCTL		ctl;
+
+		/* once per backend, as ri_triggers.c registers its own */
+		if (!registered)
+		{
+			CacheRegisterSyscacheCallback(PROCOID, call_kinds_invalidate, (Datum) 0);
+			registered = true;
+		}
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(CallKindEntry);
+		ctl.hcxt = TopMemoryContext;
+		call_kinds = hash_create("hbird scoring functions", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	ent = hash_search(call_kinds, &funcid, HASH_ENTER, &found);
+	*ent = answer;
 	return ent;
 }
 
