@@ -374,8 +374,19 @@ hb_scan_batches(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
 	uint64		n;
 
 	MemoryContextSwitchTo(old);
+
+	/*
+	 * fn runs in the batch's context, which the next batch resets (as the
+	 * streamed form runs it, pg_batch_stream.c): what it allocates per row
+	 * (arrays of targets, the cascade's work) lasts one batch; what it keeps
+	 * across batches it allocates in a context of its own.
+	 */
 	while ((n = hb_rows_next(r)) > 0)
+	{
+		old = MemoryContextSwitchTo(r->batch_cxt);
 		fn(arg, r, r->x, hb_rows_items(r), n);
+		MemoryContextSwitchTo(old);
+	}
 	hb_rows_close(r);
 	MemoryContextDelete(cxt);
 }
