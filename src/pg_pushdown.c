@@ -387,25 +387,6 @@ typedef struct ShardRow
 	HeapTuple	tuple;			/* the SPI row: tableoid, score, ctid, columns */
 } ShardRow;
 
-/* The leaves under rel, in the order of its partitions (depth first). */
-static List *
-leaves_in_order(Relation rel, List *leaves)
-{
-	PartitionDesc pd;
-
-	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
-		return lappend_oid(leaves, RelationGetRelid(rel));
-	pd = RelationGetPartitionDesc(rel, true);
-	for (int i = 0; i < pd->nparts; i++)
-	{
-		Relation	child = table_open(pd->oids[i], AccessShareLock);
-
-		leaves = leaves_in_order(child, leaves);
-		table_close(child, AccessShareLock);
-	}
-	return leaves;
-}
-
 /* where oid is in list, -1 if not */
 static int
 list_index_oid(List *list, Oid oid)
@@ -476,7 +457,8 @@ hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k, Oid rowtype)
 
 	/* the leaf partitions in the order a scan reads them */
 	rel = table_open(relid, AccessShareLock);
-	parts = leaves_in_order(rel, NIL);
+	parts = rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ?
+		hb_leaf_partitions(relid) : list_make1_oid(relid);
 	desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	table_close(rel, AccessShareLock);
 	natts = desc->natts;

@@ -297,15 +297,13 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
 static void
 resolve_call(HbScoreState *st, ScoreCall *c)
 {
-	ExprContext *ec = st->argcxt;
 	bool		isnull;
 	Datum		d;
 	MemoryContext old;
 	HbCacheEntry *e;
 	char	   *name;
 
-	ec->ecxt_outertuple = NULL;
-	d = ExecEvalExprSwitchContext(c->name_es, ec, &isnull);
+	d = eval_scan_const(st, c->name_es, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -738,37 +736,54 @@ float8_array_datum(const double *v, int n)
 										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
-/* Value v of a pinned call for the batch row (rv, rn). */
-static Datum
-pinned_value(HbScoreState *st, ScoreCall *c, int v, Datum *rv, bool *rn,
-			 bool *isnull)
+/*
+ * Batch row (rv, rn) as the outer tuple of the arguments' expressions.
+ */
+static void
+row_to_slot(HbScoreState *st, Datum *rv, bool *rn)
 {
-	ExprContext *ec = st->argcxt;
 	TupleTableSlot *slot = st->rowslot;
 
+	ExecClearTuple(slot);
+	memcpy(slot->tts_values, rv, sizeof(Datum) * st->n_input);
+	memcpy(slot->tts_isnull, rn, sizeof(bool) * st->n_input);
+	ExecStoreVirtualTuple(slot);
+	st->argcxt->ecxt_outertuple = slot;
+}
+
+/*
+ * Value v of a pinned call for the batch row (rv, rn): a plain column is
+ * read from the row; any other value is evaluated over it, the row put in
+ * the slot once (*loaded) for all of them.
+ */
+static Datum
+pinned_value(HbScoreState *st, ScoreCall *c, int v, Datum *rv, bool *rn,
+			 bool *loaded, bool *isnull)
+{
 	if (c->val_col[v] >= 0)
 	{
 		*isnull = rn[c->val_col[v]];
 		return rv[c->val_col[v]];
 	}
-	ExecClearTuple(slot);
-	memcpy(slot->tts_values, rv, sizeof(Datum) * st->n_input);
-	memcpy(slot->tts_isnull, rn, sizeof(bool) * st->n_input);
-	ExecStoreVirtualTuple(slot);
-	ec->ecxt_outertuple = slot;
-	return ExecEvalExprSwitchContext(c->val_es[v], ec, isnull);
+	if (!*loaded)
+	{
+		row_to_slot(st, rv, rn);
+		*loaded = true;
+	}
+	return ExecEvalExprSwitchContext(c->val_es[v], st->argcxt, isnull);
 }
 
 static bool
 bind_pinned_row(HbScoreState *st, ScoreCall *c, Datum *rv, bool *rn, double *x)
 {
 	HbCacheEntry *e = c->e;
+	bool		loaded = false;
 
 	ResetExprContext(st->argcxt);
 	if (c->is_array)
 	{
 		bool		isnull;
-		Datum		d = pinned_value(st, c, 0, rv, rn, &isnull);
+		Datum		d = pinned_value(st, c, 0, rv, rn, &loaded, &isnull);
 		MemoryContext old;
 
 		if (isnull)
@@ -779,7 +794,7 @@ bind_pinned_row(HbScoreState *st, ScoreCall *c, Datum *rv, bool *rn, double *x)
 		return true;
 	}
 	for (int v = 0; v < c->nvals; v++)
-		c->rowvals[v] = pinned_value(st, c, v, rv, rn, &c->rownulls[v]);
+		c->rowvals[v] = pinned_value(st, c, v, rv, rn, &loaded, &c->rownulls[v]);
 	if (c->sparse)
 		hb_bind_values_margins(&c->bind, e, c->rowvals, c->rownulls, x);
 	else
@@ -805,15 +820,10 @@ bind_row(HbScoreState *st, ScoreCall *c, int i, int nb)
 	Assert(c->source == HB_SOURCE_DATUM);
 	{
 		ExprContext *ec = st->argcxt;
-		TupleTableSlot *slot = st->rowslot;
 		bool		isnull;
 		Datum		d;
 
-		ExecClearTuple(slot);
-		memcpy(slot->tts_values, rv, sizeof(Datum) * st->n_input);
-		memcpy(slot->tts_isnull, rn, sizeof(bool) * st->n_input);
-		ExecStoreVirtualTuple(slot);
-		ec->ecxt_outertuple = slot;
+		row_to_slot(st, rv, rn);
 		ResetExprContext(ec);
 		d = ExecEvalExprSwitchContext(c->arg_es, ec, &isnull);
 		if (isnull)

@@ -154,9 +154,7 @@ batchable_call(FuncExpr *f, bool *is_array)
 	if (list_length(f->args) != 2)
 		return HB_CALL_NONE;
 	/* the model must be the same for every row of the scan */
-	if (contain_var_clause(linitial(f->args)) ||
-		contain_volatile_functions(linitial(f->args)) ||
-		contain_subplans(linitial(f->args)))
+	if (per_row(linitial(f->args)))
 		return HB_CALL_NONE;
 	/* the row or array: evaluated per row by the scan; no subqueries */
 	if (contain_subplans(lsecond(f->args)))
@@ -197,9 +195,7 @@ agg_call_expr(Aggref *a)
 	name = linitial_node(TargetEntry, a->args);
 	row = lsecond_node(TargetEntry, a->args);
 	if (name->resjunk || row->resjunk ||
-		contain_var_clause((Node *) name->expr) ||
-		contain_volatile_functions((Node *) name->expr) ||
-		contain_subplans((Node *) name->expr) ||
+		per_row((Node *) name->expr) ||
 		contain_subplans((Node *) row->expr) ||
 		!type_is_rowtype(exprType((Node *) row->expr)))
 		return NULL;

@@ -298,12 +298,6 @@ decided(const HbPlan *p, const HbClassBounds *b, const double *acc, int t)
 	}
 }
 
-static inline double
-base_of(const HbPlan *p, int g)
-{
-	return p->sum_f32 ? (double) (float) p->base_margin[g] : p->base_margin[g];
-}
-
 /* Every row on every tree: the reference, and the path without bounds. */
 static void
 full_classes(const HbPlan *p, const double *x, size_t n, int32_t *out,
@@ -511,11 +505,8 @@ score_tt(const HbPlan *p, const HbClassBounds *b, const double *x, size_t n,
 		const double *xb = x + r0 * nf;
 
 		for (int i = 0; i < nlive; i++)
-		{
 			live[i] = i;
-			for (int g = 0; g < k; g++)
-				acc[i * k + g] = base_of(p, g);
-		}
+		hb_exec_base(p, nb, acc);
 		for (int c = 0; c <= b->n_checks && nlive > 0; c++)
 		{
 			int			t0,
