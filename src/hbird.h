@@ -145,10 +145,18 @@ typedef struct HbColumnReader
 	int			n;				/* values bound: features, or a pipeline's inputs */
 	int		   *att;			/* per bound value: its attribute of desc */
 	uint8	   *conv;			/* per bound value: how it converts */
+	int		   *slot;			/* per bound value: its feature (direct) */
 	int32	   *off;			/* per attribute < natts: its offset in a
 								 * tuple without NULLs, or -1 */
 	bool		fixed;			/* every bound attribute has an offset */
 	bool		direct;			/* numbers into features (no pipeline) */
+	bool		subset;			/* direct, only the features of the
+								 * binding's steps (a cheap model's) */
+	/* tuples with NULLs, every attribute < natts of fixed width */
+	bool		walk_fixed;
+	int16	   *alen;			/* per attribute < natts: its width */
+	uint8	   *amask;			/* and its alignment less one */
+	int		   *bound_at;		/* per attribute < natts: bound value, or -1 */
 	const char **ptr;			/* natts: one row's attributes */
 	Datum	   *values;			/* desc->natts: one row deformed */
 	bool	   *nulls;
@@ -185,7 +193,8 @@ extern void hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e,
 						  HeapTuple tuple, double *x);
 extern void hb_reader_init(HbColumnReader *r, const HbBinding *b,
 						   const HbCacheEntry *e, TupleDesc desc,
-						   const int *map, MemoryContext mcxt);
+						   const int *map, const HbBindSteps *subset,
+						   MemoryContext mcxt);
 extern void hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 						  const HbCacheEntry *e, HeapTuple tuple, double *x,
 						  bool margins);
@@ -268,21 +277,34 @@ extern char *hb_query_arg(FunctionCallInfo fcinfo, int argno, Oid rowtype);
 extern Portal hb_open_query(const char *query, const char *what);
 typedef struct HbQueryRows HbQueryRows;
 
+/* what of the rows themselves a reader keeps (hb_rows_items, hb_rows_item) */
+typedef enum HbRowsItems
+{
+	HB_ITEMS_NONE,				/* only the bound features */
+	HB_ITEMS_ALL,				/* every row as a composite datum */
+	HB_ITEMS_ON_DEMAND			/* each row's tuple: hb_rows_item makes the
+								 * datums of the rows a caller keeps */
+} HbRowsItems;
+
 extern HbQueryRows *hb_rows_open(HbCacheEntry *e, const char *query,
 								 Oid rowtype, int batch, bool margins,
-								 const HbBindSteps *steps, bool items);
+								 const HbBindSteps *steps, HbRowsItems items);
 extern uint64 hb_rows_next(HbQueryRows *r);
 extern void hb_rows_ramp_up(HbQueryRows *r);
 extern double *hb_rows_x(HbQueryRows *r);
 extern Datum *hb_rows_items(HbQueryRows *r);
+extern Datum hb_rows_item(HbQueryRows *r, uint64 i);
 extern void hb_rows_close(HbQueryRows *r);
 
-/* a batch of bound rows (x: width doubles a row; items: the rows, or NULL) */
+/*
+ * A batch of bound rows (x: width doubles a row; items: the rows with
+ * HB_ITEMS_ALL, else NULL: with HB_ITEMS_ON_DEMAND, hb_rows_item(rows, i))
+ */
 typedef void (*HbBatchFn) (void *arg, HbQueryRows *rows, const double *x,
 						   Datum *items, uint64 n);
 extern void hb_scan_batches(HbCacheEntry *e, const char *query, Oid rowtype,
 							int batch, bool margins, const HbBindSteps *steps,
-							bool items, HbBatchFn fn, void *arg);
+							HbRowsItems items, HbBatchFn fn, void *arg);
 
 /* where a batched function's rows go: its tuplestore, or a stream */
 typedef struct HbRowsOut
@@ -396,7 +418,7 @@ typedef struct HbLazy HbLazy;
 
 extern bool hb_lazy_on;
 extern HbLazy *hb_lazy_for(const HbCacheEntry *e, const HbApprox *a,
-						   MemoryContext cxt);
+						   bool plain, MemoryContext cxt);
 extern const HbBindSteps *hb_lazy_steps(const HbLazy *l);
 extern void hb_lazy_set_rows(HbLazy *l, Datum *rows);
 extern void hb_lazy_fill(HbLazy *l, Datum row, double *x);
@@ -407,9 +429,10 @@ extern void hb_lazy_complete(void *arg, const size_t *rows, size_t n,
 typedef struct HbApproxTopk HbApproxTopk;
 
 extern HbApproxTopk *hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t,
-										  int k, MemoryContext parent);
+										  int k, bool columns,
+										  MemoryContext parent);
 extern void hb_approx_topk_batch(HbApproxTopk *s, const double *x,
-								 Datum *items, int n);
+								 const Datum *items, HbQueryRows *rows, int n);
 extern int	hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 							   HbTopkStats *stats);
 extern struct HbLazy *hb_approx_topk_lazy(HbApproxTopk *s);

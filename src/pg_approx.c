@@ -77,9 +77,14 @@ pop_root(HbApproxTopk *s)
 	kept_sift_down(s->heap, s->n, 0);
 }
 
+/*
+ * columns: the rows will come through a column reader (hb_scan_batches),
+ * which reads only the cheap model's columns of a model without
+ * featurizers (hb_lazy_for).
+ */
 HbApproxTopk *
 hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
-					 MemoryContext parent)
+					 bool columns, MemoryContext parent)
 {
 	HbApproxTopk *s = MemoryContextAllocZero(parent, sizeof(HbApproxTopk));
 	double		keep = ceil(t->ratio * k);
@@ -99,7 +104,7 @@ hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
 	s->cxt = parent;
 	s->cap = Min(s->keep, 1024);
 	s->heap = MemoryContextAllocHuge(s->cxt, sizeof(Kept) * s->cap);
-	s->lazy = hb_lazy_for(e, s->approx, s->cxt);
+	s->lazy = hb_lazy_for(e, s->approx, columns, s->cxt);
 	return s;
 }
 
@@ -111,7 +116,8 @@ hb_approx_topk_lazy(HbApproxTopk *s)
 }
 
 void
-hb_approx_topk_batch(HbApproxTopk *s, const double *x, Datum *items, int n)
+hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
+					 HbQueryRows *rows, int n)
 {
 	const HbPlan *p = s->entry->plan;
 	int			nf = s->entry->n_features;
@@ -152,7 +158,7 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, Datum *items, int n)
 			c.x = palloc(sizeof(double) * nf);
 			memcpy(c.x, x + (size_t) i * nf, sizeof(double) * nf);
 		}
-		c.item = datumCopy(items[i], false, -1);
+		c.item = rows ? hb_rows_item(rows, i) : datumCopy(items[i], false, -1);
 		MemoryContextSwitchTo(old);
 		s->heap[s->n] = c;
 		kept_sift_up(s->heap, s->n++);

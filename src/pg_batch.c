@@ -250,7 +250,7 @@ hb_agg_sfunc(FunctionCallInfo fcinfo, const HbAggKind *kind)
 		s = agg_start(fcinfo, kind, aggcxt, st);
 		s->cascade = kind->targets ? NULL : hb_cascade_for(st->entry, aggcxt);
 		if (s->cascade)
-			s->lazy = hb_lazy_for(st->entry, s->cascade->approx, aggcxt);
+			s->lazy = hb_lazy_for(st->entry, s->cascade->approx, false, aggcxt);
 		/* a linear model over text buffers margins, not 20,000-wide rows */
 		s->margins = st->entry->sparse && kind->score == NULL && s->cascade == NULL;
 		s->width = s->margins ? st->entry->n_outputs : st->entry->n_features;
@@ -513,13 +513,14 @@ predict_batch_call(FunctionCallInfo fcinfo, bool targets)
 	b->pred = palloc_extended(sizeof(double) * batch * (targets ? b->entry->n_outputs : 1),
 							  MCXT_ALLOC_HUGE);
 	b->cascade = targets ? NULL : hb_cascade_for(b->entry, CurrentMemoryContext);
-	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, CurrentMemoryContext) : NULL;
+	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, false, CurrentMemoryContext) : NULL;
 	b->margins = b->entry->sparse != NULL && b->cascade == NULL;
 	if (stream)
 	{
 		stream->rows = hb_rows_open(b->entry, query, rowtype, batch, b->margins,
 									hb_lazy_steps(b->lazy),
-									b->items || b->lazy != NULL);
+									b->items || b->lazy != NULL ?
+									HB_ITEMS_ALL : HB_ITEMS_NONE);
 		hb_rows_ramp_up(stream->rows);
 		stream->fn = predict_batch;
 		stream->arg = b;
@@ -527,7 +528,7 @@ predict_batch_call(FunctionCallInfo fcinfo, bool targets)
 		return (Datum) 0;
 	}
 	hb_scan_batches(b->entry, query, rowtype, batch, b->margins,
-					hb_lazy_steps(b->lazy), true, predict_batch, b);
+					hb_lazy_steps(b->lazy), HB_ITEMS_ALL, predict_batch, b);
 	predict_batch_finish(b);
 	return (Datum) 0;
 }

@@ -152,7 +152,7 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	/* a private copy: deforming needs only lengths and alignments */
 	b->desc = CreateTupleDescCopy(desc);
 	MemoryContextSwitchTo(old);
-	hb_reader_init(&b->rd, b, e, b->desc, NULL, mcxt);
+	hb_reader_init(&b->rd, b, e, b->desc, NULL, NULL, mcxt);
 }
 
 static inline double
@@ -372,36 +372,63 @@ stored_to_double(uint8 conv, const char *p)
  * A reader of b's bound columns from tuples laid out as desc: map[a] is the
  * attribute of desc that holds attribute a of b's row type (NULL: the
  * same).  Offsets are those of a tuple without NULLs, up to the first
- * column of variable width.
+ * column of variable width.  subset (or NULL): for a model without
+ * featurizers, only these features are read; the others are left as they
+ * are in x.
  */
 void
 hb_reader_init(HbColumnReader *r, const HbBinding *b, const HbCacheEntry *e,
-			   TupleDesc desc, const int *map, MemoryContext mcxt)
+			   TupleDesc desc, const int *map, const HbBindSteps *subset,
+			   MemoryContext mcxt)
 {
 	MemoryContext old = MemoryContextSwitchTo(mcxt);
 	int			n = b->pipeline ? b->pipeline->n_inputs : e->n_features;
 	int32		off = 0;
 
 	r->desc = desc;
-	r->n = n;
 	r->direct = b->pipeline == NULL;
+
+	/*
+	 * subset: a model without featurizers whose rows are bound for a cheap
+	 * model (pg_lazy.c) reads only that model's features; the rows it keeps
+	 * are bound again in full from their datums.
+	 */
+	r->subset = r->direct && subset != NULL;
+	if (r->subset)
+		n = subset->n_feats;
+	r->n = n;
 	r->att = palloc(sizeof(int) * Max(n, 1));
 	r->conv = palloc(sizeof(uint8) * Max(n, 1));
+	r->slot = palloc(sizeof(int) * Max(n, 1));
 	r->natts = 0;
-	for (int f = 0; f < n; f++)
+	for (int i = 0; i < n; i++)
 	{
+		int			f = r->subset ? subset->feats[i] : i;
 		int			a = map ? map[b->attnum[f]] : b->attnum[f];
 
 		Assert(a >= 0 && a < desc->natts);
-		r->att[f] = a;
-		r->conv[f] = conv_of(b->atttype[f]);
+		r->att[i] = a;
+		r->conv[i] = conv_of(b->atttype[f]);
+		r->slot[i] = f;
 		r->natts = Max(r->natts, a + 1);
 	}
 	r->off = palloc(sizeof(int32) * Max(r->natts, 1));
+	r->alen = palloc(sizeof(int16) * Max(r->natts, 1));
+	r->amask = palloc(sizeof(uint8) * Max(r->natts, 1));
+	r->bound_at = palloc(sizeof(int) * Max(r->natts, 1));
+	r->walk_fixed = true;
 	for (int a = 0; a < r->natts; a++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, a);
 
+		r->bound_at[a] = -1;
+		if (att->attlen > 0)
+		{
+			r->alen[a] = att->attlen;
+			r->amask[a] = (uint8) (att_align_nominal(1, att->attalign) - 1);
+		}
+		else
+			r->walk_fixed = false;
 		if (off < 0 || att->attlen <= 0)
 		{
 			/* where it starts depends on the values before it */
@@ -413,9 +440,14 @@ hb_reader_init(HbColumnReader *r, const HbBinding *b, const HbCacheEntry *e,
 		off += att->attlen;
 	}
 	r->fixed = true;
-	for (int f = 0; f < n; f++)
-		if (r->off[r->att[f]] < 0 || r->conv[f] == CONV_NUMERIC)
+	for (int i = 0; i < n; i++)
+	{
+		if (r->off[r->att[i]] < 0 || r->conv[i] == CONV_NUMERIC)
 			r->fixed = false;
+		if (r->conv[i] == CONV_NUMERIC)
+			r->walk_fixed = false;
+		r->bound_at[r->att[i]] = i;
+	}
 	r->ptr = palloc(sizeof(char *) * Max(r->natts, 1));
 	r->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
 	r->nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
@@ -427,12 +459,27 @@ static void
 reader_to_binding(const HbColumnReader *r, const HbBinding *b,
 				  const Datum *values, const bool *nulls)
 {
+	Assert(!r->subset);
 	for (int f = 0; f < r->n; f++)
 	{
 		int			a = b->attnum[f];
 
 		b->values[a] = values[r->att[f]];
 		b->nulls[a] = nulls[r->att[f]];
+	}
+}
+
+/* A direct reader's values from a deformed row, straight into x. */
+static void
+reader_to_x(const HbColumnReader *r, const HbBinding *b,
+			const Datum *values, const bool *nulls, double *x)
+{
+	for (int i = 0; i < r->n; i++)
+	{
+		int			a = r->att[i];
+
+		x[r->slot[i]] = nulls[a] ? NAN :
+			datum_to_double(values[a], b->atttype[r->slot[i]]);
 	}
 }
 
@@ -463,6 +510,11 @@ hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 	if (!r->direct || margins || HeapTupleHeaderGetNatts(td) < r->natts)
 	{
 		heap_deform_tuple(tuple, r->desc, r->values, r->nulls);
+		if (r->direct && !margins)
+		{
+			reader_to_x(r, b, r->values, r->nulls, x);
+			return;
+		}
 		reader_to_binding(r, b, r->values, r->nulls);
 		bind_bound_values(b, e, x, margins);
 		return;
@@ -471,8 +523,36 @@ hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 	hasnulls = HeapTupleHasNulls(tuple);
 	if (r->fixed && !hasnulls)
 	{
-		for (int f = 0; f < r->n; f++)
-			x[f] = stored_to_double(r->conv[f], tp + r->off[r->att[f]]);
+		for (int i = 0; i < r->n; i++)
+			x[r->slot[i]] = stored_to_double(r->conv[i], tp + r->off[r->att[i]]);
+		return;
+	}
+
+	if (r->walk_fixed)
+	{
+		/*
+		 * Every attribute up to the last bound one has a fixed width (floats
+		 * and integers, the common case with NULLs): where each starts needs
+		 * only the NULL bitmap, and bound values convert on the way.
+		 */
+		const bits8 *bp = td->t_bits;
+		uint32		off = 0;
+
+		for (int a = 0; a < r->natts; a++)
+		{
+			int			i = r->bound_at[a];
+
+			if (hasnulls && att_isnull(a, bp))
+			{
+				if (i >= 0)
+					x[r->slot[i]] = NAN;
+				continue;
+			}
+			off = (off + r->amask[a]) & ~(uint32) r->amask[a];
+			if (i >= 0)
+				x[r->slot[i]] = stored_to_double(r->conv[i], tp + off);
+			off += r->alen[a];
+		}
 		return;
 	}
 
@@ -503,11 +583,11 @@ hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 			if (att->attlen <= 0)
 				slow = true;
 		}
-		for (int f = 0; f < r->n; f++)
+		for (int i = 0; i < r->n; i++)
 		{
-			const char *p = r->ptr[r->att[f]];
+			const char *p = r->ptr[r->att[i]];
 
-			x[f] = p ? stored_to_double(r->conv[f], p) : NAN;
+			x[r->slot[i]] = p ? stored_to_double(r->conv[i], p) : NAN;
 		}
 	}
 }
@@ -534,13 +614,7 @@ hb_read_slot(const HbColumnReader *r, const HbBinding *b,
 	slot_getsomeattrs(slot, r->natts);
 	if (r->direct && !margins)
 	{
-		for (int f = 0; f < r->n; f++)
-		{
-			int			a = r->att[f];
-
-			x[f] = slot->tts_isnull[a] ? NAN :
-				datum_to_double(slot->tts_values[a], b->atttype[f]);
-		}
+		reader_to_x(r, b, slot->tts_values, slot->tts_isnull, x);
 		return;
 	}
 	reader_to_binding(r, b, slot->tts_values, slot->tts_isnull);

@@ -229,7 +229,7 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 
 	b->entry = st->entry;
 	b->cascade = hb_cascade_for(b->entry, CurrentMemoryContext);
-	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, CurrentMemoryContext) : NULL;
+	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, false, CurrentMemoryContext) : NULL;
 	hb_check_classifier(b->entry, "hb_predict_class_batch");
 	if (stream == NULL)
 	{
@@ -250,7 +250,8 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 	{
 		stream->rows = hb_rows_open(b->entry, query, rowtype, batch, false,
 									hb_lazy_steps(b->lazy),
-									b->items || b->lazy != NULL);
+									b->items || b->lazy != NULL ?
+									HB_ITEMS_ALL : HB_ITEMS_NONE);
 		hb_rows_ramp_up(stream->rows);
 		stream->fn = class_batch;
 		stream->arg = b;
@@ -258,7 +259,7 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 	hb_scan_batches(b->entry, query, rowtype, batch, false, hb_lazy_steps(b->lazy),
-					true, class_batch, b);
+					HB_ITEMS_ALL, class_batch, b);
 	class_batch_finish(b);
 	return (Datum) 0;
 }

@@ -38,16 +38,57 @@ struct HbLazy
 };
 
 
+/*
+ * A model without featurizers: the cheap model's features are read, the
+ * other columns are not (a kept row is bound again in full).  Worth it
+ * when the cheap model leaves columns out.
+ */
+static HbLazy *
+lazy_columns(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
+{
+	HbLazy	   *l;
+	bool	   *feat_on = MemoryContextAllocZero(cxt, sizeof(bool) * Max(e->n_features, 1));
+
+	hb_approx_features(e->plan, a, feat_on);
+	l = MemoryContextAllocZero(cxt, sizeof(HbLazy));
+	l->feats = MemoryContextAlloc(cxt, sizeof(int32) * Max(e->n_features, 1));
+	l->n_feats = hb_feature_list(feat_on, e->n_features, l->feats);
+	pfree(feat_on);
+	if (l->n_feats == e->n_features)
+	{
+		pfree(l->feats);
+		pfree(l);
+		return NULL;
+	}
+	elog(DEBUG1, "model \"%s\": reading lazily, %d of %d columns for the cheap model",
+		 e->name, l->n_feats, e->n_features);
+	l->e = e;
+	l->cxt = cxt;
+	l->steps.step_on = NULL;
+	l->steps.feats = l->feats;
+	l->steps.n_feats = l->n_feats;
+	return l;
+}
+
+/*
+ * How rows are bound lazily for cheap model a of e's model, or NULL when
+ * eagerly.  plain: also for a model without featurizers, whose rows are
+ * then read for the cheap model's features only (callers whose rows come
+ * through a column reader: hb_reader_init's subset).
+ */
 HbLazy *
-hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, MemoryContext cxt)
+hb_lazy_for(const HbCacheEntry *e, const HbApprox *a, bool plain,
+			MemoryContext cxt)
 {
 	const HbPipeline *p = e->pipeline;
 	HbLazy	   *l;
 	bool	   *feat_on;
 	int			skipped = 0;
 
-	if (!hb_lazy_on || p == NULL || a == NULL)
+	if (!hb_lazy_on || a == NULL)
 		return NULL;
+	if (p == NULL)
+		return plain ? lazy_columns(e, a, cxt) : NULL;
 	l = MemoryContextAllocZero(cxt, sizeof(HbLazy));
 	l->e = e;
 	l->cxt = cxt;

@@ -274,7 +274,7 @@ hb_call_cascade(HbCallState *st)
 	{
 		slot->cascade = hb_cascade_for(slot->entry, slot->cxt);
 		if (slot->cascade)
-			slot->lazy = hb_lazy_for(slot->entry, slot->cascade->approx, slot->cxt);
+			slot->lazy = hb_lazy_for(slot->entry, slot->cascade->approx, false, slot->cxt);
 		slot->cascade_loaded = true;
 	}
 	return slot->cascade;

@@ -27,6 +27,8 @@
 #include "parser/parse_type.h"
 #include "tcop/pquery.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/float.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
@@ -178,14 +180,47 @@ struct HbQueryRows
 	int			width;			/* doubles per row of x */
 	int			batch;
 	int			next;			/* rows to read for the next batch */
-	bool		items;			/* the rows themselves are wanted */
+	HbRowsItems items;			/* what of the rows themselves is kept */
+	MemoryContext cxt;			/* the reader's: its buffers */
 	bool		done;
 	MemoryContext batch_cxt;	/* one batch's items */
 	double	   *x;				/* batch x width */
-	Datum	   *item;			/* items: the batch's rows */
+	Datum	   *item;			/* HB_ITEMS_ALL: the batch's rows */
+	/* HB_ITEMS_ON_DEMAND: the batch's tuples, one after another */
+	char	   *tup;
+	Size		tup_used;
+	Size		tup_cap;
+	Size	   *tup_off;		/* per row: where its tuple starts in tup */
+	uint32	   *tup_len;
 	uint64		n;				/* rows in the batch */
 	RowsDest	dest;
 };
+
+/*
+ * HB_ITEMS_ON_DEMAND: the row's tuple bytes go into the batch's buffer (one
+ * copy, no allocation a row); a caller that keeps the row makes its datum
+ * with hb_rows_item.  Most rows of a top-K are never kept, and making a
+ * datum of each (an allocation and a copy) cost about a tenth of an
+ * approximate top-K's time.
+ */
+static void
+keep_tuple(HbQueryRows *r, uint64 i, HeapTuple t)
+{
+	Size		at = MAXALIGN(r->tup_used);
+
+	if (at + t->t_len > r->tup_cap)
+	{
+		Size		cap = Max(r->tup_cap * 2, at + t->t_len);
+
+		r->tup = r->tup ? repalloc_huge(r->tup, cap) :
+			MemoryContextAllocHuge(r->cxt, cap);
+		r->tup_cap = cap;
+	}
+	memcpy(r->tup + at, t->t_data, t->t_len);
+	r->tup_off[i] = at;
+	r->tup_len[i] = t->t_len;
+	r->tup_used = at + t->t_len;
+}
 
 static bool
 rows_receive(TupleTableSlot *slot, DestReceiver *self)
@@ -196,14 +231,17 @@ rows_receive(TupleTableSlot *slot, DestReceiver *self)
 
 	Assert(i < (uint64) r->batch);
 	hb_read_slot(&r->rd, &r->bind, r->e, slot, r->x + i * r->width, r->margins);
-	if (r->items)
+	if (r->items != HB_ITEMS_NONE)
 	{
-		/* the executor's tuple (a copy only if it has none), as a datum */
+		/* the executor's tuple (a copy only if it has none) */
 		HeapTuple	t = ExecFetchSlotHeapTuple(slot, false, NULL);
 
 		if (r->map)
 			t = execute_attr_map_tuple(t, r->map);
-		r->item[i] = heap_copy_tuple_as_datum(t, r->rowdesc);
+		if (r->items == HB_ITEMS_ALL)
+			r->item[i] = heap_copy_tuple_as_datum(t, r->rowdesc);
+		else
+			keep_tuple(r, i, t);
 	}
 	MemoryContextSwitchTo(old);
 	return true;
@@ -231,13 +269,14 @@ rows_destroy(DestReceiver *self)
  * caller, read-only, and its columns must have the row type's types by
  * position.  Each batch's rows are bound into hb_rows_x (raw margins with
  * margins, a linear model over text); steps: featurize only those
- * (pg_lazy.c); items: whether the rows themselves are wanted (hb_rows_items),
- * as composite datums of the row type.  Everything lives in the current memory context;
+ * (pg_lazy.c); items: what of the rows themselves is wanted (hb_rows_items:
+ * every row; hb_rows_item: the rows a caller keeps), as composite datums of
+ * the row type.  Everything lives in the current memory context;
  * a batch's memory is freed when the next one is read.
  */
 HbQueryRows *
 hb_rows_open(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
-			 bool margins, const HbBindSteps *steps, bool items)
+			 bool margins, const HbBindSteps *steps, HbRowsItems items)
 {
 	HbQueryRows *r = palloc0(sizeof(HbQueryRows));
 	const int  *attrmap = NULL;
@@ -250,9 +289,15 @@ hb_rows_open(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
 	r->batch = batch;
 	r->next = batch;
 	r->items = items;
+	r->cxt = CurrentMemoryContext;
 	r->x = palloc_extended(sizeof(double) * batch * Max(r->width, 1), MCXT_ALLOC_HUGE);
-	if (items)
+	if (items == HB_ITEMS_ALL)
 		r->item = palloc_extended(sizeof(Datum) * batch, MCXT_ALLOC_HUGE);
+	else if (items == HB_ITEMS_ON_DEMAND)
+	{
+		r->tup_off = palloc_extended(sizeof(Size) * batch, MCXT_ALLOC_HUGE);
+		r->tup_len = palloc_extended(sizeof(uint32) * batch, MCXT_ALLOC_HUGE);
+	}
 	r->batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird query rows",
 										 ALLOCSET_DEFAULT_SIZES);
 	/* features bind by the names of the row type's columns */
@@ -280,7 +325,13 @@ hb_rows_open(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
 		attrmap = m;
 	}
 	hb_reader_init(&r->rd, &r->bind, e, r->portal->tupDesc, attrmap,
-				   CurrentMemoryContext);
+				   e->pipeline == NULL ? steps : NULL, CurrentMemoryContext);
+	if (r->rd.subset)
+	{
+		/* what the cheap model does not read stays missing */
+		for (int64 i = 0; i < (int64) batch * r->width; i++)
+			r->x[i] = get_float8_nan();
+	}
 
 	r->dest.pub.receiveSlot = rows_receive;
 	r->dest.pub.rStartup = rows_startup;
@@ -300,6 +351,7 @@ hb_rows_next(HbQueryRows *r)
 {
 	MemoryContextReset(r->batch_cxt);
 	r->n = 0;
+	r->tup_used = 0;
 	if (r->done)
 		return 0;
 	CHECK_FOR_INTERRUPTS();
@@ -339,11 +391,30 @@ hb_rows_x(HbQueryRows *r)
 	return r->x;
 }
 
-/* The batch's rows as composite datums of the row type, or NULL. */
+/* The batch's rows as composite datums of the row type (HB_ITEMS_ALL), or NULL. */
 Datum *
 hb_rows_items(HbQueryRows *r)
 {
-	return r->items ? r->item : NULL;
+	return r->items == HB_ITEMS_ALL ? r->item : NULL;
+}
+
+/*
+ * Row i of the batch as a new composite datum of the row type, in the
+ * current memory context (it outlives the batch).
+ */
+Datum
+hb_rows_item(HbQueryRows *r, uint64 i)
+{
+	HeapTupleData t;
+
+	Assert(i < r->n && r->items != HB_ITEMS_NONE);
+	if (r->items == HB_ITEMS_ALL)
+		return datumCopy(r->item[i], false, -1);
+	t.t_len = r->tup_len[i];
+	t.t_data = (HeapTupleHeader) (r->tup + r->tup_off[i]);
+	ItemPointerSetInvalid(&t.t_self);
+	t.t_tableOid = InvalidOid;
+	return heap_copy_tuple_as_datum(&t, r->rowdesc);
 }
 
 /* Close the query's cursor (if still open). */
@@ -359,12 +430,13 @@ hb_rows_close(HbQueryRows *r)
 /*
  * Run query (rows of type rowtype) through a cursor, batch rows at a time:
  * each batch's rows are bound to model e's features into x and handed to
- * fn, with the rows themselves as composite datums of the row type when
- * items (else NULL).  Memory is O(batch).
+ * fn, with the rows themselves as composite datums of the row type with
+ * HB_ITEMS_ALL (else NULL; hb_rows_item with HB_ITEMS_ON_DEMAND).  Memory
+ * is O(batch).
  */
 void
 hb_scan_batches(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
-				bool margins, const HbBindSteps *steps, bool items,
+				bool margins, const HbBindSteps *steps, HbRowsItems items,
 				HbBatchFn fn, void *arg)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird query",

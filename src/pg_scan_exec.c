@@ -376,7 +376,7 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 			}
 		}
 		/* the input's columns are the table's, in attribute order */
-		hb_reader_init(&c->rd, &c->bind, e, st->in_desc, c->colmap, c->cxt);
+		hb_reader_init(&c->rd, &c->bind, e, st->in_desc, c->colmap, NULL, c->cxt);
 	}
 	if (c->source == HB_SOURCE_ARGS && !c->is_array)
 		bind_pinned(st, c);

@@ -61,6 +61,7 @@ typedef struct TopHeap
 	MemoryContext cxt;			/* holds the items */
 	int64		next_ordinal;	/* ordinal of the current batch's row 0 */
 	Datum	   *batch_items;	/* current batch, to copy from */
+	HbQueryRows *batch_rows;	/* or its rows, without items (hb_rows_item) */
 	double		bar_root;		/* the root margin bar was found for */
 	double		bar;			/* the least margin with the root's score */
 } TopHeap;
@@ -165,7 +166,8 @@ heap_offer(void *arg, size_t row, double margin)
 	{
 		MemoryContext old = MemoryContextSwitchTo(h->cxt);
 
-		cand.item = datumCopy(h->batch_items[row], false, -1);
+		cand.item = h->batch_rows ? hb_rows_item(h->batch_rows, row) :
+			datumCopy(h->batch_items[row], false, -1);
 		MemoryContextSwitchTo(old);
 	}
 	if (h->n < h->k)
@@ -326,7 +328,7 @@ topk_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 	TopkScan   *s = arg;
 	instr_time	start;			/* hb_stat_models */
 
-	s->heap->batch_items = items;
+	s->heap->batch_rows = rows;
 	INSTR_TIME_SET_CURRENT(start);
 	if (s->margins)
 		offer_margins(x, n, &s->threshold, s->heap, &s->stats);
@@ -341,7 +343,7 @@ static void
 approx_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 			 uint64 n)
 {
-	hb_approx_topk_batch((HbApproxTopk *) arg, x, items, (int) n);
+	hb_approx_topk_batch((HbApproxTopk *) arg, x, NULL, rows, (int) n);
 }
 
 /* the columns of hb_topk(), in order (sql/hbird--*.sql) */
@@ -377,13 +379,13 @@ hb_topk(PG_FUNCTION_ARGS)
 	query = hb_query_arg(fcinfo, 3, rowtype);
 	if (approx)
 	{
-		HbApproxTopk *a = hb_approx_topk_begin(e, &tuning, k, CurrentMemoryContext);
+		HbApproxTopk *a = hb_approx_topk_begin(e, &tuning, k, true, CurrentMemoryContext);
 		double	   *scores;
 		Datum	   *items;
 		int			n;
 
 		hb_scan_batches(e, query, rowtype, Min(hb_batch_rows(e), 4096), false,
-						hb_lazy_steps(hb_approx_topk_lazy(a)), true,
+						hb_lazy_steps(hb_approx_topk_lazy(a)), HB_ITEMS_ON_DEMAND,
 						approx_batch, a);
 		n = hb_approx_topk_end(a, &scores, &items, &scan.stats);
 		for (int i = 0; i < n; i++)
@@ -409,7 +411,7 @@ hb_topk(PG_FUNCTION_ARGS)
 	scan.threshold = -INFINITY;
 	scan.margins = e->sparse != NULL;
 	hb_scan_batches(e, query, rowtype, scan.margins ? 4096 : Min(hb_batch_rows(e), 4096),
-					scan.margins, NULL, true, topk_batch, &scan);
+					scan.margins, NULL, HB_ITEMS_ON_DEMAND, topk_batch, &scan);
 
 	heap_sort(&heap);
 	for (int i = 0; i < heap.n; i++)
@@ -459,7 +461,7 @@ topagg_flush(TopAggState *s)
 	s->heap.batch_items = s->items;
 	INSTR_TIME_SET_CURRENT(start);
 	if (s->approx)
-		hb_approx_topk_batch(s->approx, s->x, s->items, s->nbuf);
+		hb_approx_topk_batch(s->approx, s->x, s->items, NULL, s->nbuf);
 	else if (s->margins)
 		offer_margins(s->x, s->nbuf, &s->threshold, &s->heap, &s->stats);
 	else if (!hb_topk_score(s->entry->plan, s->bounds, s->x, s->nbuf, &s->threshold,
@@ -525,7 +527,7 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 			MemoryContext old = MemoryContextSwitchTo(aggcxt);
 
 			if (use_approx(NULL, st->entry, k, &t))
-				s->approx = hb_approx_topk_begin(st->entry, &t, k, aggcxt);
+				s->approx = hb_approx_topk_begin(st->entry, &t, k, false, aggcxt);
 			MemoryContextSwitchTo(old);
 		}
 		s->bounds = bounds_for(st->entry, aggcxt);
