@@ -65,6 +65,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/float.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"
@@ -103,6 +104,21 @@ typedef struct ScoreCall
 	int		   *colmap;			/* COLUMNS: input column of each attribute
 								 * of rowtype, or NULL when the same */
 	HbColumnReader rd;			/* COLUMNS: those columns in the input's rows */
+
+	/*
+	 * COLUMNS, approximate top-K of a model without featurizers: rows are
+	 * read for the cheap model's columns only, and their tuples kept for
+	 * the batch, so that the rows scored in full are read again in full
+	 */
+	bool		lazy_cols;
+	HbColumnReader rd_cheap;
+	char	   *tup;			/* the batch's tuples, one after another */
+	Size		tup_used;
+	Size		tup_cap;
+	Size	   *tup_off;		/* per batch row (x_cap) */
+	uint32	   *tup_len;
+	TupleDesc  *tup_desc;		/* the layout it came in (its slot's: with
+								 * the defaults of columns added since) */
 	Datum	   *rowvals;		/* ARGS: one row's values */
 	bool	   *rownulls;
 
@@ -170,6 +186,11 @@ typedef struct HbScoreState
 	int64		seen;			/* rows handed up before this batch */
 	bool		skip_ok;		/* pruned rows need not be handed up */
 	bool	   *skip;			/* per batch row: pruned, not handed up */
+	bool		defer_rows;		/* the rows' values are taken from the kept
+								 * tuples of the top-K call, and only for the
+								 * rows handed up (lazy_cols) */
+	Datum	   *row_values;		/* in_desc->natts: one row deformed */
+	bool	   *row_nulls;
 
 	/* approximate top-K (tuned cheap model), or approx == NULL */
 	HbTuning	tuning;
@@ -453,7 +474,54 @@ grow_call_buffers(HbScoreState *st, ScoreCall *c)
 	c->scratch = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * cap * c->nout);
 	c->out = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * cap * c->nout);
 	c->cls = MemoryContextAllocHuge(st->state_cxt, sizeof(int32) * cap);
+	if (c->tup_off)
+	{
+		pfree(c->tup_off);
+		pfree(c->tup_len);
+		pfree(c->tup_desc);
+	}
+	c->tup_off = MemoryContextAllocHuge(st->state_cxt, sizeof(Size) * cap);
+	c->tup_len = MemoryContextAllocHuge(st->state_cxt, sizeof(uint32) * cap);
+	c->tup_desc = MemoryContextAllocHuge(st->state_cxt, sizeof(TupleDesc) * cap);
+	/* what a cheap model does not read is never written: missing */
+	for (int64 i = 0; i < (int64) cap * Max(c->width, 1); i++)
+		c->x[i] = get_float8_nan();
 	c->x_cap = cap;
+}
+
+/* Keep the tuple of batch row b of a lazily read call (lazy_cols). */
+static void
+keep_row_tuple(HbScoreState *st, ScoreCall *c, int b, TupleTableSlot *in)
+{
+	HeapTuple	t = ExecFetchSlotHeapTuple(in, false, NULL);
+	Size		at = MAXALIGN(c->tup_used);
+
+	if (at + t->t_len > c->tup_cap)
+	{
+		Size		cap = Max(c->tup_cap * 2, at + t->t_len);
+
+		c->tup = c->tup ? repalloc_huge(c->tup, cap) :
+			MemoryContextAllocHuge(st->state_cxt, cap);
+		c->tup_cap = cap;
+	}
+	memcpy(c->tup + at, t->t_data, t->t_len);
+	c->tup_off[b] = at;
+	c->tup_len[b] = t->t_len;
+	c->tup_desc[b] = in->tts_tupleDescriptor;
+	c->tup_used = at + t->t_len;
+}
+
+/* Batch row b of a lazily read call, read again in full into x. */
+static void
+read_row_full(ScoreCall *c, int b, double *x)
+{
+	HeapTupleData t;
+
+	t.t_len = c->tup_len[b];
+	t.t_data = (HeapTupleHeader) (c->tup + c->tup_off[b]);
+	ItemPointerSetInvalid(&t.t_self);
+	t.t_tableOid = InvalidOid;
+	hb_read_tuple(&c->rd, &c->bind, c->e, &t, x, false);
 }
 
 /* ---- top-K ---- */
@@ -549,6 +617,18 @@ approx_start(HbScoreState *st, ScoreCall *c)
 		return;
 	}
 	st->approx = st->tuning.approx;
+	if (c->source == HB_SOURCE_COLUMNS && !c->sparse)
+	{
+		/* a model without featurizers: the cheap model's columns only */
+		HbLazy	   *l = hb_lazy_for(c->e, st->approx, true, c->cxt);
+
+		if (l != NULL)
+		{
+			hb_reader_init(&c->rd_cheap, &c->bind, c->e, st->in_desc, c->colmap,
+						   hb_lazy_steps(l), c->cxt);
+			c->lazy_cols = c->rd_cheap.subset;
+		}
+	}
 	keep = ceil(st->tuning.ratio * (double) st->k);
 	st->approx_keep = (int64) Min(Max(keep, (double) st->k),
 								  (double) Max(HB_SCAN_APPROX_KEEP, st->k));
@@ -571,6 +651,7 @@ topk_start(HbScoreState *st)
 	double		row_bytes = (double) cs->scan.plan.plan_width + 64.0;
 
 	st->topk_on = false;
+	c->lazy_cols = false;
 	if (st->bounds)
 		hb_topk_bounds_free(st->bounds);
 	st->bounds = NULL;
@@ -655,11 +736,11 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 		if (!keep)
 			continue;
 		/* kept rows move to the front, in order: they only move down */
-		if (nk != i)
-		{
+		if (c->lazy_cols)
+			read_row_full(c, c->rows[from + i], x + (size_t) nk * nf);
+		else if (nk != i)
 			memcpy(x + (size_t) nk * nf, x + (size_t) i * nf, sizeof(double) * nf);
-			st->raw[nk] = st->raw[i];
-		}
+		st->raw[nk] = st->raw[i];
 		st->kept_at[nk++] = i;
 	}
 	if (nk > 0)
@@ -688,6 +769,8 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 		full++;
 	if (full > 0)
 	{
+		for (int b = 0; c->lazy_cols && b < full; b++)
+			read_row_full(c, c->rows[b], c->x + (size_t) b * nf);
 		hb_plan_margins(p, c->x, full, m);
 		for (int b = 0; b < full; b++)
 			(void) topk_offer(st, b, m[b]);
@@ -962,6 +1045,49 @@ resolve_calls(HbScoreState *st)
 		topk_start(st);
 	for (int j = 0; j < st->n_calls; j++)
 		grow_call_buffers(st, &st->calls[j]);
+
+	/*
+	 * Approximate top-K keeps each row's tuple for its model: the values the
+	 * expressions above read are then deformed only for the rows handed up,
+	 * a few percent of them, unless another call evaluates its argument from
+	 * every row.
+	 */
+	st->defer_rows = st->topk_on && st->calls[st->topk_call].lazy_cols;
+	for (int j = 0; j < st->n_calls; j++)
+		if (st->calls[j].source != HB_SOURCE_COLUMNS)
+			st->defer_rows = false;
+	if (st->defer_rows && st->row_values == NULL)
+	{
+		st->row_values = MemoryContextAlloc(st->state_cxt, sizeof(Datum) * Max(st->in_desc->natts, 1));
+		st->row_nulls = MemoryContextAlloc(st->state_cxt, sizeof(bool) * Max(st->in_desc->natts, 1));
+	}
+}
+
+/*
+ * defer_rows: batch row i's values that the expressions read, from the
+ * tuple its top-K call kept (by-reference values point into that tuple,
+ * which lasts until the next batch is read).
+ */
+static void
+row_values_from_tuple(HbScoreState *st, int i)
+{
+	ScoreCall  *c = &st->calls[st->topk_call];
+	Datum	   *rv = st->vals + (size_t) i * st->n_input;
+	bool	   *rn = st->nulls + (size_t) i * st->n_input;
+	HeapTupleData t;
+
+	t.t_len = c->tup_len[i];
+	t.t_data = (HeapTupleHeader) (c->tup + c->tup_off[i]);
+	ItemPointerSetInvalid(&t.t_self);
+	t.t_tableOid = InvalidOid;
+	heap_deform_tuple(&t, c->tup_desc[i], st->row_values, st->row_nulls);
+	for (int k = 0; k < st->n_kept; k++)
+	{
+		int			col = st->kept[k];
+
+		rv[col] = st->row_values[col];
+		rn[col] = st->row_nulls[col];
+	}
 }
 
 static bool
@@ -976,6 +1102,8 @@ fill_batch(HbScoreState *st)
 		return false;
 	MemoryContextReset(st->batch_cxt);
 	st->nrows = 0;
+	for (int j = 0; j < st->n_calls; j++)
+		st->calls[j].tup_used = 0;
 	st->pos = 0;
 	target = Min(st->next_rows, st->max_rows);
 	st->next_rows = Min((int64) st->next_rows * 2, (int64) st->max_rows);
@@ -1004,11 +1132,11 @@ fill_batch(HbScoreState *st)
 		}
 		if (st->need_resolve)
 			resolve_calls(st);
-		if (st->last_col > 0)
-			slot_getsomeattrs(in, st->last_col);
 		rv = st->vals + (size_t) st->nrows * st->n_input;
 		rn = st->nulls + (size_t) st->nrows * st->n_input;
-		for (int k = 0; k < st->n_kept; k++)
+		if (st->last_col > 0 && !st->defer_rows)
+			slot_getsomeattrs(in, st->last_col);
+		for (int k = 0; k < st->n_kept && !st->defer_rows; k++)
 		{
 			int			col = st->kept[k];
 
@@ -1039,7 +1167,14 @@ fill_batch(HbScoreState *st)
 			{
 				ScoreCall  *c = &st->calls[j];
 
-				if (c->source == HB_SOURCE_COLUMNS)
+				if (c->source == HB_SOURCE_COLUMNS && c->lazy_cols)
+				{
+					hb_read_slot(&c->rd_cheap, &c->bind, c->e, in,
+								 c->x + (size_t) st->nrows * c->width, false);
+					keep_row_tuple(st, c, st->nrows, in);
+					bytes += c->tup_len[st->nrows];
+				}
+				else if (c->source == HB_SOURCE_COLUMNS)
 					hb_read_slot(&c->rd, &c->bind, c->e, in,
 								 c->x + (size_t) st->nrows * c->width, c->sparse);
 			}
@@ -1252,6 +1387,8 @@ hb_score_exec(CustomScanState *node)
 		i = st->pos++;
 		if (st->topk_on && st->skip[i])
 			continue;
+		if (st->defer_rows)
+			row_values_from_tuple(st, i);
 		ExecClearTuple(slot);
 		/* only what the expressions read; the other columns are NULL */
 		for (int k = 0; k < st->n_kept; k++)
