@@ -489,11 +489,26 @@ grow_call_buffers(HbScoreState *st, ScoreCall *c)
 	c->x_cap = cap;
 }
 
-/* Keep the tuple of batch row b of a lazily read call (lazy_cols). */
+/*
+ * Whether the input's row is a tuple of its own (a scan's, not a projection
+ * formed from values): only such rows are read lazily, since keeping a
+ * projected row would mean forming a tuple of it first.
+ */
+static inline bool
+row_has_tuple(TupleTableSlot *in)
+{
+	return (TTS_IS_BUFFERTUPLE(in) || TTS_IS_HEAPTUPLE(in)) &&
+		((HeapTupleTableSlot *) in)->tuple != NULL;
+}
+
+/*
+ * Keep the tuple of batch row b of a lazily read call (lazy_cols); a row
+ * without a tuple of its own (tup_len 0) is read in full at once instead.
+ */
 static void
 keep_row_tuple(HbScoreState *st, ScoreCall *c, int b, TupleTableSlot *in)
 {
-	HeapTuple	t = ExecFetchSlotHeapTuple(in, false, NULL);
+	HeapTuple	t = ((HeapTupleTableSlot *) in)->tuple;
 	Size		at = MAXALIGN(c->tup_used);
 
 	if (at + t->t_len > c->tup_cap)
@@ -511,12 +526,21 @@ keep_row_tuple(HbScoreState *st, ScoreCall *c, int b, TupleTableSlot *in)
 	c->tup_used = at + t->t_len;
 }
 
-/* Batch row b of a lazily read call, read again in full into x. */
+/*
+ * Batch row b of a lazily read call, read again in full into x; a row read
+ * in full already (no tuple kept) is copied from where it was read, src.
+ */
 static void
-read_row_full(ScoreCall *c, int b, double *x)
+read_row_full(ScoreCall *c, int b, double *x, const double *src)
 {
 	HeapTupleData t;
 
+	if (c->tup_len[b] == 0)
+	{
+		if (x != src)
+			memcpy(x, src, sizeof(double) * c->width);
+		return;
+	}
 	t.t_len = c->tup_len[b];
 	t.t_data = (HeapTupleHeader) (c->tup + c->tup_off[b]);
 	ItemPointerSetInvalid(&t.t_self);
@@ -737,7 +761,7 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 			continue;
 		/* kept rows move to the front, in order: they only move down */
 		if (c->lazy_cols)
-			read_row_full(c, c->rows[from + i], x + (size_t) nk * nf);
+			read_row_full(c, c->rows[from + i], x + (size_t) nk * nf, x + (size_t) i * nf);
 		else if (nk != i)
 			memcpy(x + (size_t) nk * nf, x + (size_t) i * nf, sizeof(double) * nf);
 		st->raw[nk] = st->raw[i];
@@ -770,7 +794,7 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	if (full > 0)
 	{
 		for (int b = 0; c->lazy_cols && b < full; b++)
-			read_row_full(c, c->rows[b], c->x + (size_t) b * nf);
+			read_row_full(c, c->rows[b], c->x + (size_t) b * nf, c->x + (size_t) b * nf);
 		hb_plan_margins(p, c->x, full, m);
 		for (int b = 0; b < full; b++)
 			(void) topk_offer(st, b, m[b]);
@@ -1076,6 +1100,8 @@ row_values_from_tuple(HbScoreState *st, int i)
 	bool	   *rn = st->nulls + (size_t) i * st->n_input;
 	HeapTupleData t;
 
+	if (c->tup_len[i] == 0)
+		return;					/* read when it came: no tuple of its own */
 	t.t_len = c->tup_len[i];
 	t.t_data = (HeapTupleHeader) (c->tup + c->tup_off[i]);
 	ItemPointerSetInvalid(&t.t_self);
@@ -1124,6 +1150,7 @@ fill_batch(HbScoreState *st)
 		TupleTableSlot *in = ExecProcNode(outer);
 		Datum	   *rv;
 		bool	   *rn;
+		bool		lazy_row;
 
 		if (TupIsNull(in))
 		{
@@ -1134,9 +1161,10 @@ fill_batch(HbScoreState *st)
 			resolve_calls(st);
 		rv = st->vals + (size_t) st->nrows * st->n_input;
 		rn = st->nulls + (size_t) st->nrows * st->n_input;
-		if (st->last_col > 0 && !st->defer_rows)
+		lazy_row = st->defer_rows && row_has_tuple(in);
+		if (st->last_col > 0 && !lazy_row)
 			slot_getsomeattrs(in, st->last_col);
-		for (int k = 0; k < st->n_kept && !st->defer_rows; k++)
+		for (int k = 0; k < st->n_kept && !lazy_row; k++)
 		{
 			int			col = st->kept[k];
 
@@ -1167,7 +1195,7 @@ fill_batch(HbScoreState *st)
 			{
 				ScoreCall  *c = &st->calls[j];
 
-				if (c->source == HB_SOURCE_COLUMNS && c->lazy_cols)
+				if (c->source == HB_SOURCE_COLUMNS && c->lazy_cols && row_has_tuple(in))
 				{
 					hb_read_slot(&c->rd_cheap, &c->bind, c->e, in,
 								 c->x + (size_t) st->nrows * c->width, false);
@@ -1175,8 +1203,12 @@ fill_batch(HbScoreState *st)
 					bytes += c->tup_len[st->nrows];
 				}
 				else if (c->source == HB_SOURCE_COLUMNS)
+				{
 					hb_read_slot(&c->rd, &c->bind, c->e, in,
 								 c->x + (size_t) st->nrows * c->width, c->sparse);
+					if (c->lazy_cols)
+						c->tup_len[st->nrows] = 0;
+				}
 			}
 			MemoryContextSwitchTo(old);
 		}

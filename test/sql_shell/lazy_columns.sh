@@ -103,6 +103,12 @@ for t in t_plain t_mixed t_added; do
 	eager=$(plain off 40)
 	[ -n "$lazy" ] && [ "$lazy" = "$eager" ]
 	tap $? "lazy columns: $t, plain ORDER BY ... LIMIT 40 read lazily = read eagerly"
+	# ctid as a sort key: the input projects, its rows have no tuple of their own
+	ctid_q="SELECT string_agg(format('%s:%s', id, s), ' ') FROM (SELECT id, hb_predict('lz', x) AS s FROM $t x ORDER BY s DESC, ctid LIMIT 10) y"
+	lazy=$(q -c "SET hbird.lazy_featurize = on" -c "$ctid_q")
+	eager=$(q -c "SET hbird.lazy_featurize = off" -c "$ctid_q")
+	[ -n "$lazy" ] && [ "$lazy" = "$eager" ]
+	tap $? "lazy columns: $t, plain ORDER BY score, ctid (projected input) read lazily = read eagerly"
 	# the columns read: the cheap model's only
 	for form in "SELECT count(*) FROM hb_topk('lz', 10, NULL::$t, mode => 'approx')" \
 		"SELECT id FROM $t x ORDER BY hb_predict('lz', x) DESC LIMIT 10"; do
