@@ -203,8 +203,9 @@ hb_define_gucs(void)
 
 	DefineCustomBoolVariable("hbird.lazy_featurize",
 							 "Featurize only what a cascade's or approximate top-K's cheap model reads.",
-							 "The other featurizers run only for the rows the full model scores. "
-							 "Answers are the same either way.",
+							 "The other featurizers run only for the rows the full model scores; "
+							 "approximate top-K of a model without featurizers reads only the cheap "
+							 "model's columns. Answers are the same either way.",
 							 &hb_lazy_on,
 							 hb_lazy_on,
 							 PGC_USERSET,
