@@ -198,6 +198,22 @@ extern void hb_reader_init(HbColumnReader *r, const HbBinding *b,
 extern void hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 						  const HbCacheEntry *e, HeapTuple tuple, double *x,
 						  bool margins);
+
+/*
+ * A batch's tuples, one after another in one buffer (no allocation a row):
+ * the rows a top-K may keep, read again or made datums of only if kept.
+ */
+typedef struct HbTupleStore
+{
+	MemoryContext cxt;			/* where the buffer lives */
+	char	   *buf;
+	Size		used;
+	Size		cap;
+} HbTupleStore;
+
+extern Size hb_tuples_add(HbTupleStore *s, HeapTuple t);
+extern void hb_tuples_get(const HbTupleStore *s, Size off, uint32 len,
+						  HeapTuple out);
 extern void hb_read_slot(const HbColumnReader *r, const HbBinding *b,
 						 const HbCacheEntry *e, TupleTableSlot *slot,
 						 double *x, bool margins);

@@ -592,6 +592,35 @@ hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 	}
 }
 
+/* Copy tuple t into s; returns where it starts (its length is t->t_len). */
+Size
+hb_tuples_add(HbTupleStore *s, HeapTuple t)
+{
+	Size		at = MAXALIGN(s->used);
+
+	if (at + t->t_len > s->cap)
+	{
+		Size		cap = Max(s->cap * 2, at + t->t_len);
+
+		s->buf = s->buf ? repalloc_huge(s->buf, cap) :
+			MemoryContextAllocHuge(s->cxt, cap);
+		s->cap = cap;
+	}
+	memcpy(s->buf + at, t->t_data, t->t_len);
+	s->used = at + t->t_len;
+	return at;
+}
+
+/* The tuple hb_tuples_add put at off, as a HeapTuple without a location. */
+void
+hb_tuples_get(const HbTupleStore *s, Size off, uint32 len, HeapTuple out)
+{
+	out->t_len = len;
+	out->t_data = (HeapTupleHeader) (s->buf + off);
+	ItemPointerSetInvalid(&out->t_self);
+	out->t_tableOid = InvalidOid;
+}
+
 /*
  * Bind the row in slot (of r's layout) into x: from its heap tuple when it
  * holds one, else from its deformed values.

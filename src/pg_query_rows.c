@@ -186,41 +186,13 @@ struct HbQueryRows
 	MemoryContext batch_cxt;	/* one batch's items */
 	double	   *x;				/* batch x width */
 	Datum	   *item;			/* HB_ITEMS_ALL: the batch's rows */
-	/* HB_ITEMS_ON_DEMAND: the batch's tuples, one after another */
-	char	   *tup;
-	Size		tup_used;
-	Size		tup_cap;
+	/* HB_ITEMS_ON_DEMAND: the batch's tuples */
+	HbTupleStore tup;
 	Size	   *tup_off;		/* per row: where its tuple starts in tup */
 	uint32	   *tup_len;
 	uint64		n;				/* rows in the batch */
 	RowsDest	dest;
 };
-
-/*
- * HB_ITEMS_ON_DEMAND: the row's tuple bytes go into the batch's buffer (one
- * copy, no allocation a row); a caller that keeps the row makes its datum
- * with hb_rows_item.  Most rows of a top-K are never kept, and making a
- * datum of each (an allocation and a copy) cost about a tenth of an
- * approximate top-K's time.
- */
-static void
-keep_tuple(HbQueryRows *r, uint64 i, HeapTuple t)
-{
-	Size		at = MAXALIGN(r->tup_used);
-
-	if (at + t->t_len > r->tup_cap)
-	{
-		Size		cap = Max(r->tup_cap * 2, at + t->t_len);
-
-		r->tup = r->tup ? repalloc_huge(r->tup, cap) :
-			MemoryContextAllocHuge(r->cxt, cap);
-		r->tup_cap = cap;
-	}
-	memcpy(r->tup + at, t->t_data, t->t_len);
-	r->tup_off[i] = at;
-	r->tup_len[i] = t->t_len;
-	r->tup_used = at + t->t_len;
-}
 
 static bool
 rows_receive(TupleTableSlot *slot, DestReceiver *self)
@@ -241,7 +213,15 @@ rows_receive(TupleTableSlot *slot, DestReceiver *self)
 		if (r->items == HB_ITEMS_ALL)
 			r->item[i] = heap_copy_tuple_as_datum(t, r->rowdesc);
 		else
-			keep_tuple(r, i, t);
+		{
+			/*
+			 * Most rows of a top-K are never kept: making a datum of each
+			 * (an allocation and a copy) cost about a tenth of an
+			 * approximate top-K's time
+			 */
+			r->tup_off[i] = hb_tuples_add(&r->tup, t);
+			r->tup_len[i] = t->t_len;
+		}
 	}
 	MemoryContextSwitchTo(old);
 	return true;
@@ -290,6 +270,7 @@ hb_rows_open(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
 	r->next = batch;
 	r->items = items;
 	r->cxt = CurrentMemoryContext;
+	r->tup.cxt = CurrentMemoryContext;
 	r->x = palloc_extended(sizeof(double) * batch * Max(r->width, 1), MCXT_ALLOC_HUGE);
 	if (items == HB_ITEMS_ALL)
 		r->item = palloc_extended(sizeof(Datum) * batch, MCXT_ALLOC_HUGE);
@@ -351,7 +332,7 @@ hb_rows_next(HbQueryRows *r)
 {
 	MemoryContextReset(r->batch_cxt);
 	r->n = 0;
-	r->tup_used = 0;
+	r->tup.used = 0;
 	if (r->done)
 		return 0;
 	CHECK_FOR_INTERRUPTS();
@@ -410,10 +391,7 @@ hb_rows_item(HbQueryRows *r, uint64 i)
 	Assert(i < r->n && r->items != HB_ITEMS_NONE);
 	if (r->items == HB_ITEMS_ALL)
 		return datumCopy(r->item[i], false, -1);
-	t.t_len = r->tup_len[i];
-	t.t_data = (HeapTupleHeader) (r->tup + r->tup_off[i]);
-	ItemPointerSetInvalid(&t.t_self);
-	t.t_tableOid = InvalidOid;
+	hb_tuples_get(&r->tup, r->tup_off[i], r->tup_len[i], &t);
 	return heap_copy_tuple_as_datum(&t, r->rowdesc);
 }
 

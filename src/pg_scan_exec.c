@@ -112,9 +112,7 @@ typedef struct ScoreCall
 	 */
 	bool		lazy_cols;
 	HbColumnReader rd_cheap;
-	char	   *tup;			/* the batch's tuples, one after another */
-	Size		tup_used;
-	Size		tup_cap;
+	HbTupleStore tup;			/* the batch's tuples */
 	Size	   *tup_off;		/* per batch row (x_cap) */
 	uint32	   *tup_len;
 	TupleDesc  *tup_desc;		/* the layout it came in (its slot's: with
@@ -484,7 +482,7 @@ grow_call_buffers(HbScoreState *st, ScoreCall *c)
 	c->tup_len = MemoryContextAllocHuge(st->state_cxt, sizeof(uint32) * cap);
 	c->tup_desc = MemoryContextAllocHuge(st->state_cxt, sizeof(TupleDesc) * cap);
 	/* what a cheap model does not read is never written: missing */
-	for (int64 i = 0; i < (int64) cap * Max(c->width, 1); i++)
+	for (int64 i = 0; c->lazy_cols && i < (int64) cap * Max(c->width, 1); i++)
 		c->x[i] = get_float8_nan();
 	c->x_cap = cap;
 }
@@ -509,21 +507,11 @@ static void
 keep_row_tuple(HbScoreState *st, ScoreCall *c, int b, TupleTableSlot *in)
 {
 	HeapTuple	t = ((HeapTupleTableSlot *) in)->tuple;
-	Size		at = MAXALIGN(c->tup_used);
 
-	if (at + t->t_len > c->tup_cap)
-	{
-		Size		cap = Max(c->tup_cap * 2, at + t->t_len);
-
-		c->tup = c->tup ? repalloc_huge(c->tup, cap) :
-			MemoryContextAllocHuge(st->state_cxt, cap);
-		c->tup_cap = cap;
-	}
-	memcpy(c->tup + at, t->t_data, t->t_len);
-	c->tup_off[b] = at;
+	c->tup.cxt = st->state_cxt;
+	c->tup_off[b] = hb_tuples_add(&c->tup, t);
 	c->tup_len[b] = t->t_len;
 	c->tup_desc[b] = in->tts_tupleDescriptor;
-	c->tup_used = at + t->t_len;
 }
 
 /*
@@ -541,10 +529,7 @@ read_row_full(ScoreCall *c, int b, double *x, const double *src)
 			memcpy(x, src, sizeof(double) * c->width);
 		return;
 	}
-	t.t_len = c->tup_len[b];
-	t.t_data = (HeapTupleHeader) (c->tup + c->tup_off[b]);
-	ItemPointerSetInvalid(&t.t_self);
-	t.t_tableOid = InvalidOid;
+	hb_tuples_get(&c->tup, c->tup_off[b], c->tup_len[b], &t);
 	hb_read_tuple(&c->rd, &c->bind, c->e, &t, x, false);
 }
 
@@ -1102,10 +1087,7 @@ row_values_from_tuple(HbScoreState *st, int i)
 
 	if (c->tup_len[i] == 0)
 		return;					/* read when it came: no tuple of its own */
-	t.t_len = c->tup_len[i];
-	t.t_data = (HeapTupleHeader) (c->tup + c->tup_off[i]);
-	ItemPointerSetInvalid(&t.t_self);
-	t.t_tableOid = InvalidOid;
+	hb_tuples_get(&c->tup, c->tup_off[i], c->tup_len[i], &t);
 	heap_deform_tuple(&t, c->tup_desc[i], st->row_values, st->row_nulls);
 	for (int k = 0; k < st->n_kept; k++)
 	{
@@ -1129,7 +1111,7 @@ fill_batch(HbScoreState *st)
 	MemoryContextReset(st->batch_cxt);
 	st->nrows = 0;
 	for (int j = 0; j < st->n_calls; j++)
-		st->calls[j].tup_used = 0;
+		st->calls[j].tup.used = 0;
 	st->pos = 0;
 	target = Min(st->next_rows, st->max_rows);
 	st->next_rows = Min((int64) st->next_rows * 2, (int64) st->max_rows);
