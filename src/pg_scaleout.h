@@ -50,8 +50,10 @@ extern void hb_topk_scans_fix(PlannedStmt *stmt, HbPushdown *pd);
 /* pg_admin.c: writing a version (upload, and receiving from a coordinator) */
 typedef struct HbVersionRows HbVersionRows;
 
+extern void hb_sha256(const char *data, size_t len, uint8 *out);
 extern HbVersionRows *hb_version_prepare(const char *name, struct varlena *arg,
-										 HbFormat format, ArrayType *features);
+										 HbFormat format, ArrayType *features,
+										 const uint8 *digest);
 extern const uint8 *hb_version_sha256(const HbVersionRows *r);
 extern void hb_version_insert(HbCatalogWrite *w, const char *name,
 							  HbVersionRows *r, int32 version);
