@@ -46,6 +46,7 @@ extern bool hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k,
 /* pg_partsplit.c: aggregates and top-K over partitions, per partition */
 extern bool hb_split_per_partition(Query *q, HbPushdown *pd);
 extern void hb_topk_scans_fix(PlannedStmt *stmt, HbPushdown *pd);
+extern int	hb_plan_next_node_id(PlannedStmt *stmt);
 
 /* pg_admin.c: writing a version (upload, and receiving from a coordinator) */
 typedef struct HbVersionRows HbVersionRows;
