@@ -27,6 +27,7 @@ extern void hb_pin_check(const char *name, int32 version, const uint8 *sha,
 						 const char *origin);
 extern HbCacheEntry *hb_pinned_resolve(const char *name, int32 pin_version,
 									   const char *pin_sha, const char *origin);
+extern TupleDesc hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types);
 
 /* pg_pushdown.c: around standard_planner, from the planner hook */
 typedef struct HbPushdown

@@ -276,38 +276,14 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
 {
 	bool		isnull;
 	Datum		d = eval_scan_const(st, c->pin_es[3], &isnull);
-	ArrayType  *cols;
-	Datum	   *names;
-	bool	   *nn;
-	int			n;
 	TupleDesc	desc;
 
 	Assert(!isnull);
-	cols = DatumGetArrayTypeP(d);
-	if (ARR_NDIM(cols) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("columns must be a one-dimensional array")));
-	deconstruct_array(cols, TEXTOID, -1, false, TYPALIGN_INT, &names, &nn, &n);
-	if (n != c->nvals)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a pinned call has %d column names for %d values",
-						n, c->nvals)));
-	desc = CreateTemplateTupleDesc(n);
-	for (int i = 0; i < n; i++)
-	{
-		if (nn[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("columns must not contain nulls")));
-		TupleDescInitEntry(desc, i + 1, TextDatumGetCString(names[i]),
-						   c->val_type[i], -1, 0);
-	}
+	desc = hb_pinned_desc(DatumGetArrayTypeP(d), c->nvals, c->val_type);
 	hb_bind_desc(&c->bind, c->e, desc, c->cxt, c->e->name);
 	c->bound = true;
-	c->rowvals = palloc(sizeof(Datum) * n);
-	c->rownulls = palloc(sizeof(bool) * n);
+	c->rowvals = palloc(sizeof(Datum) * c->nvals);
+	c->rownulls = palloc(sizeof(bool) * c->nvals);
 }
 
 /*
