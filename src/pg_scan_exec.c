@@ -212,27 +212,6 @@ typedef struct HbScoreState
 
 /* ---- models ---- */
 
-/* The function a call stands for, as its checks name it. */
-static const char *
-call_function_name(HbCallKind kind, bool agg)
-{
-	switch (kind)
-	{
-		case HB_CALL_PREDICT:
-			return agg ? "hb_predict_agg" : "hb_predict";
-		case HB_CALL_PROBA:
-			return "hb_predict_proba";
-		case HB_CALL_MARGIN:
-			return "hb_predict_margin";
-		case HB_CALL_CLASS:
-			return agg ? "hb_predict_class_agg" : "hb_predict_class";
-		case HB_CALL_TARGETS:
-			return agg ? "hb_predict_targets_agg" : "hb_predict_targets";
-		default:
-			return "hb_predict";
-	}
-}
-
 static Datum
 eval_scan_const(HbScoreState *st, ExprState *es, bool *isnull)
 {
@@ -1319,7 +1298,7 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 		c->rowtype = (Oid) intVal(lfourth(priv));
 		c->relid = (Oid) intVal(list_nth(priv, 4));
 		c->agg = list_length(priv) > 5 && intVal(list_nth(priv, 5)) != 0;
-		c->fn = call_function_name(c->kind, c->agg);
+		c->fn = hb_call_function_name(c->kind, c->agg);
 		c->name_es = ExecInitExpr(name, &node->ss.ps);
 		if (c->source == HB_SOURCE_DATUM)
 		{
