@@ -174,6 +174,8 @@ typedef struct PinnedSite
 	char	   *origin;
 	int32		version;
 	char	   *sha;
+	char	   *name;			/* the model name of the last row */
+	size_t		name_len;
 	HbCacheEntry *checked;		/* the entry last found to be the pinned one */
 } PinnedSite;
 
@@ -275,6 +277,31 @@ site_prepare(FunctionCallInfo fcinfo, PinKind kind)
 	return s;
 }
 
+/*
+ * The model name of this row, made a C string only when it is not the
+ * previous row's (a call site's name is nearly always a constant).
+ */
+static const char *
+site_name(FunctionCallInfo fcinfo, PinnedSite *s)
+{
+	text	   *t = hb_require_text(fcinfo, 0, "model name");
+	size_t		len = VARSIZE_ANY_EXHDR(t);
+
+	if (s->name == NULL || s->name_len != len ||
+		memcmp(s->name, VARDATA_ANY(t), len) != 0)
+	{
+		char	   *name = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, len + 1);
+
+		memcpy(name, VARDATA_ANY(t), len);
+		name[len] = '\0';
+		if (s->name != NULL)
+			pfree(s->name);
+		s->name = name;
+		s->name_len = len;
+	}
+	return s->name;
+}
+
 typedef struct PinContext
 {
 	PinnedSite *site;
@@ -303,7 +330,7 @@ pinned(FunctionCallInfo fcinfo, PinKind kind)
 	bool		cascade = hb_cascade_on;
 
 	pc.site = s;
-	pc.name = text_arg(fcinfo, 0, "model name");
+	pc.name = site_name(fcinfo, s);
 	errcb.callback = pin_error_context;
 	errcb.arg = &pc;
 	errcb.previous = error_context_stack;
