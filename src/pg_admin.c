@@ -121,8 +121,9 @@ warn_long_names(const HbModel *m, const char *model)
 	}
 }
 
-static void
-sha256(const char *data, size_t len, uint8 *out)
+/* The SHA-256 of data, into out (HB_SHA256_LEN bytes). */
+void
+hb_sha256(const char *data, size_t len, uint8 *out)
 {
 	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
 
@@ -177,10 +178,12 @@ struct HbVersionRows
  * its size: the argument is stored as it came, the compiled plan (built
  * only to prove the model compiles) and the IR are freed as soon as they
  * are no longer needed, and the image is turned into a bytea in place.
+ * digest is arg's SHA-256 when the caller has it already (the bytes are
+ * hashed once), else NULL.
  */
 HbVersionRows *
 hb_version_prepare(const char *name, struct varlena *arg, HbFormat format,
-				   ArrayType *features)
+				   ArrayType *features, const uint8 *digest)
 {
 	const char *bytes = VARDATA_ANY(arg);
 	size_t		len = VARSIZE_ANY_EXHDR(arg);
@@ -223,7 +226,10 @@ hb_version_prepare(const char *name, struct varlena *arg, HbFormat format,
 	memmove(image + VARHDRSZ, image, image_len);
 	SET_VARSIZE(image, image_len + VARHDRSZ);
 	r->image = (bytea *) image;
-	sha256(bytes, len, r->digest);
+	if (digest)
+		memcpy(r->digest, digest, HB_SHA256_LEN);
+	else
+		hb_sha256(bytes, len, r->digest);
 	MemoryContextSwitchTo(old);
 
 	/* what rows bind to: the features, or a pipeline's raw inputs */
@@ -400,7 +406,7 @@ upload(FunctionCallInfo fcinfo, struct varlena *arg)
 		hb_check_new_model_name(name);
 
 	/* parse and compile first: nothing is written unless both succeed */
-	r = hb_version_prepare(name, arg, format, features);
+	r = hb_version_prepare(name, arg, format, features, NULL);
 
 	hb_write_begin(&w, "upload a model");
 	if (!exists)

@@ -91,6 +91,30 @@ agg_grow(HbAggState *s, int n)
 	}
 }
 
+/*
+ * Score n rows of x (raw margins when margins) into out: through the tuned
+ * cascade when there is one (its rows completed through lazy, when given),
+ * else every row with the plan, its targets or its values.  scratch holds
+ * n x n_outputs doubles.
+ */
+static void
+score_rows(HbCacheEntry *e, HbCascade *cascade, HbLazy *lazy, bool targets,
+		   bool margins, const double *x, size_t n, double *scratch,
+		   double *out)
+{
+	if (cascade)
+		hb_cascade_run_lazy(e->plan, cascade, x, n, HB_CASCADE_PREDICT, out,
+							NULL, lazy ? hb_lazy_complete : NULL, lazy);
+	else if (targets && margins)
+		hb_link_targets(e->plan, x, n, out);
+	else if (targets)
+		hb_plan_targets(e->plan, x, n, scratch, out);
+	else if (margins)
+		hb_link_predict(e->plan, x, n, out);
+	else
+		hb_plan_predict(e->plan, x, n, scratch, out);
+}
+
 static void
 agg_flush(HbAggState *s)
 {
@@ -106,18 +130,9 @@ agg_flush(HbAggState *s)
 		hb_lazy_set_rows(s->lazy, s->rows);
 	if (s->kind->score)
 		s->kind->score(s->entry, s->cascade, s->x, s->nbuf, out, s->lazy);
-	else if (s->cascade)
-		hb_cascade_run_lazy(s->entry->plan, s->cascade, s->x, s->nbuf,
-							HB_CASCADE_PREDICT, out, NULL,
-							s->lazy ? hb_lazy_complete : NULL, s->lazy);
-	else if (s->kind->targets && s->margins)
-		hb_link_targets(s->entry->plan, s->x, s->nbuf, out);
-	else if (s->kind->targets)
-		hb_plan_targets(s->entry->plan, s->x, s->nbuf, s->scratch, out);
-	else if (s->margins)
-		hb_link_predict(s->entry->plan, s->x, s->nbuf, out);
 	else
-		hb_plan_predict(s->entry->plan, s->x, s->nbuf, s->scratch, out);
+		score_rows(s->entry, s->cascade, s->lazy, s->kind->targets,
+				   s->margins, s->x, s->nbuf, s->scratch, out);
 	hb_stat_batch(s->entry, s->nbuf, &start, false);
 	for (int i = 0; i < s->nbuf; i++)
 		s->pnull[s->npreds + i] = s->bnull[i];
@@ -424,15 +439,16 @@ predict_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 	bool		nulls[2] = {false, !b->items};
 
 	INSTR_TIME_SET_CURRENT(start);
+	/* the lazy rows are the cascade's (there is none for targets) */
+	if (b->lazy)
+		hb_lazy_set_rows(b->lazy, items);
+	score_rows(b->entry, b->cascade, b->lazy, b->targets, b->margins, x, n,
+			   b->scratch, b->pred);
+	hb_stat_batch(b->entry, (int64) n, &start, false);
 	if (b->targets)
 	{
 		int			nt = b->entry->n_outputs;
 
-		if (b->margins)
-			hb_link_targets(b->entry->plan, x, n, b->pred);
-		else
-			hb_plan_targets(b->entry->plan, x, n, b->scratch, b->pred);
-		hb_stat_batch(b->entry, (int64) n, &start, false);
 		for (uint64 i = 0; i < n; i++)
 		{
 			Datum	   *d = palloc(sizeof(Datum) * nt);
@@ -448,19 +464,6 @@ predict_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 		}
 		return;
 	}
-	if (b->cascade)
-	{
-		if (b->lazy)
-			hb_lazy_set_rows(b->lazy, items);
-		hb_cascade_run_lazy(b->entry->plan, b->cascade, x, n, HB_CASCADE_PREDICT,
-							b->pred, NULL, b->lazy ? hb_lazy_complete : NULL,
-							b->lazy);
-	}
-	else if (b->margins)
-		hb_link_predict(b->entry->plan, x, n, b->pred);
-	else
-		hb_plan_predict(b->entry->plan, x, n, b->scratch, b->pred);
-	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{
 		int			col = 0;

@@ -870,34 +870,66 @@ max_node_id(Plan *plan, int *max)
 	*max = Max(*max, plan->plan_node_id);
 	max_node_id(plan->lefttree, max);
 	max_node_id(plan->righttree, max);
-	if (IsA(plan, SubqueryScan))
-		max_node_id(((SubqueryScan *) plan)->subplan, max);
-	else if (IsA(plan, Append))
-		foreach(lc, ((Append *) plan)->appendplans)
-			max_node_id(lfirst(lc), max);
-	else if (IsA(plan, MergeAppend))
-		foreach(lc, ((MergeAppend *) plan)->mergeplans)
-			max_node_id(lfirst(lc), max);
-	else if (IsA(plan, CustomScan))
-		foreach(lc, ((CustomScan *) plan)->custom_plans)
-			max_node_id(lfirst(lc), max);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				max_node_id(lfirst(lc), max);
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				max_node_id(lfirst(lc), max);
+			break;
+		case T_SubqueryScan:
+			max_node_id(((SubqueryScan *) plan)->subplan, max);
+			break;
+		case T_CustomScan:
+			foreach(lc, ((CustomScan *) plan)->custom_plans)
+				max_node_id(lfirst(lc), max);
+			break;
+		case T_BitmapAnd:
+			foreach(lc, ((BitmapAnd *) plan)->bitmapplans)
+				max_node_id(lfirst(lc), max);
+			break;
+		case T_BitmapOr:
+			foreach(lc, ((BitmapOr *) plan)->bitmapplans)
+				max_node_id(lfirst(lc), max);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * The plan_node_id for a node added after planning: one past every id in
+ * the main plan and its subplans (the executor indexes by them).  Here,
+ * below the planner hook, so that both the planner hook and the top-K fix
+ * below number their new nodes from it.
+ */
+int
+hb_plan_next_node_id(PlannedStmt *stmt)
+{
+	int			max = 0;
+	ListCell   *lc;
+
+	max_node_id(stmt->planTree, &max);
+	foreach(lc, stmt->subplans)
+		max_node_id(lfirst(lc), &max);
+	return max + 1;
 }
 
 /* The scans of the partitions' top rows: asynchronous, left alone. */
 void
 hb_topk_scans_fix(PlannedStmt *stmt, HbPushdown *pd)
 {
-	int			next = 0;
+	int			next;
 	ListCell   *lc;
 
 	/* in the main plan and in subplans (a CTE's, a subquery's) */
 	stmt->planTree = fix_topk(stmt->planTree, stmt, pd);
 	foreach(lc, stmt->subplans)
 		lfirst(lc) = fix_topk(lfirst(lc), stmt, pd);
-	max_node_id(stmt->planTree, &next);
-	foreach(lc, stmt->subplans)
-		max_node_id(lfirst(lc), &next);
-	next++;
+	next = hb_plan_next_node_id(stmt);
 	number_new_nodes(stmt->planTree, &next);
 	foreach(lc, stmt->subplans)
 		number_new_nodes(lfirst(lc), &next);

@@ -174,6 +174,8 @@ typedef struct PinnedSite
 	char	   *origin;
 	int32		version;
 	char	   *sha;
+	char	   *name;			/* the model name of the last row */
+	size_t		name_len;
 	HbCacheEntry *checked;		/* the entry last found to be the pinned one */
 } PinnedSite;
 
@@ -181,6 +183,47 @@ static char *
 text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
 	return text_to_cstring(hb_require_text(fcinfo, argno, what));
+}
+
+/*
+ * The row a pinned call's values bind as: a tuple descriptor (not blessed)
+ * of the column names in cols, which must be as many as the nvals values,
+ * and the values' types (InvalidOid where the call's type is unknown).
+ */
+TupleDesc
+hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types)
+{
+	Datum	   *names;
+	bool	   *nn;
+	int			n;
+	TupleDesc	desc;
+
+	if (ARR_NDIM(cols) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("columns must be a one-dimensional array")));
+	deconstruct_array(cols, TEXTOID, -1, false, TYPALIGN_INT, &names, &nn, &n);
+	if (n != nvals)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a pinned call has %d column names for %d values",
+						n, nvals)));
+	desc = CreateTemplateTupleDesc(n);
+	for (int i = 0; i < n; i++)
+	{
+		if (nn[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("columns must not contain nulls")));
+		if (!OidIsValid(types[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("could not determine the type of value %d of a pinned call",
+							i + 1)));
+		TupleDescInitEntry(desc, i + 1, TextDatumGetCString(names[i]),
+						   types[i], -1, 0);
+	}
+	return desc;
 }
 
 static PinnedSite *
@@ -209,40 +252,15 @@ site_prepare(FunctionCallInfo fcinfo, PinKind kind)
 				 errmsg("a pinned call needs the row's values")));
 	if (s->by_name)
 	{
-		ArrayType  *cols = PG_GETARG_ARRAYTYPE_P(4);
-		Datum	   *names;
-		bool	   *nn;
-		int			n;
+		Oid		   *types = palloc(sizeof(Oid) * s->nvals);
 
-		if (ARR_NDIM(cols) > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("columns must be a one-dimensional array")));
-		deconstruct_array(cols, TEXTOID, -1, false, TYPALIGN_INT, &names, &nn, &n);
-		if (n != s->nvals)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("a pinned call has %d column names for %d values",
-							n, s->nvals)));
-		s->desc = CreateTemplateTupleDesc(n);
-		for (int i = 0; i < n; i++)
-		{
-			Oid			t = get_fn_expr_argtype(fcinfo->flinfo, PIN_VALUES + i);
-
-			if (nn[i])
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("columns must not contain nulls")));
-			if (!OidIsValid(t))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("could not determine the type of value %d of a pinned call",
-								i + 1)));
-			TupleDescInitEntry(s->desc, i + 1, TextDatumGetCString(names[i]), t, -1, 0);
-		}
+		for (int i = 0; i < s->nvals; i++)
+			types[i] = get_fn_expr_argtype(fcinfo->flinfo, PIN_VALUES + i);
+		s->desc = hb_pinned_desc(PG_GETARG_ARRAYTYPE_P(4), s->nvals, types);
+		pfree(types);
 		s->desc = BlessTupleDesc(s->desc);
-		s->values = palloc(sizeof(Datum) * n);
-		s->nulls = palloc(sizeof(bool) * n);
+		s->values = palloc(sizeof(Datum) * s->nvals);
+		s->nulls = palloc(sizeof(bool) * s->nvals);
 	}
 	else if (s->nvals != 1)
 		ereport(ERROR,
@@ -257,6 +275,31 @@ site_prepare(FunctionCallInfo fcinfo, PinKind kind)
 	MemoryContextSwitchTo(old);
 	fcinfo->flinfo->fn_extra = s;
 	return s;
+}
+
+/*
+ * The model name of this row, made a C string only when it is not the
+ * previous row's (a call site's name is nearly always a constant).
+ */
+static const char *
+site_name(FunctionCallInfo fcinfo, PinnedSite *s)
+{
+	text	   *t = hb_require_text(fcinfo, 0, "model name");
+	size_t		len = VARSIZE_ANY_EXHDR(t);
+
+	if (s->name == NULL || s->name_len != len ||
+		memcmp(s->name, VARDATA_ANY(t), len) != 0)
+	{
+		char	   *name = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, len + 1);
+
+		memcpy(name, VARDATA_ANY(t), len);
+		name[len] = '\0';
+		if (s->name != NULL)
+			pfree(s->name);
+		s->name = name;
+		s->name_len = len;
+	}
+	return s->name;
 }
 
 typedef struct PinContext
@@ -287,7 +330,7 @@ pinned(FunctionCallInfo fcinfo, PinKind kind)
 	bool		cascade = hb_cascade_on;
 
 	pc.site = s;
-	pc.name = text_arg(fcinfo, 0, "model name");
+	pc.name = site_name(fcinfo, s);
 	errcb.callback = pin_error_context;
 	errcb.arg = &pc;
 	errcb.previous = error_context_stack;

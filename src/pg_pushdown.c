@@ -123,11 +123,6 @@ reads_distributed_walker(Node *node, PinCtx *ctx)
 static Oid
 pinned_function(FuncExpr *plain)
 {
-	static const char *const names[] = {
-		NULL, "hb_predict_pinned", "hb_predict_proba_pinned",
-		"hb_predict_margin_pinned", "hb_predict_class_pinned",
-		"hb_predict_targets_pinned"
-	};
 	bool		is_array;
 	HbCallKind	kind = hb_scoring_call(plain->funcid, &is_array);
 	Oid			argtypes[6] = {TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTARRAYOID, ANYOID};
@@ -135,7 +130,8 @@ pinned_function(FuncExpr *plain)
 
 	if (kind == HB_CALL_NONE || nsp == NULL)
 		return InvalidOid;
-	return LookupFuncName(list_make2(makeString(nsp), makeString((char *) names[kind])),
+	return LookupFuncName(list_make2(makeString(nsp),
+									 makeString(pstrdup(hb_pinned_function_name(kind)))),
 						  6, argtypes, true);
 }
 

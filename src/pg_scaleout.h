@@ -27,6 +27,7 @@ extern void hb_pin_check(const char *name, int32 version, const uint8 *sha,
 						 const char *origin);
 extern HbCacheEntry *hb_pinned_resolve(const char *name, int32 pin_version,
 									   const char *pin_sha, const char *origin);
+extern TupleDesc hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types);
 
 /* pg_pushdown.c: around standard_planner, from the planner hook */
 typedef struct HbPushdown
@@ -46,12 +47,15 @@ extern bool hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k,
 /* pg_partsplit.c: aggregates and top-K over partitions, per partition */
 extern bool hb_split_per_partition(Query *q, HbPushdown *pd);
 extern void hb_topk_scans_fix(PlannedStmt *stmt, HbPushdown *pd);
+extern int	hb_plan_next_node_id(PlannedStmt *stmt);
 
 /* pg_admin.c: writing a version (upload, and receiving from a coordinator) */
 typedef struct HbVersionRows HbVersionRows;
 
+extern void hb_sha256(const char *data, size_t len, uint8 *out);
 extern HbVersionRows *hb_version_prepare(const char *name, struct varlena *arg,
-										 HbFormat format, ArrayType *features);
+										 HbFormat format, ArrayType *features,
+										 const uint8 *digest);
 extern const uint8 *hb_version_sha256(const HbVersionRows *r);
 extern void hb_version_insert(HbCatalogWrite *w, const char *name,
 							  HbVersionRows *r, int32 version);

@@ -66,6 +66,8 @@ extern HbCallKind hb_scoring_call(Oid funcid, bool *is_array);
 extern HbFuncRole hb_scoring_role(Oid funcid, HbCallKind *kind);
 extern bool hb_pinned_function(Oid funcid);
 extern Oid	hb_scoring_row_function(Oid aggfnoid);
+extern const char *hb_call_function_name(HbCallKind kind, bool agg);
+extern const char *hb_pinned_function_name(HbCallKind kind);
 
 /* pg_scan_plan.c */
 extern void hb_scan_init(void);

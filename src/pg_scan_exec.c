@@ -210,27 +210,6 @@ typedef struct HbScoreState
 
 /* ---- models ---- */
 
-/* The function a call stands for, as its checks name it. */
-static const char *
-call_function_name(HbCallKind kind, bool agg)
-{
-	switch (kind)
-	{
-		case HB_CALL_PREDICT:
-			return agg ? "hb_predict_agg" : "hb_predict";
-		case HB_CALL_PROBA:
-			return "hb_predict_proba";
-		case HB_CALL_MARGIN:
-			return "hb_predict_margin";
-		case HB_CALL_CLASS:
-			return agg ? "hb_predict_class_agg" : "hb_predict_class";
-		case HB_CALL_TARGETS:
-			return agg ? "hb_predict_targets_agg" : "hb_predict_targets";
-		default:
-			return "hb_predict";
-	}
-}
-
 static Datum
 eval_scan_const(HbScoreState *st, ExprState *es, bool *isnull)
 {
@@ -274,38 +253,14 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
 {
 	bool		isnull;
 	Datum		d = eval_scan_const(st, c->pin_es[3], &isnull);
-	ArrayType  *cols;
-	Datum	   *names;
-	bool	   *nn;
-	int			n;
 	TupleDesc	desc;
 
 	Assert(!isnull);
-	cols = DatumGetArrayTypeP(d);
-	if (ARR_NDIM(cols) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("columns must be a one-dimensional array")));
-	deconstruct_array(cols, TEXTOID, -1, false, TYPALIGN_INT, &names, &nn, &n);
-	if (n != c->nvals)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a pinned call has %d column names for %d values",
-						n, c->nvals)));
-	desc = CreateTemplateTupleDesc(n);
-	for (int i = 0; i < n; i++)
-	{
-		if (nn[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("columns must not contain nulls")));
-		TupleDescInitEntry(desc, i + 1, TextDatumGetCString(names[i]),
-						   c->val_type[i], -1, 0);
-	}
+	desc = hb_pinned_desc(DatumGetArrayTypeP(d), c->nvals, c->val_type);
 	hb_bind_desc(&c->bind, c->e, desc, c->cxt, c->e->name);
 	c->bound = true;
-	c->rowvals = palloc(sizeof(Datum) * n);
-	c->rownulls = palloc(sizeof(bool) * n);
+	c->rowvals = palloc(sizeof(Datum) * c->nvals);
+	c->rownulls = palloc(sizeof(bool) * c->nvals);
 }
 
 /*
@@ -1325,7 +1280,7 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 		c->rowtype = (Oid) intVal(lfourth(priv));
 		c->relid = (Oid) intVal(list_nth(priv, 4));
 		c->agg = list_length(priv) > 5 && intVal(list_nth(priv, 5)) != 0;
-		c->fn = call_function_name(c->kind, c->agg);
+		c->fn = hb_call_function_name(c->kind, c->agg);
 		c->name_es = ExecInitExpr(name, &node->ss.ps);
 		if (c->source == HB_SOURCE_DATUM)
 		{

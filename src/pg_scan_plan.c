@@ -1440,47 +1440,6 @@ stream_walk(Plan *plan, StreamCtx *ctx)
 	}
 }
 
-static bool
-max_node_id_walker(Plan *plan, int *max)
-{
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return false;
-	*max = Max(*max, plan->plan_node_id);
-	max_node_id_walker(plan->lefttree, max);
-	max_node_id_walker(plan->righttree, max);
-	switch (nodeTag(plan))
-	{
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				max_node_id_walker(lfirst(lc), max);
-			break;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				max_node_id_walker(lfirst(lc), max);
-			break;
-		case T_SubqueryScan:
-			max_node_id_walker(((SubqueryScan *) plan)->subplan, max);
-			break;
-		case T_CustomScan:
-			foreach(lc, ((CustomScan *) plan)->custom_plans)
-				max_node_id_walker(lfirst(lc), max);
-			break;
-		case T_BitmapAnd:
-			foreach(lc, ((BitmapAnd *) plan)->bitmapplans)
-				max_node_id_walker(lfirst(lc), max);
-			break;
-		case T_BitmapOr:
-			foreach(lc, ((BitmapOr *) plan)->bitmapplans)
-				max_node_id_walker(lfirst(lc), max);
-			break;
-		default:
-			break;
-	}
-	return false;
-}
-
 /*
  * Is there a scoring call, a scoring aggregate or a batched function
  * anywhere in the statement?  (a cheap first look)
@@ -1563,13 +1522,9 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 		return stmt;
 
 	ctx.stmt = stmt;
-	ctx.next_id = 0;
+	ctx.next_id = hb_plan_next_node_id(stmt);
 	ctx.nodes = 0;
 	ctx.pd = &pd;
-	max_node_id_walker(stmt->planTree, &ctx.next_id);
-	foreach(lc, stmt->subplans)
-		max_node_id_walker(lfirst(lc), &ctx.next_id);
-	ctx.next_id++;
 
 	stmt->planTree = rewrite_plan(&ctx, stmt->planTree, no_bound);
 	foreach(lc, stmt->subplans)

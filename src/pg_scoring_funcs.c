@@ -3,7 +3,7 @@
  *	  Which of hbird's functions a function OID is: a scoring call (and
  *	  its kind: value, probabilities, margins, class, targets; row or
  *	  array; plain or pinned), a scoring aggregate, a batched function, or
- *	  none of them.
+ *	  none of them; and the SQL name of each kind's functions.
  *
  * The planner steps (pg_scan_plan.c, pg_pushdown.c, pg_partsplit.c) all ask
  * this, so it sits below them and calls no other glue file.  A function is
@@ -76,6 +76,49 @@ static const struct
 	{"hb_predict_targets_pinned", HB_CALL_TARGETS, false, HB_ROLE_CALL},
 };
 
+/*
+ * The SQL names of each kind's functions: the row-at-a-time call, the
+ * aggregate (only some kinds have one) and the pinned form.
+ */
+static const struct
+{
+	const char *row;
+	const char *agg;
+	const char *pinned;
+}			call_names[] =
+{
+	[HB_CALL_NONE] = {"hb_predict", NULL, NULL},
+	[HB_CALL_PREDICT] = {"hb_predict", "hb_predict_agg", "hb_predict_pinned"},
+	[HB_CALL_PROBA] = {"hb_predict_proba", NULL, "hb_predict_proba_pinned"},
+	[HB_CALL_MARGIN] = {"hb_predict_margin", NULL, "hb_predict_margin_pinned"},
+	[HB_CALL_CLASS] = {"hb_predict_class", "hb_predict_class_agg",
+	"hb_predict_class_pinned"},
+	[HB_CALL_TARGETS] = {"hb_predict_targets", "hb_predict_targets_agg",
+	"hb_predict_targets_pinned"},
+};
+
+/*
+ * The function a call of that kind stands for, as checks and errors name
+ * it: the aggregate's name when agg and the kind has one, else the
+ * row-at-a-time function's.
+ */
+const char *
+hb_call_function_name(HbCallKind kind, bool agg)
+{
+	if ((unsigned) kind >= lengthof(call_names))
+		kind = HB_CALL_NONE;
+	return agg && call_names[kind].agg ? call_names[kind].agg : call_names[kind].row;
+}
+
+/* The SQL name of the pinned form of a kind's call; NULL for none. */
+const char *
+hb_pinned_function_name(HbCallKind kind)
+{
+	if ((unsigned) kind >= lengthof(call_names))
+		return NULL;
+	return call_names[kind].pinned;
+}
+
 static void
 call_kinds_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 {
@@ -126,8 +169,7 @@ symbol_of(HeapTuple proctup)
 static Oid
 row_function(Oid nsp, HbCallKind kind)
 {
-	const char *name = kind == HB_CALL_CLASS ? "hb_predict_class" :
-		kind == HB_CALL_TARGETS ? "hb_predict_targets" : "hb_predict";
+	const char *name = hb_call_function_name(kind, false);
 	Oid			argtypes[2] = {TEXTOID, RECORDOID};
 	char	   *nspname = get_namespace_name(nsp);
 	Oid			f;

@@ -35,8 +35,6 @@
 #include "access/table.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_type.h"
-#include "common/cryptohash.h"
-#include "common/sha2.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "funcapi.h"
@@ -364,27 +362,6 @@ require(FunctionCallInfo fcinfo, int argno, const char *what)
 				 errmsg("%s must not be null", what)));
 }
 
-static char *
-digest_hex(const char *data, size_t len)
-{
-	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
-	uint8		out[PG_SHA256_DIGEST_LENGTH];
-
-	if (pg_cryptohash_init(ctx) < 0)
-		elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
-	for (size_t off = 0; off < len; off += 1024 * 1024)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (pg_cryptohash_update(ctx, (const uint8 *) data + off,
-								 Min(len - off, 1024 * 1024)) < 0)
-			elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
-	}
-	if (pg_cryptohash_final(ctx, out, sizeof(out)) < 0)
-		elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
-	pg_cryptohash_free(ctx);
-	return hb_sha256_hex(out);
-}
-
 /* The grantees' role OIDs ('public': 0); every role must exist here. */
 static ArrayType *
 grantee_oids(ArrayType *grants)
@@ -420,6 +397,7 @@ hb_model_receive(PG_FUNCTION_ARGS)
 	ArrayType  *features;
 	bytea	   *body;
 	char	   *sha;
+	uint8		digest[HB_SHA256_LEN];
 	char	   *owner_name;
 	Oid			owner;
 	bool		active;
@@ -456,7 +434,8 @@ hb_model_receive(PG_FUNCTION_ARGS)
 	grants = PG_GETARG_ARRAYTYPE_P(8);
 
 	/* the bytes are the ones hashed on the coordinator */
-	if (pg_strcasecmp(digest_hex(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body)), sha) != 0)
+	hb_sha256(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body), digest);
+	if (pg_strcasecmp(hb_sha256_hex(digest), sha) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the bytes received for version %d of model \"%s\" do not have sha256 %s",
@@ -503,7 +482,8 @@ hb_model_receive(PG_FUNCTION_ARGS)
 		hb_check_new_model_name(name);
 	/* parse and compile before writing, as hb_model_upload does */
 	if (have == NULL)
-		rows = hb_version_prepare(name, (struct varlena *) body, fmt, features);
+		rows = hb_version_prepare(name, (struct varlena *) body, fmt, features,
+								  digest);
 
 	initStringInfo(&action);
 	hb_write_begin(&w, "receive a model");

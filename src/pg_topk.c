@@ -362,13 +362,13 @@ hb_topk(PG_FUNCTION_ARGS)
 	char	   *query;
 	HbTuning	tuning = {0};
 	bool		approx;
+	HbRowsOut	out;
 
 	check_topk_model(e);
 	approx = use_approx(PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
 						e, k, &tuning);
 	InitMaterializedSRF(fcinfo, 0);
-	if (rsinfo->setDesc->natts != HB_TOPK_COLS)
-		elog(ERROR, "incorrect number of output columns of hb_topk");
+	hb_rows_out_init(&out, rsinfo, HB_TOPK_COLS);
 	/* a table of shards: each ranks its rows, this merges (pg_pushdown.c) */
 	if (!approx && PG_ARGISNULL(3) && hb_topk_on_shards(fcinfo, e, k, rowtype))
 	{
@@ -398,7 +398,7 @@ hb_topk(PG_FUNCTION_ARGS)
 			values[col++] = Float8GetDatum(scores[i]);
 			values[col++] = items[i];
 			Assert(col == HB_TOPK_COLS);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			hb_rows_emit(&out, values, nulls);
 		}
 		record_stats(&scan.stats, e);
 		return (Datum) 0;
@@ -424,7 +424,7 @@ hb_topk(PG_FUNCTION_ARGS)
 		values[col++] = Float8GetDatum(heap.e[i].score);
 		values[col++] = heap.e[i].item;
 		Assert(col == HB_TOPK_COLS);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		hb_rows_emit(&out, values, nulls);
 	}
 	record_stats(&scan.stats, e);
 	hb_topk_bounds_free(scan.bounds);

@@ -307,7 +307,7 @@ full_classes(const HbPlan *p, const double *x, size_t n, int32_t *out,
 	{
 		size_t		nb = n - r0 < buf_rows ? n - r0 : buf_rows;
 
-		hb_exec_full(p, x + r0 * p->n_features, nb, buf);
+		hb_plan_margins(p, x + r0 * p->n_features, nb, buf);
 		hb_link_class(p, buf, nb, out + r0);
 	}
 	if (stats)
@@ -675,7 +675,7 @@ hb_early_exit_classes(const HbPlan *p, const HbClassBounds *b, const double *x,
 		score_one_binary(p, b, x, out, stats);
 		ok = true;
 	}
-	else if (p->ptt && n >= EE_CHUNK && hb_exec_strategy(p, n) == HB_STRATEGY_PTT)
+	else if (p->ptt && n >= EE_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
 		ok = score_chunks(p, b, x, n, out, stats);
 	else
 		ok = score_tt(p, b, x, n, out, stats);

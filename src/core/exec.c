@@ -57,7 +57,7 @@ hb_exec_forced(void)
 }
 
 HbStrategy
-hb_exec_strategy(const HbPlan *p, size_t n)
+hb_plan_strategy(const HbPlan *p, size_t n)
 {
 	HbStrategy	s = strategy_override;
 
@@ -82,12 +82,6 @@ hb_exec_strategy(const HbPlan *p, size_t n)
 	if ((s == HB_STRATEGY_PTT && !p->ptt) || (s == HB_STRATEGY_GEMM && !p->gemm))
 		s = HB_STRATEGY_TT;
 	return s;
-}
-
-HbStrategy
-hb_plan_strategy(const HbPlan *p, size_t n)
-{
-	return hb_exec_strategy(p, n);
 }
 
 void
@@ -168,7 +162,7 @@ hb_exec_trees(const HbPlan *p, HbStrategy s, const double *x, size_t n,
 		return false;
 
 	if (s == HB_STRATEGY_AUTO)
-		s = hb_exec_strategy(p, n);
+		s = hb_plan_strategy(p, n);
 	else if ((s == HB_STRATEGY_PTT && !p->ptt) ||
 			 (s == HB_STRATEGY_GEMM && !p->gemm))
 		s = HB_STRATEGY_TT;

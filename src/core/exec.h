@@ -30,7 +30,7 @@
  * Trees [t0, t1) of p for the n rows of x, added to acc; with HB_EXEC_INIT
  * acc is first set to the base margins (then trees [0, T) are full
  * scoring, and a linear model, which has no trees, gets its margins).
- * strategy AUTO chooses per batch (hb_exec_strategy); a strategy the plan
+ * strategy AUTO chooses per batch (hb_plan_strategy); a strategy the plan
  * lacks, or one without tree ranges (GEMM), runs as TT.  The device takes
  * only full scoring (HB_EXEC_INIT over every tree) and only when asked and
  * hbird.device wants the batch.  Returns false only under
@@ -41,19 +41,8 @@ extern bool hb_exec_trees(const HbPlan *p, HbStrategy strategy,
 						  const double *x, size_t n, int t0, int t1,
 						  int flags, double *acc);
 
-/* Full scoring: every tree from the base margins, the device allowed */
-static inline void
-hb_exec_full(const HbPlan *p, const double *x, size_t n, double *acc)
-{
-	hb_exec_trees(p, HB_STRATEGY_AUTO, x, n, 0, hb_plan_n_trees(p),
-				  HB_EXEC_INIT | HB_EXEC_DEVICE, acc);
-}
-
 /* acc (n x n_outputs) set to the base margins, float-rounded for float32 */
 extern void hb_exec_base(const HbPlan *p, size_t n, double *acc);
-
-/* The strategy a batch of n rows runs with (the heuristic, or the forced one) */
-extern HbStrategy hb_exec_strategy(const HbPlan *p, size_t n);
 
 /* The strategy hbird.tree_strategy forces, or AUTO */
 extern HbStrategy hb_exec_forced(void);

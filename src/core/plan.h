@@ -43,7 +43,7 @@ typedef struct HbPlanOp
  */
 extern void hb_set_strategy_override(HbStrategy s);
 
-/* The strategy a batch of n rows runs with, and why not another. */
+/* The strategy a batch of n rows runs with: the heuristic's, or the forced one */
 extern HbStrategy hb_plan_strategy(const HbPlan *p, size_t n);
 
 /*

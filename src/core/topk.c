@@ -486,7 +486,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 		{
 			size_t		nb = n - r0 < TOPK_CHUNK ? n - r0 : TOPK_CHUNK;
 
-			hb_exec_full(p, x + r0 * nf, nb, m);
+			hb_plan_margins(p, x + r0 * nf, nb, m);
 			for (size_t i = 0; i < nb; i++)
 				if (b->sign * m[i] >= *threshold)
 					*threshold = offer(arg, r0 + i, m[i]);
@@ -514,7 +514,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 	 * it pays, the range kernel otherwise: hb_exec_chunk_new decides); the
 	 * rest walk with TT.
 	 */
-	if (p->ptt && n >= TOPK_CHUNK && hb_exec_strategy(p, n) == HB_STRATEGY_PTT)
+	if (p->ptt && n >= TOPK_CHUNK && hb_plan_strategy(p, n) == HB_STRATEGY_PTT)
 	{
 		HbExecChunk *c = hb_exec_chunk_new(p, HB_STRATEGY_PTT, PTT_CHUNK);
 		bool		ok = c != NULL &&

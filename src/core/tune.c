@@ -214,7 +214,7 @@ time_full(Work *w)
 	{
 		double		t0 = now_ns();
 
-		hb_exec_full(w->p, w->x_eval, w->n_time, w->buf);
+		hb_plan_margins(w->p, w->x_eval, w->n_time, w->buf);
 		t0 = now_ns() - t0;
 		if (t0 < best)
 			best = t0;
@@ -420,7 +420,7 @@ importances(Work *w, double *imp, HbError *err)
 			xb[(i - 1) * nf + j] = xb[r * nf + j];
 			xb[r * nf + j] = t;
 		}
-		hb_exec_full(w->p, xb, nr, mb);
+		hb_plan_margins(w->p, xb, nr, mb);
 		for (size_t i = 0; i < nr * w->k; i++)
 		{
 			double		d = mb[i] - w->m_fit[i];
@@ -1324,8 +1324,8 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	w.x_sel = w.x_fit + w.n_fit * w.nf;
 	w.m_sel = w.m_fit + w.n_fit * w.k;
 
-	hb_exec_full(p, w.x_fit, n_half, w.m_fit);
-	hb_exec_full(p, w.x_eval, w.n_eval, w.m_eval);
+	hb_plan_margins(p, w.x_fit, n_half, w.m_fit);
+	hb_plan_margins(p, w.x_eval, w.n_eval, w.m_eval);
 	model_ns = time_full(&w);
 	res->featurize_ns = spec->n_groups > 0 ? spec->featurize_ns : 0.0;
 	res->full_ns = model_ns + res->featurize_ns;
