@@ -57,7 +57,8 @@ onnx_attr_str(const OnnxNode *n, const char *name, char *buf, size_t size)
 	if (a == NULL || !a->has_s)
 		return buf;
 	l = a->s.len < size - 1 ? a->s.len : size - 1;
-	memcpy(buf, a->s.data, l);
+	if (l > 0)					/* an empty string may come without data */
+		memcpy(buf, a->s.data, l);
 	buf[l] = '\0';
 	for (size_t i = 0; i < l; i++)
 		if ((unsigned char) buf[i] < 0x20 || (unsigned char) buf[i] > 0x7e)

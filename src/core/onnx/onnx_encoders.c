@@ -30,7 +30,8 @@ copy_strings(OnnxReader *r, const OnnxNode *n, const ProtobufCBinaryData *src,
 	}
 	for (size_t i = 0; i < cnt; i++)
 	{
-		if (memchr(src[i].data, '\0', src[i].len) != NULL)
+		/* an empty string may come without data (protobuf-c: NULL, 0) */
+		if (src[i].len > 0 && memchr(src[i].data, '\0', src[i].len) != NULL)
 		{
 			onnx_refuse(r, n, "a category string holds a NUL byte");
 			goto fail;
@@ -41,7 +42,8 @@ copy_strings(OnnxReader *r, const OnnxNode *n, const ProtobufCBinaryData *src,
 			hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
 			goto fail;
 		}
-		memcpy(v[i], src[i].data, src[i].len);
+		if (src[i].len > 0)
+			memcpy(v[i], src[i].data, src[i].len);
 		v[i][src[i].len] = '\0';
 	}
 	return v;
