@@ -200,20 +200,33 @@ extern void hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 						  bool margins);
 
 /*
- * A batch's tuples, one after another in one buffer (no allocation a row):
- * the rows a top-K may keep, read again or made datums of only if kept.
+ * A batch's tuples, one after another in one buffer (no allocation a row),
+ * by the batch row they belong to: the rows a top-K may keep, read again or
+ * made datums of only if kept.
  */
 typedef struct HbTupleStore
 {
-	MemoryContext cxt;			/* where the buffer lives */
+	MemoryContext cxt;			/* where it lives */
 	char	   *buf;
 	Size		used;
 	Size		cap;
+	int			rows;			/* batch rows it has room for */
+	Size	   *off;			/* per batch row: where its tuple starts */
+	uint32	   *len;			/* and its length, 0 for none */
 } HbTupleStore;
 
-extern Size hb_tuples_add(HbTupleStore *s, HeapTuple t);
-extern void hb_tuples_get(const HbTupleStore *s, Size off, uint32 len,
-						  HeapTuple out);
+extern void hb_tuples_init(HbTupleStore *s, int rows, MemoryContext cxt);
+extern void hb_tuples_put(HbTupleStore *s, int row, HeapTuple t);
+extern bool hb_tuples_get(const HbTupleStore *s, int row, HeapTuple out);
+
+/* A new batch: no row has a tuple yet. */
+static inline void
+hb_tuples_reset(HbTupleStore *s)
+{
+	s->used = 0;
+	if (s->rows > 0)
+		memset(s->len, 0, sizeof(uint32) * s->rows);
+}
 extern void hb_read_slot(const HbColumnReader *r, const HbBinding *b,
 						 const HbCacheEntry *e, TupleTableSlot *slot,
 						 double *x, bool margins);

@@ -592,11 +592,29 @@ hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 	}
 }
 
-/* Copy tuple t into s; returns where it starts (its length is t->t_len). */
-Size
-hb_tuples_add(HbTupleStore *s, HeapTuple t)
+/* Room for the tuples of batches of up to rows rows, in cxt (again: more). */
+void
+hb_tuples_init(HbTupleStore *s, int rows, MemoryContext cxt)
+{
+	if (s->rows > 0)
+	{
+		pfree(s->off);
+		pfree(s->len);
+	}
+	s->cxt = cxt;
+	s->rows = rows;
+	s->off = MemoryContextAllocHuge(cxt, sizeof(Size) * Max(rows, 1));
+	s->len = MemoryContextAllocZero(cxt, sizeof(uint32) * Max(rows, 1));
+	s->used = 0;
+}
+
+/* Copy tuple t into s as batch row row's. */
+void
+hb_tuples_put(HbTupleStore *s, int row, HeapTuple t)
 {
 	Size		at = MAXALIGN(s->used);
+
+	Assert(row >= 0 && row < s->rows && t->t_len > 0);
 
 	if (at + t->t_len > s->cap)
 	{
@@ -608,17 +626,25 @@ hb_tuples_add(HbTupleStore *s, HeapTuple t)
 	}
 	memcpy(s->buf + at, t->t_data, t->t_len);
 	s->used = at + t->t_len;
-	return at;
+	s->off[row] = at;
+	s->len[row] = t->t_len;
 }
 
-/* The tuple hb_tuples_add put at off, as a HeapTuple without a location. */
-void
-hb_tuples_get(const HbTupleStore *s, Size off, uint32 len, HeapTuple out)
+/*
+ * Batch row row's tuple, as a HeapTuple without a location; false when the
+ * row has none.
+ */
+bool
+hb_tuples_get(const HbTupleStore *s, int row, HeapTuple out)
 {
-	out->t_len = len;
-	out->t_data = (HeapTupleHeader) (s->buf + off);
+	Assert(row >= 0 && row < s->rows);
+	if (s->len[row] == 0)
+		return false;
+	out->t_len = s->len[row];
+	out->t_data = (HeapTupleHeader) (s->buf + s->off[row]);
 	ItemPointerSetInvalid(&out->t_self);
 	out->t_tableOid = InvalidOid;
+	return true;
 }
 
 /*

@@ -181,15 +181,11 @@ struct HbQueryRows
 	int			batch;
 	int			next;			/* rows to read for the next batch */
 	HbRowsItems items;			/* what of the rows themselves is kept */
-	MemoryContext cxt;			/* the reader's: its buffers */
 	bool		done;
 	MemoryContext batch_cxt;	/* one batch's items */
 	double	   *x;				/* batch x width */
 	Datum	   *item;			/* HB_ITEMS_ALL: the batch's rows */
-	/* HB_ITEMS_ON_DEMAND: the batch's tuples */
-	HbTupleStore tup;
-	Size	   *tup_off;		/* per row: where its tuple starts in tup */
-	uint32	   *tup_len;
+	HbTupleStore tup;			/* HB_ITEMS_ON_DEMAND: the batch's tuples */
 	uint64		n;				/* rows in the batch */
 	RowsDest	dest;
 };
@@ -219,8 +215,7 @@ rows_receive(TupleTableSlot *slot, DestReceiver *self)
 			 * (an allocation and a copy) cost about a tenth of an
 			 * approximate top-K's time
 			 */
-			r->tup_off[i] = hb_tuples_add(&r->tup, t);
-			r->tup_len[i] = t->t_len;
+			hb_tuples_put(&r->tup, (int) i, t);
 		}
 	}
 	MemoryContextSwitchTo(old);
@@ -269,16 +264,11 @@ hb_rows_open(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
 	r->batch = batch;
 	r->next = batch;
 	r->items = items;
-	r->cxt = CurrentMemoryContext;
-	r->tup.cxt = CurrentMemoryContext;
 	r->x = palloc_extended(sizeof(double) * batch * Max(r->width, 1), MCXT_ALLOC_HUGE);
 	if (items == HB_ITEMS_ALL)
 		r->item = palloc_extended(sizeof(Datum) * batch, MCXT_ALLOC_HUGE);
 	else if (items == HB_ITEMS_ON_DEMAND)
-	{
-		r->tup_off = palloc_extended(sizeof(Size) * batch, MCXT_ALLOC_HUGE);
-		r->tup_len = palloc_extended(sizeof(uint32) * batch, MCXT_ALLOC_HUGE);
-	}
+		hb_tuples_init(&r->tup, batch, CurrentMemoryContext);
 	r->batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird query rows",
 										 ALLOCSET_DEFAULT_SIZES);
 	/* features bind by the names of the row type's columns */
@@ -332,7 +322,8 @@ hb_rows_next(HbQueryRows *r)
 {
 	MemoryContextReset(r->batch_cxt);
 	r->n = 0;
-	r->tup.used = 0;
+	if (r->items == HB_ITEMS_ON_DEMAND)
+		hb_tuples_reset(&r->tup);
 	if (r->done)
 		return 0;
 	CHECK_FOR_INTERRUPTS();
@@ -391,7 +382,8 @@ hb_rows_item(HbQueryRows *r, uint64 i)
 	Assert(i < r->n && r->items != HB_ITEMS_NONE);
 	if (r->items == HB_ITEMS_ALL)
 		return datumCopy(r->item[i], false, -1);
-	hb_tuples_get(&r->tup, r->tup_off[i], r->tup_len[i], &t);
+	if (!hb_tuples_get(&r->tup, (int) i, &t))
+		elog(ERROR, "row %llu of the batch was not kept", (unsigned long long) i);
 	return heap_copy_tuple_as_datum(&t, r->rowdesc);
 }
 

@@ -112,9 +112,7 @@ typedef struct ScoreCall
 	 */
 	bool		lazy_cols;
 	HbColumnReader rd_cheap;
-	HbTupleStore tup;			/* the batch's tuples */
-	Size	   *tup_off;		/* per batch row (x_cap) */
-	uint32	   *tup_len;
+	HbTupleStore tup;			/* the batch's tuples, per batch row (x_cap) */
 	TupleDesc  *tup_desc;		/* the layout it came in (its slot's: with
 								 * the defaults of columns added since) */
 	Datum	   *rowvals;		/* ARGS: one row's values */
@@ -427,14 +425,9 @@ grow_call_buffers(HbScoreState *st, ScoreCall *c)
 	c->scratch = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * cap * c->nout);
 	c->out = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * cap * c->nout);
 	c->cls = MemoryContextAllocHuge(st->state_cxt, sizeof(int32) * cap);
-	if (c->tup_off)
-	{
-		pfree(c->tup_off);
-		pfree(c->tup_len);
+	if (c->tup_desc)
 		pfree(c->tup_desc);
-	}
-	c->tup_off = MemoryContextAllocHuge(st->state_cxt, sizeof(Size) * cap);
-	c->tup_len = MemoryContextAllocHuge(st->state_cxt, sizeof(uint32) * cap);
+	hb_tuples_init(&c->tup, cap, st->state_cxt);
 	c->tup_desc = MemoryContextAllocHuge(st->state_cxt, sizeof(TupleDesc) * cap);
 	/* what a cheap model does not read is never written: missing */
 	for (int64 i = 0; c->lazy_cols && i < (int64) cap * Max(c->width, 1); i++)
@@ -456,16 +449,14 @@ row_has_tuple(TupleTableSlot *in)
 
 /*
  * Keep the tuple of batch row b of a lazily read call (lazy_cols); a row
- * without a tuple of its own (tup_len 0) is read in full at once instead.
+ * without a tuple of its own (none in tup) is read in full at once instead.
  */
 static void
-keep_row_tuple(HbScoreState *st, ScoreCall *c, int b, TupleTableSlot *in)
+keep_row_tuple(ScoreCall *c, int b, TupleTableSlot *in)
 {
 	HeapTuple	t = ((HeapTupleTableSlot *) in)->tuple;
 
-	c->tup.cxt = st->state_cxt;
-	c->tup_off[b] = hb_tuples_add(&c->tup, t);
-	c->tup_len[b] = t->t_len;
+	hb_tuples_put(&c->tup, b, t);
 	c->tup_desc[b] = in->tts_tupleDescriptor;
 }
 
@@ -478,13 +469,12 @@ read_row_full(ScoreCall *c, int b, double *x, const double *src)
 {
 	HeapTupleData t;
 
-	if (c->tup_len[b] == 0)
+	if (!hb_tuples_get(&c->tup, b, &t))
 	{
 		if (x != src)
 			memcpy(x, src, sizeof(double) * c->width);
 		return;
 	}
-	hb_tuples_get(&c->tup, c->tup_off[b], c->tup_len[b], &t);
 	hb_read_tuple(&c->rd, &c->bind, c->e, &t, x, false);
 }
 
@@ -1040,9 +1030,8 @@ row_values_from_tuple(HbScoreState *st, int i)
 	bool	   *rn = st->nulls + (size_t) i * st->n_input;
 	HeapTupleData t;
 
-	if (c->tup_len[i] == 0)
+	if (!hb_tuples_get(&c->tup, i, &t))
 		return;					/* read when it came: no tuple of its own */
-	hb_tuples_get(&c->tup, c->tup_off[i], c->tup_len[i], &t);
 	heap_deform_tuple(&t, c->tup_desc[i], st->row_values, st->row_nulls);
 	for (int k = 0; k < st->n_kept; k++)
 	{
@@ -1066,7 +1055,7 @@ fill_batch(HbScoreState *st)
 	MemoryContextReset(st->batch_cxt);
 	st->nrows = 0;
 	for (int j = 0; j < st->n_calls; j++)
-		st->calls[j].tup.used = 0;
+		hb_tuples_reset(&st->calls[j].tup);
 	st->pos = 0;
 	target = Min(st->next_rows, st->max_rows);
 	st->next_rows = Min((int64) st->next_rows * 2, (int64) st->max_rows);
@@ -1136,16 +1125,12 @@ fill_batch(HbScoreState *st)
 				{
 					hb_read_slot(&c->rd_cheap, &c->bind, c->e, in,
 								 c->x + (size_t) st->nrows * c->width, false);
-					keep_row_tuple(st, c, st->nrows, in);
-					bytes += c->tup_len[st->nrows];
+					keep_row_tuple(c, st->nrows, in);
+					bytes += c->tup.len[st->nrows];
 				}
 				else if (c->source == HB_SOURCE_COLUMNS)
-				{
 					hb_read_slot(&c->rd, &c->bind, c->e, in,
 								 c->x + (size_t) st->nrows * c->width, c->sparse);
-					if (c->lazy_cols)
-						c->tup_len[st->nrows] = 0;
-				}
 			}
 			MemoryContextSwitchTo(old);
 		}
