@@ -299,6 +299,7 @@ extern void hb_check_regression(const HbCacheEntry *e, const char *fn);
 
 /* pg_query_rows.c: the rows of a caller's query, in batches */
 #define HB_MAX_BATCH_ROWS 65536
+#define HB_TOPK_BATCH_ROWS 4096	/* top-K batches: rows stay in cache */
 extern int	hb_batch_memory_kb;
 extern int	hb_batch_rows(const HbCacheEntry *e);
 extern Oid	hb_rowtype_arg(FunctionCallInfo fcinfo, int argno);

@@ -12,11 +12,15 @@
  * travels in custom_private as plain value nodes, so that the plan can be
  * copied and sent to parallel workers:
  *
- *	custom_private = (n_input, calls, topk)
+ *	custom_private = (n_input, calls, topk, sys)
  *	  calls: one list per call (kind, is_array, source, rowtype, relid)
  *			 (a pinned call's arg is a RowExpr of its other arguments)
  *	  topk:  (call, k, descending) when the node feeds a bounded sort on
  *			 that call's score, else NIL
+ *	  sys:   the system attribute numbers (ctid, tableoid) of the last
+ *			 input columns, which the input's slots carry as their rows'
+ *			 identity rather than as columns (a scan of a table's own
+ *			 tuples, which does not project for them); NIL when none
  *	custom_exprs = (name_0, arg_0, name_1, arg_1, ...[, limit_count,
  *			 limit_offset]) in terms of the input's columns (OUTER_VAR)
  */

@@ -44,6 +44,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/sysattr.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_operator_d.h"
@@ -705,18 +706,43 @@ copy_plan_fields(Plan *dst, const Plan *src, RewriteCtx *ctx)
 }
 
 /*
- * The scoring node over input: its scan tuple is input's columns
- * (n_input of them) followed by the calls' scores; tlist and quals read
- * that tuple (INDEX_VAR).  display holds each call as EXPLAIN shows it.
+ * Whether the input columns after the table's natts are all the scanned
+ * table's ctid or tableoid, which a scan's own tuples carry beside their
+ * columns.
+ */
+static bool
+system_columns_only(List *vars, int natts, Index scanrelid)
+{
+	ListCell   *lc;
+
+	for_each_from(lc, vars, natts)
+	{
+		Var		   *v = lfirst(lc);
+
+		if (!IsA(v, Var) || v->varno != scanrelid || v->varlevelsup != 0 ||
+			(v->varattno != SelfItemPointerAttributeNumber &&
+			 v->varattno != TableOidAttributeNumber))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The scoring node over input: its scan tuple is input's columns, then
+ * sys (the scanned table's ctid or tableoid, taken from the input's rows'
+ * identity: n_input columns in all), followed by the calls' scores; tlist
+ * and quals read that tuple (INDEX_VAR).  display holds each call as
+ * EXPLAIN shows it.
  */
 static CustomScan *
 make_score_node(RewriteCtx *ctx, Plan *input, List *calls, List *display,
 				List *call_privs, List *call_exprs, List *tlist, List *quals,
-				const Plan *costs_from)
+				const Plan *costs_from, List *sys)
 {
 	CustomScan *cs = makeNode(CustomScan);
-	int			n_input = list_length(input->targetlist);
+	int			n_input = list_length(input->targetlist) + list_length(sys);
 	List	   *scan_tlist = NIL;
+	List	   *sys_attnos = NIL;
 	ListCell   *lc;
 	int			resno = 1;
 
@@ -727,6 +753,13 @@ make_score_node(RewriteCtx *ctx, Plan *input, List *calls, List *display,
 		scan_tlist = lappend(scan_tlist,
 							 makeTargetEntry((Expr *) makeVarFromTargetEntry(OUTER_VAR, te),
 											 resno++, te->resname, false));
+	}
+	/* (only their types and EXPLAIN read these: the table's own Vars) */
+	foreach(lc, sys)
+	{
+		scan_tlist = lappend(scan_tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+														 NULL, false));
+		sys_attnos = lappend(sys_attnos, makeInteger(((Var *) lfirst(lc))->varattno));
 	}
 	foreach(lc, display)
 		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++,
@@ -749,7 +782,7 @@ make_score_node(RewriteCtx *ctx, Plan *input, List *calls, List *display,
 	cs->flags = 0;
 	cs->custom_plans = NIL;
 	cs->custom_exprs = call_exprs;
-	cs->custom_private = list_make3(makeInteger(n_input), call_privs, NIL);
+	cs->custom_private = list_make4(makeInteger(n_input), call_privs, NIL, sys_attnos);
 	cs->custom_scan_tlist = scan_tlist;
 	cs->custom_relids = NULL;
 	cs->methods = &hb_score_scan_methods;
@@ -784,6 +817,9 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 	ListCell   *lc;
 	int			n_input;
 	int			resno;
+	int			natts = 0;
+	bool		own_tuples = true;	/* the scan would hand up its own tuples */
+	List	   *sys = NIL;
 
 	if (extra == NIL && (plan->plan_rows < 2.0 || hb_pushdown_keeps(ctx->pd, plan)))
 		return plan;
@@ -817,7 +853,6 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 	if (columns)
 	{
 		HeapTuple	reltup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-		int			natts;
 
 		if (!HeapTupleIsValid(reltup))
 			elog(ERROR, "cache lookup failed for relation %u", relid);
@@ -832,6 +867,9 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 			if (!HeapTupleIsValid(atttup))
 				elog(ERROR, "cache lookup failed for attribute %d of relation %u", a, relid);
 			att = (Form_pg_attribute) GETSTRUCT(atttup);
+			/* what makes a scan project its rows (execScan.c) */
+			if (att->attisdropped || att->atthasmissing)
+				own_tuples = false;
 			if (att->attisdropped)
 				in.vars = lappend(in.vars, makeNullConst(INT4OID, -1, InvalidOid));
 			else
@@ -897,6 +935,17 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 	tlist = (List *) rewrite_expr((Node *) tlist, calls, &in, n_input + 1, false);
 	quals = (List *) rewrite_expr((Node *) move_quals, calls, &in, n_input + 1, false);
 	Assert(list_length(in.vars) == n_input);
+	if (columns && own_tuples && n_input > natts && system_columns_only(in.vars, natts, scanrelid))
+	{
+		/*
+		 * ctid or tableoid besides the table's columns (ORDER BY score,
+		 * ctid): as columns of the input they would make the scan project
+		 * every row, and its rows could no longer be read lazily; the node
+		 * takes them from the rows' identity in the scan's slot instead.
+		 */
+		sys = list_copy_tail(in.vars, natts);
+		in.vars = list_truncate(in.vars, natts);
+	}
 
 	/* the node itself now produces just those columns */
 	{
@@ -909,7 +958,7 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 		input->targetlist = itl;
 		input->qual = keep_quals;
 		return (Plan *) make_score_node(ctx, input, calls, display, privs, exprs,
-										tlist, quals, plan);
+										tlist, quals, plan, sys);
 	}
 }
 
@@ -949,7 +998,7 @@ score_over(RewriteCtx *ctx, Plan *input, List *calls_exprs)
 										resno, NULL, true)),
 			resno++;
 	return (Plan *) make_score_node(ctx, input, calls, display, privs, exprs,
-									tlist, NIL, input);
+									tlist, NIL, input, NIL);
 }
 
 /*

@@ -384,7 +384,7 @@ hb_topk(PG_FUNCTION_ARGS)
 		Datum	   *items;
 		int			n;
 
-		hb_scan_batches(e, query, rowtype, Min(hb_batch_rows(e), 4096), false,
+		hb_scan_batches(e, query, rowtype, Min(hb_batch_rows(e), HB_TOPK_BATCH_ROWS), false,
 						hb_lazy_steps(hb_approx_topk_lazy(a)), HB_ITEMS_ON_DEMAND,
 						approx_batch, a);
 		n = hb_approx_topk_end(a, &scores, &items, &scan.stats);
@@ -410,7 +410,7 @@ hb_topk(PG_FUNCTION_ARGS)
 	scan.heap = &heap;
 	scan.threshold = -INFINITY;
 	scan.margins = e->sparse != NULL;
-	hb_scan_batches(e, query, rowtype, scan.margins ? 4096 : Min(hb_batch_rows(e), 4096),
+	hb_scan_batches(e, query, rowtype, scan.margins ? HB_TOPK_BATCH_ROWS : Min(hb_batch_rows(e), HB_TOPK_BATCH_ROWS),
 					scan.margins, NULL, HB_ITEMS_ON_DEMAND, topk_batch, &scan);
 
 	heap_sort(&heap);

@@ -333,11 +333,47 @@ SELECT what, bs_same(q) FROM (VALUES
 	('parallel sum', $$SELECT sum(hb_predict('binary_logistic', t)), count(*) FROM bs t$$),
 	('parallel rows', $$SELECT id, hb_predict('binary_logistic', t) FROM bs t ORDER BY id$$),
 	('parallel top-K', $$SELECT id, hb_predict('binary_logistic', t) FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, id LIMIT 20$$),
+	('parallel top-K by score, ctid', $$SELECT id, ctid FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 20$$),
 	('parallel filter', $$SELECT count(*) FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1$$)) c(what, q);
 RESET force_parallel_mode;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+
+-- ctid and tableoid of the scanned table come from its tuples' identity:
+-- the scan under the node hands up its own tuples (no ctid among its
+-- outputs, so it does not project); with a dropped column the scan projects
+-- anyway, and ctid is one of its outputs as before
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id, ctid FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 3;
+CREATE TABLE bs_drop AS SELECT id, 0 AS junk, amount, age, balance, n_tx, risk, tenure FROM bs;
+ALTER TABLE bs_drop DROP COLUMN junk;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id, ctid FROM bs_drop t ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 3;
+CREATE INDEX bs_id ON bs (id);
+SELECT what, bs_same(q) FROM (VALUES
+	('ctid and tableoid', $$SELECT id, ctid, tableoid::regclass, hb_predict('binary_logistic', t) FROM bs t$$),
+	('top-K by score, ctid', $$SELECT id, ctid FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 25$$),
+	('top-K ascending, ctid descending', $$SELECT id, ctid FROM bs t ORDER BY hb_predict('binary_logistic', t), ctid DESC LIMIT 25$$),
+	('ctid in the scored qual', $$SELECT id, ctid::text FROM bs t WHERE hb_predict('binary_logistic', t) > ((ctid::text)::point)[1] / 40$$),
+	('partitions, tableoid and ctid', $$SELECT id, tableoid::regclass, ctid FROM bs_part p ORDER BY hb_predict('binary_logistic', p) DESC, tableoid, ctid LIMIT 12$$),
+	('dropped column, ctid', $$SELECT id, ctid FROM bs_drop t ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 9$$)) c(what, q);
+-- an index scan's tuples, and a bitmap heap scan's
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF)
+SELECT id, ctid FROM bs t WHERE id < 3000 ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 15;
+SELECT bs_batched($$SELECT id, ctid, hb_predict('binary_logistic', t) FROM bs t WHERE id < 3000$$) AS batched,
+	   bs_same($$SELECT id, ctid, hb_predict('binary_logistic', t) FROM bs t WHERE id < 3000 ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 15$$) AS index_scan;
+RESET enable_bitmapscan;
+SET enable_indexscan = off;
+EXPLAIN (COSTS OFF)
+SELECT id, ctid FROM bs t WHERE id < 3000 ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 15;
+SELECT bs_same($$SELECT id, ctid, hb_predict('binary_logistic', t) FROM bs t WHERE id < 3000 ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 15$$) AS bitmap_scan;
+RESET enable_indexscan;
+RESET enable_seqscan;
+DROP INDEX bs_id;
+DROP TABLE bs_drop;
 
 -- the same errors, SQLSTATE and message
 CREATE TABLE bs_wrong (id integer, amount text, age float8, balance float8, n_tx float8, risk float8, tenure float8);

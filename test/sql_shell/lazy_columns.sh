@@ -103,15 +103,24 @@ for t in t_plain t_mixed t_added; do
 	eager=$(plain off 40)
 	[ -n "$lazy" ] && [ "$lazy" = "$eager" ]
 	tap $? "lazy columns: $t, plain ORDER BY ... LIMIT 40 read lazily = read eagerly"
-	# ctid as a sort key: the input projects, its rows have no tuple of their own
-	ctid_q="SELECT string_agg(format('%s:%s', id, s), ' ') FROM (SELECT id, hb_predict('lz', x) AS s FROM $t x ORDER BY s DESC, ctid LIMIT 10) y"
+	# ctid as a sort key: taken from the scan's own tuples, which are read
+	# lazily; t_added's scan projects (columns with missing values), so its
+	# rows have no tuple of their own and are read eagerly
+	ctid_q="SELECT string_agg(format('%s:%s:%s', id, ctid, s), ' ') FROM (SELECT id, ctid, hb_predict('lz', x) AS s FROM $t x ORDER BY s DESC, ctid LIMIT 10) y"
 	lazy=$(q -c "SET hbird.lazy_featurize = on" -c "$ctid_q")
 	eager=$(q -c "SET hbird.lazy_featurize = off" -c "$ctid_q")
 	[ -n "$lazy" ] && [ "$lazy" = "$eager" ]
-	tap $? "lazy columns: $t, plain ORDER BY score, ctid (projected input) read lazily = read eagerly"
+	tap $? "lazy columns: $t, plain ORDER BY score, ctid read lazily = read eagerly"
+	out=$(q -c "LOAD 'hbird'" -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM $t x ORDER BY hb_predict('lz', x) DESC, ctid LIMIT 10" |
+		  grep -A1 'Seq Scan' | grep 'Output:' | sed 's/^ *//')
+	if [ "$t" = t_added ]; then want=projects; else want="hands up its tuples"; fi
+	if echo "$out" | grep -q 'ctid'; then got=projects; else got="hands up its tuples"; fi
+	[ -n "$out" ] && [ "$got" = "$want" ]
+	tap $? "lazy columns: $t, the scan under ORDER BY score, ctid $got ($out)"
 	# the columns read: the cheap model's only
 	for form in "SELECT count(*) FROM hb_topk('lz', 10, NULL::$t, mode => 'approx')" \
-		"SELECT id FROM $t x ORDER BY hb_predict('lz', x) DESC LIMIT 10"; do
+		"SELECT id FROM $t x ORDER BY hb_predict('lz', x) DESC LIMIT 10" \
+		"SELECT id FROM $t x ORDER BY hb_predict('lz', x) DESC, ctid LIMIT 10"; do
 		msg=$(q -c "SET client_min_messages = debug1" -c "$form" 2>&1 |
 			  grep -o 'reading lazily, [0-9]* of 10 columns' | head -1)
 		n=$(echo "$msg" | grep -o '[0-9]* of' | grep -o '[0-9]*')
