@@ -10,8 +10,17 @@
  * approximation keeps each row's partial sum, so re-scoring a kept row
  * costs only the remaining trees and gives exactly hb_predict's score; the
  * answer is then the k best kept rows by that score, ties by input order,
- * as the exact top-K ranks them.  Memory is O(kept rows); the rows above
- * the cut are capped (HB_APPROX_MAX_KEPT), beyond which the worst go.
+ * as the exact top-K ranks them.
+ *
+ * A row at or above the cut is kept whatever comes after it, so it is
+ * scored in full with its batch, while the batch's rows are at hand, and
+ * only the k best so far are held (a row's datum is made only when it
+ * enters them).  A row below the cut is kept only while it is among the
+ * best `kept` - (rows above the cut so far) below it: those wait, with
+ * their datums, and are scored at the end.  A row that has dropped out
+ * can never come back (the number it must be among only shrinks), so the
+ * rows kept are exactly the ones the rule names, and memory is O(k +
+ * kept).
  */
 #include "postgres.h"
 
@@ -23,17 +32,23 @@
 
 #include "hbird.h"
 
-#define HB_APPROX_MAX_KEPT 200000
-
+/* a row below the cut, waiting */
 typedef struct Kept
 {
 	double		cheap;
 	double		raw;			/* partial margin (prefix) */
 	int64		ordinal;
-	double	   *x;
+	double	   *x;				/* bound in full, or NULL: from item */
 	Datum		item;
-	double		score;			/* filled at the end */
 } Kept;
+
+/* a row scored in full */
+typedef struct Scored
+{
+	double		score;
+	int64		ordinal;
+	Datum		item;			/* (Datum) 0 until it is among the k best */
+} Scored;
 
 struct HbApproxTopk
 {
@@ -42,17 +57,26 @@ struct HbApproxTopk
 	int			k;
 	int			keep;			/* always keep this many */
 	double		cut;			/* and every row at or above this */
-	int			max_kept;
-	Kept	   *heap;			/* min-heap: root is the worst kept row */
+	int64		above;			/* rows at or above the cut so far */
+	Kept	   *heap;			/* min-heap: root is the worst waiting row */
 	int			n;
 	int			cap;
+	Scored	   *best;			/* min-heap: the k best scored, worst first */
+	int			n_best;
+	int			best_cap;
 	MemoryContext cxt;
 	int64		ordinal;
+	/* per batch (buf_rows) */
 	double	   *raw;
 	double	   *cheap;
+	double	   *fx;				/* the rows scored in full, bound in full */
+	double	   *fraw;
+	double	   *fscore;
+	int		   *fat;			/* their places in the batch */
+	Datum	   *fitem;
 	int			buf_rows;
 	HbLazy	   *lazy;			/* rows bound lazily: kept rows are bound
-								 * again from their item at the end */
+								 * again in full from their datums */
 };
 
 /* a is a worse candidate than b: lower cheap score, or read later */
@@ -67,6 +91,18 @@ kept_worse(const Kept *a, const Kept *b)
 #define HB_HEAP_WORSE(a, b) kept_worse(a, b)
 #include "heap_template.h"
 
+/* a ranks below b: lower score, or read later (the exact top-K's order) */
+static inline bool
+scored_worse(const Scored *a, const Scored *b)
+{
+	return a->score < b->score || (a->score == b->score && a->ordinal > b->ordinal);
+}
+
+#define HB_HEAP_PREFIX scored
+#define HB_HEAP_ELEMENT_TYPE Scored
+#define HB_HEAP_WORSE(a, b) scored_worse(a, b)
+#include "heap_template.h"
+
 static void
 pop_root(HbApproxTopk *s)
 {
@@ -75,6 +111,13 @@ pop_root(HbApproxTopk *s)
 	pfree(DatumGetPointer(s->heap[0].item));
 	s->heap[0] = s->heap[--s->n];
 	kept_sift_down(s->heap, s->n, 0);
+}
+
+/* how many rows below the cut may wait: `keep` less the rows above it */
+static inline int64
+waiting_room(const HbApproxTopk *s)
+{
+	return Max((int64) s->keep - s->above, 0);
 }
 
 /*
@@ -95,7 +138,6 @@ hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
 	s->keep = keep > INT_MAX / 2 ? INT_MAX / 2 : (int) Max(keep, k);
 	/* the cut was measured for k up to the tuned one; above it, keep only */
 	s->cut = k <= t->k ? t->cheap_cut : INFINITY;
-	s->max_kept = Max(s->keep, HB_APPROX_MAX_KEPT);
 	/*
 	 * No context of its own: a hash aggregate holds one state per group,
 	 * and it sums the memory of every child context each time it checks
@@ -104,6 +146,8 @@ hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
 	s->cxt = parent;
 	s->cap = Min(s->keep, 1024);
 	s->heap = MemoryContextAllocHuge(s->cxt, sizeof(Kept) * s->cap);
+	s->best_cap = Min(k, 64);
+	s->best = MemoryContextAlloc(s->cxt, sizeof(Scored) * s->best_cap);
 	s->lazy = hb_lazy_for(e, s->approx, columns, s->cxt);
 	return s;
 }
@@ -115,36 +159,97 @@ hb_approx_topk_lazy(HbApproxTopk *s)
 	return s->lazy;
 }
 
+static void
+grow_batch_buffers(HbApproxTopk *s, int n)
+{
+	int			nf = s->entry->n_features;
+
+	if (n <= s->buf_rows)
+		return;
+	if (s->raw)
+	{
+		pfree(s->raw);
+		pfree(s->cheap);
+		pfree(s->fx);
+		pfree(s->fraw);
+		pfree(s->fscore);
+		pfree(s->fat);
+		pfree(s->fitem);
+	}
+	s->raw = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
+	s->cheap = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
+	s->fx = MemoryContextAllocHuge(s->cxt, sizeof(double) * n * nf);
+	s->fraw = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
+	s->fscore = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
+	s->fat = MemoryContextAllocHuge(s->cxt, sizeof(int) * n);
+	s->fitem = MemoryContextAllocHuge(s->cxt, sizeof(Datum) * n);
+	s->buf_rows = n;
+}
+
+/* Batch row i as a datum of its own (in the current memory context). */
+static Datum
+row_item(const Datum *items, HbQueryRows *rows, int i)
+{
+	return rows ? hb_rows_item(rows, i) : datumCopy(items[i], false, -1);
+}
+
+/*
+ * A row scored in full: among the k best so far (its datum kept, a copy
+ * of item), or let go.
+ */
+static void
+offer_scored(HbApproxTopk *s, double score, int64 ordinal, Datum item)
+{
+	Scored		c = {score, ordinal, (Datum) 0};
+	MemoryContext old;
+
+	if (s->n_best == s->k && !scored_worse(&s->best[0], &c))
+		return;
+	old = MemoryContextSwitchTo(s->cxt);
+	c.item = datumCopy(item, false, -1);
+	MemoryContextSwitchTo(old);
+	if (s->n_best < s->k)
+	{
+		if (s->n_best == s->best_cap)
+		{
+			s->best_cap = Min(s->best_cap * 2, s->k);
+			s->best = repalloc_huge(s->best, sizeof(Scored) * s->best_cap);
+		}
+		s->best[s->n_best] = c;
+		scored_sift_up(s->best, s->n_best++);
+		return;
+	}
+	pfree(DatumGetPointer(s->best[0].item));
+	s->best[0] = c;
+	scored_sift_down(s->best, s->n_best, 0);
+}
+
 void
 hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 					 HbQueryRows *rows, int n)
 {
 	const HbPlan *p = s->entry->plan;
 	int			nf = s->entry->n_features;
+	int			nfull = 0;
+	MemoryContext scratch = NULL;
 
-	if (n > s->buf_rows)
-	{
-		if (s->raw)
-		{
-			pfree(s->raw);
-			pfree(s->cheap);
-		}
-		s->raw = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
-		s->cheap = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
-		s->buf_rows = n;
-	}
+	grow_batch_buffers(s, n);
 	hb_approx_margins(p, s->approx, x, n, s->raw, s->cheap);
 	for (int i = 0; i < n; i++)
 	{
 		Kept		c;
 		MemoryContext old;
 
+		if (s->cheap[i] >= s->cut)
+		{
+			s->above++;
+			s->fat[nfull++] = i;
+			continue;
+		}
 		c.cheap = s->cheap[i];
 		c.raw = s->raw[i];
 		c.ordinal = s->ordinal + i;
-		c.score = 0;
-		/* full, and this row is neither above the cut nor better than the worst */
-		if (s->n >= s->keep && c.cheap < s->cut && !kept_worse(&s->heap[0], &c))
+		if (s->n >= waiting_room(s) && (s->n == 0 || !kept_worse(&s->heap[0], &c)))
 			continue;
 		if (s->n == s->cap)
 		{
@@ -158,33 +263,75 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 			c.x = palloc(sizeof(double) * nf);
 			memcpy(c.x, x + (size_t) i * nf, sizeof(double) * nf);
 		}
-		c.item = rows ? hb_rows_item(rows, i) : datumCopy(items[i], false, -1);
+		c.item = row_item(items, rows, i);
 		MemoryContextSwitchTo(old);
 		s->heap[s->n] = c;
 		kept_sift_up(s->heap, s->n++);
-		while (s->n > s->keep &&
-			   (s->heap[0].cheap < s->cut || s->n > s->max_kept))
+		while (s->n > waiting_room(s))
 			pop_root(s);
+	}
+	/* an earlier row below the cut may have lost its place to these */
+	while (s->n > waiting_room(s))
+		pop_root(s);
+
+	if (nfull > 0)
+	{
+		/*
+		 * The rows above the cut, in full: bound again from their datums
+		 * when bound lazily (made in a context of this batch's own; only
+		 * the k best keep a copy)
+		 */
+		if (rows != NULL || s->lazy != NULL)
+			scratch = AllocSetContextCreate(CurrentMemoryContext, "hbird approximate top-K batch",
+											ALLOCSET_DEFAULT_SIZES);
+		for (int j = 0; j < nfull; j++)
+		{
+			int			i = s->fat[j];
+
+			s->fitem[j] = items ? items[i] : (Datum) 0;
+			if (rows != NULL)
+			{
+				MemoryContext old = MemoryContextSwitchTo(scratch);
+
+				s->fitem[j] = hb_rows_item(rows, i);
+				MemoryContextSwitchTo(old);
+			}
+			if (s->lazy != NULL)
+			{
+				MemoryContext old = MemoryContextSwitchTo(scratch);
+
+				hb_lazy_fill(s->lazy, s->fitem[j], s->fx + (size_t) j * nf);
+				MemoryContextSwitchTo(old);
+			}
+			else
+				memcpy(s->fx + (size_t) j * nf, x + (size_t) i * nf, sizeof(double) * nf);
+			s->fraw[j] = s->raw[i];
+		}
+		hb_approx_finish(p, s->approx, s->fx, nfull, s->fraw);
+		hb_link_predict(p, s->fraw, nfull, s->fscore);
+		for (int j = 0; j < nfull; j++)
+			offer_scored(s, s->fscore[j], s->ordinal + s->fat[j], s->fitem[j]);
+		if (scratch)
+			MemoryContextDelete(scratch);
 	}
 	s->ordinal += n;
 }
 
 static int
-cmp_score(const void *a, const void *b)
+cmp_scored(const void *a, const void *b)
 {
-	const Kept *x = a,
+	const Scored *x = a,
 			   *y = b;
 
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+	return scored_worse(x, y) ? 1 : scored_worse(y, x) ? -1 : 0;
 }
 
 /*
- * The answer so far: the kept rows scored by the full model, the k best,
- * best first, with their scores; returns how many (at most k).  The state
- * is left as it was (an aggregate may be finalized and then fed more rows
- * in a window); its memory goes with the context it was begun in.
+ * The answer so far: the rows scored in full, with the waiting rows scored
+ * now, the k best, best first, with their scores; returns how many (at
+ * most k).  The state is left as it was (an aggregate may be finalized and
+ * then fed more rows in a window); its memory goes with the context it was
+ * begun in.
  */
 int
 hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
@@ -193,11 +340,12 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	const HbPlan *p = s->entry->plan;
 	int			nf = s->entry->n_features;
 	int			n = s->n;
-	int			out = Min(n, s->k);
+	int			total = s->n_best + n;
+	int			out;
 	double	   *x = palloc_extended(sizeof(double) * Max(n, 1) * nf, MCXT_ALLOC_HUGE);
 	double	   *raw = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
 	double	   *sc = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
-	Kept	   *all = palloc_extended(sizeof(Kept) * Max(n, 1), MCXT_ALLOC_HUGE);
+	Scored	   *all = palloc_extended(sizeof(Scored) * Max(total, 1), MCXT_ALLOC_HUGE);
 	int			T = hb_plan_n_trees(p);
 
 	for (int i = 0; i < n; i++)
@@ -210,10 +358,15 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	}
 	hb_approx_finish(p, s->approx, x, n, raw);
 	hb_link_predict(p, raw, n, sc);
-	memcpy(all, s->heap, sizeof(Kept) * n);
+	memcpy(all, s->best, sizeof(Scored) * s->n_best);
 	for (int i = 0; i < n; i++)
-		all[i].score = sc[i];
-	qsort(all, n, sizeof(Kept), cmp_score);
+	{
+		all[s->n_best + i].score = sc[i];
+		all[s->n_best + i].ordinal = s->heap[i].ordinal;
+		all[s->n_best + i].item = s->heap[i].item;
+	}
+	qsort(all, total, sizeof(Scored), cmp_scored);
+	out = Min(total, s->k);
 	*scores = palloc(sizeof(double) * Max(out, 1));
 	*items = palloc(sizeof(Datum) * Max(out, 1));
 	for (int i = 0; i < out; i++)
@@ -224,10 +377,11 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	if (stats)
 	{
 		int			m = s->approx->kind == HB_APPROX_PREFIX ? s->approx->n_trees : 0;
+		int64		full = s->above + n;
 
 		stats->rows = s->ordinal;
-		stats->rows_full = n;
-		stats->pairs_scored = s->ordinal * m + (int64) n * (T - m);
+		stats->rows_full = full;
+		stats->pairs_scored = s->ordinal * m + full * (T - m);
 	}
 	pfree(x);
 	pfree(raw);

@@ -177,6 +177,25 @@ SELECT (SELECT array_agg((item).id ORDER BY rank) FROM hb_topk('wrank', 3, NULL:
 	   (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM items i
 			WHERE id > 110000 ORDER BY s DESC, id LIMIT 3) q) = plain AS plain_keeps_f0_positive
 FROM planted_want;
+-- fewer rows above the cut (f0 > 0) than kept (30): the best 30 - A rows
+-- below it also wait and are scored at the end; their cheap scores tie
+-- (-1), so those are the first ones in input order
+CREATE TABLE planted_few AS
+SELECT * FROM items WHERE id > 110000 AND f0 IS NOT NULL AND (f0 <= 0 OR id <= 110040) ORDER BY id;
+SET hbird.topk_mode = 'exact';
+CREATE TABLE planted_few_want AS
+WITH a AS (SELECT count(*) AS n FROM planted_few WHERE f0 > 0),
+	 w AS (SELECT id FROM planted_few WHERE f0 <= 0 ORDER BY id LIMIT (SELECT 30 - n FROM a))
+SELECT (SELECT n FROM a) AS above,
+	   (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM planted_few i
+		WHERE f0 > 0 OR id IN (SELECT id FROM w) ORDER BY s DESC, id LIMIT 3) q) AS topk;
+RESET hbird.topk_mode;
+SELECT above BETWEEN 1 AND 29 AS fewer_than_kept,
+	   (SELECT array_agg((item).id ORDER BY rank) FROM hb_topk('wrank', 3, NULL::items,
+			'SELECT * FROM planted_few', mode => 'approx')) = topk AS topk_scores_the_waiting_rows
+FROM planted_few_want;
+SELECT rows_fully_scored AS scored FROM hb_topk_stats();
+DROP TABLE planted_few, planted_few_want;
 -- a corrupted flat form is refused when it is read
 UPDATE hbird.tuning SET approx_features = '{3, 0,1,9,1, -1,-1,-1,0, -1,-1,-1,0}'
 WHERE name = 'wrank' AND k = 3;
