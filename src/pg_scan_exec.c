@@ -138,6 +138,19 @@ typedef struct ScoreCall
 	bool	   *isnull;
 } ScoreCall;
 
+/*
+ * Approximate top-K: a row below the cut that may still be owed a place
+ * (one blob: its features bound in full, then the values handed up for
+ * it, by-reference ones copied after them)
+ */
+typedef struct WaitRow
+{
+	double		cheap;
+	double		raw;			/* what finishing continues */
+	int64		ordinal;
+	char	   *blob;
+} WaitRow;
+
 typedef struct HbScoreState
 {
 	CustomScanState css;
@@ -203,6 +216,15 @@ typedef struct HbScoreState
 	double	   *raw;			/* per bound row: what finishing continues */
 	int		   *kept_at;		/* per kept row: its place among the rows */
 	int			raw_cap;
+	bool		wait_ok;		/* rows below the cut wait (hb_topk's rule),
+								 * else the running best `kept` are kept */
+	int64		above;			/* rows at or above the cut so far */
+	int64		ordinal;		/* of the next row after the 2k-th */
+	WaitRow    *wait;			/* min-heap: the worst waiting row first */
+	int			n_wait;
+	int			wait_cap;
+	int			n_flushed;		/* at the end: waiting rows handed up */
+	MemoryContext wait_cxt;
 
 	/* EXPLAIN ANALYZE */
 	int64		batches;
@@ -210,6 +232,8 @@ typedef struct HbScoreState
 	int64		rows_scored;
 	int64		rows_pruned;
 } HbScoreState;
+
+static void row_values_from_tuple(HbScoreState *st, int i);
 
 /* ---- models ---- */
 
@@ -546,6 +570,20 @@ cheap_cmp(Datum a, Datum b, void *arg)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* A (re)scan starts: no row waits. */
+static void
+reset_waiting(HbScoreState *st)
+{
+	st->above = 0;
+	st->ordinal = 0;
+	st->n_wait = 0;
+	st->n_flushed = 0;
+	if (st->wait_cxt == NULL)
+		st->wait_cxt = AllocSetContextCreate(st->state_cxt, "hbird waiting rows",
+											 ALLOCSET_DEFAULT_SIZES);
+	MemoryContextReset(st->wait_cxt);
+}
+
 /*
  * Approximate or exact, as hb_topk_agg decides it (hbird.topk_mode): auto
  * approximates when the model's active version has a tuning for top-K,
@@ -601,6 +639,14 @@ approx_start(HbScoreState *st, ScoreCall *c)
 		binaryheap_free(st->cheap_best);
 	st->cheap_best = binaryheap_allocate((int) st->approx_keep, cheap_cmp, NULL);
 	MemoryContextSwitchTo(old);
+
+	/*
+	 * The rows below the cut wait for their place to be settled (hb_topk's
+	 * rule) when what goes up for a row is its values and this call's
+	 * score alone; otherwise the running best `kept` are kept as they come
+	 */
+	st->wait_ok = st->skip_ok && st->n_calls == 1 && c->source == HB_SOURCE_COLUMNS;
+	reset_waiting(st);
 }
 
 /* Whether pruning can be exact for this query (see the top of the file). */
@@ -652,6 +698,199 @@ topk_start(HbScoreState *st)
 	approx_start(st, c);
 }
 
+static inline bool
+wait_worse(const WaitRow *a, const WaitRow *b)
+{
+	return a->cheap < b->cheap || (a->cheap == b->cheap && a->ordinal > b->ordinal);
+}
+
+#define HB_HEAP_PREFIX wait
+#define HB_HEAP_ELEMENT_TYPE WaitRow
+#define HB_HEAP_WORSE(a, b) wait_worse(a, b)
+#include "heap_template.h"
+
+/* how many rows below the cut may wait: `kept` less the rows above it */
+static inline int64
+waiting_room(const HbScoreState *st)
+{
+	return Max(st->approx_keep - st->above, 0);
+}
+
+static void
+wait_pop(HbScoreState *st)
+{
+	pfree(st->wait[0].blob);
+	st->wait[0] = st->wait[--st->n_wait];
+	wait_sift_down(st->wait, st->n_wait, 0);
+}
+
+/* A waiting row's blob: its features, then the values handed up for it. */
+static inline double *
+wait_x(const WaitRow *w)
+{
+	return (double *) w->blob;
+}
+
+static inline Datum *
+wait_values(const HbScoreState *st, const WaitRow *w, int nf)
+{
+	return (Datum *) (w->blob + MAXALIGN(sizeof(double) * nf));
+}
+
+static inline bool *
+wait_nulls(const HbScoreState *st, const WaitRow *w, int nf)
+{
+	return (bool *) (w->blob + MAXALIGN(sizeof(double) * nf) +
+					 MAXALIGN(sizeof(Datum) * st->n_kept));
+}
+
+/*
+ * Batch row b, bound at x, is below the cut: it waits while it is among
+ * the best `kept` less the rows above the cut so far (hb_topk's rule,
+ * pg_approx.c: the number it must be among only shrinks, so a row that
+ * drops out is never owed a place again), with copies of its features
+ * bound in full and of the values handed up for it; the rows still
+ * waiting at the end of the input are scored and handed up then
+ * (flush_waiting).
+ */
+static void
+offer_wait(HbScoreState *st, ScoreCall *c, int b, const double *x,
+		   double cheap, double raw)
+{
+	WaitRow		w = {cheap, raw, st->ordinal, NULL};
+	int			nf = c->e->n_features;
+	Datum	   *rv = st->vals + (size_t) b * st->n_input;
+	bool	   *rn = st->nulls + (size_t) b * st->n_input;
+	Size		size;
+	Datum	   *wv;
+	bool	   *wn;
+	char	   *data;
+
+	if (st->n_wait >= waiting_room(st) &&
+		(st->n_wait == 0 || !wait_worse(&st->wait[0], &w)))
+		return;
+	if (st->defer_rows)
+		row_values_from_tuple(st, b);
+	size = MAXALIGN(sizeof(double) * nf) + MAXALIGN(sizeof(Datum) * st->n_kept) +
+		MAXALIGN(sizeof(bool) * Max(st->n_kept, 1));
+	for (int k = 0; k < st->n_kept; k++)
+	{
+		int			col = st->kept[k];
+
+		if (!rn[col] && !st->typbyval[col])
+			size += MAXALIGN(datumGetSize(rv[col], false, st->typlen[col]));
+	}
+	w.blob = MemoryContextAlloc(st->wait_cxt, size);
+	if (c->lazy_cols)
+		read_row_full(c, b, wait_x(&w), x);
+	else
+		memcpy(wait_x(&w), x, sizeof(double) * nf);
+	wv = wait_values(st, &w, nf);
+	wn = wait_nulls(st, &w, nf);
+	data = (char *) wn + MAXALIGN(sizeof(bool) * Max(st->n_kept, 1));
+	for (int k = 0; k < st->n_kept; k++)
+	{
+		int			col = st->kept[k];
+
+		wn[k] = rn[col];
+		wv[k] = rn[col] ? (Datum) 0 : rv[col];
+		if (!rn[col] && !st->typbyval[col])
+		{
+			Size		sz = datumGetSize(rv[col], false, st->typlen[col]);
+
+			memcpy(data, DatumGetPointer(rv[col]), sz);
+			wv[k] = PointerGetDatum(data);
+			data += MAXALIGN(sz);
+		}
+	}
+	if (st->n_wait == st->wait_cap)
+	{
+		st->wait_cap = Max(st->wait_cap * 2, 64);
+		st->wait = st->wait ? repalloc_huge(st->wait, sizeof(WaitRow) * st->wait_cap) :
+			MemoryContextAllocHuge(st->state_cxt, sizeof(WaitRow) * st->wait_cap);
+	}
+	st->wait[st->n_wait] = w;
+	wait_sift_up(st->wait, st->n_wait++);
+	while (st->n_wait > waiting_room(st))
+		wait_pop(st);
+}
+
+static int
+wait_cmp_ordinal(const void *a, const void *b)
+{
+	const WaitRow *x = a,
+			   *y = b;
+
+	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+}
+
+/*
+ * The input is done: the next batch of the rows still waiting, in input
+ * order, scored in full and handed up like the kept rows of a batch.
+ * False when none is left (or none waits).
+ */
+static bool
+flush_waiting(HbScoreState *st)
+{
+	ScoreCall  *c;
+	const HbPlan *p;
+	int			nf;
+	int			m;
+
+	if (!st->topk_on || st->approx == NULL || !st->wait_ok ||
+		st->n_flushed >= st->n_wait)
+		return false;
+	c = &st->calls[st->topk_call];
+	p = c->e->plan;
+	nf = c->e->n_features;
+	if (st->n_flushed == 0)
+		qsort(st->wait, st->n_wait, sizeof(WaitRow), wait_cmp_ordinal);
+	MemoryContextReset(st->batch_cxt);
+	hb_tuples_reset(&c->tup);	/* the values are the waiting rows' own */
+	m = Min(st->n_wait - st->n_flushed, st->cap);
+	if (st->raw_cap < m)
+	{
+		if (st->raw)
+		{
+			pfree(st->raw);
+			pfree(st->kept_at);
+		}
+		st->raw = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * m);
+		st->kept_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * m);
+		st->raw_cap = m;
+	}
+	for (int b = 0; b < m; b++)
+	{
+		const WaitRow *w = &st->wait[st->n_flushed + b];
+		Datum	   *wv = wait_values(st, w, nf);
+		bool	   *wn = wait_nulls(st, w, nf);
+
+		memcpy(c->x + (size_t) b * nf, wait_x(w), sizeof(double) * nf);
+		for (int k = 0; k < st->n_kept; k++)
+		{
+			st->vals[(size_t) b * st->n_input + st->kept[k]] = wv[k];
+			st->nulls[(size_t) b * st->n_input + st->kept[k]] = wn[k];
+		}
+		st->raw[b] = w->raw;
+		st->skip[b] = false;
+	}
+	hb_approx_finish(p, st->approx, c->x, m, st->raw);
+	for (int b = 0; b < m; b++)
+	{
+		double		score;
+
+		hb_link_predict(p, &st->raw[b], 1, &score);
+		c->values[b] = Float8GetDatum(score);
+		c->isnull[b] = false;
+	}
+	st->n_flushed += m;
+	st->nrows = m;
+	st->pos = 0;
+	st->rows_scored += m;
+	st->rows_pruned -= m;
+	return true;
+}
+
 /*
  * Approximate top-K over n bound rows from row `from` of the call's
  * buffer: cheap margins, then the rows kept (at or above the cut, or among
@@ -685,7 +924,15 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 		double		v = cheap[i];
 		bool		keep = v >= st->cut;
 
-		if (st->cheap_best->bh_size < st->approx_keep)
+		if (st->wait_ok)
+		{
+			if (keep)
+				st->above++;
+			else
+				offer_wait(st, c, c->rows[from + i], x + (size_t) i * nf, v, st->raw[i]);
+			st->ordinal++;
+		}
+		else if (st->cheap_best->bh_size < st->approx_keep)
 		{
 			binaryheap_add(st->cheap_best, Float8GetDatum(v));
 			keep = true;
@@ -705,6 +952,9 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 		st->raw[nk] = st->raw[i];
 		st->kept_at[nk++] = i;
 	}
+	/* an earlier waiting row may have lost its place to this batch's */
+	while (st->wait_ok && st->n_wait > waiting_room(st))
+		wait_pop(st);
 	if (nk > 0)
 		hb_approx_finish(p, st->approx, x, nk, st->raw);
 	for (int j = 0; j < nk; j++)
@@ -1096,7 +1346,7 @@ fill_batch(HbScoreState *st)
 	Size		bytes = 0;
 
 	if (st->eof)
-		return false;
+		return flush_waiting(st);
 	MemoryContextReset(st->batch_cxt);
 	st->nrows = 0;
 	for (int j = 0; j < st->n_calls; j++)
@@ -1190,7 +1440,7 @@ fill_batch(HbScoreState *st)
 		st->nrows++;
 	}
 	if (st->nrows == 0)
-		return false;
+		return st->eof && flush_waiting(st);
 
 	old = MemoryContextSwitchTo(st->batch_cxt);
 	if (st->topk_on)
@@ -1467,6 +1717,8 @@ hb_score_rescan(CustomScanState *node)
 	st->threshold = -INFINITY;
 	if (st->best)
 		binaryheap_reset(st->best);
+	if (st->wait_cxt)
+		reset_waiting(st);
 	MemoryContextReset(st->batch_cxt);
 	/* the models may be named by parameters that changed */
 	st->need_resolve = true;

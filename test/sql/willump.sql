@@ -164,13 +164,15 @@ VALUES ('wrank', 1, 'topk', 3, 0.9, 0.95, 0, 1000, 500, 'planted', 'trees', 1,
 	0.9, 0.5, 1, 0.1, 2, current_user);
 SELECT count(*) FILTER (WHERE l ~ 'approximate \(trees: 1 of depth 1 on 1 features, tuned for k = 3\)') AS planted
 FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 3$$) l;
--- hb_topk keeps the rows with f0 > 0; the plain query also the first 2k + 30
+-- hb_topk keeps the rows with f0 > 0; the plain query also its first 2k
+-- (the rows below the cut that waited at first lost their places as more
+-- than 30 rows came above it)
 SET hbird.topk_mode = 'exact';
 CREATE TABLE planted_want AS
 SELECT (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM items i
 		WHERE id > 110000 AND f0 > 0 ORDER BY s DESC, id LIMIT 3) q) AS topk,
 	   (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM items i
-		WHERE id > 110000 AND (f0 > 0 OR id <= 110036) ORDER BY s DESC, id LIMIT 3) q) AS plain;
+		WHERE id > 110000 AND (f0 > 0 OR id <= 110006) ORDER BY s DESC, id LIMIT 3) q) AS plain;
 RESET hbird.topk_mode;
 SELECT (SELECT array_agg((item).id ORDER BY rank) FROM hb_topk('wrank', 3, NULL::items,
 			'SELECT * FROM items WHERE id > 110000', mode => 'approx')) = topk AS topk_keeps_f0_positive,
@@ -195,7 +197,23 @@ SELECT above BETWEEN 1 AND 29 AS fewer_than_kept,
 			'SELECT * FROM planted_few', mode => 'approx')) = topk AS topk_scores_the_waiting_rows
 FROM planted_few_want;
 SELECT rows_fully_scored AS scored FROM hb_topk_stats();
-DROP TABLE planted_few, planted_few_want;
+-- the plain query: its first 2k rows (6), then the rows the same rule names
+-- among the others, 30 of them
+SET hbird.topk_mode = 'exact';
+CREATE TABLE planted_few_plain AS
+WITH r AS (SELECT * FROM planted_few WHERE id > (SELECT id FROM planted_few ORDER BY id OFFSET 5 LIMIT 1)),
+	 a AS (SELECT count(*) AS n FROM r WHERE f0 > 0),
+	 w AS (SELECT id FROM r WHERE f0 <= 0 ORDER BY id LIMIT (SELECT 30 - n FROM a))
+SELECT array_agg(id ORDER BY s DESC, id) AS topk
+FROM (SELECT id, hb_predict('wrank', i) AS s FROM planted_few i
+	  WHERE id NOT IN (SELECT id FROM r) OR f0 > 0 OR id IN (SELECT id FROM w) ORDER BY s DESC, id LIMIT 3) q;
+RESET hbird.topk_mode;
+SELECT (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM planted_few i
+			ORDER BY s DESC, id LIMIT 3) q) = topk AS plain_scores_the_waiting_rows
+FROM planted_few_plain;
+SELECT l FROM plan_lines($$SELECT id FROM planted_few i ORDER BY hb_predict('wrank', i) DESC, id LIMIT 3$$) l
+WHERE l ~ 'Rows (Scored|Pruned)';
+DROP TABLE planted_few, planted_few_want, planted_few_plain;
 -- a corrupted flat form is refused when it is read
 UPDATE hbird.tuning SET approx_features = '{3, 0,1,9,1, -1,-1,-1,0, -1,-1,-1,0}'
 WHERE name = 'wrank' AND k = 3;
