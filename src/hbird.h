@@ -455,6 +455,16 @@ extern void hb_lazy_fill(HbLazy *l, Datum row, double *x);
 extern void hb_lazy_complete(void *arg, const size_t *rows, size_t n,
 							 double *xs);
 
+/*
+ * A candidate ranks below another: a lower value, or read later (ties go
+ * by input order, as the exact top-K ranks them)
+ */
+static inline bool
+hb_ranks_below(double a, int64 a_ordinal, double b, int64 b_ordinal)
+{
+	return a < b || (a == b && a_ordinal > b_ordinal);
+}
+
 /* pg_approx.c: approximate top-K over batches of rows */
 typedef struct HbApproxTopk HbApproxTopk;
 

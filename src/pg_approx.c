@@ -83,7 +83,7 @@ struct HbApproxTopk
 static inline bool
 kept_worse(const Kept *a, const Kept *b)
 {
-	return a->cheap < b->cheap || (a->cheap == b->cheap && a->ordinal > b->ordinal);
+	return hb_ranks_below(a->cheap, a->ordinal, b->cheap, b->ordinal);
 }
 
 #define HB_HEAP_PREFIX kept
@@ -95,7 +95,7 @@ kept_worse(const Kept *a, const Kept *b)
 static inline bool
 scored_worse(const Scored *a, const Scored *b)
 {
-	return a->score < b->score || (a->score == b->score && a->ordinal > b->ordinal);
+	return hb_ranks_below(a->score, a->ordinal, b->score, b->ordinal);
 }
 
 #define HB_HEAP_PREFIX scored

@@ -698,10 +698,26 @@ topk_start(HbScoreState *st)
 	approx_start(st, c);
 }
 
+/* the approximate top-K's per-row buffers for n rows */
+static void
+grow_raw(HbScoreState *st, int n)
+{
+	if (st->raw_cap >= n)
+		return;
+	if (st->raw)
+	{
+		pfree(st->raw);
+		pfree(st->kept_at);
+	}
+	st->raw = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
+	st->kept_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * n);
+	st->raw_cap = n;
+}
+
 static inline bool
 wait_worse(const WaitRow *a, const WaitRow *b)
 {
-	return a->cheap < b->cheap || (a->cheap == b->cheap && a->ordinal > b->ordinal);
+	return hb_ranks_below(a->cheap, a->ordinal, b->cheap, b->ordinal);
 }
 
 #define HB_HEAP_PREFIX wait
@@ -848,17 +864,7 @@ flush_waiting(HbScoreState *st)
 	MemoryContextReset(st->batch_cxt);
 	hb_tuples_reset(&c->tup);	/* the values are the waiting rows' own */
 	m = Min(st->n_wait - st->n_flushed, st->cap);
-	if (st->raw_cap < m)
-	{
-		if (st->raw)
-		{
-			pfree(st->raw);
-			pfree(st->kept_at);
-		}
-		st->raw = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * m);
-		st->kept_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * m);
-		st->raw_cap = m;
-	}
+	grow_raw(st, m);
 	for (int b = 0; b < m; b++)
 	{
 		const WaitRow *w = &st->wait[st->n_flushed + b];
@@ -907,17 +913,7 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 	double	   *cheap = c->out;
 	int			nk = 0;
 
-	if (st->raw_cap < n)
-	{
-		if (st->raw)
-		{
-			pfree(st->raw);
-			pfree(st->kept_at);
-		}
-		st->raw = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
-		st->kept_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * n);
-		st->raw_cap = n;
-	}
+	grow_raw(st, n);
 	hb_approx_margins(p, st->approx, x, n, st->raw, cheap);
 	for (int i = 0; i < n; i++)
 	{
