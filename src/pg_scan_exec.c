@@ -39,14 +39,17 @@
  *
  * Approximate top-K (descending, when hbird.topk_mode makes hb_topk
  * approximate: a tuning of kind 'topk' exists and the mode is auto, or the
- * mode is approx): the tuned cheap model scores the rows after the 2k-th,
- * and only those at or above its cut, or among the best `kept` cheap
- * scores so far (at most HB_SCAN_APPROX_KEEP), are scored by the full
- * model (a prefix only adds the remaining trees); the others are left out
- * like pruned rows.  Every real score is the full model's, so the answer
- * is the exact top k of the rows kept, a superset of what hb_topk's
- * approximate mode keeps; docs/willump.md says what the tuning guarantees
- * about them.
+ * mode is approx): the tuned cheap model scores the rows after the 2k-th;
+ * those at or above its cut are scored by the full model with their batch
+ * (a prefix only adds the remaining trees), and those below it wait under
+ * hb_topk's rule (pg_approx.c: while among the best `kept`, at most
+ * HB_SCAN_APPROX_KEEP, less the rows above the cut so far) and are scored
+ * and handed up when the input ends (flush_waiting); the others are left
+ * out like pruned rows.  (Where more than the call's score goes up for a
+ * row, the best `kept` cheap scores so far are kept as they come instead.)
+ * Every real score is the full model's, so the answer is the exact top k
+ * of the rows kept, a superset of what hb_topk's approximate mode keeps;
+ * docs/willump.md says what the tuning guarantees about them.
  */
 #include "postgres.h"
 
