@@ -281,32 +281,26 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 		 * when bound lazily (made in a context of this batch's own; only
 		 * the k best keep a copy)
 		 */
+		MemoryContext old = CurrentMemoryContext;
+
 		if (rows != NULL || s->lazy != NULL)
+		{
 			scratch = AllocSetContextCreate(CurrentMemoryContext, "hbird approximate top-K batch",
 											ALLOCSET_DEFAULT_SIZES);
+			MemoryContextSwitchTo(scratch);
+		}
 		for (int j = 0; j < nfull; j++)
 		{
 			int			i = s->fat[j];
 
-			s->fitem[j] = items ? items[i] : (Datum) 0;
-			if (rows != NULL)
-			{
-				MemoryContext old = MemoryContextSwitchTo(scratch);
-
-				s->fitem[j] = hb_rows_item(rows, i);
-				MemoryContextSwitchTo(old);
-			}
+			s->fitem[j] = rows != NULL ? hb_rows_item(rows, i) : items[i];
 			if (s->lazy != NULL)
-			{
-				MemoryContext old = MemoryContextSwitchTo(scratch);
-
 				hb_lazy_fill(s->lazy, s->fitem[j], s->fx + (size_t) j * nf);
-				MemoryContextSwitchTo(old);
-			}
 			else
 				memcpy(s->fx + (size_t) j * nf, x + (size_t) i * nf, sizeof(double) * nf);
 			s->fraw[j] = s->raw[i];
 		}
+		MemoryContextSwitchTo(old);
 		hb_approx_finish(p, s->approx, s->fx, nfull, s->fraw);
 		hb_link_predict(p, s->fraw, nfull, s->fscore);
 		for (int j = 0; j < nfull; j++)

@@ -637,11 +637,6 @@ approx_start(HbScoreState *st, ScoreCall *c)
 								  (double) Max(HB_SCAN_APPROX_KEEP, st->k));
 	/* the cut was measured for k up to the tuned one; above it, keep only */
 	st->cut = st->k <= st->tuning.k ? st->tuning.cheap_cut : INFINITY;
-	old = MemoryContextSwitchTo(st->state_cxt);
-	if (st->cheap_best)
-		binaryheap_free(st->cheap_best);
-	st->cheap_best = binaryheap_allocate((int) st->approx_keep, cheap_cmp, NULL);
-	MemoryContextSwitchTo(old);
 
 	/*
 	 * The rows below the cut wait for their place to be settled (hb_topk's
@@ -650,6 +645,15 @@ approx_start(HbScoreState *st, ScoreCall *c)
 	 */
 	st->wait_ok = st->skip_ok && st->n_calls == 1 && c->source == HB_SOURCE_COLUMNS;
 	reset_waiting(st);
+	if (st->cheap_best)
+		binaryheap_free(st->cheap_best);
+	st->cheap_best = NULL;
+	if (!st->wait_ok)
+	{
+		old = MemoryContextSwitchTo(st->state_cxt);
+		st->cheap_best = binaryheap_allocate((int) st->approx_keep, cheap_cmp, NULL);
+		MemoryContextSwitchTo(old);
+	}
 }
 
 /* Whether pruning can be exact for this query (see the top of the file). */
@@ -751,7 +755,7 @@ wait_x(const WaitRow *w)
 }
 
 static inline Datum *
-wait_values(const HbScoreState *st, const WaitRow *w, int nf)
+wait_values(const WaitRow *w, int nf)
 {
 	return (Datum *) (w->blob + MAXALIGN(sizeof(double) * nf));
 }
@@ -804,7 +808,7 @@ offer_wait(HbScoreState *st, ScoreCall *c, int b, const double *x,
 		read_row_full(c, b, wait_x(&w), x);
 	else
 		memcpy(wait_x(&w), x, sizeof(double) * nf);
-	wv = wait_values(st, &w, nf);
+	wv = wait_values(&w, nf);
 	wn = wait_nulls(st, &w, nf);
 	data = (char *) wn + MAXALIGN(sizeof(bool) * Max(st->n_kept, 1));
 	for (int k = 0; k < st->n_kept; k++)
@@ -871,7 +875,7 @@ flush_waiting(HbScoreState *st)
 	for (int b = 0; b < m; b++)
 	{
 		const WaitRow *w = &st->wait[st->n_flushed + b];
-		Datum	   *wv = wait_values(st, w, nf);
+		Datum	   *wv = wait_values(w, nf);
 		bool	   *wn = wait_nulls(st, w, nf);
 
 		memcpy(c->x + (size_t) b * nf, wait_x(w), sizeof(double) * nf);
