@@ -234,6 +234,26 @@ ALTER TABLE hbird.tuning ADD CONSTRAINT tuning_approx_kind_check
 
 /* ---- end of tuned small tree ensembles ---- */
 
+/* ---- two-stage approximate top-K (docs/willump.md) ---- */
+
+/*
+ * A top-K tuning's optional second stage: the rows the cheap model passes
+ * are scored by the model's first refine_trees trees, as (refine_scale *
+ * partial + refine_shift) + refine_slack, and only those that pass the cut
+ * with that score too are finished (src/core/approx.h).  NULL: none.
+ */
+ALTER TABLE hbird.tuning
+	ADD COLUMN refine_trees integer CHECK (refine_trees > 0),
+	ADD COLUMN refine_scale double precision,
+	ADD COLUMN refine_shift double precision,
+	ADD COLUMN refine_slack double precision,
+	ADD CONSTRAINT tuning_refine_check CHECK
+		((refine_trees IS NULL) = (refine_scale IS NULL) AND
+		 (refine_trees IS NULL) = (refine_shift IS NULL) AND
+		 (refine_trees IS NULL) = (refine_slack IS NULL));
+
+/* ---- end of two-stage approximate top-K ---- */
+
 /* ---- Scale-out: scoring on shards, models on every node (docs/scale-out.md) ---- */
 
 /*

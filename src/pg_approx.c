@@ -21,6 +21,12 @@
  * can never come back (the number it must be among only shrinks), so the
  * rows kept are exactly the ones the rule names, and memory is O(k +
  * kept).
+ *
+ * With a second stage (approx.h), a row at or above the cut is first
+ * scored by a prefix of the model; only when that score passes the cut
+ * too is it finished (from the prefix's partial sum) with its batch.
+ * Otherwise it is below the cut after all, and is offered to the waiting
+ * rows like any other, with the partial sum it has.
  */
 #include "postgres.h"
 
@@ -36,7 +42,8 @@
 typedef struct Kept
 {
 	double		cheap;
-	double		raw;			/* partial margin (prefix) */
+	double		raw;			/* partial margin (prefix, second stage) */
+	bool		refined;		/* raw is the second stage's */
 	int64		ordinal;
 	double	   *x;				/* bound in full, or NULL: from item */
 	Datum		item;
@@ -58,6 +65,7 @@ struct HbApproxTopk
 	int			keep;			/* always keep this many */
 	double		cut;			/* and every row at or above this */
 	int64		above;			/* rows at or above the cut so far */
+	int64		refined;		/* rows scored by the second stage */
 	Kept	   *heap;			/* min-heap: root is the worst waiting row */
 	int			n;
 	int			cap;
@@ -224,6 +232,90 @@ offer_scored(HbApproxTopk *s, double score, int64 ordinal, Datum item)
 	scored_sift_down(s->best, s->n_best, 0);
 }
 
+/* Whether a row below the cut, so ranked, may wait (hb_topk's rule). */
+static inline bool
+may_wait(const HbApproxTopk *s, double cheap, int64 ordinal)
+{
+	Kept		c;
+
+	if (s->n < waiting_room(s))
+		return true;
+	c.cheap = cheap;
+	c.ordinal = ordinal;
+	return s->n > 0 && kept_worse(&s->heap[0], &c);
+}
+
+/*
+ * A row joins the waiting rows: x its features bound in full (copied), or
+ * NULL to bind it again from its datum at the end; the datum is batch row
+ * i's, or item when that is not (Datum) 0 (copied).
+ */
+static void
+add_waiting(HbApproxTopk *s, double cheap, double raw, bool refined,
+			int64 ordinal, const double *x, const Datum *items,
+			HbQueryRows *rows, int i, Datum item)
+{
+	int			nf = s->entry->n_features;
+	Kept		c = {cheap, raw, refined, ordinal, NULL, (Datum) 0};
+	MemoryContext old;
+
+	if (s->n == s->cap)
+	{
+		s->cap = s->cap * 2;
+		s->heap = repalloc_huge(s->heap, sizeof(Kept) * s->cap);
+	}
+	old = MemoryContextSwitchTo(s->cxt);
+	if (x != NULL)
+	{
+		c.x = palloc(sizeof(double) * nf);
+		memcpy(c.x, x, sizeof(double) * nf);
+	}
+	c.item = item != (Datum) 0 ? datumCopy(item, false, -1) : row_item(items, rows, i);
+	MemoryContextSwitchTo(old);
+	s->heap[s->n] = c;
+	kept_sift_up(s->heap, s->n++);
+	while (s->n > waiting_room(s))
+		pop_root(s);
+}
+
+/*
+ * The second stage over the batch's nfull rows at or above the cut (fx,
+ * fraw, fat, fitem): the rows that pass it too stay, in order, and their
+ * count is returned; the others are offered to the waiting rows with the
+ * partial sums they have.
+ */
+static int
+refine_batch(HbApproxTopk *s, int nfull)
+{
+	const HbPlan *p = s->entry->plan;
+	int			nf = s->entry->n_features;
+	int			m = 0;
+
+	hb_approx_refine(p, s->approx, s->fx, nfull, s->fraw, s->fscore);
+	s->refined += nfull;
+	for (int j = 0; j < nfull; j++)
+	{
+		int			i = s->fat[j];
+
+		if (s->fscore[j] >= s->cut)
+		{
+			if (m != j)
+			{
+				memcpy(s->fx + (size_t) m * nf, s->fx + (size_t) j * nf, sizeof(double) * nf);
+				s->fraw[m] = s->fraw[j];
+				s->fat[m] = i;
+				s->fitem[m] = s->fitem[j];
+			}
+			m++;
+		}
+		else if (may_wait(s, s->fscore[j], s->ordinal + i))
+			add_waiting(s, s->fscore[j], s->fraw[j], true, s->ordinal + i,
+						s->lazy == NULL ? s->fx + (size_t) j * nf : NULL, NULL, NULL,
+						0, s->fitem[j]);
+	}
+	return m;
+}
+
 void
 hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 					 HbQueryRows *rows, int n)
@@ -237,42 +329,16 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 	hb_approx_margins(p, s->approx, x, n, s->raw, s->cheap);
 	for (int i = 0; i < n; i++)
 	{
-		Kept		c;
-		MemoryContext old;
-
 		if (s->cheap[i] >= s->cut)
 		{
-			s->above++;
 			s->fat[nfull++] = i;
 			continue;
 		}
-		c.cheap = s->cheap[i];
-		c.raw = s->raw[i];
-		c.ordinal = s->ordinal + i;
-		if (s->n >= waiting_room(s) && (s->n == 0 || !kept_worse(&s->heap[0], &c)))
-			continue;
-		if (s->n == s->cap)
-		{
-			s->cap = s->cap * 2;
-			s->heap = repalloc_huge(s->heap, sizeof(Kept) * s->cap);
-		}
-		old = MemoryContextSwitchTo(s->cxt);
-		c.x = NULL;
-		if (s->lazy == NULL)
-		{
-			c.x = palloc(sizeof(double) * nf);
-			memcpy(c.x, x + (size_t) i * nf, sizeof(double) * nf);
-		}
-		c.item = row_item(items, rows, i);
-		MemoryContextSwitchTo(old);
-		s->heap[s->n] = c;
-		kept_sift_up(s->heap, s->n++);
-		while (s->n > waiting_room(s))
-			pop_root(s);
+		if (may_wait(s, s->cheap[i], s->ordinal + i))
+			add_waiting(s, s->cheap[i], s->raw[i], false, s->ordinal + i,
+						s->lazy == NULL ? x + (size_t) i * nf : NULL, items, rows, i,
+						(Datum) 0);
 	}
-	/* an earlier row below the cut may have lost its place to these */
-	while (s->n > waiting_room(s))
-		pop_root(s);
 
 	if (nfull > 0)
 	{
@@ -301,13 +367,22 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 			s->fraw[j] = s->raw[i];
 		}
 		MemoryContextSwitchTo(old);
-		hb_approx_finish(p, s->approx, s->fx, nfull, s->fraw);
+		if (s->approx->refine_trees > 0)
+			nfull = refine_batch(s, nfull);
+		s->above += nfull;
+		if (s->approx->refine_trees > 0)
+			hb_approx_finish_refined(p, s->approx, s->fx, nfull, s->fraw);
+		else
+			hb_approx_finish(p, s->approx, s->fx, nfull, s->fraw);
 		hb_link_predict(p, s->fraw, nfull, s->fscore);
 		for (int j = 0; j < nfull; j++)
 			offer_scored(s, s->fscore[j], s->ordinal + s->fat[j], s->fitem[j]);
 		if (scratch)
 			MemoryContextDelete(scratch);
 	}
+	/* an earlier row below the cut may have lost its place to these */
+	while (s->n > waiting_room(s))
+		pop_root(s);
 	s->ordinal += n;
 }
 
@@ -339,6 +414,8 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	double	   *x = palloc_extended(sizeof(double) * Max(n, 1) * nf, MCXT_ALLOC_HUGE);
 	double	   *raw = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
 	double	   *sc = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
+	bool	   *refined = palloc_extended(sizeof(bool) * Max(n, 1), MCXT_ALLOC_HUGE);
+	int64		n_refined = 0;
 	Scored	   *all = palloc_extended(sizeof(Scored) * Max(total, 1), MCXT_ALLOC_HUGE);
 	int			T = hb_plan_n_trees(p);
 
@@ -349,8 +426,10 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 		else
 			hb_lazy_fill(s->lazy, s->heap[i].item, x + (size_t) i * nf);
 		raw[i] = s->heap[i].raw;
+		refined[i] = s->heap[i].refined;
+		n_refined += refined[i];
 	}
-	hb_approx_finish(p, s->approx, x, n, raw);
+	hb_approx_finish_rows(p, s->approx, x, n, raw, refined);
 	hb_link_predict(p, raw, n, sc);
 	memcpy(all, s->best, sizeof(Scored) * s->n_best);
 	for (int i = 0; i < n; i++)
@@ -370,13 +449,24 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	}
 	if (stats)
 	{
-		int			m = s->approx->kind == HB_APPROX_PREFIX ? s->approx->n_trees : 0;
+		int			m = hb_approx_cheap_trees(s->approx);
+		int			m2 = s->approx->refine_trees;
 		int64		full = s->above + n;
 
 		stats->rows = s->ordinal;
 		stats->rows_full = full;
-		stats->pairs_scored = s->ordinal * m + full * (T - m);
+		if (m2 > 0)
+		{
+			/* rows finished from the second stage, and from the cheap model */
+			int64		from2 = s->above + n_refined;
+
+			stats->pairs_scored = s->ordinal * m + s->refined * (m2 - m) +
+				from2 * (T - m2) + (full - from2) * (T - m);
+		}
+		else
+			stats->pairs_scored = s->ordinal * m + full * (T - m);
 	}
+	pfree(refined);
 	pfree(x);
 	pfree(raw);
 	pfree(sc);

@@ -45,8 +45,12 @@
  * hb_topk's rule (pg_approx.c: while among the best `kept`, at most
  * HB_SCAN_APPROX_KEEP, less the rows above the cut so far) and are scored
  * and handed up when the input ends (flush_waiting); the others are left
- * out like pruned rows.  (Where more than the call's score goes up for a
- * row, the best `kept` cheap scores so far are kept as they come instead.)
+ * out like pruned rows.  With a second stage (approx.h), a row at or above
+ * the cut is finished only when its second score passes the cut too;
+ * otherwise it waits like a row below it, ranked by that score, with its
+ * partial sums.  (Where more than the call's score goes up for a row, the
+ * best `kept` cheap scores so far are kept as they come instead, and every
+ * row at or above the cut is finished.)
  * Every real score is the full model's, so the answer is the exact top k
  * of the rows kept, a superset of what hb_topk's approximate mode keeps;
  * docs/willump.md says what the tuning guarantees about them.
@@ -150,6 +154,7 @@ typedef struct WaitRow
 {
 	double		cheap;
 	double		raw;			/* what finishing continues */
+	bool		refined;		/* raw is the second stage's (approx.h) */
 	int64		ordinal;
 	char	   *blob;
 } WaitRow;
@@ -218,6 +223,9 @@ typedef struct HbScoreState
 	binaryheap *cheap_best;		/* the keep best cheap scores so far */
 	double	   *raw;			/* per bound row: what finishing continues */
 	int		   *kept_at;		/* per kept row: its place among the rows */
+	double	   *score2;			/* per kept row: its second-stage score */
+	bool	   *refined;		/* per waiting row flushed: raw is the second
+								 * stage's */
 	int			raw_cap;
 	bool		wait_ok;		/* rows below the cut wait (hb_topk's rule),
 								 * else the running best `kept` are kept */
@@ -234,6 +242,7 @@ typedef struct HbScoreState
 	int64		rows_in;
 	int64		rows_scored;
 	int64		rows_pruned;
+	int64		rows_refined;	/* through the second stage (approx.h) */
 } HbScoreState;
 
 static void row_values_from_tuple(HbScoreState *st, int i);
@@ -715,9 +724,13 @@ grow_raw(HbScoreState *st, int n)
 	{
 		pfree(st->raw);
 		pfree(st->kept_at);
+		pfree(st->score2);
+		pfree(st->refined);
 	}
 	st->raw = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
 	st->kept_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * n);
+	st->score2 = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
+	st->refined = MemoryContextAllocHuge(st->state_cxt, sizeof(bool) * n);
 	st->raw_cap = n;
 }
 
@@ -778,9 +791,9 @@ wait_nulls(const HbScoreState *st, const WaitRow *w, int nf)
  */
 static void
 offer_wait(HbScoreState *st, ScoreCall *c, int b, const double *x,
-		   double cheap, double raw)
+		   double cheap, double raw, bool refined, int64 ordinal)
 {
-	WaitRow		w = {cheap, raw, st->ordinal, NULL};
+	WaitRow		w = {cheap, raw, refined, ordinal, NULL};
 	int			nf = c->e->n_features;
 	Datum	   *rv = st->vals + (size_t) b * st->n_input;
 	bool	   *rn = st->nulls + (size_t) b * st->n_input;
@@ -885,9 +898,10 @@ flush_waiting(HbScoreState *st)
 			st->nulls[(size_t) b * st->n_input + st->kept[k]] = wn[k];
 		}
 		st->raw[b] = w->raw;
+		st->refined[b] = w->refined;
 		st->skip[b] = false;
 	}
-	hb_approx_finish(p, st->approx, c->x, m, st->raw);
+	hb_approx_finish_rows(p, st->approx, c->x, m, st->raw, st->refined);
 	for (int b = 0; b < m; b++)
 	{
 		double		score;
@@ -929,11 +943,9 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 
 		if (st->wait_ok)
 		{
-			if (keep)
-				st->above++;
-			else
-				offer_wait(st, c, c->rows[from + i], x + (size_t) i * nf, v, st->raw[i]);
-			st->ordinal++;
+			if (!keep)
+				offer_wait(st, c, c->rows[from + i], x + (size_t) i * nf, v, st->raw[i],
+						   false, st->ordinal + i);
 		}
 		else if (st->cheap_best->bh_size < st->approx_keep)
 		{
@@ -955,11 +967,45 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 		st->raw[nk] = st->raw[i];
 		st->kept_at[nk++] = i;
 	}
+	if (st->wait_ok && st->approx->refine_trees > 0 && nk > 0)
+	{
+		/*
+		 * The second stage: a row that fails it is below the cut after all,
+		 * and may wait with the partial sum it has
+		 */
+		int			np = 0;
+
+		hb_approx_refine(p, st->approx, x, nk, st->raw, st->score2);
+		st->rows_refined += nk;
+		for (int j = 0; j < nk; j++)
+		{
+			int			i = st->kept_at[j];
+
+			if (st->score2[j] >= st->cut)
+			{
+				if (np != j)
+					memcpy(x + (size_t) np * nf, x + (size_t) j * nf, sizeof(double) * nf);
+				st->raw[np] = st->raw[j];
+				st->kept_at[np++] = i;
+			}
+			else
+				offer_wait(st, c, c->rows[from + i], x + (size_t) j * nf, st->score2[j],
+						   st->raw[j], true, st->ordinal + i);
+		}
+		nk = np;
+		if (nk > 0)
+			hb_approx_finish_refined(p, st->approx, x, nk, st->raw);
+	}
+	else if (nk > 0)
+		hb_approx_finish(p, st->approx, x, nk, st->raw);
+	if (st->wait_ok)
+	{
+		st->above += nk;
+		st->ordinal += n;
+	}
 	/* an earlier waiting row may have lost its place to this batch's */
 	while (st->wait_ok && st->n_wait > waiting_room(st))
 		wait_pop(st);
-	if (nk > 0)
-		hb_approx_finish(p, st->approx, x, nk, st->raw);
 	for (int j = 0; j < nk; j++)
 		m[st->kept_at[j]] = st->raw[j];
 }
@@ -1798,6 +1844,8 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Rows Scored", NULL, st->rows_scored, es);
 		if (st->topk_call >= 0)
 			ExplainPropertyInteger("Rows Pruned", NULL, st->rows_pruned, es);
+		if (st->topk_on && st->approx && st->approx->refine_trees > 0)
+			ExplainPropertyInteger("Rows Refined", NULL, st->rows_refined, es);
 	}
 }
 

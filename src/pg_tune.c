@@ -47,8 +47,9 @@ PG_FUNCTION_INFO_V1(hb_tune_drop);
 
 /* ---- reading a tuning back ---- */
 
+/* the column's number, or InvalidAttrNumber (a schema that predates it) */
 static AttrNumber
-column(TupleDesc desc, const char *colname)
+column_if(TupleDesc desc, const char *colname)
 {
 	for (int i = 0; i < desc->natts; i++)
 	{
@@ -57,8 +58,17 @@ column(TupleDesc desc, const char *colname)
 		if (!a->attisdropped && strcmp(NameStr(a->attname), colname) == 0)
 			return a->attnum;
 	}
-	elog(ERROR, "hbird.tuning has no column %s", colname);
 	return InvalidAttrNumber;
+}
+
+static AttrNumber
+column(TupleDesc desc, const char *colname)
+{
+	AttrNumber	att = column_if(desc, colname);
+
+	if (att == InvalidAttrNumber)
+		elog(ERROR, "hbird.tuning has no column %s", colname);
+	return att;
 }
 
 static Datum
@@ -168,6 +178,18 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 								   strcmp(akind, "linear") == 0 ? HB_APPROX_LINEAR :
 								   strcmp(akind, "trees") == 0 ? HB_APPROX_TREES : 0,
 								   ntrees, fv, nfeat, pv, nparam, &out->approx, &err);
+		if (ok && column_if(desc, "refine_trees") != InvalidAttrNumber)
+		{
+			bool		rnull;
+			Datum		rt = get(best, desc, "refine_trees", &rnull);
+
+			if (!rnull)
+				ok = hb_approx_set_refine(e->plan, out->approx, DatumGetInt32(rt),
+										  get_float(best, desc, "refine_scale", NAN),
+										  get_float(best, desc, "refine_shift", NAN),
+										  get_float(best, desc, "refine_slack", NAN),
+										  &err);
+		}
 		MemoryContextSwitchTo(old);
 		if (!ok)
 			ereport(ERROR,
@@ -329,6 +351,9 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 	return x;
 }
 
+/* what store() passes write_tuning; the caller's role name is added */
+#define HB_TUNING_VALUES 25
+
 static void write_tuning(const char *name, Oid *types, Datum *values,
 						 char *nulls);
 
@@ -403,12 +428,14 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	  const GroupCosts *gc)
 {
 	const HbTuneCandidate *ch = &res->cand[res->chosen];
-	Oid			types[21] = {TEXTOID, INT4OID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID,
+	Oid			types[HB_TUNING_VALUES] = {TEXTOID, INT4OID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID,
 		INT4OID, INT8OID, INT8OID, INT4OID, TEXTOID, INT4OID, INT4ARRAYOID,
 		FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID, TEXTARRAYOID, FLOAT8ARRAYOID,
-	TEXTARRAYOID, FLOAT8ARRAYOID, FLOAT8OID};
-	Datum		v[21];
-	char		vnulls[21];
+		TEXTARRAYOID, FLOAT8ARRAYOID, FLOAT8OID,
+	INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
+	Datum		v[HB_TUNING_VALUES];
+	char		vnulls[HB_TUNING_VALUES];
+	const HbApprox *ca = ch->approx;
 	int			i = 0;
 	Datum	   *fd,
 			   *pd,
@@ -500,6 +527,13 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 			v[i++] = (Datum) 0;
 		}
 	}
+	/* the second stage, if any */
+	vnulls[i] = vnulls[i + 1] = vnulls[i + 2] = vnulls[i + 3] =
+		ca->refine_trees > 0 ? ' ' : 'n';
+	v[i++] = Int32GetDatum(ca->refine_trees);
+	v[i++] = Float8GetDatum(ca->refine_scale);
+	v[i++] = Float8GetDatum(ca->refine_shift);
+	v[i++] = Float8GetDatum(ca->refine_slack);
 	if (i != lengthof(v))
 		elog(ERROR, "a tuning is stored from %d values, %d were given",
 			 (int) lengthof(v), i);
@@ -689,16 +723,17 @@ hb_tune(PG_FUNCTION_ARGS)
  * version, kind, k, target, confidence, seed, sample_rows, eval_rows,
  * chosen candidate, approximation kind, trees, features, parameters,
  * cheap cut, full cost, candidate labels, measures, feature groups, group
- * costs, featurization cost).  The caller must be able to change the
+ * costs, featurization cost, the second stage's trees, scale, shift and
+ * slack).  The caller must be able to change the
  * model (pg_owner.c); it is recorded as the tuner.
  */
 static void
 write_tuning(const char *name, Oid *types, Datum *values, char *nulls)
 {
 	HbCatalogWrite w;
-	Oid			t[22];
-	Datum		v[22];
-	char		n[23];
+	Oid			t[HB_TUNING_VALUES + 1];
+	Datum		v[HB_TUNING_VALUES + 1];
+	char		n[HB_TUNING_VALUES + 2];
 
 	hb_write_begin(&w, "store a tuning");
 	if (!hb_write_lock_model(&w, name, NULL))
@@ -718,13 +753,13 @@ write_tuning(const char *name, Oid *types, Datum *values, char *nulls)
 	hb_write_sql("DELETE FROM hbird.tuning WHERE name = $1 AND version = $2 AND kind = $3 AND k = $4",
 				 4, types, values, NULL, SPI_OK_DELETE);
 
-	memcpy(t, types, sizeof(Oid) * 21);
-	memcpy(v, values, sizeof(Datum) * 21);
-	memcpy(n, nulls, 21);
-	t[21] = TEXTOID;
-	v[21] = CStringGetTextDatum(GetUserNameFromId(w.caller, false));
-	n[21] = ' ';
-	n[22] = '\0';
+	memcpy(t, types, sizeof(Oid) * HB_TUNING_VALUES);
+	memcpy(v, values, sizeof(Datum) * HB_TUNING_VALUES);
+	memcpy(n, nulls, HB_TUNING_VALUES);
+	t[HB_TUNING_VALUES] = TEXTOID;
+	v[HB_TUNING_VALUES] = CStringGetTextDatum(GetUserNameFromId(w.caller, false));
+	n[HB_TUNING_VALUES] = ' ';
+	n[HB_TUNING_VALUES + 1] = '\0';
 	/* the chosen candidate's row of the measures supplies its figures */
 	hb_write_sql(psprintf("WITH m AS (SELECT $18::float8[] AS m, $17::text[] AS l), "
 						  "c AS (SELECT i, l[i] AS approximation, m[i][1] AS ratio, m[i][2]::integer AS kept, "
@@ -737,11 +772,12 @@ write_tuning(const char *name, Oid *types, Datum *values, char *nulls)
 						  "       sample_rows, eval_rows, approximation, approx_kind, approx_trees, "
 						  "       approx_features, approx_params, ratio, kept, cheap_cut, threshold, "
 						  "       accuracy, accuracy_bound, coverage, full_cost_us, approx_cost_us, "
-						  "       expected_speedup, featurize_us, feature_groups, group_cost_us, tuned_by) "
+						  "       expected_speedup, featurize_us, feature_groups, group_cost_us, "
+						  "       refine_trees, refine_scale, refine_shift, refine_slack, tuned_by) "
 						  "     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, c.approximation, $11, $12, $13, $14, "
 						  "       c.ratio, c.kept, CASE WHEN $3 = 'topk' THEN $15 END, c.threshold, "
 						  "       c.accuracy, c.accuracy_bound, c.coverage, $16, c.cost_us, c.expected_speedup, "
-						  "       $21, $19, $20, $22::text::%s "
+						  "       $21, $19, $20, $22, $23, $24, $25, $26::text::%s "
 						  "     FROM c WHERE c.i = $10 RETURNING 1) "
 						  "INSERT INTO hbird.tuning_candidate (name, version, kind, k, candidate, approximation, "
 						  "  ratio, kept, threshold, accuracy, accuracy_bound, coverage, cost_us, "
@@ -751,7 +787,7 @@ write_tuning(const char *name, Oid *types, Datum *values, char *nulls)
 						  "  c.featurize_us "
 						  "FROM c WHERE (SELECT count(*) FROM t) = 1",
 						  hb_role_column_type("tuning", "tuned_by")),
-				 22, t, v, n, SPI_OK_INSERT);
+				 HB_TUNING_VALUES + 1, t, v, n, SPI_OK_INSERT);
 	if (SPI_processed == 0)
 		elog(ERROR, "chosen candidate %d of the tuning of model \"%s\" does not exist",
 			 DatumGetInt32(values[9]), name);

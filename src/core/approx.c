@@ -255,6 +255,8 @@ hb_approx_from_params(const HbPlan *p, HbApproxKind kind, int32_t n_trees,
 void
 hb_approx_describe(const HbPlan *p, const HbApprox *a, char *buf, size_t len)
 {
+	size_t		used;
+
 	if (a->kind == HB_APPROX_PREFIX)
 		snprintf(buf, len, "prefix: %d of %d trees", a->n_trees, p->n_trees);
 	else if (a->kind == HB_APPROX_TREES)
@@ -271,6 +273,104 @@ hb_approx_describe(const HbPlan *p, const HbApprox *a, char *buf, size_t len)
 	}
 	else
 		snprintf(buf, len, "linear: %d of %d features", a->n_feat, p->n_features);
+	used = strlen(buf);
+	if (a->refine_trees > 0 && used < len)
+		snprintf(buf + used, len - used, ", then prefix: %d of %d trees",
+				 a->refine_trees, p->n_trees);
+}
+
+bool
+hb_approx_set_refine(const HbPlan *p, HbApprox *a, int32_t trees,
+					 double scale, double shift, double slack, HbError *err)
+{
+	if (p->estimator != HB_EST_TREES || p->n_outputs != 1 || a->n_outputs != 1)
+		return hb_fail(err, HB_ERR_INVALID,
+					   "a second stage needs a tree model of one output");
+	if (trees <= hb_approx_cheap_trees(a) || trees >= p->n_trees)
+		return hb_fail(err, HB_ERR_INVALID,
+					   "second stage uses %d trees: it must use more than the cheap model's %d and fewer than the model's %d",
+					   trees, hb_approx_cheap_trees(a), p->n_trees);
+	if (!isfinite(scale) || !isfinite(shift) || !isfinite(slack))
+		return hb_fail(err, HB_ERR_INVALID,
+					   "second stage calibration is not finite");
+	a->refine_trees = trees;
+	a->refine_scale = scale;
+	a->refine_shift = shift;
+	a->refine_slack = slack;
+	return true;
+}
+
+void
+hb_approx_refine(const HbPlan *p, const HbApprox *a, const double *x,
+				 size_t n, double *raw, double *score2)
+{
+	int32_t		from = hb_approx_cheap_trees(a);
+
+	/* a prefix's partial sums go on; any other cheap model left none */
+	hb_exec_trees(p, HB_STRATEGY_AUTO, x, n, from, a->refine_trees,
+				  from == 0 ? HB_EXEC_INIT : 0, raw);
+	for (size_t r = 0; r < n; r++)
+		score2[r] = (a->refine_scale * raw[r] + a->refine_shift) + a->refine_slack;
+}
+
+void
+hb_approx_finish_refined(const HbPlan *p, const HbApprox *a, const double *x,
+						 size_t n, double *raw)
+{
+	hb_exec_trees(p, HB_STRATEGY_AUTO, x, n, a->refine_trees, p->n_trees, 0, raw);
+}
+
+void
+hb_approx_finish_rows(const HbPlan *p, const HbApprox *a, const double *x,
+					  size_t n, double *raw, const bool *refined)
+{
+	size_t		nr = 0;
+	size_t		nf = (size_t) p->n_features;
+	size_t	   *at;
+	double	   *xs,
+			   *rs;
+
+	for (size_t i = 0; refined && i < n; i++)
+		nr += refined[i];
+	if (nr == 0)
+	{
+		hb_approx_finish(p, a, x, n, raw);
+		return;
+	}
+	if (nr == n)
+	{
+		hb_approx_finish_refined(p, a, x, n, raw);
+		return;
+	}
+
+	/*
+	 * Two groups that continue from different trees: each gathered,
+	 * finished in one call and put back
+	 */
+	at = hb_alloc_must(sizeof(size_t) * n);
+	xs = hb_alloc_must(sizeof(double) * n * nf);
+	rs = hb_alloc_must(sizeof(double) * n);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		size_t		m = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (refined[i] == (pass == 1))
+			{
+				at[m] = i;
+				memcpy(xs + m * nf, x + i * nf, sizeof(double) * nf);
+				rs[m++] = raw[i];
+			}
+		if (pass == 0)
+			hb_approx_finish(p, a, xs, m, rs);
+		else
+			hb_approx_finish_refined(p, a, xs, m, rs);
+		for (size_t j = 0; j < m; j++)
+			raw[at[j]] = rs[j];
+	}
+	hb_free(at);
+	hb_free(xs);
+	hb_free(rs);
 }
 
 void

@@ -52,6 +52,20 @@ typedef struct HbApprox
 	double	   *tparams;
 	int32_t		n_tparams;
 	HbPlan	   *cheap;
+
+	/*
+	 * Top-K's optional second stage (single-output tree models): a row the
+	 * cheap model passes is scored by the plan's trees [0, refine_trees)
+	 * (continuing a PREFIX's partial sum), as (refine_scale * partial +
+	 * refine_shift) + refine_slack; only a row that passes the cut with that
+	 * score too is finished, from the partial sum it has.  The screening
+	 * score is min(cheap, that), one score with one cut (tune.c).  0: no
+	 * second stage.
+	 */
+	int32_t		refine_trees;
+	double		refine_scale;
+	double		refine_shift;
+	double		refine_slack;
 } HbApprox;
 
 /*
@@ -93,6 +107,44 @@ extern void hb_approx_margins(const HbPlan *p, const HbApprox *a,
 /* raw (from hb_approx_margins, same rows) becomes the full margins. */
 extern void hb_approx_finish(const HbPlan *p, const HbApprox *a,
 							 const double *x, size_t n, double *raw);
+
+/*
+ * The second stage (a->refine_trees > 0): raw, from hb_approx_margins,
+ * becomes the partial sums of the plan's first refine_trees trees, and
+ * score2 the second-stage scores, slack included (single output).
+ */
+extern void hb_approx_refine(const HbPlan *p, const HbApprox *a,
+							 const double *x, size_t n, double *raw,
+							 double *score2);
+
+/* raw, from hb_approx_refine, becomes the full margins. */
+extern void hb_approx_finish_refined(const HbPlan *p, const HbApprox *a,
+									 const double *x, size_t n, double *raw);
+
+/*
+ * raw becomes the full margins: row i continues from the second stage
+ * when refined[i] (hb_approx_refine), from hb_approx_margins otherwise.
+ * refined may be NULL (no row refined).
+ */
+extern void hb_approx_finish_rows(const HbPlan *p, const HbApprox *a,
+								  const double *x, size_t n, double *raw,
+								  const bool *refined);
+
+/*
+ * Check and set a second stage read back from the catalog: the trees
+ * continue the cheap model's (more than a prefix's own, fewer than the
+ * plan's), the calibration is finite.
+ */
+extern bool hb_approx_set_refine(const HbPlan *p, HbApprox *a, int32_t trees,
+								 double scale, double shift, double slack,
+								 HbError *err);
+
+/* trees of the plan a row has been scored by after the cheap model */
+static inline int32_t
+hb_approx_cheap_trees(const HbApprox *a)
+{
+	return a->kind == HB_APPROX_PREFIX ? a->n_trees : 0;
+}
 
 
 /*

@@ -26,7 +26,10 @@
  * often as long as the cheap model keeps a row no less often when its full
  * score is higher.  The bootstrap of the sample's top rows, which Willump
  * uses, understates how much a fresh set's top k vary (see
- * docs/willump.md).
+ * docs/willump.md).  A second stage behind the chosen candidate (a
+ * calibrated prefix of the model plus a slack, approx.h) is chosen on the
+ * selection rows too, and makes the screening score min(cheap, second)
+ * the one score the cut and the bound are about.
  *
  * Cascade: the cheap model decides a row when its confidence (the margin
  * gap, approx.c) is at least a threshold.  The accuracy loss of a threshold
@@ -60,6 +63,14 @@ extern void dgels_(const char *trans, const int *m, const int *n,
 
 #define TIMING_ROWS 8192
 #define MAX_CANDIDATES 48
+
+/*
+ * top-K's second stage: prefixes of 1/64 to 1/2 of the model's trees, and
+ * a grid of slacks between the two scores (quantiles of their difference
+ * on the selection rows' tail)
+ */
+#define MAX_REFINE 12
+#define REFINE_SLACKS 5
 
 /* top-K: misses allowed among the tail rows, each with its own tail size */
 #define TOPK_MENU 5
@@ -185,6 +196,19 @@ typedef struct Work
 	double	   *m_eval;
 	double	   *buf;			/* n_time x k scratch, twice */
 	HbTuneResult *res;
+	double		model_ns;		/* the full model's trees per row */
+
+	/*
+	 * top-K's second stages: prefixes of the model, with their first-half
+	 * calibrations and calibrated margins on the selection rows and the
+	 * evaluation half
+	 */
+	int			n_pre;
+	int32_t		pre_trees[MAX_REFINE];
+	double		pre_scale[MAX_REFINE];
+	double		pre_shift[MAX_REFINE];
+	double	   *pre_sel[MAX_REFINE];
+	double	   *pre_eval[MAX_REFINE];
 } Work;
 
 static void
@@ -958,6 +982,356 @@ certify_topk(Work *w, HbTuneCandidate *c, const double *cheap_eval, HbError *err
 }
 
 /*
+ * A prefix candidate of 1/64 to 1/2 of a single-output model's trees is
+ * kept as a possible second stage: its first-half calibration and its
+ * calibrated margins on the selection rows and the evaluation half.
+ * False when out of memory.
+ */
+static bool
+keep_prefix(Work *w, const HbApprox *a, const double *cheap_sel,
+			const double *cheap_eval)
+{
+	int			j = w->n_pre;
+
+	if (a->kind != HB_APPROX_PREFIX || w->k != 1 || j >= MAX_REFINE ||
+		(int64_t) a->n_trees * 64 < w->p->n_trees ||
+		(int64_t) a->n_trees * 2 > w->p->n_trees)
+		return true;
+	w->pre_sel[j] = hb_alloc(sizeof(double) * (w->n_sel + 1));
+	w->pre_eval[j] = hb_alloc(sizeof(double) * (w->n_eval + 1));
+	if (!w->pre_sel[j] || !w->pre_eval[j])
+	{
+		hb_free(w->pre_sel[j]);
+		hb_free(w->pre_eval[j]);
+		return false;
+	}
+	memcpy(w->pre_sel[j], cheap_sel, sizeof(double) * w->n_sel);
+	memcpy(w->pre_eval[j], cheap_eval, sizeof(double) * w->n_eval);
+	w->pre_trees[j] = a->n_trees;
+	w->pre_scale[j] = a->scale[0];
+	w->pre_shift[j] = a->shift[0];
+	w->n_pre++;
+	return true;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* what a row costs in the second stage, and then finishing it */
+static void
+refine_costs(Work *w, const HbTuneCandidate *c, int32_t trees,
+			 double *refine_ns, double *finish_ns)
+{
+	double		T = (double) w->p->n_trees;
+
+	*refine_ns = w->model_ns * (double) (trees - hb_approx_cheap_trees(c->approx)) / T;
+	/* a row that passes the cheap model is bound in full before the second stage */
+	if (w->spec->n_groups > 0)
+		*refine_ns += w->res->featurize_ns;
+	*finish_ns = w->model_ns * (double) (w->p->n_trees - trees) / T;
+}
+
+/*
+ * The two-stage screening score of n rows: min(cheap, score2 + slack), the
+ * second stage's score as hb_approx_refine computes it (slack added last).
+ * A row is finished when it is at or above the cut; the cut is an order
+ * statistic of this one score, so the bound of a single cheap score holds
+ * unchanged (docs/willump.md).
+ */
+static inline double
+screen_score(double cheap, double s2, double slack)
+{
+	double		r = s2 + slack;
+
+	return cheap < r ? cheap : r;
+}
+
+/*
+ * On one set of rows (the selection rows or the evaluation half): the cut
+ * that keeps all but e of the set's `tail` best rows by full margin under
+ * the two-stage score, at least k rows kept.  *kept, *screened: the rows
+ * at or above it under the two-stage score and under the cheap score
+ * alone; *misses: tail rows below it.  zt: `tail` doubles of scratch.
+ */
+static double
+refine_cut_part(const double *cheap, const double *s2, double slack, size_t n,
+				const int32_t *order, int tail, int e, int k, double *zt,
+				int half, int64_t *kept, int64_t *screened, int *misses)
+{
+	double		tau;
+	int64_t		nk = 0,
+				ns = 0;
+
+	if (half >= 0)
+	{
+		/* rows i of the half (i % 2 == half) only; order filtered alike */
+		int			t = 0;
+
+		for (size_t j = 0; j < n && t < tail; j++)
+			if (order[j] % 2 == half)
+			{
+				zt[t++] = screen_score(cheap[order[j]], s2[order[j]], slack);
+				if (t == tail)
+					break;
+			}
+		qsort(zt, tail, sizeof(double), cmp_double);
+		tau = zt[e];
+		for (size_t i = half; i < n; i += 2)
+		{
+			double		z = screen_score(cheap[i], s2[i], slack);
+
+			nk += z >= tau;
+			ns += cheap[i] >= tau;
+		}
+		*kept = nk;
+		*screened = ns;
+		*misses = 0;
+		return tau;
+	}
+	for (int j = 0; j < tail; j++)
+		zt[j] = screen_score(cheap[order[j]], s2[order[j]], slack);
+	qsort(zt, tail, sizeof(double), cmp_double);
+	tau = zt[e];
+	for (size_t i = 0; i < n; i++)
+		nk += screen_score(cheap[i], s2[i], slack) >= tau;
+	if (nk < k && (size_t) k <= n)
+	{
+		/* the k floor: the k-th best two-stage score */
+		double	   *z = hb_alloc_must(sizeof(double) * n);
+
+		for (size_t i = 0; i < n; i++)
+			z[i] = screen_score(cheap[i], s2[i], slack);
+		qsort(z, n, sizeof(double), cmp_double);
+		tau = z[n - k];
+		hb_free(z);
+		nk = 0;
+		for (size_t i = 0; i < n; i++)
+			nk += screen_score(cheap[i], s2[i], slack) >= tau;
+	}
+	for (size_t i = 0; i < n; i++)
+		ns += cheap[i] >= tau;
+	*misses = 0;
+	for (int j = 0; j < tail; j++)
+		*misses += screen_score(cheap[order[j]], s2[order[j]], slack) < tau;
+	*kept = nk;
+	*screened = ns;
+	return tau;
+}
+
+static double
+refine_cut(const double *cheap, const double *s2, double slack, size_t n,
+		   const int32_t *order, int tail, int e, int k, double *zt,
+		   int64_t *kept, int64_t *screened, int *misses)
+{
+	return refine_cut_part(cheap, s2, slack, n, order, tail, e, k, zt, -1,
+						   kept, screened, misses);
+}
+
+/*
+ * A second stage for top-K candidate c (cheap margins cheap_sel on the
+ * selection rows): every stored prefix longer than the candidate's own,
+ * every slack of the grid and every menu entry, compared by expected cost
+ * on the selection rows like the single cut (choose_topk).  When one is
+ * cheaper, c gets it (its approximation's refine_*, its menu entry and
+ * select_ns); *pre the prefix taken, or -1.
+ */
+static bool
+choose_refine(Work *w, HbTuneCandidate *c, const double *cheap_sel, int *pre,
+			  HbError *err)
+{
+	double	   *zt = hb_alloc(sizeof(double) * (w->menu_tail[w->n_menu - 1] + 1));
+	double	   *d = hb_alloc(sizeof(double) * (w->menu_tail[w->n_menu - 1] + 1));
+	double		best = INFINITY;
+
+	*pre = -1;
+	if (!zt || !d)
+	{
+		hb_free(zt);
+		hb_free(d);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+
+	/*
+	 * What the candidate alone costs, judged the same way (the worse half,
+	 * its best menu entry): a second stage must beat that
+	 */
+	for (int i = 0; w->spec->stages != HB_STAGES_TWO && i < w->n_menu; i++)
+	{
+		double		ns = 0.0;
+
+		if ((size_t) w->menu_tail[i] * 4 > w->n_sel)
+			continue;
+		for (int h = 0; h < 2; h++)
+		{
+			int64_t		kept,
+						screened;
+			int			misses;
+			double		rows = (double) ((w->n_sel + 1 - h) / 2);
+			double		hns;
+
+			/* an infinite slack: the screening score is the cheap score */
+			(void) refine_cut_part(cheap_sel, cheap_sel, INFINITY, w->n_sel,
+								   w->order_sel, w->menu_tail[i], w->menu_e[i],
+								   w->spec->k, zt, h, &kept, &screened, &misses);
+			hns = c->cost_ns + (double) kept / rows * c->rest_ns;
+			if (hns > ns)
+				ns = hns;
+		}
+		if (ns < best)
+			best = ns;
+	}
+	for (int j = 0; j < w->n_pre; j++)
+	{
+		double		refine_ns,
+					finish_ns;
+
+		if (w->pre_trees[j] <= hb_approx_cheap_trees(c->approx))
+			continue;
+		refine_costs(w, c, w->pre_trees[j], &refine_ns, &finish_ns);
+		for (int i = 0; i < w->n_menu; i++)
+		{
+			int			tail = w->menu_tail[i];
+
+			/* each half of the selection rows holds two tails */
+			if ((size_t) tail * 4 > w->n_sel)
+				continue;
+			/* slacks: where the two scores of the tail rows cross */
+			for (int t = 0; t < tail; t++)
+				d[t] = cheap_sel[w->order_sel[t]] - w->pre_sel[j][w->order_sel[t]];
+			qsort(d, tail, sizeof(double), cmp_double);
+			for (int q = 0; q < REFINE_SLACKS; q++)
+			{
+				double		slack = d[(size_t) ((double) (tail - 1) * q / (REFINE_SLACKS - 1))];
+				double		ns = 0.0;
+
+				/*
+				 * Each half of the selection rows on its own, the worse
+				 * taken: many configurations are compared, and the best
+				 * of many estimates from one extreme order statistic each
+				 * would be the luckiest, not the best
+				 */
+				for (int h = 0; h < 2; h++)
+				{
+					int64_t		kept,
+								screened;
+					int			misses;
+					double		rows = (double) ((w->n_sel + 1 - h) / 2);
+					double		hns;
+
+					(void) refine_cut_part(cheap_sel, w->pre_sel[j], slack, w->n_sel,
+										   w->order_sel, tail, w->menu_e[i], w->spec->k,
+										   zt, h, &kept, &screened, &misses);
+					hns = c->cost_ns + (double) screened / rows * refine_ns +
+						(double) kept / rows * finish_ns;
+					if (hns > ns)
+						ns = hns;
+				}
+				if (ns < best)
+				{
+					best = ns;
+					*pre = j;
+					c->menu = i;
+					c->refine_slack = slack;
+				}
+			}
+		}
+		hb_check_interrupts();
+	}
+	hb_free(zt);
+	hb_free(d);
+	if (*pre >= 0)
+	{
+		c->select_ns = best;
+		c->approx->refine_trees = w->pre_trees[*pre];
+		c->approx->refine_scale = w->pre_scale[*pre];
+		c->approx->refine_shift = w->pre_shift[*pre];
+		c->approx->refine_slack = c->refine_slack;
+		hb_approx_describe(w->p, c->approx, c->label, sizeof(c->label));
+	}
+	return true;
+}
+
+/*
+ * certify_topk for a candidate with a second stage: s2 its calibrated
+ * second-stage margins on the evaluation half (without the slack).
+ */
+static bool
+certify_refined(Work *w, HbTuneCandidate *c, const double *cheap_eval,
+				const double *s2, HbError *err)
+{
+	const HbTuneSpec *spec = w->spec;
+	int			tail = w->menu_tail[c->menu];
+	double	   *zt = hb_alloc(sizeof(double) * (tail + 1));
+	int64_t		kept,
+				screened;
+	int			e;
+	double		refine_ns,
+				finish_ns;
+
+	if (zt == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	c->tau = refine_cut(cheap_eval, s2, c->approx->refine_slack, w->n_eval,
+						w->order_eval, tail, w->menu_e[c->menu], spec->k, zt,
+						&kept, &screened, &e);
+	hb_free(zt);
+	refine_costs(w, c, c->approx->refine_trees, &refine_ns, &finish_ns);
+	c->tail = tail;
+	c->misses = w->menu_e[c->menu];
+	c->kept = (int32_t) kept;
+	c->ratio = (double) kept / spec->k;
+	c->coverage = (double) kept / (double) w->n_eval;
+	c->screened = (double) screened / (double) w->n_eval;
+	c->accuracy = 1.0 - (double) e / tail;
+	c->bound = 1.0 - hb_binomial_upper(e, tail, spec->confidence);
+	c->expected_ns = c->cost_ns + c->screened * refine_ns + c->coverage * finish_ns;
+	c->feasible = true;
+	return true;
+}
+
+/*
+ * The second stage's prefix calibrated on n rows of x against margins m
+ * (refit on the whole fitting half), and its calibrated margins on the
+ * evaluation half into s2.
+ */
+static bool
+refine_margins(Work *w, HbApprox *a, bool recalibrate, double *s2, HbError *err)
+{
+	size_t		n = w->n_fit > w->n_eval ? w->n_fit : w->n_eval;
+	double	   *partial = hb_alloc(sizeof(double) * (n + 1));
+
+	if (partial == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	if (recalibrate)
+	{
+		HbApprox   *pa = hb_approx_new(HB_APPROX_PREFIX, 1, a->refine_trees, 0);
+
+		if (pa == NULL)
+		{
+			hb_free(partial);
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		}
+		hb_exec_trees(w->p, HB_STRATEGY_AUTO, w->x_fit, w->n_fit, 0, a->refine_trees,
+					  HB_EXEC_INIT, partial);
+		calibrate(w, pa, partial);
+		a->refine_scale = pa->scale[0];
+		a->refine_shift = pa->shift[0];
+		hb_approx_free(pa);
+	}
+	hb_exec_trees(w->p, HB_STRATEGY_AUTO, w->x_eval, w->n_eval, 0, a->refine_trees,
+				  HB_EXEC_INIT, partial);
+	for (size_t i = 0; i < w->n_eval; i++)
+		s2[i] = a->refine_scale * partial[i] + a->refine_shift;
+	hb_free(partial);
+	return true;
+}
+
+/*
  * The chosen top-K candidate fitted again on the whole fitting half (the
  * selection rows too): the configuration was chosen with fits on half of
  * it; the evaluation half, which neither saw, then bounds the final model.
@@ -1025,6 +1399,11 @@ refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
 		}
 	}
 	w->n_fit = keep_fit;
+	/* the second stage is calibrated again by the caller (refine_margins) */
+	a->refine_trees = old->refine_trees;
+	a->refine_scale = old->refine_scale;
+	a->refine_shift = old->refine_shift;
+	a->refine_slack = old->refine_slack;
 	hb_approx_free(old);
 	c->approx = a;
 	hb_approx_describe(w->p, a, c->label, sizeof(c->label));
@@ -1327,6 +1706,7 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 	hb_plan_margins(p, w.x_fit, n_half, w.m_fit);
 	hb_plan_margins(p, w.x_eval, w.n_eval, w.m_eval);
 	model_ns = time_full(&w);
+	w.model_ns = model_ns;
 	res->featurize_ns = spec->n_groups > 0 ? spec->featurize_ns : 0.0;
 	res->full_ns = model_ns + res->featurize_ns;
 	if (spec->kind == HB_TUNE_TOPK)
@@ -1389,6 +1769,8 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		{
 			hb_approx_margins(p, a, w.x_sel, w.n_sel, NULL, cheap_sel);
 			ok = choose_topk(&w, c, cheap_sel, err) && certify_topk(&w, c, cheap, err);
+			if (ok && !keep_prefix(&w, a, cheap_sel, cheap))
+				ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
 		}
 		else
 			ok = eval_cascade(&w, c, cheap, full_cls, level, err);
@@ -1429,13 +1811,48 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		HbTuneCandidate *c = &res->cand[res->chosen];
 
 		c->chosen = true;
+		if (spec->kind == HB_TUNE_TOPK && w.n_pre > 0 && spec->stages != HB_STAGES_ONE)
+		{
+			/*
+			 * A second stage behind the chosen candidate, when the
+			 * selection rows expect one to be cheaper (its quarter fit)
+			 */
+			int			pre;
+
+			hb_approx_margins(p, c->approx, w.x_sel, w.n_sel, NULL, cheap_sel);
+			if (!choose_refine(&w, c, cheap_sel, &pre, err))
+				goto out;
+			if (pre >= 0)
+				say(&w, "second stage: %s, %.3f us a row expected on the worse half of the selection rows",
+					c->label, c->select_ns / 1000.0);
+		}
 		if (spec->kind == HB_TUNE_TOPK)
 		{
 			say(&w, "fitting %s again on the whole fitting half", c->label);
 			if (!refit_chosen(&w, c, n_half, err))
 				goto out;
 			hb_approx_margins(p, c->approx, w.x_eval, w.n_eval, NULL, cheap);
-			if (!certify_topk(&w, c, cheap, err))
+			if (c->approx->refine_trees > 0)
+			{
+				/* the second stage's prefix calibrated on the whole fitting half too */
+				size_t		keep_fit = w.n_fit;
+				double	   *s2 = hb_alloc(sizeof(double) * w.n_eval);
+				bool		done;
+
+				if (s2 == NULL)
+				{
+					hb_fail(err, HB_ERR_NOMEM, "out of memory");
+					goto out;
+				}
+				w.n_fit = n_half;
+				done = refine_margins(&w, c->approx, true, s2, err);
+				w.n_fit = keep_fit;
+				done = done && certify_refined(&w, c, cheap, s2, err);
+				hb_free(s2);
+				if (!done)
+					goto out;
+			}
+			else if (!certify_topk(&w, c, cheap, err))
 				goto out;
 			c->speedup = c->expected_ns > 0 ? res->full_ns / c->expected_ns : 0.0;
 			say(&w, "chosen %s: re-scores %.2f%%, precision bound %.4f, %.1fx",
@@ -1459,6 +1876,11 @@ out:
 	hb_free(cheap_sel);
 	hb_free(full_cls);
 	hb_free(used);
+	for (int j = 0; j < w.n_pre; j++)
+	{
+		hb_free(w.pre_sel[j]);
+		hb_free(w.pre_eval[j]);
+	}
 	if (!ok)
 		hb_tune_result_free(res);
 	return ok;

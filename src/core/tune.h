@@ -20,6 +20,14 @@ typedef enum HbTuneKind
 	HB_TUNE_CASCADE = 2			/* cascade: accuracy loss */
 } HbTuneKind;
 
+/* top-K: whether the chosen cheap model gets a second stage (approx.h) */
+typedef enum HbTuneStages
+{
+	HB_STAGES_AUTO = 0,			/* when the selection rows expect it cheaper */
+	HB_STAGES_ONE = 1,			/* never */
+	HB_STAGES_TWO = 2			/* always, the best one (tests, comparisons) */
+} HbTuneStages;
+
 typedef struct HbTuneSpec
 {
 	HbTuneKind	kind;
@@ -41,11 +49,12 @@ typedef struct HbTuneSpec
 	const uint64_t *feature_groups;
 	const double *group_ns;
 	double		featurize_ns;
+	HbTuneStages stages;
 } HbTuneSpec;
 
 typedef struct HbTuneCandidate
 {
-	char		label[64];
+	char		label[128];
 	HbApprox   *approx;
 	double		cost_ns;		/* measured: cheap model per row, with the
 								 * featurization of what it reads */
@@ -59,6 +68,8 @@ typedef struct HbTuneCandidate
 	double		tau;			/* cheap score of the kept-th best evaluation row */
 	int32_t		tail;			/* evaluation rows whose misses bound the precision */
 	int32_t		misses;			/* misses allowed among them (the menu's e) */
+	double		screened;		/* share through the second stage, if any */
+	double		refine_slack;	/* the second stage's slack (approx.h) */
 	double		select_ns;		/* expected cost per row on the selection rows:
 								 * what the choice compares */
 	int32_t		menu;			/* top-K: the chosen entry of the misses menu */

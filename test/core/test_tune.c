@@ -88,6 +88,110 @@ test_bounds(void)
 	}
 }
 
+/*
+ * A second stage (approx.h) continues the cheap model's partial sums: a
+ * prefix's, or none; finishing from it, or from a mix of rows refined and
+ * not, gives the full margins bit for bit.  Bad second stages are refused.
+ */
+static void
+test_refine_finish(const char *name, HbPlan *p, HbApprox *pre, const double *x,
+				   size_t n, const double *full)
+{
+	int			T = hb_plan_n_trees(p);
+	HbApprox   *lin = hb_approx_new(HB_APPROX_LINEAR, 1, 0, 0);
+	HbApprox   *cheaps[2] = {pre, lin};
+	double	   *raw = malloc(sizeof(double) * n);
+	double	   *cheap = malloc(sizeof(double) * n);
+	double	   *s2 = malloc(sizeof(double) * n);
+	bool	   *refined = malloc(sizeof(bool) * n);
+	HbError		err = {0};
+
+	for (int c = 0; c < 2; c++)
+	{
+		HbApprox   *a = cheaps[c];
+		int32_t		trees = hb_approx_cheap_trees(a) + (T - hb_approx_cheap_trees(a)) / 2;
+		size_t		bad = 0,
+					bad_mixed = 0,
+					bad_s2 = 0;
+
+		if (!hb_approx_set_refine(p, a, trees, 0.5, 0.25, -1.0, &err))
+		{
+			tu_report(false, "%s: second stage of %d trees refused: %s", name, trees, err.msg);
+			continue;
+		}
+		/* every row through the second stage, then finished */
+		hb_approx_margins(p, a, x, n, raw, cheap);
+		hb_approx_refine(p, a, x, n, raw, s2);
+		{
+			double	   *part = malloc(sizeof(double) * n);
+
+			hb_plan_base_margins(p, n, part);
+			hb_plan_accumulate(p, x, n, 0, trees, part);
+			for (size_t i = 0; i < n; i++)
+			{
+				double		want = (0.5 * part[i] + 0.25) + -1.0;
+
+				bad_s2 += memcmp(&s2[i], &want, sizeof(double)) != 0;
+			}
+			free(part);
+		}
+		hb_approx_finish_refined(p, a, x, n, raw);
+		for (size_t i = 0; i < n; i++)
+			bad += memcmp(&raw[i], &full[i], sizeof(double)) != 0;
+
+		/* every third row refined, the others finished from the cheap model */
+		hb_approx_margins(p, a, x, n, raw, cheap);
+		{
+			double	   *xs = malloc(sizeof(double) * n * hb_plan_n_features(p));
+			double	   *rs = malloc(sizeof(double) * n);
+			size_t		m = 0;
+			int			nf = hb_plan_n_features(p);
+
+			for (size_t i = 0; i < n; i++)
+			{
+				refined[i] = i % 3 == 1;
+				if (refined[i])
+				{
+					memcpy(xs + m * nf, x + i * nf, sizeof(double) * nf);
+					rs[m++] = raw[i];
+				}
+			}
+			hb_approx_refine(p, a, xs, m, rs, s2);
+			m = 0;
+			for (size_t i = 0; i < n; i++)
+				if (refined[i])
+					raw[i] = rs[m++];
+			free(xs);
+			free(rs);
+		}
+		hb_approx_finish_rows(p, a, x, n, raw, refined);
+		for (size_t i = 0; i < n; i++)
+			bad_mixed += memcmp(&raw[i], &full[i], sizeof(double)) != 0;
+		tu_report(bad_s2 == 0 && bad == 0 && bad_mixed == 0,
+				  "%s: %zu rows, %s then a second stage of %d trees: its scores are the calibrated partial sums (%zu differ); finished = full margins bit for bit, all refined (%zu differ) and mixed (%zu differ)",
+				  name, n, c == 0 ? "prefix" : "linear model", trees, bad_s2, bad, bad_mixed);
+		a->refine_trees = 0;
+	}
+
+	/* refused: not more trees than the cheap model's, all of them, not finite */
+	{
+		int			m = hb_approx_cheap_trees(pre);
+		bool		r1 = hb_approx_set_refine(p, pre, m, 1.0, 0.0, 0.0, &err);
+		bool		r2 = hb_approx_set_refine(p, pre, T, 1.0, 0.0, 0.0, &err);
+		bool		r3 = hb_approx_set_refine(p, pre, m + 1, NAN, 0.0, 0.0, &err);
+		bool		r4 = hb_approx_set_refine(p, pre, m + 1, 1.0, 0.0, INFINITY, &err);
+
+		tu_report(!r1 && !r2 && !r3 && !r4 && pre->refine_trees == 0,
+				  "%s: a second stage of %d or %d trees, or a non-finite one, is refused (%s)",
+				  name, m, T, err.msg);
+	}
+	hb_approx_free(lin);
+	free(raw);
+	free(cheap);
+	free(s2);
+	free(refined);
+}
+
 /* Prefix margins finished with the rest of the trees are the full margins. */
 static void
 test_exact_finish(const char *name, HbPlan *p)
@@ -123,6 +227,8 @@ test_exact_finish(const char *name, HbPlan *p)
 			bad += memcmp(&acc[i], &full[i], sizeof(double)) != 0;
 		tu_report(bad == 0, "%s: %zu rows, prefix of %d trees finished = full margins bit for bit (%zu differ)",
 				  name, n, a->n_trees, bad);
+		if (k == 1 && T >= 4)
+			test_refine_finish(name, p, a, x, n, full);
 		hb_approx_free(a);
 		free(x);
 		free(full);
@@ -422,6 +528,19 @@ heldout_topk(const HbPlan *p, const HbTuneResult *r, const HbTuneCandidate *c,
 
 			hb_plan_margins(p, hx, m, full);
 			hb_approx_margins(p, c->approx, hx, m, NULL, cheap);
+			if (c->approx->refine_trees > 0)
+			{
+				/* the two-stage screening score the cut is on */
+				double	   *raw = malloc(sizeof(double) * m);
+				double	   *s2 = malloc(sizeof(double) * m);
+
+				hb_approx_margins(p, c->approx, hx, m, raw, cheap);
+				hb_approx_refine(p, c->approx, hx, m, raw, s2);
+				for (size_t i = 0; i < m; i++)
+					cheap[i] = cheap[i] < s2[i] ? cheap[i] : s2[i];
+				free(raw);
+				free(s2);
+			}
 			for (size_t i = 0; i < m; i++)
 			{
 				fs[i].v = full[i];
@@ -462,7 +581,7 @@ test_topk_tuning(void)
 	int			nf = hb_plan_n_features(p);
 	size_t		n = 6000;
 	double	   *x = rows(100001, n, nf);
-	HbTuneSpec	spec = {HB_TUNE_TOPK, 10, 0.9, 0.95, 42, NULL, 0, NULL, NULL, 0};
+	HbTuneSpec	spec = {HB_TUNE_TOPK, 10, 0.9, 0.95, 42, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO};
 	HbTuneResult r1,
 				r2;
 	HbError		err = {0};
@@ -503,6 +622,32 @@ test_topk_tuning(void)
 	}
 	hb_tune_result_free(&r1);
 	hb_tune_result_free(&r2);
+
+	/*
+	 * Two stages, whether cheaper or not: the cut is on min(cheap, second
+	 * stage + slack), and its statement holds on held-out rows; one stage
+	 * only, none is added
+	 */
+	spec.stages = HB_STAGES_TWO;
+	ok1 = hb_tune_run(p, x, n, &spec, NULL, NULL, &r1, &err);
+	tu_report(ok1 && r1.chosen >= 0 && r1.cand[r1.chosen].approx->refine_trees > 0 &&
+			  r1.cand[r1.chosen].bound >= spec.target &&
+			  r1.cand[r1.chosen].screened >= r1.cand[r1.chosen].coverage,
+			  "top-K tuning with two stages: chosen %s, screens %.2f%%, re-scores %.2f%%, bound %.3f (%s)",
+			  ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].label : "none",
+			  ok1 && r1.chosen >= 0 ? 100.0 * r1.cand[r1.chosen].screened : 0.0,
+			  ok1 && r1.chosen >= 0 ? 100.0 * r1.cand[r1.chosen].coverage : 0.0,
+			  ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].bound : 0.0, err.msg);
+	if (ok1 && r1.chosen >= 0)
+		heldout_topk(p, &r1, &r1.cand[r1.chosen], &spec, "chosen, two stages");
+	if (ok1)
+		hb_tune_result_free(&r1);
+	spec.stages = HB_STAGES_ONE;
+	ok1 = hb_tune_run(p, x, n, &spec, NULL, NULL, &r1, &err);
+	tu_report(ok1 && r1.chosen >= 0 && r1.cand[r1.chosen].approx->refine_trees == 0,
+			  "top-K tuning with one stage: chosen %s", ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].label : "none");
+	if (ok1)
+		hb_tune_result_free(&r1);
 	free(x);
 	hb_plan_free(p);
 }
@@ -515,7 +660,7 @@ test_cascade_tuning(const char *name, double target)
 	int			k = hb_plan_n_outputs(p);
 	size_t		n = 20000;
 	double	   *x = rows(100001, n, nf);
-	HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, target, 0.95, 7, NULL, 0, NULL, NULL, 0};
+	HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, target, 0.95, 7, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO};
 	HbTuneResult r1,
 				r2;
 	HbError		err = {0};
@@ -728,7 +873,7 @@ test_featurization(void)
 	for (int swap = 0; swap < 2; swap++)
 	{
 		double		cost[4] = {10, 10, 10, 2000};
-		HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, 0.02, 0.95, 3, NULL, 4, d.feat_groups, cost, 0};
+		HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, 0.02, 0.95, 3, NULL, 4, d.feat_groups, cost, 0, HB_STAGES_AUTO};
 		HbTuneResult r;
 		const HbTuneCandidate *c;
 
@@ -816,15 +961,15 @@ test_errors(void)
 		HbErrCode	want;
 		const char *what;
 	}			cases[] = {
-		{rank, {HB_TUNE_TOPK, 5, 0.0, 0.95, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "target 0"},
-		{rank, {HB_TUNE_TOPK, 5, 1.0, 0.95, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "target 1"},
-		{rank, {HB_TUNE_TOPK, 5, 0.9, 1.0, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "confidence 1"},
-		{rank, {HB_TUNE_TOPK, 5, 0.9, NAN, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "confidence NaN"},
-		{rank, {HB_TUNE_TOPK, 0, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "k 0"},
-		{rank, {HB_TUNE_TOPK, 60, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "sample too small for k"},
-		{rank, {HB_TUNE_TOPK, 5, 0.99, 0.95, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_ARGUMENT, "sample too small for the target"},
-		{rank, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0}, 100, HB_ERR_UNSUPPORTED, "cascade of a regression"},
-		{fraud, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0}, 0, HB_ERR_ARGUMENT, "empty sample"},
+		{rank, {HB_TUNE_TOPK, 5, 0.0, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "target 0"},
+		{rank, {HB_TUNE_TOPK, 5, 1.0, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "target 1"},
+		{rank, {HB_TUNE_TOPK, 5, 0.9, 1.0, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "confidence 1"},
+		{rank, {HB_TUNE_TOPK, 5, 0.9, NAN, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "confidence NaN"},
+		{rank, {HB_TUNE_TOPK, 0, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "k 0"},
+		{rank, {HB_TUNE_TOPK, 60, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "sample too small for k"},
+		{rank, {HB_TUNE_TOPK, 5, 0.99, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "sample too small for the target"},
+		{rank, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_UNSUPPORTED, "cascade of a regression"},
+		{fraud, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 0, HB_ERR_ARGUMENT, "empty sample"},
 	};
 
 	for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)

@@ -213,7 +213,74 @@ SELECT (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wr
 FROM planted_few_plain;
 SELECT l FROM plan_lines($$SELECT id FROM planted_few i ORDER BY hb_predict('wrank', i) DESC, id LIMIT 3$$) l
 WHERE l ~ 'Rows (Scored|Pruned)';
-DROP TABLE planted_few, planted_few_want, planted_few_plain;
+-- a second stage (the first 40 of the 80 trees) behind the planted stump
+-- whose score is (0 * partial + 0) + slack: with slack 1 every row the
+-- stump passes passes it too, and nothing changes but the rows it scored
+UPDATE hbird.tuning SET refine_trees = 40, refine_scale = 0, refine_shift = 0, refine_slack = 1
+WHERE name = 'wrank' AND k = 3;
+SELECT (SELECT array_agg((item).id ORDER BY rank) FROM hb_topk('wrank', 3, NULL::items,
+			'SELECT * FROM planted_few', mode => 'approx')) = w.topk AS topk_unchanged,
+	   (SELECT rows_fully_scored FROM hb_topk_stats()) AS scored,
+	   (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM planted_few i
+			ORDER BY s DESC, id LIMIT 3) q) = p.topk AS plain_unchanged
+FROM planted_few_want w, planted_few_plain p;
+SELECT l FROM plan_lines($$SELECT id FROM planted_few i ORDER BY hb_predict('wrank', i) DESC, id LIMIT 3$$) l
+WHERE l ~ 'Rows (Scored|Refined)|then prefix';
+-- with slack -1 no row passes it: every row is below the cut after all, and
+-- ranks by its second-stage score (-1) or its cheap one (-1), ties by input
+-- order, so the first 30 rows wait and are finished, the ones the second
+-- stage scored from its partial sums, the others from none
+UPDATE hbird.tuning SET refine_slack = -1 WHERE name = 'wrank' AND k = 3;
+SET hbird.topk_mode = 'exact';
+CREATE TABLE refine_want AS
+SELECT (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM
+		(SELECT * FROM planted_few ORDER BY id LIMIT 30) i ORDER BY s DESC, id LIMIT 3) q) AS topk,
+	   (SELECT array_agg(s ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM
+		(SELECT * FROM planted_few ORDER BY id LIMIT 30) i ORDER BY s DESC, id LIMIT 3) q) AS scores,
+	   (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM
+		(SELECT * FROM planted_few ORDER BY id LIMIT 36) i ORDER BY s DESC, id LIMIT 3) q) AS plain,
+	   (SELECT count(*) FROM (SELECT * FROM planted_few ORDER BY id LIMIT 30) i WHERE f0 > 0) AS refined_first30;
+RESET hbird.topk_mode;
+SELECT refined_first30 > 0 AS some_refined_rows_wait,
+	   (SELECT array_agg((item).id ORDER BY rank) FROM hb_topk('wrank', 3, NULL::items,
+			'SELECT * FROM planted_few', mode => 'approx')) = topk AS topk_first_30,
+	   (SELECT array_agg(score ORDER BY rank) FROM hb_topk('wrank', 3, NULL::items,
+			'SELECT * FROM planted_few', mode => 'approx')) = scores AS same_scores,
+	   (SELECT rows_fully_scored FROM hb_topk_stats()) AS scored,
+	   (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM planted_few i
+			ORDER BY s DESC, id LIMIT 3) q) = plain AS plain_first_36
+FROM refine_want;
+SELECT l FROM plan_lines($$SELECT id FROM planted_few i ORDER BY hb_predict('wrank', i) DESC, id LIMIT 3$$) l
+WHERE l ~ 'Rows (Scored|Refined)';
+-- the same behind a prefix of 10 trees (every row passes its cut, 0 *
+-- partial + 1): the waiting rows hold the partial sums of 40 trees, and
+-- are finished from there, with exactly hb_predict's scores
+UPDATE hbird.tuning SET approx_kind = 'prefix', approx_trees = 10, approx_features = '{}',
+	approx_params = '{0, 1}' WHERE name = 'wrank' AND k = 3;
+SELECT (SELECT array_agg((item).id ORDER BY rank) FROM hb_topk('wrank', 3, NULL::items,
+			'SELECT * FROM planted_few', mode => 'approx')) = topk AS prefix_topk_first_30,
+	   (SELECT array_agg(score ORDER BY rank) FROM hb_topk('wrank', 3, NULL::items,
+			'SELECT * FROM planted_few', mode => 'approx')) = scores AS prefix_same_scores,
+	   (SELECT (rows_fully_scored, pairs_scored) FROM hb_topk_stats()) AS scored_pairs,
+	   (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM planted_few i
+			ORDER BY s DESC, id LIMIT 3) q) = plain AS prefix_plain_first_36,
+	   (SELECT array_agg(s ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM planted_few i
+			ORDER BY s DESC, id LIMIT 3) q) =
+	   (SELECT array_agg(s ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM
+			(SELECT * FROM planted_few ORDER BY id LIMIT 36) i ORDER BY s DESC, id LIMIT 3) q) AS prefix_plain_scores
+FROM refine_want;
+SELECT count(*) AS rows FROM planted_few;
+-- a second stage that is not one is refused when it is read
+UPDATE hbird.tuning SET refine_trees = 10 WHERE name = 'wrank' AND k = 3;
+SELECT hbt_try($$SELECT id FROM items i ORDER BY hb_predict('wrank', i) DESC LIMIT 3$$);
+UPDATE hbird.tuning SET refine_trees = 80 WHERE name = 'wrank' AND k = 3;
+SELECT hbt_try($$SELECT id FROM items i ORDER BY hb_predict('wrank', i) DESC LIMIT 3$$);
+SELECT hbt_try($$UPDATE hbird.tuning SET refine_slack = NULL WHERE name = 'wrank' AND k = 3$$);
+UPDATE hbird.tuning SET refine_trees = NULL, refine_scale = NULL, refine_shift = NULL, refine_slack = NULL,
+	approx_kind = 'trees', approx_trees = 1, approx_features = '{3, 0,1,2,1, -1,-1,-1,0, -1,-1,-1,0}',
+	approx_params = '{0, 0.0, -1, 1}'
+WHERE name = 'wrank' AND k = 3;
+DROP TABLE planted_few, planted_few_want, planted_few_plain, refine_want;
 -- a corrupted flat form is refused when it is read
 UPDATE hbird.tuning SET approx_features = '{3, 0,1,9,1, -1,-1,-1,0, -1,-1,-1,0}'
 WHERE name = 'wrank' AND k = 3;
