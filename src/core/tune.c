@@ -200,15 +200,13 @@ typedef struct Work
 
 	/*
 	 * top-K's second stages: prefixes of the model, with their first-half
-	 * calibrations and calibrated margins on the selection rows and the
-	 * evaluation half
+	 * calibrations and calibrated margins on the selection rows
 	 */
 	int			n_pre;
 	int32_t		pre_trees[MAX_REFINE];
 	double		pre_scale[MAX_REFINE];
 	double		pre_shift[MAX_REFINE];
 	double	   *pre_sel[MAX_REFINE];
-	double	   *pre_eval[MAX_REFINE];
 } Work;
 
 static void
@@ -984,12 +982,10 @@ certify_topk(Work *w, HbTuneCandidate *c, const double *cheap_eval, HbError *err
 /*
  * A prefix candidate of 1/64 to 1/2 of a single-output model's trees is
  * kept as a possible second stage: its first-half calibration and its
- * calibrated margins on the selection rows and the evaluation half.
- * False when out of memory.
+ * calibrated margins on the selection rows.  False when out of memory.
  */
 static bool
-keep_prefix(Work *w, const HbApprox *a, const double *cheap_sel,
-			const double *cheap_eval)
+keep_prefix(Work *w, const HbApprox *a, const double *cheap_sel)
 {
 	int			j = w->n_pre;
 
@@ -998,15 +994,9 @@ keep_prefix(Work *w, const HbApprox *a, const double *cheap_sel,
 		(int64_t) a->n_trees * 2 > w->p->n_trees)
 		return true;
 	w->pre_sel[j] = hb_alloc(sizeof(double) * (w->n_sel + 1));
-	w->pre_eval[j] = hb_alloc(sizeof(double) * (w->n_eval + 1));
-	if (!w->pre_sel[j] || !w->pre_eval[j])
-	{
-		hb_free(w->pre_sel[j]);
-		hb_free(w->pre_eval[j]);
+	if (!w->pre_sel[j])
 		return false;
-	}
 	memcpy(w->pre_sel[j], cheap_sel, sizeof(double) * w->n_sel);
-	memcpy(w->pre_eval[j], cheap_eval, sizeof(double) * w->n_eval);
 	w->pre_trees[j] = a->n_trees;
 	w->pre_scale[j] = a->scale[0];
 	w->pre_shift[j] = a->shift[0];
@@ -1295,34 +1285,29 @@ certify_refined(Work *w, HbTuneCandidate *c, const double *cheap_eval,
 }
 
 /*
- * The second stage's prefix calibrated on n rows of x against margins m
- * (refit on the whole fitting half), and its calibrated margins on the
- * evaluation half into s2.
+ * The second stage's prefix calibrated again on the fitting rows (the whole
+ * fitting half, when the caller has set n_fit so), and its calibrated
+ * margins on the evaluation half into s2 (without the slack).
  */
 static bool
-refine_margins(Work *w, HbApprox *a, bool recalibrate, double *s2, HbError *err)
+refine_margins(Work *w, HbApprox *a, double *s2, HbError *err)
 {
 	size_t		n = w->n_fit > w->n_eval ? w->n_fit : w->n_eval;
 	double	   *partial = hb_alloc(sizeof(double) * (n + 1));
+	HbApprox   *pa = hb_approx_new(HB_APPROX_PREFIX, 1, a->refine_trees, 0);
 
-	if (partial == NULL)
-		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
-	if (recalibrate)
+	if (partial == NULL || pa == NULL)
 	{
-		HbApprox   *pa = hb_approx_new(HB_APPROX_PREFIX, 1, a->refine_trees, 0);
-
-		if (pa == NULL)
-		{
-			hb_free(partial);
-			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
-		}
-		hb_exec_trees(w->p, HB_STRATEGY_AUTO, w->x_fit, w->n_fit, 0, a->refine_trees,
-					  HB_EXEC_INIT, partial);
-		calibrate(w, pa, partial);
-		a->refine_scale = pa->scale[0];
-		a->refine_shift = pa->shift[0];
+		hb_free(partial);
 		hb_approx_free(pa);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	}
+	hb_exec_trees(w->p, HB_STRATEGY_AUTO, w->x_fit, w->n_fit, 0, a->refine_trees,
+				  HB_EXEC_INIT, partial);
+	calibrate(w, pa, partial);
+	a->refine_scale = pa->scale[0];
+	a->refine_shift = pa->shift[0];
+	hb_approx_free(pa);
 	hb_exec_trees(w->p, HB_STRATEGY_AUTO, w->x_eval, w->n_eval, 0, a->refine_trees,
 				  HB_EXEC_INIT, partial);
 	for (size_t i = 0; i < w->n_eval; i++)
@@ -1769,7 +1754,7 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 		{
 			hb_approx_margins(p, a, w.x_sel, w.n_sel, NULL, cheap_sel);
 			ok = choose_topk(&w, c, cheap_sel, err) && certify_topk(&w, c, cheap, err);
-			if (ok && !keep_prefix(&w, a, cheap_sel, cheap))
+			if (ok && !keep_prefix(&w, a, cheap_sel))
 				ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
 		}
 		else
@@ -1845,7 +1830,7 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 					goto out;
 				}
 				w.n_fit = n_half;
-				done = refine_margins(&w, c->approx, true, s2, err);
+				done = refine_margins(&w, c->approx, s2, err);
 				w.n_fit = keep_fit;
 				done = done && certify_refined(&w, c, cheap, s2, err);
 				hb_free(s2);
@@ -1879,7 +1864,6 @@ out:
 	for (int j = 0; j < w.n_pre; j++)
 	{
 		hb_free(w.pre_sel[j]);
-		hb_free(w.pre_eval[j]);
 	}
 	if (!ok)
 		hb_tune_result_free(res);
