@@ -46,15 +46,6 @@ typedef struct Node
 	int32_t		id;				/* index in the tree's nodes */
 } Node;
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The bin of v: the first cut at or above it, n_cuts above them all. */
 static inline int
 bin_of(const double *cuts, int n_cuts, double v)
@@ -106,7 +97,7 @@ make_bins(const double *x, size_t n, int32_t nf, const int32_t *feat,
 			if (!isnan(v))
 				vals[m++] = v;
 		}
-		qsort(vals, m, sizeof(double), cmp_double);
+		qsort(vals, m, sizeof(double), hb_cmp_double);
 		for (size_t i = 0; i < m; i++)
 			if (u == 0 || vals[i] != vals[u - 1])
 				vals[u++] = vals[i];

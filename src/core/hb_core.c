@@ -156,3 +156,12 @@ hb_fail_detail(HbError *err, const char *fmt,...)
 	vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
 	va_end(ap);
 }
+
+int
+hb_cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}

@@ -70,6 +70,9 @@ extern void *hb_realloc(void *ptr, size_t size);
 extern void hb_free(void *ptr);
 extern char *hb_strdup(const char *s);
 
+/* qsort comparator: doubles in ascending order */
+extern int	hb_cmp_double(const void *a, const void *b);
+
 /*
  * arr (of *cap elements of elem bytes), grown to hold at least need
  * elements, doubling from 64: the possibly moved array, or NULL when out

@@ -1004,15 +1004,6 @@ keep_prefix(Work *w, const HbApprox *a, const double *cheap_sel)
 	return true;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* what a row costs in the second stage, and then finishing it */
 static void
 refine_costs(Work *w, const HbTuneCandidate *c, int32_t trees,
@@ -1070,7 +1061,7 @@ refine_cut_part(const double *cheap, const double *s2, double slack, size_t n,
 				if (t == tail)
 					break;
 			}
-		qsort(zt, tail, sizeof(double), cmp_double);
+		qsort(zt, tail, sizeof(double), hb_cmp_double);
 		tau = zt[e];
 		for (size_t i = half; i < n; i += 2)
 		{
@@ -1086,7 +1077,7 @@ refine_cut_part(const double *cheap, const double *s2, double slack, size_t n,
 	}
 	for (int j = 0; j < tail; j++)
 		zt[j] = screen_score(cheap[order[j]], s2[order[j]], slack);
-	qsort(zt, tail, sizeof(double), cmp_double);
+	qsort(zt, tail, sizeof(double), hb_cmp_double);
 	tau = zt[e];
 	for (size_t i = 0; i < n; i++)
 		nk += screen_score(cheap[i], s2[i], slack) >= tau;
@@ -1097,7 +1088,7 @@ refine_cut_part(const double *cheap, const double *s2, double slack, size_t n,
 
 		for (size_t i = 0; i < n; i++)
 			z[i] = screen_score(cheap[i], s2[i], slack);
-		qsort(z, n, sizeof(double), cmp_double);
+		qsort(z, n, sizeof(double), hb_cmp_double);
 		tau = z[n - k];
 		hb_free(z);
 		nk = 0;
@@ -1121,6 +1112,40 @@ refine_cut(const double *cheap, const double *s2, double slack, size_t n,
 {
 	return refine_cut_part(cheap, s2, slack, n, order, tail, e, k, zt, -1,
 						   kept, screened, misses);
+}
+
+/*
+ * The expected cost per row of candidate c with second-stage scores s2
+ * and slack (an infinite slack: no second stage) at menu entry i, on each
+ * half of the selection rows apart, the worse taken: many configurations
+ * are compared, and the best of many estimates from one extreme order
+ * statistic each would be the luckiest, not the best.  zt: scratch for a
+ * tail.
+ */
+static double
+worse_half_ns(Work *w, const HbTuneCandidate *c, const double *cheap_sel,
+			  const double *s2, double slack, int i, double refine_ns,
+			  double finish_ns, double *zt)
+{
+	double		ns = 0.0;
+
+	for (int h = 0; h < 2; h++)
+	{
+		int64_t		kept,
+					screened;
+		int			misses;
+		double		rows = (double) ((w->n_sel + 1 - h) / 2);
+		double		hns;
+
+		(void) refine_cut_part(cheap_sel, s2, slack, w->n_sel, w->order_sel,
+							   w->menu_tail[i], w->menu_e[i], w->spec->k, zt, h,
+							   &kept, &screened, &misses);
+		hns = c->cost_ns + (double) screened / rows * refine_ns +
+			(double) kept / rows * finish_ns;
+		if (hns > ns)
+			ns = hns;
+	}
+	return ns;
 }
 
 /*
@@ -1153,26 +1178,12 @@ choose_refine(Work *w, HbTuneCandidate *c, const double *cheap_sel, int *pre,
 	 */
 	for (int i = 0; w->spec->stages != HB_STAGES_TWO && i < w->n_menu; i++)
 	{
-		double		ns = 0.0;
+		double		ns;
 
 		if ((size_t) w->menu_tail[i] * 4 > w->n_sel)
 			continue;
-		for (int h = 0; h < 2; h++)
-		{
-			int64_t		kept,
-						screened;
-			int			misses;
-			double		rows = (double) ((w->n_sel + 1 - h) / 2);
-			double		hns;
-
-			/* an infinite slack: the screening score is the cheap score */
-			(void) refine_cut_part(cheap_sel, cheap_sel, INFINITY, w->n_sel,
-								   w->order_sel, w->menu_tail[i], w->menu_e[i],
-								   w->spec->k, zt, h, &kept, &screened, &misses);
-			hns = c->cost_ns + (double) kept / rows * c->rest_ns;
-			if (hns > ns)
-				ns = hns;
-		}
+		/* an infinite slack: the screening score is the cheap score */
+		ns = worse_half_ns(w, c, cheap_sel, cheap_sel, INFINITY, i, 0.0, c->rest_ns, zt);
 		if (ns < best)
 			best = ns;
 	}
@@ -1194,34 +1205,13 @@ choose_refine(Work *w, HbTuneCandidate *c, const double *cheap_sel, int *pre,
 			/* slacks: where the two scores of the tail rows cross */
 			for (int t = 0; t < tail; t++)
 				d[t] = cheap_sel[w->order_sel[t]] - w->pre_sel[j][w->order_sel[t]];
-			qsort(d, tail, sizeof(double), cmp_double);
+			qsort(d, tail, sizeof(double), hb_cmp_double);
 			for (int q = 0; q < REFINE_SLACKS; q++)
 			{
 				double		slack = d[(size_t) ((double) (tail - 1) * q / (REFINE_SLACKS - 1))];
-				double		ns = 0.0;
+				double		ns = worse_half_ns(w, c, cheap_sel, w->pre_sel[j], slack, i,
+											   refine_ns, finish_ns, zt);
 
-				/*
-				 * Each half of the selection rows on its own, the worse
-				 * taken: many configurations are compared, and the best
-				 * of many estimates from one extreme order statistic each
-				 * would be the luckiest, not the best
-				 */
-				for (int h = 0; h < 2; h++)
-				{
-					int64_t		kept,
-								screened;
-					int			misses;
-					double		rows = (double) ((w->n_sel + 1 - h) / 2);
-					double		hns;
-
-					(void) refine_cut_part(cheap_sel, w->pre_sel[j], slack, w->n_sel,
-										   w->order_sel, tail, w->menu_e[i], w->spec->k,
-										   zt, h, &kept, &screened, &misses);
-					hns = c->cost_ns + (double) screened / rows * refine_ns +
-						(double) kept / rows * finish_ns;
-					if (hns > ns)
-						ns = hns;
-				}
 				if (ns < best)
 				{
 					best = ns;
