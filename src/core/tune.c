@@ -920,6 +920,8 @@ choose_topk(Work *w, HbTuneCandidate *c, const double *cheap_sel, HbError *err)
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	}
 	cheap_ranking(cheap_sel, w->n_sel, co, rank);
+	/* a sort of every row of the half: tens of milliseconds */
+	hb_check_interrupts();
 	c->select_ns = INFINITY;
 	c->menu = 0;
 	for (int i = 0; i < w->n_menu; i++)
@@ -961,6 +963,8 @@ certify_topk(Work *w, HbTuneCandidate *c, const double *cheap_eval, HbError *err
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	}
 	cheap_ranking(cheap_eval, n, co, rank);
+	/* a sort of every row of the half: tens of milliseconds */
+	hb_check_interrupts();
 	kept = topk_cut(co, rank, n, w->order_eval, w->menu_tail[c->menu],
 					w->menu_e[c->menu], spec->k, cr, &tau, &e);
 	c->tail = w->menu_tail[c->menu];
@@ -1494,6 +1498,12 @@ eval_cascade(Work *w, HbTuneCandidate *c, const double *cheap,
 	{
 		double		th = grid_threshold(j);
 
+		/*
+		 * The bound's binomial sums grow with the errors: at a few
+		 * thousand, one step costs milliseconds (about 8 ms at 4,000 of
+		 * 400,000 rows), and the grid has 129
+		 */
+		hb_check_interrupts();
 		while (pos < n && conf[pos].key >= th)
 			e += wrong[conf[pos++].idx];
 		if (hb_binomial_upper(e, (int64_t) n, level) > w->spec->target)
@@ -1573,6 +1583,7 @@ full_ranking(const double *m, size_t n, int32_t *order, HbError *err)
 		fo[i].idx = (int32_t) i;
 	}
 	qsort(fo, n, sizeof(Ranked), cmp_ranked_desc);
+	hb_check_interrupts();
 	for (size_t i = 0; i < n; i++)
 		order[i] = fo[i].idx;
 	hb_free(fo);
