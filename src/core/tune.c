@@ -1038,84 +1038,52 @@ screen_score(double cheap, double s2, double slack)
 }
 
 /*
- * On one set of rows (the selection rows or the evaluation half): the cut
- * that keeps all but e of the set's `tail` best rows by full margin under
- * the two-stage score, at least k rows kept.  *kept, *screened: the rows
- * at or above it under the two-stage score and under the cheap score
- * alone; *misses: tail rows below it.  zt: `tail` doubles of scratch.
+ * On a set of rows (rows start, start + step, ... of n: the selection rows,
+ * one half of them, or the evaluation half), the cut that keeps all but e
+ * of the set's `tail` best rows by full margin (order: all n rows, best
+ * first) under the two-stage score: the (e+1)-th lowest screening score
+ * among them.  zt: `tail` doubles of scratch.
  */
 static double
-refine_cut_part(const double *cheap, const double *s2, double slack, size_t n,
-				const int32_t *order, int tail, int e, int k, double *zt,
-				int half, int64_t *kept, int64_t *screened, int *misses)
+screen_tau(const double *cheap, const double *s2, double slack, size_t n,
+		   const int32_t *order, int tail, int e, size_t start, size_t step,
+		   double *zt)
 {
-	double		tau;
-	int64_t		nk = 0,
-				ns = 0;
+	int			t = 0;
 
-	if (half >= 0)
-	{
-		/* rows i of the half (i % 2 == half) only; order filtered alike */
-		int			t = 0;
-
-		for (size_t j = 0; j < n && t < tail; j++)
-			if (order[j] % 2 == half)
-			{
-				zt[t++] = screen_score(cheap[order[j]], s2[order[j]], slack);
-				if (t == tail)
-					break;
-			}
-		qsort(zt, tail, sizeof(double), hb_cmp_double);
-		tau = zt[e];
-		for (size_t i = half; i < n; i += 2)
-		{
-			double		z = screen_score(cheap[i], s2[i], slack);
-
-			nk += z >= tau;
-			ns += cheap[i] >= tau;
-		}
-		*kept = nk;
-		*screened = ns;
-		*misses = 0;
-		return tau;
-	}
-	for (int j = 0; j < tail; j++)
-		zt[j] = screen_score(cheap[order[j]], s2[order[j]], slack);
+	for (size_t j = 0; j < n && t < tail; j++)
+		if ((size_t) order[j] % step == start)
+			zt[t++] = screen_score(cheap[order[j]], s2[order[j]], slack);
 	qsort(zt, tail, sizeof(double), hb_cmp_double);
-	tau = zt[e];
-	for (size_t i = 0; i < n; i++)
-		nk += screen_score(cheap[i], s2[i], slack) >= tau;
-	if (nk < k && (size_t) k <= n)
-	{
-		/* the k floor: the k-th best two-stage score */
-		double	   *z = hb_alloc_must(sizeof(double) * n);
-
-		for (size_t i = 0; i < n; i++)
-			z[i] = screen_score(cheap[i], s2[i], slack);
-		qsort(z, n, sizeof(double), hb_cmp_double);
-		tau = z[n - k];
-		hb_free(z);
-		nk = 0;
-		for (size_t i = 0; i < n; i++)
-			nk += screen_score(cheap[i], s2[i], slack) >= tau;
-	}
-	for (size_t i = 0; i < n; i++)
-		ns += cheap[i] >= tau;
-	*misses = 0;
-	for (int j = 0; j < tail; j++)
-		*misses += screen_score(cheap[order[j]], s2[order[j]], slack) < tau;
-	*kept = nk;
-	*screened = ns;
-	return tau;
+	return zt[e];
 }
 
-static double
-refine_cut(const double *cheap, const double *s2, double slack, size_t n,
-		   const int32_t *order, int tail, int e, int k, double *zt,
-		   int64_t *kept, int64_t *screened, int *misses)
+/*
+ * On the same set, the rows at or above tau under the two-stage score
+ * (*kept) and under the cheap score alone (*screened), and the set's
+ * `tail` best rows below it (*misses).
+ */
+static void
+screen_counts(const double *cheap, const double *s2, double slack, size_t n,
+			  const int32_t *order, int tail, size_t start, size_t step,
+			  double tau, int64_t *kept, int64_t *screened, int *misses)
 {
-	return refine_cut_part(cheap, s2, slack, n, order, tail, e, k, zt, -1,
-						   kept, screened, misses);
+	int			t = 0;
+
+	*kept = 0;
+	*screened = 0;
+	*misses = 0;
+	for (size_t i = start; i < n; i += step)
+	{
+		*kept += screen_score(cheap[i], s2[i], slack) >= tau;
+		*screened += cheap[i] >= tau;
+	}
+	for (size_t j = 0; j < n && t < tail; j++)
+		if ((size_t) order[j] % step == start)
+		{
+			*misses += screen_score(cheap[order[j]], s2[order[j]], slack) < tau;
+			t++;
+		}
 }
 
 /*
@@ -1141,9 +1109,11 @@ worse_half_ns(Work *w, const HbTuneCandidate *c, const double *cheap_sel,
 		double		rows = (double) ((w->n_sel + 1 - h) / 2);
 		double		hns;
 
-		(void) refine_cut_part(cheap_sel, s2, slack, w->n_sel, w->order_sel,
-							   w->menu_tail[i], w->menu_e[i], w->spec->k, zt, h,
-							   &kept, &screened, &misses);
+		double		tau = screen_tau(cheap_sel, s2, slack, w->n_sel, w->order_sel,
+									 w->menu_tail[i], w->menu_e[i], h, 2, zt);
+
+		screen_counts(cheap_sel, s2, slack, w->n_sel, w->order_sel, w->menu_tail[i],
+					  h, 2, tau, &kept, &screened, &misses);
 		hns = c->cost_ns + (double) screened / rows * refine_ns +
 			(double) kept / rows * finish_ns;
 		if (hns > ns)
@@ -1167,6 +1137,8 @@ choose_refine(Work *w, HbTuneCandidate *c, const double *cheap_sel, int *pre,
 	double	   *zt = hb_alloc(sizeof(double) * (w->menu_tail[w->n_menu - 1] + 1));
 	double	   *d = hb_alloc(sizeof(double) * (w->menu_tail[w->n_menu - 1] + 1));
 	double		best = INFINITY;
+	double		best_slack = 0.0;
+	int			best_menu = 0;
 
 	*pre = -1;
 	if (!zt || !d)
@@ -1220,8 +1192,8 @@ choose_refine(Work *w, HbTuneCandidate *c, const double *cheap_sel, int *pre,
 				{
 					best = ns;
 					*pre = j;
-					c->menu = i;
-					c->refine_slack = slack;
+					best_menu = i;
+					best_slack = slack;
 				}
 			}
 		}
@@ -1232,10 +1204,11 @@ choose_refine(Work *w, HbTuneCandidate *c, const double *cheap_sel, int *pre,
 	if (*pre >= 0)
 	{
 		c->select_ns = best;
+		c->menu = best_menu;
 		c->approx->refine_trees = w->pre_trees[*pre];
 		c->approx->refine_scale = w->pre_scale[*pre];
 		c->approx->refine_shift = w->pre_shift[*pre];
-		c->approx->refine_slack = c->refine_slack;
+		c->approx->refine_slack = best_slack;
 		hb_approx_describe(w->p, c->approx, c->label, sizeof(c->label));
 	}
 	return true;
@@ -1257,13 +1230,31 @@ certify_refined(Work *w, HbTuneCandidate *c, const double *cheap_eval,
 	int			e;
 	double		refine_ns,
 				finish_ns;
+	double		slack = c->approx->refine_slack;
+	size_t		n = w->n_eval;
 
 	if (zt == NULL)
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
-	c->tau = refine_cut(cheap_eval, s2, c->approx->refine_slack, w->n_eval,
-						w->order_eval, tail, w->menu_e[c->menu], spec->k, zt,
-						&kept, &screened, &e);
+	c->tau = screen_tau(cheap_eval, s2, slack, n, w->order_eval, tail,
+						w->menu_e[c->menu], 0, 1, zt);
 	hb_free(zt);
+	screen_counts(cheap_eval, s2, slack, n, w->order_eval, tail, 0, 1, c->tau,
+				  &kept, &screened, &e);
+	if (kept < spec->k && (size_t) spec->k <= n)
+	{
+		/* the k floor: the k-th best two-stage score */
+		double	   *z = hb_alloc(sizeof(double) * n);
+
+		if (z == NULL)
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			z[i] = screen_score(cheap_eval[i], s2[i], slack);
+		qsort(z, n, sizeof(double), hb_cmp_double);
+		c->tau = z[n - spec->k];
+		hb_free(z);
+		screen_counts(cheap_eval, s2, slack, n, w->order_eval, tail, 0, 1, c->tau,
+					  &kept, &screened, &e);
+	}
 	refine_costs(w, c, c->approx->refine_trees, &refine_ns, &finish_ns);
 	c->tail = tail;
 	c->misses = w->menu_e[c->menu];

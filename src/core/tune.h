@@ -69,7 +69,6 @@ typedef struct HbTuneCandidate
 	int32_t		tail;			/* evaluation rows whose misses bound the precision */
 	int32_t		misses;			/* misses allowed among them (the menu's e) */
 	double		screened;		/* share through the second stage, if any */
-	double		refine_slack;	/* the second stage's slack (approx.h) */
 	double		select_ns;		/* expected cost per row on the selection rows:
 								 * what the choice compares */
 	int32_t		menu;			/* top-K: the chosen entry of the misses menu */
