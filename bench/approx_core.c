@@ -11,9 +11,11 @@
  * turns round by round):
  *	 full     hb_plan_margins on every batch, the k best kept in a heap
  *	 approx   the chosen cheap model on every batch; the rows at or above
- *			  its cut, or among the `kept` best cheap scores so far (the
- *			  batching scan's rule), are finished by the full model
- *			  (hb_approx_finish) and offered to the heap
+ *			  its cut go through the second stage if there is one, and
+ *			  those still at or above it are finished by the full model
+ *			  from their partial sums; a row below the cut among the
+ *			  `kept` best cheap scores so far (the batching scan's rule)
+ *			  is scored in full; all are offered to the heap
  * and reports the share of rows re-scored and precision@k of approx
  * against the exact top k: on all the rows, on ten contiguous tenths and
  * on three random subsets (a seeded hash of the row number keeps 1/2,
@@ -151,8 +153,11 @@ static size_t N;
 static int NF;
 static double *buf_m,
 		   *buf_raw,
-		   *buf_x;
-static int64_t rescored;
+		   *buf_s2,
+		   *buf_x,
+		   *buf_w;
+static int64_t rescored,
+			refined;
 
 /* rows [0, n) restricted to sel (NULL: all), the k best by full margin */
 static void
@@ -173,36 +178,74 @@ run_full(Best *b, const unsigned char *sel)
 static void
 run_approx(Best *b, const unsigned char *sel)
 {
+	const HbApprox *a = ch->approx;
 	Keep		kh = {ch->kept, 0, NULL};
 
 	kh.v = malloc(sizeof(double) * (size_t) (ch->kept + 1));
 	b->n = 0;
 	rescored = 0;
+	refined = 0;
 	for (size_t r0 = 0; r0 < N; r0 += BATCH)
 	{
 		size_t		nb = N - r0 < BATCH ? N - r0 : BATCH;
-		size_t		nk = 0;
+		size_t		nk = 0,
+					nw = 0;
 		int64_t    *at = (int64_t *) (buf_x + BATCH * NF);
+		int64_t    *wat = (int64_t *) (buf_w + BATCH * NF);
 
-		hb_approx_margins(plan, ch->approx, X + r0 * NF, nb, buf_raw, buf_m);
+		hb_approx_margins(plan, a, X + r0 * NF, nb, buf_raw, buf_m);
 		for (size_t i = 0; i < nb; i++)
 		{
-			int			keep;
+			double	   *to;
+			int			best_so_far;
 
 			if (sel && !sel[r0 + i])
 				continue;
-			keep = keep_offer(&kh, buf_m[i]);
-			if (!keep && buf_m[i] < ch->tau)
+			/* at or above the cut: on; else among the best so far: scored in full */
+			best_so_far = keep_offer(&kh, buf_m[i]);
+			if (buf_m[i] >= ch->tau)
+			{
+				to = buf_x + nk * NF;
+				buf_raw[nk] = buf_raw[i];
+				at[nk++] = (int64_t) (r0 + i);
+			}
+			else if (best_so_far)
+			{
+				to = buf_w + nw * NF;
+				wat[nw++] = (int64_t) (r0 + i);
+			}
+			else
 				continue;
-			memcpy(buf_x + nk * NF, X + (r0 + i) * NF, sizeof(double) * NF);
-			buf_raw[nk] = buf_raw[i];
-			at[nk++] = (int64_t) (r0 + i);
+			memcpy(to, X + (r0 + i) * NF, sizeof(double) * NF);
 		}
-		if (nk > 0)
-			hb_approx_finish(plan, ch->approx, buf_x, nk, buf_raw);
+		if (nk > 0 && a->refine_trees > 0)
+		{
+			/* the second stage: a row that fails it is below the cut after all */
+			size_t		np = 0;
+
+			hb_approx_refine(plan, a, buf_x, nk, buf_raw, buf_s2);
+			refined += (int64_t) nk;
+			for (size_t j = 0; j < nk; j++)
+			{
+				if (buf_s2[j] < ch->tau)
+					continue;
+				if (np != j)
+					memcpy(buf_x + np * NF, buf_x + j * NF, sizeof(double) * NF);
+				buf_raw[np] = buf_raw[j];
+				at[np++] = at[j];
+			}
+			nk = np;
+			hb_approx_finish_refined(plan, a, buf_x, nk, buf_raw);
+		}
+		else if (nk > 0)
+			hb_approx_finish(plan, a, buf_x, nk, buf_raw);
 		for (size_t j = 0; j < nk; j++)
 			best_offer(b, buf_raw[j], at[j]);
-		rescored += (int64_t) nk;
+		if (nw > 0)
+			hb_plan_margins(plan, buf_w, nw, buf_s2);
+		for (size_t j = 0; j < nw; j++)
+			best_offer(b, buf_s2[j], wat[j]);
+		rescored += (int64_t) (nk + nw);
 	}
 	free(kh.v);
 }
@@ -273,6 +316,14 @@ main(int argc, char **argv)
 	spec.k = k;
 	spec.target = atof(argv[8]);
 	spec.confidence = atof(argv[9]);
+	/* APPROX_STAGES: auto (default), one or two (tune.h) */
+	if (getenv("APPROX_STAGES"))
+	{
+		const char *st = getenv("APPROX_STAGES");
+
+		spec.stages = strcmp(st, "one") == 0 ? HB_STAGES_ONE :
+			strcmp(st, "two") == 0 ? HB_STAGES_TWO : HB_STAGES_AUTO;
+	}
 	t_tune = now();
 	if (!hb_tune_run(p, sx, ns, &spec, progress, NULL, &res, &err) || res.chosen < 0)
 	{
@@ -284,7 +335,9 @@ main(int argc, char **argv)
 
 	buf_m = malloc(sizeof(double) * BATCH);
 	buf_raw = malloc(sizeof(double) * BATCH);
+	buf_s2 = malloc(sizeof(double) * BATCH);
 	buf_x = malloc(sizeof(double) * BATCH * (NF + 1));
+	buf_w = malloc(sizeof(double) * BATCH * (NF + 1));
 	bf.k = ba.k = k;
 	bf.m = malloc(sizeof(double) * k);
 	bf.row = malloc(sizeof(int64_t) * k);
@@ -323,6 +376,8 @@ main(int argc, char **argv)
 	printf("| full scoring + top-%d heap | %.3f | 1.00x | %zu |\n", k, t_full, N);
 	printf("| approximate top-%d | %.3f | %.2fx | %lld (%.2f%%) |\n\n", k, t_approx,
 		   t_full / t_approx, (long long) rescored, 100.0 * rescored / N);
+	printf("Rows through the second stage: %lld (%.2f%%).\n\n", (long long) refined,
+		   100.0 * refined / N);
 
 	/* precision on the whole and on held-out variants */
 	sel = malloc(N);

@@ -149,6 +149,8 @@ typedef struct HbColumnReader
 	int32	   *off;			/* per attribute < natts: its offset in a
 								 * tuple without NULLs, or -1 */
 	bool		fixed;			/* every bound attribute has an offset */
+	bool		all_float8;		/* every bound value is a float8 */
+	int32	   *boff;			/* fixed: per bound value, its offset */
 	bool		direct;			/* numbers into features (no pipeline) */
 	bool		subset;			/* direct, only the features of the
 								 * binding's steps (a cheap model's) */
