@@ -18,12 +18,13 @@ CPU_SQL="SELECT 'cpu ' || (split_part(split_part(s, ') ', 2), ' ', 12)::bigint +
 	split_part(split_part(s, ') ', 2), ' ', 13)::bigint) FROM pg_read_file('/proc/self/stat') s"
 CLK_TCK=$(getconf CLK_TCK)
 
-# record_cpu LABEL: from psql output on stdin with two "cpu N" lines, record
-# LABEL_cpu_seconds, the backend's CPU time between them
+# record_cpu LABEL [RUNS]: from psql output on stdin with two "cpu N" lines,
+# record LABEL_cpu_seconds, the backend's CPU time between them (per run,
+# when RUNS runs of the query lie between them)
 record_cpu() {
 	local ticks
 	ticks=$(sed -n 's/^cpu \([0-9]*\)$/\1/p' | awk 'NR == 1 { a = $1 } NR == 2 { print $1 - a }')
-	[ -n "$ticks" ] && out "${1}_cpu_seconds" "$(awk -v t="$ticks" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }')"
+	[ -n "$ticks" ] && out "${1}_cpu_seconds" "$(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="${2:-1}" 'BEGIN { printf "%.2f", t / hz / n }')"
 	return 0
 }
 
@@ -44,17 +45,20 @@ median() {
 
 # timed LABEL SETUP_SQL QUERY [WARMUP_QUERY]
 #   One session: run SETUP_SQL, run WARMUP_QUERY (default: QUERY itself) once
-#   to warm up (loads the model, fills caches), then run QUERY under \timing.
-#   Records LABEL_seconds, LABEL_result (the last line QUERY printed) and
-#   LABEL_cpu_seconds (the CPU time of this backend during QUERY; parallel
-#   workers' time is not in it).
+#   to warm up (loads the model, fills caches), then run QUERY under \timing,
+#   BENCH_REPEAT times (default 1).  Records LABEL_seconds (the median run),
+#   LABEL_result (the last line QUERY printed) and LABEL_cpu_seconds (the CPU
+#   time of this backend per run of QUERY; parallel workers' time is not in
+#   it).
 #   A lighter WARMUP_QUERY is used where running QUERY twice would cost too
 #   much; it must load the same model and plan (same strategy, same batch
 #   size) so that the timed run finds every cache filled.
 timed() {
 	local label=$1 setup=$2 query=$3 warmup=${4:-$3} output result ms
+	local -a runs=()
+	for ((r = 0; r < ${BENCH_REPEAT:-1}; r++)); do runs+=(-c "$query"); done
 	output=$(psql -X -At -v ON_ERROR_STOP=1 \
-		-c "$setup" -c "$warmup" -c "$CPU_SQL" -c '\timing on' -c "$query" \
+		-c "$setup" -c "$warmup" -c "$CPU_SQL" -c '\timing on' "${runs[@]}" \
 		-c '\timing off' -c "$CPU_SQL") || {
 		log "FAILED: $label: $query"
 		return 1
@@ -62,7 +66,7 @@ timed() {
 	# the warm-up's output comes before "Timing is on."
 	result=$(printf '%s\n' "$output" | sed -e '1,/^Timing is on\.$/d' -e '/^Timing is off\.$/,$d' |
 		grep -v '^Time: ' | tail -n 1) || true
-	ms=$(printf '%s\n' "$output" | psql_times | tail -n 1)
+	ms=$(printf '%s\n' "$output" | psql_times | median)
 	if [ -z "$ms" ]; then
 		log "FAILED: $label: no timing in psql output:"
 		printf '%s\n' "$output" >&2
@@ -70,7 +74,7 @@ timed() {
 	fi
 	out "${label}_seconds" "$(ms_to_s "$ms")"
 	out "${label}_result" "$result"
-	printf '%s\n' "$output" | record_cpu "$label"
+	printf '%s\n' "$output" | record_cpu "$label" "${BENCH_REPEAT:-1}"
 	log "$label: $result in $ms ms"
 }
 
