@@ -501,6 +501,14 @@ bind_bound_values(const HbBinding *b, const HbCacheEntry *e, double *x,
 		hb_bind_values(b, e, b->values, b->nulls, x);
 }
 
+/* the cache lines of len bytes at p, asked for now, used soon */
+static inline void
+prefetch_bytes(const char *p, Size len)
+{
+	for (const char *l = p; l < p + len; l += 64)
+		__builtin_prefetch(l);
+}
+
 /*
  * Bind a tuple of r's layout into x: the features (or, with margins, the
  * raw margins of a linear model over text).  Numbers go straight from the
@@ -536,8 +544,7 @@ hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 	 * (behind branches on NULLs and types that the CPU may mispredict) wait
 	 * for memory once per row, not once per line
 	 */
-	for (const char *l = tp; l < (const char *) td + tuple->t_len; l += 64)
-		__builtin_prefetch(l);
+	prefetch_bytes(tp, tuple->t_len - td->t_hoff);
 	if (r->fixed && !hasnulls)
 	{
 		/* double precision columns, the common case: copies, no conversion */
@@ -669,14 +676,6 @@ hb_tuples_get(const HbTupleStore *s, int row, HeapTuple out)
 	ItemPointerSetInvalid(&out->t_self);
 	out->t_tableOid = InvalidOid;
 	return true;
-}
-
-/* the cache lines of len bytes at p, asked for now, used soon */
-static inline void
-prefetch_bytes(const char *p, Size len)
-{
-	for (const char *l = p; l < p + len; l += 64)
-		__builtin_prefetch(l);
 }
 
 /*
