@@ -21,6 +21,9 @@
  * on three random subsets (a seeded hash of the row number keeps 1/2,
  * 1/5 and 1/20 of the rows).  The tuning's candidates are listed with
  * their figures on the evaluation half.  Writes markdown on stdout.
+ * APPROX_STAGES=one|two forces the stages; APPROX_RANKS=search ranks the
+ * compact kernel's columns with search trees where AVX-512 would use
+ * blocks (strategy_ptt.c), for comparisons.
  */
 #include <math.h>
 #include <stdint.h>
@@ -303,6 +306,9 @@ main(int argc, char **argv)
 	NF = atoi(argv[6]);
 	k = atoi(argv[7]);
 	rounds = argc > 10 ? atoi(argv[10]) : 3;
+	/* APPROX_RANKS=search: the compact kernel's ranks without AVX-512 */
+	if (getenv("APPROX_RANKS") && strcmp(getenv("APPROX_RANKS"), "search") == 0)
+		hb_ptt_set_block_ranks(false);
 	bytes = tu_read_file(argv[1], &len);
 	if (!bytes || !hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) || !hb_plan_build(m, &p, &err))
 	{

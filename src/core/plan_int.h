@@ -125,8 +125,16 @@ typedef enum HbPttKernel
 	HB_PTT_KERNEL_PORTABLE
 } HbPttKernel;
 extern void hb_ptt_set_kernel(HbPttKernel k);
+/*
+ * false: the compact kernel ranks every column with its search tree, as
+ * machines without AVX-512 do; true (the default): by blocks where the CPU
+ * has AVX-512 (strategy_ptt.c, "Ranks by blocks").  Same bits either way.
+ */
+extern void hb_ptt_set_block_ranks(bool on);
 /* Does the plan's PTT layout include the compact kernel's? */
 extern bool hb_ptt_has_compact(const HbPlan *p);
+/* The columns the compact kernel ranks by blocks (0 where it cannot) */
+extern int	hb_ptt_block_columns(const HbPlan *p);
 
 /*
  * A chunk of rows for the compact kernel over tree ranges (strategy_ptt.c),

@@ -71,6 +71,7 @@
  */
 #include "plan_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,9 @@ struct HbPtt
 	int64_t		c_cost;			/* what the ranks cost (compact_pays) */
 	uint32_t   *e32;			/* the thresholds as perfect search trees, f32 */
 	uint64_t   *e64;			/* likewise, f64 */
+	int32_t    *v_off;			/* column c's blocks in v32/v64, -1: none */
+	float	   *v32;			/* the thresholds as values in blocks, f32 */
+	double	   *v64;			/* likewise, f64 (see "Ranks by blocks") */
 	size_t		bytes;
 };
 
@@ -321,6 +325,145 @@ eyt_fill(HbPtt *t, int c, int32_t i, int32_t size, int32_t next)
 	return eyt_fill(t, c, 2 * i + 1, size, next + 1);
 }
 
+/*
+ * Ranks by blocks.  Where the CPU has AVX-512, a column of at most 64
+ * thresholds (f64) or 256 (f32) is also kept as the thresholds' values in
+ * blocks of 8 (16) lanes, padded with NaN, behind one vector of each
+ * block's last value: an input's rank is 8p + q (16p + q), p the pivots
+ * below it (the blocks it passes whole) and q the lanes of block p below
+ * it, two compares instead of k dependent steps of the search tree: about
+ * 2.7x as fast on 63 cuts (the column ranks of a small cheap model are
+ * half its cost).  The same counts as the keys, exactly: an f64 entry is
+ * key(t) + 1 (right iff x > t) and an f32 entry key(t) (right iff
+ * (float) x >= t), so "entry <= key(x)" is "t < x" ("t <= (float) x"),
+ * -0 and +0 alike on both sides; a NaN input compares with nothing, as
+ * its key 0 ranks 0.  A column whose entries do not map back to a value
+ * that way keeps the search tree.
+ */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(HB_NO_SIMD)
+#define HB_PTT_AVX512 1
+#define HB_TARGET_AVX512 __attribute__((target("avx512f,popcnt")))
+#endif
+#define HB_PTT_V64_LANES 8
+#define HB_PTT_V32_LANES 16
+/* pivots, then lanes + 1 blocks (the last for inputs above every value) */
+#define HB_PTT_V64_SIZE (HB_PTT_V64_LANES * (HB_PTT_V64_LANES + 2))
+#define HB_PTT_V32_SIZE (HB_PTT_V32_LANES * (HB_PTT_V32_LANES + 2))
+
+/* -1: not asked yet; 0: off, or the CPU lacks AVX-512; 1: on */
+static int	block_ranks = -1;
+
+static bool
+ranks_by_blocks(void)
+{
+#ifdef HB_PTT_AVX512
+	if (block_ranks < 0)
+		block_ranks = __builtin_cpu_supports("avx512f") &&
+			__builtin_cpu_supports("popcnt");
+	return block_ranks > 0;
+#else
+	return false;
+#endif
+}
+
+void
+hb_ptt_set_block_ranks(bool on)
+{
+	block_ranks = on ? -1 : 0;
+}
+
+static double
+value_f64(uint64_t key)
+{
+	uint64_t	u = (key >> 63) ? key & ~((uint64_t) 1 << 63) : ~key;
+	double		v;
+
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
+
+static float
+value_f32(uint32_t key)
+{
+	uint32_t	u = (key >> 31) ? key & 0x7FFFFFFFu : ~key;
+	float		v;
+
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
+
+/*
+ * v_off and the blocks of every column that fits them (from r32/r64, the
+ * sorted entries).  Returns -1 out of memory.
+ */
+static int
+blocks_build(HbPtt *t)
+{
+	bool		f32 = t->r32 != NULL;
+	int			lanes = f32 ? HB_PTT_V32_LANES : HB_PTT_V64_LANES;
+	int			size = f32 ? HB_PTT_V32_SIZE : HB_PTT_V64_SIZE;
+	int32_t		n_fit = 0;
+
+	t->v_off = hb_alloc(sizeof(int32_t) * (t->n_used + 1));
+	if (t->v_off == NULL)
+		return -1;
+	for (int c = 0; c < t->n_used; c++)
+	{
+		int32_t		n = t->r_off[c + 1] - t->r_off[c];
+		bool		fits = n <= lanes * lanes;
+
+		for (int32_t i = t->r_off[c]; fits && i < t->r_off[c + 1]; i++)
+		{
+			if (f32)
+			{
+				float		v = value_f32(t->r32[i]);
+
+				fits = v == v && key_f32(v) == t->r32[i];
+			}
+			else
+			{
+				double		v = value_f64(t->r64[i] - 1);
+
+				fits = t->r64[i] > 0 && v == v && key_f64(v) + 1 == t->r64[i];
+			}
+		}
+		t->v_off[c] = fits ? n_fit++ * size : -1;
+	}
+	if (n_fit == 0)
+		return 0;
+	if (f32)
+		t->v32 = hb_alloc(sizeof(float) * n_fit * size);
+	else
+		t->v64 = hb_alloc(sizeof(double) * n_fit * size);
+	if (f32 ? t->v32 == NULL : t->v64 == NULL)
+		return -1;
+	for (int c = 0; c < t->n_used; c++)
+	{
+		int32_t		n = t->r_off[c + 1] - t->r_off[c];
+
+		if (t->v_off[c] < 0)
+			continue;
+		/* block values from slot lanes on; pivot b is block b's last */
+		for (int j = 0; j < size - lanes; j++)
+		{
+			int32_t		i = t->r_off[c] + j;
+
+			if (f32)
+				t->v32[t->v_off[c] + lanes + j] = j < n ? value_f32(t->r32[i]) : NAN;
+			else
+				t->v64[t->v_off[c] + lanes + j] = j < n ? value_f64(t->r64[i] - 1) : NAN;
+		}
+		for (int b = 0; b < lanes; b++)
+		{
+			if (f32)
+				t->v32[t->v_off[c] + b] = t->v32[t->v_off[c] + lanes + lanes * b + lanes - 1];
+			else
+				t->v64[t->v_off[c] + b] = t->v64[t->v_off[c] + lanes + lanes * b + lanes - 1];
+		}
+	}
+	return 0;
+}
+
 static int
 compact_build(HbPtt *t)
 {
@@ -475,6 +618,8 @@ compact_build(HbPtt *t)
 		t->e64 = hb_alloc(sizeof(uint64_t) * (t->e_off[t->n_used] + 1));
 	if (f32 ? !t->e32 : !t->e64)
 		goto nomem;
+	if (blocks_build(t) < 0)
+		goto nomem;
 	t->c_cost = 0;
 	for (int c = 0; c < t->n_used; c++)
 	{
@@ -484,7 +629,11 @@ compact_build(HbPtt *t)
 		eyt_fill(t, c, 1, size, t->r_off[c]);
 		while ((1 << k) < size)
 			k++;
-		/* 1.2 x (1.5 k - 1) cycles, rounded up */
+		/*
+		 * 1.2 x (1.5 k - 1) cycles, rounded up.  Ranks by blocks cost about
+		 * half as much, which moves the break-even down; not counted until
+		 * measured against the walk (compact_pays).
+		 */
 		t->c_cost += (18 * k - 12 + 9) / 10;
 	}
 	hb_free(t->r32);
@@ -511,10 +660,15 @@ compact_free(HbPtt *t)
 	hb_free(t->e_off);
 	hb_free(t->e32);
 	hb_free(t->e64);
+	hb_free(t->v_off);
+	hb_free(t->v32);
+	hb_free(t->v64);
 	t->c_key = t->c_thr = NULL;
-	t->r_off = t->e_off = NULL;
+	t->r_off = t->e_off = t->v_off = NULL;
 	t->r32 = t->e32 = NULL;
 	t->r64 = t->e64 = NULL;
+	t->v32 = NULL;
+	t->v64 = NULL;
 }
 
 bool
@@ -928,6 +1082,19 @@ hb_ptt_has_compact(const HbPlan *p)
 	return p->ptt != NULL && p->ptt->c_key != NULL;
 }
 
+int
+hb_ptt_block_columns(const HbPlan *p)
+{
+	const HbPtt *t = p->ptt;
+	int			n = 0;
+
+	if (t == NULL || t->v_off == NULL || !ranks_by_blocks())
+		return 0;
+	for (int c = 0; c < t->n_used; c++)
+		n += t->v_off[c] >= 0;
+	return n;
+}
+
 /*
  * Ranks.  The rank of key u, how many of a column's thresholds are at or
  * below it, comes from the column's search tree E (size = 2^k slots, see
@@ -1081,6 +1248,60 @@ column_keys_sse2(const HbPtt *t, const double *xc, int nf, int c, int k,
 }
 #endif
 
+#ifdef HB_PTT_AVX512
+#include <immintrin.h>
+
+/*
+ * One column of a group of eight rows (lanes of them real) by blocks (see
+ * "Ranks by blocks"), packed as compact_keys packs them.
+ */
+HB_TARGET_AVX512
+static void
+column_keys_blocks(const HbPtt *t, const double *xc, int nf, int c,
+				   int lanes, uint16_t *kc)
+{
+	uint16_t	n = (uint16_t) (t->r_off[c + 1] - t->r_off[c]);
+
+	if (t->v32)
+	{
+		const float *V = t->v32 + t->v_off[c];
+		const __m512 piv = _mm512_loadu_ps(V);
+
+		for (int r = 0; r < 8; r++)
+		{
+			float		v = r < lanes ? (float) xc[(size_t) r * nf] : 0.0f;
+			__m512		x = _mm512_set1_ps(v);
+			unsigned	p = (unsigned) __builtin_popcount(_mm512_cmp_ps_mask(piv, x, _CMP_LE_OQ));
+			unsigned	q = (unsigned) __builtin_popcount(
+				_mm512_cmp_ps_mask(_mm512_loadu_ps(V + HB_PTT_V32_LANES * (p + 1)), x, _CMP_LE_OQ));
+			uint16_t	rank = (uint16_t) (HB_PTT_V32_LANES * p + q);
+
+			/* side 0: NaN below every threshold; side 1: above */
+			kc[r] = r < lanes ? rank : 0;
+			kc[r + 8] = r >= lanes ? 0 : v != v ? n : rank;
+		}
+	}
+	else
+	{
+		const double *V = t->v64 + t->v_off[c];
+		const __m512d piv = _mm512_loadu_pd(V);
+
+		for (int r = 0; r < 8; r++)
+		{
+			double		v = r < lanes ? xc[(size_t) r * nf] : 0.0;
+			__m512d		x = _mm512_set1_pd(v);
+			unsigned	p = (unsigned) __builtin_popcount(_mm512_cmp_pd_mask(piv, x, _CMP_LT_OQ));
+			unsigned	q = (unsigned) __builtin_popcount(
+				_mm512_cmp_pd_mask(_mm512_loadu_pd(V + HB_PTT_V64_LANES * (p + 1)), x, _CMP_LT_OQ));
+			uint16_t	rank = (uint16_t) (HB_PTT_V64_LANES * p + q);
+
+			kc[r] = r < lanes ? rank : 0;
+			kc[r + 8] = r >= lanes ? 0 : v != v ? n : rank;
+		}
+	}
+}
+#endif
+
 /*
  * End of the block of trees that starts at tb0: trees are taken while their
  * leaf tables (two ranks and an accumulator a node) stay within
@@ -1110,6 +1331,9 @@ compact_keys(const HbPtt *t, const double *x, int nf, int nr, uint16_t *kb,
 {
 	size_t		gstride = (size_t) 16 * t->n_used;
 	uint8_t		ks[HB_PTT_C_MAX_COLUMNS];
+#ifdef HB_PTT_AVX512
+	bool		blocks = !portable && t->v_off != NULL && ranks_by_blocks();
+#endif
 
 	for (int c = 0; c < t->n_used; c++)
 	{
@@ -1136,6 +1360,13 @@ compact_keys(const HbPtt *t, const double *x, int nf, int nr, uint16_t *kb,
 			bool		nan[8];
 			uint32_t	rank[8];
 
+#ifdef HB_PTT_AVX512
+			if (blocks && t->v_off[c] >= 0)
+			{
+				column_keys_blocks(t, xc, nf, c, lanes, kc);
+				continue;
+			}
+#endif
 #ifdef HB_PTT_SSE2
 			if (lanes == 8 && !portable)
 			{

@@ -124,6 +124,8 @@ skip(const char *fmt,...)
  * three strategies with TT on the whole input.
  */
 static Expect expect_compact = EITHER;	/* set around a call */
+static int	blocks_seen[2];			/* plans with columns ranked by blocks:
+										 * f64, f32 thresholds */
 
 static void
 check_strategies(const char *name, HbModel *m, const double *x, size_t n,
@@ -164,26 +166,32 @@ check_strategies(const char *name, HbModel *m, const double *x, size_t n,
 		static const struct
 		{
 			HbPttKernel k;
+			bool		blocks;
 			const char *what;
 		}			kernels[] = {
-			{HB_PTT_KERNEL_AUTO, "ptt"},
-			{HB_PTT_KERNEL_WALK8, "ptt walk8"},
-			{HB_PTT_KERNEL_COMPACT, "ptt compact"},
-			{HB_PTT_KERNEL_PORTABLE, "ptt compact portable"},
+			{HB_PTT_KERNEL_AUTO, true, "ptt"},
+			{HB_PTT_KERNEL_WALK8, true, "ptt walk8"},
+			{HB_PTT_KERNEL_COMPACT, true, "ptt compact"},
+			{HB_PTT_KERNEL_COMPACT, false, "ptt compact, search-tree ranks"},
+			{HB_PTT_KERNEL_PORTABLE, true, "ptt compact portable"},
 		};
+		int			blocks = hb_ptt_block_columns(p);
 
 		ok = hb_ptt_ops(p, 1024, ops, 256) >= 2 && hb_ptt_bytes(p->ptt) > 0;
 		why[0] = '\0';
 		for (size_t ki = 0; ki < sizeof(kernels) / sizeof(kernels[0]) && ok; ki++)
 		{
 			hb_ptt_set_kernel(kernels[ki].k);
+			hb_ptt_set_block_ranks(kernels[ki].blocks);
 			ok = same_bits(kernels[ki].what, hb_ptt_margins, p, x, n, ref, why,
 						   sizeof(why));
 		}
 		hb_ptt_set_kernel(HB_PTT_KERNEL_AUTO);
-		tu_report(ok, "%s: ptt == tt, bit for bit, every kernel (%zu layout bytes%s) %s",
+		hb_ptt_set_block_ranks(true);
+		blocks_seen[p->cmp == HB_CMP_LT_F32] += blocks > 0;
+		tu_report(ok, "%s: ptt == tt, bit for bit, every kernel (%zu layout bytes%s, %d columns ranked by blocks) %s",
 				  name, hb_ptt_bytes(p->ptt),
-				  hb_ptt_has_compact(p) ? ", compact" : "", why);
+				  hb_ptt_has_compact(p) ? ", compact" : "", blocks, why);
 		if (expect_compact != EITHER)
 			tu_report(hb_ptt_has_compact(p) == (expect_compact == BUILD),
 					  "%s: compact layout %s", name,
@@ -890,6 +898,18 @@ main(void)
 	test_nomem();
 	test_fixtures();
 	test_conformance_models();
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(HB_NO_SIMD)
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt"))
+	{
+		/* the comparisons above prove something about ranks by blocks */
+		tu_report(blocks_seen[0] > 0, "ranks by blocks compared on %d plans of f64 thresholds",
+				  blocks_seen[0]);
+		tu_report(blocks_seen[1] > 0, "ranks by blocks compared on %d plans of f32 thresholds",
+				  blocks_seen[1]);
+	}
+	else
+#endif
+		skip("ranks by blocks # SKIP this CPU lacks AVX-512 (or a build without SIMD): search trees only");
 	printf("1..%d\n", tu_n_test);
 	printf("# passed %d failed %d\n", tu_n_test - tu_n_fail, tu_n_fail);
 	return tu_n_fail > 0 ? 1 : 0;
