@@ -982,8 +982,6 @@ choose_topk(Work *w, HbTuneCandidate *c, const double *cheap_sel, HbError *err)
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	}
 	cheap_ranking(cheap_sel, w->n_sel, co, rank);
-	/* a sort of every row of the half: tens of milliseconds */
-	hb_check_interrupts();
 	c->select_ns = INFINITY;
 	c->menu = 0;
 	for (int i = 0; i < w->n_menu; i++)
@@ -1025,8 +1023,6 @@ certify_topk(Work *w, HbTuneCandidate *c, const double *cheap_eval, HbError *err
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	}
 	cheap_ranking(cheap_eval, n, co, rank);
-	/* a sort of every row of the half: tens of milliseconds */
-	hb_check_interrupts();
 	kept = topk_cut(co, rank, n, w->order_eval, w->menu_tail[c->menu],
 					w->menu_e[c->menu], spec->k, cr, &tau, &e);
 	c->tail = w->menu_tail[c->menu];
@@ -1636,7 +1632,6 @@ full_ranking(const double *m, size_t n, int32_t *order, HbError *err)
 		fo[i].idx = (int32_t) i;
 	}
 	sort_ranked(fo, n);
-	hb_check_interrupts();
 	for (size_t i = 0; i < n; i++)
 		order[i] = fo[i].idx;
 	hb_free(fo);
@@ -1767,13 +1762,10 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 
 	if (spec->kind == HB_TUNE_TOPK)
 	{
-		/* a sort of each half's rows: tens of milliseconds each */
-		if (!full_ranking(w.m_sel, w.n_sel, w.order_sel, err))
+		/* sort_ranked checks for interrupts while it sorts */
+		if (!full_ranking(w.m_sel, w.n_sel, w.order_sel, err) ||
+			!full_ranking(w.m_eval, w.n_eval, w.order_eval, err))
 			goto out;
-		hb_check_interrupts();
-		if (!full_ranking(w.m_eval, w.n_eval, w.order_eval, err))
-			goto out;
-		hb_check_interrupts();
 	}
 	else
 		for (size_t i = 0; i < w.n_eval; i++)
