@@ -1252,9 +1252,29 @@ column_keys_sse2(const HbPtt *t, const double *xc, int nf, int c, int k,
 #include <immintrin.h>
 
 /*
- * One column of a group of eight rows (lanes of them real) by blocks (see
- * "Ranks by blocks"), packed as compact_keys packs them.
+ * Eight rows of column values xc (lanes of them real) by the blocks at V:
+ * p pivots below the value, then q lanes of block p; packed into kc as
+ * compact_keys packs them (side 0: NaN below every threshold; side 1:
+ * above, at n).
  */
+#define BLOCK_KEYS8(V, LANES, T, VEC, LOAD, SET1, CMP, PRED) \
+	do { \
+		const VEC	piv = LOAD(V); \
+\
+		for (int r = 0; r < 8; r++) \
+		{ \
+			T			v = r < lanes ? (T) xc[(size_t) r * nf] : (T) 0; \
+			VEC			x = SET1(v); \
+			unsigned	p = (unsigned) __builtin_popcount(CMP(piv, x, PRED)); \
+			unsigned	q = (unsigned) __builtin_popcount(CMP(LOAD((V) + (LANES) * (p + 1)), x, PRED)); \
+			uint16_t	rank = (uint16_t) ((LANES) * p + q); \
+\
+			kc[r] = r < lanes ? rank : 0; \
+			kc[r + 8] = r >= lanes ? 0 : v != v ? n : rank; \
+		} \
+	} while (0)
+
+/* One column of a group of eight rows by blocks (see "Ranks by blocks"). */
 HB_TARGET_AVX512
 static void
 column_keys_blocks(const HbPtt *t, const double *xc, int nf, int c,
@@ -1263,42 +1283,11 @@ column_keys_blocks(const HbPtt *t, const double *xc, int nf, int c,
 	uint16_t	n = (uint16_t) (t->r_off[c + 1] - t->r_off[c]);
 
 	if (t->v32)
-	{
-		const float *V = t->v32 + t->v_off[c];
-		const __m512 piv = _mm512_loadu_ps(V);
-
-		for (int r = 0; r < 8; r++)
-		{
-			float		v = r < lanes ? (float) xc[(size_t) r * nf] : 0.0f;
-			__m512		x = _mm512_set1_ps(v);
-			unsigned	p = (unsigned) __builtin_popcount(_mm512_cmp_ps_mask(piv, x, _CMP_LE_OQ));
-			unsigned	q = (unsigned) __builtin_popcount(
-				_mm512_cmp_ps_mask(_mm512_loadu_ps(V + HB_PTT_V32_LANES * (p + 1)), x, _CMP_LE_OQ));
-			uint16_t	rank = (uint16_t) (HB_PTT_V32_LANES * p + q);
-
-			/* side 0: NaN below every threshold; side 1: above */
-			kc[r] = r < lanes ? rank : 0;
-			kc[r + 8] = r >= lanes ? 0 : v != v ? n : rank;
-		}
-	}
+		BLOCK_KEYS8(t->v32 + t->v_off[c], HB_PTT_V32_LANES, float, __m512,
+					_mm512_loadu_ps, _mm512_set1_ps, _mm512_cmp_ps_mask, _CMP_LE_OQ);
 	else
-	{
-		const double *V = t->v64 + t->v_off[c];
-		const __m512d piv = _mm512_loadu_pd(V);
-
-		for (int r = 0; r < 8; r++)
-		{
-			double		v = r < lanes ? xc[(size_t) r * nf] : 0.0;
-			__m512d		x = _mm512_set1_pd(v);
-			unsigned	p = (unsigned) __builtin_popcount(_mm512_cmp_pd_mask(piv, x, _CMP_LT_OQ));
-			unsigned	q = (unsigned) __builtin_popcount(
-				_mm512_cmp_pd_mask(_mm512_loadu_pd(V + HB_PTT_V64_LANES * (p + 1)), x, _CMP_LT_OQ));
-			uint16_t	rank = (uint16_t) (HB_PTT_V64_LANES * p + q);
-
-			kc[r] = r < lanes ? rank : 0;
-			kc[r + 8] = r >= lanes ? 0 : v != v ? n : rank;
-		}
-	}
+		BLOCK_KEYS8(t->v64 + t->v_off[c], HB_PTT_V64_LANES, double, __m512d,
+					_mm512_loadu_pd, _mm512_set1_pd, _mm512_cmp_pd_mask, _CMP_LT_OQ);
 }
 #endif
 
