@@ -810,6 +810,12 @@ hb_ptt_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 				cbytes += compact_tree_bytes(t->trees[i].depth);
 			cbytes += 2 * sizeof(int32_t) * (double) (n_used + 1) +
 				key_size * (double) t->e_off[n_used];
+			/* ranks by blocks */
+			cbytes += sizeof(int32_t) * (double) (n_used + 1);
+			for (int c = 0; c < n_used; c++)
+				if (t->v_off[c] >= 0)
+					cbytes += f32 ? sizeof(float) * HB_PTT_V32_SIZE :
+						sizeof(double) * HB_PTT_V64_SIZE;
 			if (need + cbytes <= (double) max_bytes)
 				need += cbytes;
 			else
