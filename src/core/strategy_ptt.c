@@ -630,11 +630,13 @@ compact_build(HbPtt *t)
 		while ((1 << k) < size)
 			k++;
 		/*
-		 * 1.2 x (1.5 k - 1) cycles, rounded up.  Ranks by blocks cost about
-		 * half as much, which moves the break-even down; not counted until
-		 * measured against the walk (compact_pays).
+		 * 1.2 x (1.5 k - 1) cycles, rounded up; by blocks 5, whatever k
+		 * (compact_pays)
 		 */
-		t->c_cost += (18 * k - 12 + 9) / 10;
+		if (t->v_off[c] >= 0 && ranks_by_blocks())
+			t->c_cost += 5;
+		else
+			t->c_cost += (18 * k - 12 + 9) / 10;
 	}
 	hb_free(t->r32);
 	hb_free(t->r64);
@@ -1697,7 +1699,11 @@ compact_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
  * kernel, and the ranks cost this kernel about 1.5 k - 1 cycles per column
  * more than the walk's keys, k the steps of the column's search
  * (c_cost: their sum, plus a fifth, made at build).  Break-even comes at
- * 20-35 trees of 28 columns.  Top-K and the early exit rank a chunk once
+ * 20-35 trees of 28 columns.  Ranked by blocks, a column costs about 5
+ * whatever k: on the anchor model's prefixes (28 columns, depth 8) the
+ * walk took 111 and 144 ns a row at 8 and 12 trees, the compact kernel
+ * 117 and 128; on 10 trees of depth 6 over 25 double columns 120 against
+ * 95.  Top-K and the early exit rank a chunk once
  * for the whole model (hb_ptt_chunk_usable), whatever their blocks.
  * Fewer than eight rows (a forced PTT on single rows) keep the walk, which
  * was 2-3x faster there.
