@@ -393,8 +393,42 @@ value_f32(uint32_t key)
 }
 
 /*
- * v_off and the blocks of every column that fits them (from r32/r64, the
- * sorted entries).  Returns -1 out of memory.
+ * The value that sorted entry i stands for (from r32/r64): right iff
+ * (float) x >= it (f32), x > it (f64); NaN when no value maps back to it.
+ */
+static double
+entry_value(const HbPtt *t, int32_t i)
+{
+	if (t->r32)
+	{
+		float		v = value_f32(t->r32[i]);
+
+		return v == v && key_f32(v) == t->r32[i] ? v : NAN;
+	}
+	else
+	{
+		double		v = t->r64[i] > 0 ? value_f64(t->r64[i] - 1) : NAN;
+
+		return v == v && key_f64(v) + 1 == t->r64[i] ? v : NAN;
+	}
+}
+
+/* Slot `at` of column c's blocks: the value of its entry idx, NaN past the last. */
+static void
+block_set(HbPtt *t, int c, int at, int32_t idx)
+{
+	double		v = idx < t->r_off[c + 1] - t->r_off[c] ?
+		entry_value(t, t->r_off[c] + idx) : NAN;
+
+	if (t->v32)
+		t->v32[t->v_off[c] + at] = (float) v;
+	else
+		t->v64[t->v_off[c] + at] = v;
+}
+
+/*
+ * v_off and the blocks of every column that fits them.  Returns -1 out of
+ * memory.
  */
 static int
 blocks_build(HbPtt *t)
@@ -409,24 +443,10 @@ blocks_build(HbPtt *t)
 		return -1;
 	for (int c = 0; c < t->n_used; c++)
 	{
-		int32_t		n = t->r_off[c + 1] - t->r_off[c];
-		bool		fits = n <= lanes * lanes;
+		bool		fits = t->r_off[c + 1] - t->r_off[c] <= lanes * lanes;
 
 		for (int32_t i = t->r_off[c]; fits && i < t->r_off[c + 1]; i++)
-		{
-			if (f32)
-			{
-				float		v = value_f32(t->r32[i]);
-
-				fits = v == v && key_f32(v) == t->r32[i];
-			}
-			else
-			{
-				double		v = value_f64(t->r64[i] - 1);
-
-				fits = t->r64[i] > 0 && v == v && key_f64(v) + 1 == t->r64[i];
-			}
-		}
+			fits = !isnan(entry_value(t, i));
 		t->v_off[c] = fits ? n_fit++ * size : -1;
 	}
 	if (n_fit == 0)
@@ -439,27 +459,13 @@ blocks_build(HbPtt *t)
 		return -1;
 	for (int c = 0; c < t->n_used; c++)
 	{
-		int32_t		n = t->r_off[c + 1] - t->r_off[c];
-
 		if (t->v_off[c] < 0)
 			continue;
-		/* block values from slot lanes on; pivot b is block b's last */
+		/* the blocks from slot lanes on; pivot b is block b's last value */
 		for (int j = 0; j < size - lanes; j++)
-		{
-			int32_t		i = t->r_off[c] + j;
-
-			if (f32)
-				t->v32[t->v_off[c] + lanes + j] = j < n ? value_f32(t->r32[i]) : NAN;
-			else
-				t->v64[t->v_off[c] + lanes + j] = j < n ? value_f64(t->r64[i] - 1) : NAN;
-		}
+			block_set(t, c, lanes + j, j);
 		for (int b = 0; b < lanes; b++)
-		{
-			if (f32)
-				t->v32[t->v_off[c] + b] = t->v32[t->v_off[c] + lanes + lanes * b + lanes - 1];
-			else
-				t->v64[t->v_off[c] + b] = t->v64[t->v_off[c] + lanes + lanes * b + lanes - 1];
-		}
+			block_set(t, c, b, lanes * b + lanes - 1);
 	}
 	return 0;
 }
