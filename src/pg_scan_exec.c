@@ -53,7 +53,11 @@
  * row at or above the cut is finished.)
  * Every real score is the full model's, so the answer is the exact top k
  * of the rows kept, a superset of what hb_topk's approximate mode keeps;
- * docs/willump.md says what the tuning guarantees about them.
+ * docs/willump.md says what the tuning guarantees about them.  Where the
+ * cheap model reads less than the row (some of the columns, or the steps
+ * of a pipeline its features need: pg_lazy.c), rows are read for it alone
+ * and their tuples kept for the batch, and the rows the full model scores
+ * are read again in full (lazy_cols).
  */
 #include "postgres.h"
 
@@ -114,12 +118,14 @@ typedef struct ScoreCall
 	HbColumnReader rd;			/* COLUMNS: those columns in the input's rows */
 
 	/*
-	 * COLUMNS, approximate top-K of a model without featurizers: rows are
-	 * read for the cheap model's columns only, and their tuples kept for
-	 * the batch, so that the rows scored in full are read again in full
+	 * COLUMNS, approximate top-K: rows are read for the cheap model only
+	 * (a model without featurizers: its columns; with featurizers: the
+	 * steps its features need, pg_lazy.c), and their tuples kept for the
+	 * batch, so that the rows scored in full are read again in full
 	 */
 	bool		lazy_cols;
 	HbColumnReader rd_cheap;
+	HbBinding	bind_cheap;		/* bind, featurizing the cheap steps only */
 	HbTupleStore tup;			/* the batch's tuples, per batch row (x_cap) */
 	TupleDesc  *tup_desc;		/* the layout it came in (its slot's: with
 								 * the defaults of columns added since) */
@@ -243,6 +249,7 @@ typedef struct HbScoreState
 	int64		rows_scored;
 	int64		rows_pruned;
 	int64		rows_refined;	/* through the second stage (approx.h) */
+	int64		rows_lazy;		/* read for the cheap model only (lazy_cols) */
 } HbScoreState;
 
 static void row_values_from_tuple(HbScoreState *st, int i);
@@ -473,8 +480,12 @@ grow_call_buffers(HbScoreState *st, ScoreCall *c)
 		pfree(c->tup_desc);
 	hb_tuples_init(&c->tup, cap, st->state_cxt);
 	c->tup_desc = MemoryContextAllocHuge(st->state_cxt, sizeof(TupleDesc) * cap);
-	/* what a cheap model does not read is never written: missing */
-	for (int64 i = 0; c->lazy_cols && i < (int64) cap * Max(c->width, 1); i++)
+	/*
+	 * What a cheap model does not read is never written: missing (a
+	 * pipeline's cheap steps write their features only, into rows that the
+	 * cheap model reads for those alone)
+	 */
+	for (int64 i = 0; c->lazy_cols && c->rd_cheap.subset && i < (int64) cap * Max(c->width, 1); i++)
 		c->x[i] = get_float8_nan();
 	c->x_cap = cap;
 }
@@ -632,14 +643,20 @@ approx_start(HbScoreState *st, ScoreCall *c)
 	st->approx = st->tuning.approx;
 	if (c->source == HB_SOURCE_COLUMNS && !c->sparse)
 	{
-		/* a model without featurizers: the cheap model's columns only */
+		/*
+		 * The cheap model's columns only, or with featurizers all the
+		 * inputs but only the steps its features need: a text column's
+		 * featurization is then paid by the rows scored in full alone
+		 */
 		HbLazy	   *l = hb_lazy_for(c->e, st->approx, true, c->cxt);
 
 		if (l != NULL)
 		{
-			hb_reader_init(&c->rd_cheap, &c->bind, c->e, st->in_desc, c->colmap,
+			c->bind_cheap = c->bind;
+			c->bind_cheap.steps = hb_lazy_steps(l);
+			hb_reader_init(&c->rd_cheap, &c->bind_cheap, c->e, st->in_desc, c->colmap,
 						   hb_lazy_steps(l), c->cxt);
-			c->lazy_cols = c->rd_cheap.subset;
+			c->lazy_cols = c->rd_cheap.subset || c->bind.pipeline != NULL;
 		}
 	}
 	keep = ceil(st->tuning.ratio * (double) st->k);
@@ -1478,10 +1495,11 @@ fill_batch(HbScoreState *st)
 
 				if (c->source == HB_SOURCE_COLUMNS && c->lazy_cols && row_has_tuple(in))
 				{
-					hb_read_slot(&c->rd_cheap, &c->bind, c->e, in,
+					hb_read_slot(&c->rd_cheap, &c->bind_cheap, c->e, in,
 								 c->x + (size_t) st->nrows * c->width, false);
 					keep_row_tuple(c, st->nrows, in);
 					bytes += c->tup.len[st->nrows];
+					st->rows_lazy++;
 				}
 				else if (c->source == HB_SOURCE_COLUMNS)
 				{
@@ -1858,6 +1876,8 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyInteger("Rows Pruned", NULL, st->rows_pruned, es);
 		if (st->topk_on && st->approx && st->approx->refine_trees > 0)
 			ExplainPropertyInteger("Rows Refined", NULL, st->rows_refined, es);
+		if (st->rows_lazy > 0)
+			ExplainPropertyInteger("Rows Read Lazily", NULL, st->rows_lazy, es);
 	}
 }
 

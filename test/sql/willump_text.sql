@@ -147,10 +147,52 @@ FROM (SELECT id % 3 AS g, (SELECT array_agg(r) FROM unnest(hb_topk_agg('wtext', 
 -- and the scores are the full model's
 SELECT bool_and(score = hb_predict('wtext', n)) AS full_scores
 FROM eager_topk t JOIN notes n USING (id);
+-- the plain ORDER BY ... LIMIT through the batching scan: the cheap model
+-- reads rows featurized by its steps only, the rows it keeps are read
+-- again in full; the same rows, values and scores as featurizing every
+-- row
+SET hbird.lazy_featurize = off;
+CREATE TABLE eager_plain AS
+SELECT row_number() OVER () AS rank, id, note, s
+FROM (SELECT id, note, hb_predict('wtext', n) AS s FROM notes n ORDER BY s DESC LIMIT 10) q;
+CREATE TABLE eager_plain40 AS
+SELECT row_number() OVER () AS rank, id, a, s
+FROM (SELECT id, a, hb_predict('wtext', n) AS s FROM notes n ORDER BY s DESC, id LIMIT 40) q;
+SET hbird.lazy_featurize = on;
+SET client_min_messages = debug1;
+SELECT count(*) FROM (SELECT id FROM notes n ORDER BY hb_predict('wtext', n) DESC LIMIT 10) q;
+SET client_min_messages = warning;
+-- every row is read for the cheap model only (EXPLAIN ANALYZE's Rows Read
+-- Lazily), and only the rows scored in full are read again in full;
+-- featurizing eagerly reads none lazily
+CREATE FUNCTION scan_rows(q text, OUT scored bigint, OUT lazily bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+	j	jsonb;
+BEGIN
+	EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, FORMAT JSON) ' || q INTO j;
+	scored := jsonb_path_query_first(j, 'strict $.**."Rows Scored"')::bigint;
+	lazily := jsonb_path_query_first(j, 'strict $.**."Rows Read Lazily"')::bigint;
+END $$;
+SELECT lazily = (SELECT count(*) FROM notes) AS all_lazily, scored < lazily AS some_not_scored
+FROM scan_rows('SELECT id FROM notes n ORDER BY hb_predict(''wtext'', n) DESC LIMIT 10');
+SET hbird.lazy_featurize = off;
+SELECT scored > 0 AS scored, lazily IS NULL AS none_lazily
+FROM scan_rows('SELECT id FROM notes n ORDER BY hb_predict(''wtext'', n) DESC LIMIT 10');
+SET hbird.lazy_featurize = on;
+SELECT count(*) AS rows, count(*) FILTER (WHERE (l.id, l.note, l.s) IS DISTINCT FROM (e.id, e.note, e.s)) AS differ
+FROM (SELECT row_number() OVER () AS rank, id, note, s
+	  FROM (SELECT id, note, hb_predict('wtext', n) AS s FROM notes n ORDER BY s DESC LIMIT 10) q) l
+JOIN eager_plain e USING (rank);
+SELECT count(*) AS rows, count(*) FILTER (WHERE (l.id, l.a, l.s) IS DISTINCT FROM (e.id, e.a, e.s)) AS differ
+FROM (SELECT row_number() OVER () AS rank, id, a, s
+	  FROM (SELECT id, a, hb_predict('wtext', n) AS s FROM notes n ORDER BY s DESC, id LIMIT 40) q) l
+JOIN eager_plain40 e USING (rank);
 RESET hbird.lazy_featurize;
 RESET client_min_messages;
 SELECT hb_model_drop('wtext');
 DROP TABLE notes, exact_notes, ttune, eager, eager_agg, eager_batch, eager_cbatch, eager_null,
-	eager_topk, eager_topagg;
+	eager_topk, eager_topagg, eager_plain, eager_plain40;
 DROP FUNCTION wnote(bigint);
+DROP FUNCTION scan_rows(text);
 DROP FUNCTION wu(bigint, int);

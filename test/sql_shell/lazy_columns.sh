@@ -89,16 +89,23 @@ for t in t_plain t_mixed t_added; do
 	tap $? "lazy columns: $t, approximate top-50 read lazily = read eagerly"
 	# the plain query through the batching scan: the same rows, values and
 	# scores, and the same rows scored in full (EXPLAIN ANALYZE)
+	# (but for the rows read lazily: every row of the table, or of
+	# t_added's its rows with a tuple of their own, none as it projects)
 	plain() {
 		q -c "SET hbird.lazy_featurize = $1" \
 		  -c "SELECT string_agg(format('%s:%s:%s:%s', id, f2, f3, s), ' ') FROM (SELECT id, f2, f3, hb_predict('lz', x) AS s FROM $t x ORDER BY s DESC LIMIT ${2:-10}) y" \
 		  -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id FROM $t x ORDER BY hb_predict('lz', x) DESC LIMIT ${2:-10}" |
-			grep -v 'Memory:'
+			grep -v 'Memory:' | tee "$tmp/plain_$1" | grep -v 'Rows Read Lazily:'
 	}
 	lazy=$(plain on)
 	eager=$(plain off)
 	[ -n "$lazy" ] && [ "$lazy" = "$eager" ] && echo "$lazy" | grep -q 'approximate' && echo "$lazy" | grep -q 'Rows Scored'
 	tap $? "lazy columns: $t, plain ORDER BY ... LIMIT 10 read lazily = read eagerly"
+	n_rows=$(q -c "SELECT count(*) FROM $t")
+	n_lazy=$(grep -o 'Rows Read Lazily: [0-9]*' "$tmp/plain_on" | grep -o '[0-9]*$')
+	if [ "$t" = t_added ]; then want_lazy=""; else want_lazy=$n_rows; fi
+	[ "$n_lazy" = "$want_lazy" ] && ! grep -q 'Rows Read Lazily' "$tmp/plain_off"
+	tap $? "lazy columns: $t, plain ORDER BY ... LIMIT 10 read ${n_lazy:-none} of $n_rows rows lazily (want ${want_lazy:-none})"
 	lazy=$(plain on 40)
 	eager=$(plain off 40)
 	[ -n "$lazy" ] && [ "$lazy" = "$eager" ]
