@@ -27,6 +27,11 @@
  * sort (tuplesort's top-N heap) discards a row that does not beat the worst
  * of the k it holds without touching the heap, and such a row is worse than
  * that under either score: leaving it out changes nothing but the work.
+ * "Worse" is in scores, which the sort compares, not in margins: a link can
+ * give a lower margin the same score (the float32 sigmoid saturates, and
+ * rounds neighbouring margins to one probability), and a later sort key
+ * can then put that row first, so the bar is the least margin that scores
+ * as the k-th best does (hb_link_tie_floor).
  * The sort only becomes a heap after 2k rows (before, it would quicksort
  * everything it got, fake scores included), so no row before the 2k-th is
  * pruned;
@@ -210,7 +215,10 @@ typedef struct HbScoreState
 	ExprState  *limit_offset;
 	HbTopkBounds *bounds;
 	binaryheap *best;			/* the k best (sign * margin) so far */
-	double		threshold;		/* sign * margin a row must reach */
+	double		kth;			/* the k-th best of them, or -Infinity */
+	double		threshold;		/* sign * margin a row must reach: the end
+								 * of the run of margins that score as the
+								 * k-th best does (hb_link_tie_floor) */
 	int64		seen;			/* rows handed up before this batch */
 	bool		skip_ok;		/* pruned rows need not be handed up */
 	bool	   *skip;			/* per batch row: pruned, not handed up */
@@ -553,12 +561,28 @@ topk_offer(void *arg, size_t row, double margin)
 	HbScoreState *st = arg;
 	double		v = st->descending ? margin : -margin;
 
+	double		kth;
+
 	if (st->best->bh_size < st->k)
 		binaryheap_add(st->best, Float8GetDatum(v));
 	else if (v > DatumGetFloat8(binaryheap_first(st->best)))
 		binaryheap_replace_first(st->best, Float8GetDatum(v));
-	st->threshold = st->best->bh_size < st->k ? -INFINITY :
+	kth = st->best->bh_size < st->k ? -INFINITY :
 		DatumGetFloat8(binaryheap_first(st->best));
+	if (kth != st->kth)
+	{
+		/*
+		 * The sort compares scores, not margins: a lower margin that scores
+		 * as the k-th best does (a float32 sigmoid saturates at 1, and near
+		 * 0.5 rounds neighbours together) ties with it, and a later sort
+		 * key may put it first, so the bar is the lowest such margin
+		 */
+		const HbPlan *p = st->calls[st->topk_call].e->plan;
+
+		st->kth = kth;
+		st->threshold = kth == -INFINITY ? -INFINITY :
+			st->descending ? hb_link_tie_floor(p, kth) : -hb_link_tie_ceil(p, -kth);
+	}
 	return st->threshold;
 }
 
@@ -727,7 +751,7 @@ topk_start(HbScoreState *st)
 	}
 	if (st->bounds == NULL)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	st->threshold = -INFINITY;
+	st->kth = st->threshold = -INFINITY;
 	st->topk_on = true;
 	approx_start(st, c);
 }
@@ -890,6 +914,7 @@ flush_waiting(HbScoreState *st)
 	const HbPlan *p;
 	int			nf;
 	int			m;
+	double		bar;
 
 	if (!st->topk_on || st->approx == NULL || !st->wait_ok ||
 		st->n_flushed >= st->n_wait)
@@ -920,13 +945,23 @@ flush_waiting(HbScoreState *st)
 		st->skip[b] = false;
 	}
 	hb_approx_finish_rows(p, st->approx, c->x, m, st->raw, st->refined);
+	bar = st->threshold;
 	for (int b = 0; b < m; b++)
 	{
 		double		score;
 
+		c->isnull[b] = false;
+		if (st->raw[b] < bar)
+		{
+			/* below the k best handed up: the sort would drop it (score_topk) */
+			c->values[b] = Float8GetDatum(-INFINITY);
+			st->skip[b] = st->skip_ok;
+			st->rows_pruned++;
+			continue;
+		}
+		(void) topk_offer(st, b, st->raw[b]);
 		hb_link_predict(p, &st->raw[b], 1, &score);
 		c->values[b] = Float8GetDatum(score);
-		c->isnull[b] = false;
 	}
 	st->n_flushed += m;
 	st->nrows = m;
@@ -1043,6 +1078,7 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	HbTopkStats ts = {0};
 	TopkArg		a = {st, m, 0, 0};
 	double		fake = st->descending ? -INFINITY : INFINITY;
+	double		kept_bar = -INFINITY;
 
 	while (full < nb && st->seen + c->rows[full] < 2 * st->k)
 		full++;
@@ -1057,7 +1093,18 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	for (int b = full; b < nb; b++)
 		m[b] = NAN;
 	if (nb > full && st->approx)
+	{
+		/*
+		 * A kept row whose full score cannot reach the k best of the rows
+		 * before the batch would be dropped by the sort without a look: it
+		 * is pruned after all (not handed up); the others raise the bar
+		 */
+		kept_bar = st->threshold;
 		score_approx(st, c, full, nb - full, m + full);
+		for (int b = full; b < nb; b++)
+			if (!isnan(m[b]) && m[b] >= kept_bar)
+				(void) topk_offer(st, b, m[b]);
+	}
 	else if (nb > full)
 	{
 		double		bar = st->threshold;
@@ -1078,6 +1125,14 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 			st->skip[c->rows[b]] = st->skip_ok;
 			st->rows_pruned++;
 			st->rows_scored--;
+			continue;
+		}
+		if (m[b] < kept_bar)
+		{
+			/* scored in full, and below the bar (approximate top-K) */
+			c->values[c->rows[b]] = Float8GetDatum(fake);
+			st->skip[c->rows[b]] = st->skip_ok;
+			st->rows_pruned++;
 			continue;
 		}
 		hb_link_predict(p, &m[b], 1, &score);
@@ -1793,7 +1848,7 @@ hb_score_rescan(CustomScanState *node)
 	st->eof = false;
 	st->next_rows = 1;
 	st->seen = 0;
-	st->threshold = -INFINITY;
+	st->kth = st->threshold = -INFINITY;
 	if (st->best)
 		binaryheap_reset(st->best);
 	if (st->wait_cxt)

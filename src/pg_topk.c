@@ -97,48 +97,6 @@ heap_init(TopHeap *h, int k, const HbPlan *plan, MemoryContext parent)
 	h->e = MemoryContextAlloc(h->cxt, sizeof(TopEntry) * h->cap);
 }
 
-/*
- * The least margin whose score is the root's: a row whose margin stays
- * below it scores below the root (the links are monotone), so it cannot
- * make the K best.  The root's own margin would not do: the core completes
- * the rows of a batch in any order, so the root can have been read after a
- * row of a lower margin but the same score (a float32 probability near 0
- * or 1 is shared by many margins), which wins that tie.  Found by halving
- * the gap between the root's margin and one of a lower score; done again
- * only when the root changes.
- */
-static double
-score_floor(const HbPlan *plan, double margin, double score)
-{
-	double		hi = margin,
-				lo,
-				step = Max(fabs(margin) * 0x1p-20, 0x1p-1000),
-				s;
-
-	for (;;)
-	{
-		lo = margin - step;
-		if (isinf(lo))
-			return -INFINITY;
-		hb_link_predict(plan, &lo, 1, &s);
-		if (s < score)
-			break;
-		step *= 2;
-	}
-	for (;;)
-	{
-		double		mid = lo + (hi - lo) / 2;
-
-		if (mid <= lo || mid >= hi)
-			return hi;
-		hb_link_predict(plan, &mid, 1, &s);
-		if (s < score)
-			lo = mid;
-		else
-			hi = mid;
-	}
-}
-
 static double
 heap_threshold(TopHeap *h)
 {
@@ -147,7 +105,16 @@ heap_threshold(TopHeap *h)
 	if (h->e[0].margin != h->bar_root)
 	{
 		h->bar_root = h->e[0].margin;
-		h->bar = score_floor(h->plan, h->e[0].margin, h->e[0].score);
+		/*
+		 * The least margin whose score is the root's: a row whose margin
+		 * stays below it scores below the root (the links are monotone),
+		 * so it cannot make the K best.  The root's own margin would not
+		 * do: the core completes the rows of a batch in any order, so the
+		 * root can have been read after a row of a lower margin but the
+		 * same score (a float32 probability near 0 or 1 is shared by many
+		 * margins), which wins that tie.
+		 */
+		h->bar = hb_link_tie_floor(h->plan, h->e[0].margin);
 	}
 	return h->bar;
 }

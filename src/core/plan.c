@@ -358,7 +358,18 @@ static double
 sigmoid(const HbPlan *p, double x)
 {
 	if (p->sum_f32)
-		return (double) (1.0f / (1.0f + expf(-(float) x)));
+	{
+		/*
+		 * XGBoost's own: the exponent capped at 88.7 so that it stays
+		 * finite (a margin below about -88.7 scores 3.0e-39, not 0; a NaN
+		 * margin stays NaN), and 1e-16 added, which float32 rounds away
+		 */
+		float		e = -(float) x;
+
+		if (88.7f < e)
+			e = 88.7f;
+		return (double) (1.0f / (expf(e) + 1.0f + 1e-16f));
+	}
 	return 1.0 / (1.0 + exp(-x));
 }
 
@@ -585,6 +596,105 @@ hb_link_predict(const HbPlan *p, const double *margins, size_t n, double *out)
 		else
 			out[r] = apply_link1(p, m[0]);
 	}
+}
+
+/*
+ * Doubles as integers in the same order (-0 and +0 alike), so that a
+ * binary search over margins takes at most 64 steps.
+ */
+static int64_t
+double_key(double x)
+{
+	int64_t		i;
+
+	memcpy(&i, &x, sizeof(i));
+	return i < 0 ? INT64_MIN - i : i;
+}
+
+static double
+key_double(int64_t k)
+{
+	int64_t		i = k < 0 ? INT64_MIN - k : k;
+	double		x;
+
+	memcpy(&x, &i, sizeof(x));
+	return x;
+}
+
+/* hb_predict's score of a single-output margin */
+static double
+score1(const HbPlan *p, double margin)
+{
+	double		s;
+
+	hb_link_predict(p, &margin, 1, &s);
+	return s;
+}
+
+/*
+ * The end of margin's run of equal scores: the least margin (down) or the
+ * largest (up) whose score is margin's.  Links are non-decreasing, so the
+ * run is an interval; a binary search over the doubles between margin and
+ * the infinity on that side finds its end (at most 64 scores).  The result
+ * never lies inside (floor above margin, ceiling below it), so a bar moved
+ * to it never prunes more than margin itself would.  A multiclass model of
+ * one output scores every margin as class 0: one run.
+ */
+static double
+tie_end(const HbPlan *p, double margin, bool up)
+{
+	double		s;
+	int64_t		lo,
+				hi;
+
+	if (isnan(margin) || p->n_outputs != 1 ||
+		(p->task != HB_TASK_MULTICLASS &&
+		 (p->link == HB_LINK_IDENTITY || p->link == HB_LINK_PROBABILITY)))
+		return margin;
+	hb_link_predict(p, &margin, 1, &s);
+	if (isnan(s))
+		return margin;
+	lo = up ? double_key(margin) : double_key(-INFINITY);
+	hi = up ? double_key(INFINITY) : double_key(margin);
+	while (lo < hi)
+	{
+		/* the difference may not fit an int64; it does fit a uint64 */
+		uint64_t	half = ((uint64_t) hi - (uint64_t) lo) / 2;
+
+		if (up)
+		{
+			/* the largest key whose score is still s */
+			int64_t		mid = lo + (int64_t) (half + (((uint64_t) hi - (uint64_t) lo) & 1));
+
+			if (score1(p, key_double(mid)) <= s)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		else
+		{
+			/* the least key whose score is already s */
+			int64_t		mid = lo + (int64_t) half;
+
+			if (score1(p, key_double(mid)) >= s)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+	}
+	return key_double(lo);
+}
+
+double
+hb_link_tie_floor(const HbPlan *p, double margin)
+{
+	return tie_end(p, margin, false);
+}
+
+double
+hb_link_tie_ceil(const HbPlan *p, double margin)
+{
+	return tie_end(p, margin, true);
 }
 
 bool

@@ -128,6 +128,17 @@ extern void hb_link_predict(const HbPlan *p, const double *margins, size_t n,
 							double *out);
 extern void hb_link_targets(const HbPlan *p, const double *margins, size_t n,
 							double *out);
+
+/*
+ * The margins whose hb_predict score equals that of margin: a link may map
+ * distinct margins to one score (the float32 sigmoid saturates at 1, and
+ * near 0.5 rounds neighbours together), so that a row of a lower margin
+ * ties on the score and a later sort key decides.  _floor is the least
+ * such margin, _ceil the largest; margin itself for an identity link or a
+ * NaN.
+ */
+extern double hb_link_tie_floor(const HbPlan *p, double margin);
+extern double hb_link_tie_ceil(const HbPlan *p, double margin);
 extern void hb_link_proba(const HbPlan *p, const double *margins, size_t n,
 						  double *out);
 

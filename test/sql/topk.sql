@@ -84,8 +84,46 @@ SELECT array_agg((item).id ORDER BY rank) AS topk, array_agg(score ORDER BY rank
 	   (SELECT array_agg(DISTINCT (hb_predict_margin('saturated', s))[1]) FROM sat s) AS margins
 FROM hb_topk('saturated', 3, NULL::sat, 'SELECT * FROM sat ORDER BY id');
 SELECT (SELECT array_agg((r).id) FROM unnest(hb_topk_agg('saturated', 3, s ORDER BY id)) r) AS topk_agg FROM sat s;
-DROP TABLE sat;
+-- the plain ORDER BY score, id LIMIT through the batching scan: a row of a
+-- lower margin but the same score, read after the k best margins, still
+-- goes up to the sort, where its id puts it first (row at a time: the
+-- same); rows of lower scores are pruned.  Two trees, on a and on b:
+-- margins 0, 10, 20, 30 score 0.5, 0.99995, 1, 1 (XGBoost's own), and
+-- 0, -200, -300, -500 score 0.5 and three times the same tiny probability
+SELECT hb_model_upload('sat_hi', '{"learner":{"attributes":{},"feature_names":["a","b"],"feature_types":["float","float"],"gradient_booster":{"model":{"gbtree_model_param":{"num_parallel_tree":"1","num_trees":"2"},"tree_info":[0,0],"trees":[{"base_weights":[0.0,0.0,20.0],"categories":[],"categories_nodes":[],"categories_segments":[],"categories_sizes":[],"default_left":[1,0,0],"id":0,"left_children":[1,-1,-1],"loss_changes":[0.0,0.0,0.0],"parents":[2147483647,0,0],"right_children":[2,-1,-1],"split_conditions":[0.5,0.0,20.0],"split_indices":[0,0,0],"split_type":[0,0,0],"sum_hessian":[1.0,1.0,1.0],"tree_param":{"num_deleted":"0","num_feature":"2","num_nodes":"3","size_leaf_vector":"0"}},{"base_weights":[0.0,0.0,10.0],"categories":[],"categories_nodes":[],"categories_segments":[],"categories_sizes":[],"default_left":[1,0,0],"id":1,"left_children":[1,-1,-1],"loss_changes":[0.0,0.0,0.0],"parents":[2147483647,0,0],"right_children":[2,-1,-1],"split_conditions":[0.5,0.0,10.0],"split_indices":[1,0,0],"split_type":[0,0,0],"sum_hessian":[1.0,1.0,1.0],"tree_param":{"num_deleted":"0","num_feature":"2","num_nodes":"3","size_leaf_vector":"0"}}]},"name":"gbtree"},"learner_model_param":{"base_score":"5E-1","num_class":"0","num_feature":"2","num_target":"1"},"objective":{"name":"binary:logistic","reg_loss_param":{"scale_pos_weight":"1"}}},"version":[1,7,4]}') AS version;
+SELECT hb_model_upload('sat_lo', '{"learner":{"attributes":{},"feature_names":["a","b"],"feature_types":["float","float"],"gradient_booster":{"model":{"gbtree_model_param":{"num_parallel_tree":"1","num_trees":"2"},"tree_info":[0,0],"trees":[{"base_weights":[0.0,0.0,-200.0],"categories":[],"categories_nodes":[],"categories_segments":[],"categories_sizes":[],"default_left":[1,0,0],"id":0,"left_children":[1,-1,-1],"loss_changes":[0.0,0.0,0.0],"parents":[2147483647,0,0],"right_children":[2,-1,-1],"split_conditions":[0.5,0.0,-200.0],"split_indices":[0,0,0],"split_type":[0,0,0],"sum_hessian":[1.0,1.0,1.0],"tree_param":{"num_deleted":"0","num_feature":"2","num_nodes":"3","size_leaf_vector":"0"}},{"base_weights":[0.0,0.0,-300.0],"categories":[],"categories_nodes":[],"categories_segments":[],"categories_sizes":[],"default_left":[1,0,0],"id":1,"left_children":[1,-1,-1],"loss_changes":[0.0,0.0,0.0],"parents":[2147483647,0,0],"right_children":[2,-1,-1],"split_conditions":[0.5,0.0,-300.0],"split_indices":[1,0,0],"split_type":[0,0,0],"sum_hessian":[1.0,1.0,1.0],"tree_param":{"num_deleted":"0","num_feature":"2","num_nodes":"3","size_leaf_vector":"0"}}]},"name":"gbtree"},"learner_model_param":{"base_score":"5E-1","num_class":"0","num_feature":"2","num_target":"1"},"objective":{"name":"binary:logistic","reg_loss_param":{"scale_pos_weight":"1"}}},"version":[1,7,4]}') AS version;
+CREATE TABLE sat_scan (id int, a float8, b float8);
+INSERT INTO sat_scan SELECT g, 1, 1 FROM generate_series(101, 140) g;
+INSERT INTO sat_scan SELECT g, 0, 0 FROM generate_series(1001, 1500) g;
+INSERT INTO sat_scan VALUES (1, 1, 0), (2, 0, 1);
+INSERT INTO sat_scan SELECT g, 1, 1 FROM generate_series(141, 160) g;
+SELECT m, array_agg(DISTINCT hb_predict(m, s) ORDER BY hb_predict(m, s)) AS scores,
+	   array_agg(DISTINCT (hb_predict_margin(m, s))[1] ORDER BY (hb_predict_margin(m, s))[1]) AS margins
+FROM sat_scan s, (VALUES ('sat_hi'), ('sat_lo')) v(m) GROUP BY m ORDER BY m;
+CREATE FUNCTION sat_order(q text, OUT batched int[], OUT row_at_a_time int[], OUT pruned bool)
+LANGUAGE plpgsql AS $$
+DECLARE
+	plan text;
+BEGIN
+	EXECUTE 'SELECT array_agg(id) FROM (' || q || ') q' INTO batched;
+	SET LOCAL hbird.batch_scan = off;
+	EXECUTE 'SELECT array_agg(id) FROM (' || q || ') q' INTO row_at_a_time;
+	SET LOCAL hbird.batch_scan = on;
+	-- and the batching scan did prune (the rows of lower scores)
+	pruned := false;
+	FOR plan IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		pruned := pruned OR plan ~ 'Rows Pruned: [1-9]';
+	END LOOP;
+END $$;
+SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_hi'', s) DESC, id LIMIT 3');
+SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_lo'', s), id LIMIT 3');
+SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_hi'', s) DESC, id DESC LIMIT 3');
+SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_hi'', s) DESC LIMIT 3');
+DROP FUNCTION sat_order(text);
+DROP TABLE sat, sat_scan;
 SELECT hb_model_drop('saturated');
+SELECT hb_model_drop('sat_hi');
+SELECT hb_model_drop('sat_lo');
 
 -- errors
 SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 0, NULL::binary_logistic_in)$$);
