@@ -418,7 +418,7 @@ extern void hb_classify(HbCacheEntry *e, const HbCascade *cascade,
 						const double *x, size_t n, int32 *out);
 extern void hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade,
 							 const double *x, size_t n, int32 *out,
-							 struct HbLazy *lazy);
+							 HbCompleteRows complete, void *arg);
 /* pg_tune.c: tuned approximations */
 typedef enum HbTopkMode
 {

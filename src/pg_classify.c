@@ -71,13 +71,17 @@ void
 hb_classify(HbCacheEntry *e, const HbCascade *cascade, const double *x,
 			size_t n, int32 *out)
 {
-	hb_classify_lazy(e, cascade, x, n, out, NULL);
+	hb_classify_lazy(e, cascade, x, n, out, NULL, NULL);
 }
 
-/* hb_classify of rows bound lazily for the cascade (pg_lazy.c) */
+/*
+ * hb_classify of rows bound lazily for the cascade (pg_lazy.c): complete
+ * (when not NULL) gives the full features of the rows its cheap model
+ * cannot decide (hb_cascade_run_lazy)
+ */
 void
 hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade, const double *x,
-				 size_t n, int32 *out, HbLazy *lazy)
+				 size_t n, int32 *out, HbCompleteRows complete, void *arg)
 {
 	const HbClassBounds *b;
 
@@ -87,7 +91,7 @@ hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade, const double *x,
 		double	   *cls = palloc(sizeof(double) * Max(n, 1));
 
 		hb_cascade_run_lazy(e->plan, cascade, x, n, HB_CASCADE_CLASS, cls, NULL,
-							lazy ? hb_lazy_complete : NULL, lazy);
+							complete, arg);
 		for (size_t i = 0; i < n; i++)
 			out[i] = (int32) cls[i];
 		pfree(cls);
@@ -151,7 +155,7 @@ class_agg_score(HbCacheEntry *e, const HbCascade *cascade, const double *x,
 {
 	int32	   *cls = palloc(sizeof(int32) * Max(n, 1));
 
-	hb_classify_lazy(e, cascade, x, n, cls, lazy);
+	hb_classify_lazy(e, cascade, x, n, cls, lazy ? hb_lazy_complete : NULL, lazy);
 	for (int i = 0; i < n; i++)
 		out[i] = cls[i];
 	pfree(cls);
@@ -197,7 +201,8 @@ class_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 	INSTR_TIME_SET_CURRENT(start);
 	if (b->lazy)
 		hb_lazy_set_rows(b->lazy, items);
-	hb_classify_lazy(b->entry, b->cascade, x, n, b->cls, b->lazy);
+	hb_classify_lazy(b->entry, b->cascade, x, n, b->cls,
+					 b->lazy ? hb_lazy_complete : NULL, b->lazy);
 	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{

@@ -257,7 +257,7 @@ typedef struct HbScoreState
 	int64		rows_scored;
 	int64		rows_pruned;
 	int64		rows_refined;	/* through the second stage (approx.h) */
-	int64		rows_lazy;		/* read for the cheap model only (lazy_cols) */
+	int64		rows_lazy;		/* read for a cheap model only (lazy_cols) */
 } HbScoreState;
 
 static void row_values_from_tuple(HbScoreState *st, int i);
@@ -315,6 +315,25 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
 	c->bound = true;
 	c->rowvals = palloc(sizeof(Datum) * c->nvals);
 	c->rownulls = palloc(sizeof(bool) * c->nvals);
+}
+
+/*
+ * Read call c's rows for a cheap model only, as l says (pg_lazy.c: the
+ * cheap model's columns of a model without featurizers, or the steps its
+ * features need), keeping their tuples so that the rows the full model
+ * scores are read again in full (read_row_full); l NULL: in full.
+ */
+static void
+read_cheaply(HbScoreState *st, ScoreCall *c, HbLazy *l)
+{
+	c->lazy_cols = false;
+	if (l == NULL)
+		return;
+	c->bind_cheap = c->bind;
+	c->bind_cheap.steps = hb_lazy_steps(l);
+	hb_reader_init(&c->rd_cheap, &c->bind_cheap, c->e, st->in_desc, c->colmap,
+				   hb_lazy_steps(l), c->cxt);
+	c->lazy_cols = c->rd_cheap.subset || c->bind.pipeline != NULL;
 }
 
 /*
@@ -405,6 +424,15 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 		}
 		/* the input's columns are the table's, in attribute order */
 		hb_reader_init(&c->rd, &c->bind, e, st->in_desc, c->colmap, NULL, c->cxt);
+
+		/*
+		 * A cascade over a model with featurizers: rows are featurized for
+		 * its cheap model, and those it cannot decide in full
+		 * (complete_rows).  Without featurizers every column is read, as
+		 * the row-at-a-time form does (docs/willump.md)
+		 */
+		read_cheaply(st, c, c->cascade != NULL && !c->sparse ?
+					 hb_lazy_for(e, c->cascade->approx, false, c->cxt) : NULL);
 	}
 	if (c->source == HB_SOURCE_ARGS && !c->is_array)
 		bind_pinned(st, c);
@@ -542,6 +570,20 @@ read_row_full(ScoreCall *c, int b, double *x, const double *src)
 	hb_read_tuple(&c->rd, &c->bind, c->e, &t, x, false);
 }
 
+/*
+ * HbCompleteRows for a cascade over lazily read rows: the rows (bound
+ * indexes) its cheap model cannot decide, read again in full into xs.
+ */
+static void
+complete_rows(void *arg, const size_t *rows, size_t n, double *xs)
+{
+	ScoreCall  *c = arg;
+
+	for (size_t i = 0; i < n; i++)
+		read_row_full(c, c->rows[rows[i]], xs + i * c->width,
+					  c->x + rows[i] * c->width);
+}
+
 /* ---- top-K ---- */
 
 static int
@@ -672,16 +714,7 @@ approx_start(HbScoreState *st, ScoreCall *c)
 		 * inputs but only the steps its features need: a text column's
 		 * featurization is then paid by the rows scored in full alone
 		 */
-		HbLazy	   *l = hb_lazy_for(c->e, st->approx, true, c->cxt);
-
-		if (l != NULL)
-		{
-			c->bind_cheap = c->bind;
-			c->bind_cheap.steps = hb_lazy_steps(l);
-			hb_reader_init(&c->rd_cheap, &c->bind_cheap, c->e, st->in_desc, c->colmap,
-						   hb_lazy_steps(l), c->cxt);
-			c->lazy_cols = c->rd_cheap.subset || c->bind.pipeline != NULL;
-		}
+		read_cheaply(st, c, hb_lazy_for(c->e, st->approx, true, c->cxt));
 	}
 	keep = ceil(st->tuning.ratio * (double) st->k);
 	st->approx_keep = (int64) Min(Max(keep, (double) st->k),
@@ -717,7 +750,8 @@ topk_start(HbScoreState *st)
 	double		row_bytes = (double) cs->scan.plan.plan_width + 64.0;
 
 	st->topk_on = false;
-	c->lazy_cols = false;
+	if (c->cascade == NULL)
+		c->lazy_cols = false;	/* approx_start's to set (a cascade's stays) */
 	if (st->bounds)
 		hb_topk_bounds_free(st->bounds);
 	st->bounds = NULL;
@@ -1301,7 +1335,8 @@ score_call(HbScoreState *st, ScoreCall *c, bool topk)
 		{
 			case HB_CALL_PREDICT:
 				if (c->cascade)
-					hb_cascade_run(p, c->cascade, c->x, nb, HB_CASCADE_PREDICT, c->out, NULL);
+					hb_cascade_run_lazy(p, c->cascade, c->x, nb, HB_CASCADE_PREDICT, c->out, NULL,
+										c->lazy_cols ? complete_rows : NULL, c);
 				else if (c->sparse)
 					hb_link_predict(p, c->x, nb, c->out);
 				else
@@ -1328,7 +1363,8 @@ score_call(HbScoreState *st, ScoreCall *c, bool topk)
 															   e->n_outputs);
 				break;
 			case HB_CALL_CLASS:
-				hb_classify(e, c->cascade, c->x, nb, c->cls);
+				hb_classify_lazy(e, c->cascade, c->x, nb, c->cls,
+								 c->lazy_cols ? complete_rows : NULL, c);
 				for (int b = 0; b < nb; b++)
 					c->values[c->rows[b]] = Int32GetDatum(c->cls[b]);
 				break;
@@ -1497,6 +1533,7 @@ fill_batch(HbScoreState *st)
 		Datum	   *rv;
 		bool	   *rn;
 		bool		lazy_row;
+		bool		read_lazily = false;	/* for some call's cheap model */
 
 		if (TupIsNull(in))
 		{
@@ -1554,7 +1591,7 @@ fill_batch(HbScoreState *st)
 								 c->x + (size_t) st->nrows * c->width, false);
 					keep_row_tuple(c, st->nrows, in);
 					bytes += c->tup.len[st->nrows];
-					st->rows_lazy++;
+					read_lazily = true;
 				}
 				else if (c->source == HB_SOURCE_COLUMNS)
 				{
@@ -1570,6 +1607,7 @@ fill_batch(HbScoreState *st)
 			}
 			MemoryContextSwitchTo(old);
 		}
+		st->rows_lazy += read_lazily;
 		bytes += st->n_kept * (sizeof(Datum) + sizeof(bool));
 		st->nrows++;
 	}

@@ -59,6 +59,17 @@ FROM ttune t FULL JOIN hb_tuning_candidates c ON c.name = 'wtext' AND c.candidat
 WHERE (t.approximation, t.featurize_us, t.chosen) IS DISTINCT FROM (c.approximation, c.featurize_us, c.chosen);
 
 -- ---- lazy featurization: same answers as featurizing everything ----
+-- what the batching scan scored in full and read for a cheap model alone
+-- (EXPLAIN ANALYZE's Rows Scored and Rows Read Lazily)
+CREATE FUNCTION scan_rows(q text, OUT scored bigint, OUT lazily bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+	j	jsonb;
+BEGIN
+	EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, FORMAT JSON) ' || q INTO j;
+	scored := jsonb_path_query_first(j, 'strict $.**."Rows Scored"')::bigint;
+	lazily := jsonb_path_query_first(j, 'strict $.**."Rows Read Lazily"')::bigint;
+END $$;
 -- a cascade through a linear model on a, b, c (features 0, 1, 2): the
 -- note is featurized only for the rows it cannot decide
 -- (planted by hand, as a superuser may: hb_tune would pick its own)
@@ -99,6 +110,21 @@ WHERE b.score IS DISTINCT FROM e.p;
 SELECT count(*) AS differ
 FROM hb_predict_class_batch('wtext', NULL::notes) b JOIN eager_cbatch e ON e.id = (b.item).id
 WHERE b.class IS DISTINCT FROM e.cls;
+-- the batching scan: every row featurized for the cheap model, the rows
+-- it cannot decide again in full (read from the kept tuples), as the
+-- row-at-a-time and eager forms answer
+SELECT count(*) AS rows, count(*) FILTER (WHERE (l.p, l.cls) IS DISTINCT FROM (e.p, e.cls)) AS differ
+FROM (SELECT id, hb_predict('wtext', n) AS p, hb_predict_class('wtext', n) AS cls FROM notes n) l
+JOIN eager e USING (id);
+SELECT lazily = (SELECT count(*) FROM notes) AS all_lazily
+FROM scan_rows('SELECT id, hb_predict(''wtext'', n), hb_predict_class(''wtext'', n) FROM notes n');
+SELECT count(*) FILTER (WHERE hb_predict_class('wtext', n) = 1) =
+	   (SELECT count(*) FILTER (WHERE cls = 1) FROM eager) AS filter_same
+FROM notes n;
+SET hbird.lazy_featurize = off;
+SELECT lazily IS NULL AS none_lazily
+FROM scan_rows('SELECT id, hb_predict(''wtext'', n), hb_predict_class(''wtext'', n) FROM notes n');
+SET hbird.lazy_featurize = on;
 -- grouped (one state per group, NULL rows among them)
 SELECT count(*) AS differ
 FROM (SELECT id % 7 AS g, hb_predict_agg('wtext', n ORDER BY id) AS p FROM notes n GROUP BY 1) l
@@ -165,15 +191,6 @@ SET client_min_messages = warning;
 -- every row is read for the cheap model only (EXPLAIN ANALYZE's Rows Read
 -- Lazily), and only the rows scored in full are read again in full;
 -- featurizing eagerly reads none lazily
-CREATE FUNCTION scan_rows(q text, OUT scored bigint, OUT lazily bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-	j	jsonb;
-BEGIN
-	EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, FORMAT JSON) ' || q INTO j;
-	scored := jsonb_path_query_first(j, 'strict $.**."Rows Scored"')::bigint;
-	lazily := jsonb_path_query_first(j, 'strict $.**."Rows Read Lazily"')::bigint;
-END $$;
 SELECT lazily = (SELECT count(*) FROM notes) AS all_lazily, scored < lazily AS some_not_scored
 FROM scan_rows('SELECT id FROM notes n ORDER BY hb_predict(''wtext'', n) DESC LIMIT 10');
 SET hbird.lazy_featurize = off;
