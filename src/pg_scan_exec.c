@@ -602,7 +602,6 @@ topk_offer(void *arg, size_t row, double margin)
 {
 	HbScoreState *st = arg;
 	double		v = st->descending ? margin : -margin;
-
 	double		kth;
 
 	if (st->best->bh_size < st->k)
