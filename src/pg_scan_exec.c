@@ -981,8 +981,6 @@ flush_waiting(HbScoreState *st)
 	bar = st->threshold;
 	for (int b = 0; b < m; b++)
 	{
-		double		score;
-
 		c->isnull[b] = false;
 		if (st->raw[b] < bar)
 		{
@@ -993,8 +991,7 @@ flush_waiting(HbScoreState *st)
 			continue;
 		}
 		(void) topk_offer(st, b, st->raw[b]);
-		hb_link_predict(p, &st->raw[b], 1, &score);
-		c->values[b] = Float8GetDatum(score);
+		c->values[b] = Float8GetDatum(hb_link_score(p, st->raw[b]));
 	}
 	st->n_flushed += m;
 	st->nrows = m;
@@ -1150,8 +1147,6 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	}
 	for (int b = 0; b < nb; b++)
 	{
-		double		score;
-
 		if (isnan(m[b]))
 		{
 			c->values[c->rows[b]] = Float8GetDatum(fake);
@@ -1168,8 +1163,7 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 			st->rows_pruned++;
 			continue;
 		}
-		hb_link_predict(p, &m[b], 1, &score);
-		c->values[c->rows[b]] = Float8GetDatum(score);
+		c->values[c->rows[b]] = Float8GetDatum(hb_link_score(p, m[b]));
 	}
 }
 

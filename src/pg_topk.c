@@ -124,9 +124,8 @@ static double
 heap_offer(void *arg, size_t row, double margin)
 {
 	TopHeap    *h = (TopHeap *) arg;
-	TopEntry	cand = {0.0, margin, h->next_ordinal + (int64) row, (Datum) 0};
-
-	hb_link_predict(h->plan, &margin, 1, &cand.score);
+	TopEntry	cand = {hb_link_score(h->plan, margin), margin,
+		h->next_ordinal + (int64) row, (Datum) 0};
 
 	if (h->n == h->k && !worse(&h->e[0], &cand))
 		return heap_threshold(h);

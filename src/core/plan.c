@@ -621,9 +621,9 @@ key_double(int64_t k)
 	return x;
 }
 
-/* hb_predict's score of a single-output margin */
-static double
-score1(const HbPlan *p, double margin)
+/* hb_predict's score of one margin of a single-output model */
+double
+hb_link_score(const HbPlan *p, double margin)
 {
 	double		s;
 
@@ -651,7 +651,7 @@ tie_end(const HbPlan *p, double margin, bool up)
 		(p->task != HB_TASK_MULTICLASS &&
 		 (p->link == HB_LINK_IDENTITY || p->link == HB_LINK_PROBABILITY)))
 		return margin;
-	hb_link_predict(p, &margin, 1, &s);
+	s = hb_link_score(p, margin);
 	if (isnan(s))
 		return margin;
 	lo = up ? double_key(margin) : double_key(-INFINITY);
@@ -666,7 +666,7 @@ tie_end(const HbPlan *p, double margin, bool up)
 			/* the largest key whose score is still s */
 			int64_t		mid = lo + (int64_t) (half + (((uint64_t) hi - (uint64_t) lo) & 1));
 
-			if (score1(p, key_double(mid)) <= s)
+			if (hb_link_score(p, key_double(mid)) <= s)
 				lo = mid;
 			else
 				hi = mid - 1;
@@ -676,7 +676,7 @@ tie_end(const HbPlan *p, double margin, bool up)
 			/* the least key whose score is already s */
 			int64_t		mid = lo + (int64_t) half;
 
-			if (score1(p, key_double(mid)) >= s)
+			if (hb_link_score(p, key_double(mid)) >= s)
 				hi = mid;
 			else
 				lo = mid + 1;

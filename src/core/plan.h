@@ -129,6 +129,9 @@ extern void hb_link_predict(const HbPlan *p, const double *margins, size_t n,
 extern void hb_link_targets(const HbPlan *p, const double *margins, size_t n,
 							double *out);
 
+/* hb_predict's score of one margin of a single-output model */
+extern double hb_link_score(const HbPlan *p, double margin);
+
 /*
  * The margins whose hb_predict score equals that of margin: a link may map
  * distinct margins to one score (the float32 sigmoid saturates at 1, and

@@ -35,15 +35,6 @@ unif(void)
 	return (rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-static double
-score(const HbPlan *p, double m)
-{
-	double		s;
-
-	hb_link_predict(p, &m, 1, &s);
-	return s;
-}
-
 /*
  * Every check for one margin; false (with why) at the first that fails.
  * Scores that are NaN compare with nothing: the margin is its own run.
@@ -53,7 +44,7 @@ check_margin(const HbPlan *p, double m, char *why, size_t len)
 {
 	double		lo = hb_link_tie_floor(p, m);
 	double		hi = hb_link_tie_ceil(p, m);
-	double		s = score(p, m);
+	double		s = hb_link_score(p, m);
 
 	if (isnan(m) || isnan(s))
 	{
@@ -69,22 +60,22 @@ check_margin(const HbPlan *p, double m, char *why, size_t len)
 		snprintf(why, len, "margin %.17g outside its run [%.17g, %.17g]", m, lo, hi);
 		return false;
 	}
-	if (score(p, lo) != s || score(p, hi) != s)
+	if (hb_link_score(p, lo) != s || hb_link_score(p, hi) != s)
 	{
 		snprintf(why, len, "margin %.17g (score %.17g): ends score %.17g and %.17g",
-				 m, s, score(p, lo), score(p, hi));
+				 m, s, hb_link_score(p, lo), hb_link_score(p, hi));
 		return false;
 	}
-	if (lo != -INFINITY && !(score(p, nextafter(lo, -INFINITY)) < s))
+	if (lo != -INFINITY && !(hb_link_score(p, nextafter(lo, -INFINITY)) < s))
 	{
 		snprintf(why, len, "margin %.17g (score %.17g): below the floor %.17g scores %.17g",
-				 m, s, lo, score(p, nextafter(lo, -INFINITY)));
+				 m, s, lo, hb_link_score(p, nextafter(lo, -INFINITY)));
 		return false;
 	}
-	if (hi != INFINITY && !(score(p, nextafter(hi, INFINITY)) > s))
+	if (hi != INFINITY && !(hb_link_score(p, nextafter(hi, INFINITY)) > s))
 	{
 		snprintf(why, len, "margin %.17g (score %.17g): above the ceiling %.17g scores %.17g",
-				 m, s, hi, score(p, nextafter(hi, INFINITY)));
+				 m, s, hi, hb_link_score(p, nextafter(hi, INFINITY)));
 		return false;
 	}
 	return true;
@@ -197,7 +188,7 @@ main(void)
 		bytes = tu_read_file(path, &len);
 		if (bytes && hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) && hb_plan_build(m, &p, &err))
 		{
-			tu_report(score(p, 20.0) == 1.0 && hb_link_tie_floor(p, 25.0) <= 20.0 &&
+			tu_report(hb_link_score(p, 20.0) == 1.0 && hb_link_tie_floor(p, 25.0) <= 20.0 &&
 					  hb_link_tie_floor(p, 25.0) > 10.0 && hb_link_tie_ceil(p, 25.0) == INFINITY,
 					  "binary:logistic: margins 20 and 25 both score 1, one run from %.9g up",
 					  hb_link_tie_floor(p, 25.0));
@@ -206,12 +197,12 @@ main(void)
 			 * and -200 (its exponent is capped at 88.7), not 0: one run
 			 * from -Inf
 			 */
-			tu_report((float) score(p, -200.0) == 3.006636e-39f &&
-					  (float) score(p, -89.0) == 3.006636e-39f &&
+			tu_report((float) hb_link_score(p, -200.0) == 3.006636e-39f &&
+					  (float) hb_link_score(p, -89.0) == 3.006636e-39f &&
 					  hb_link_tie_floor(p, -200.0) == -INFINITY &&
 					  hb_link_tie_ceil(p, -200.0) < -88.0,
 					  "binary:logistic: margins -89 and -200 score XGBoost's 3.006636e-39 (got %.7g), one run up to %.9g",
-					  score(p, -200.0), hb_link_tie_ceil(p, -200.0));
+					  hb_link_score(p, -200.0), hb_link_tie_ceil(p, -200.0));
 			tu_report(hb_link_tie_floor(p, 0.0) < 0.0 && hb_link_tie_ceil(p, 0.0) > 0.0,
 					  "binary:logistic: the float32 probability 0.5 is the score of [%.9g, %.9g]",
 					  hb_link_tie_floor(p, 0.0), hb_link_tie_ceil(p, 0.0));
