@@ -31,7 +31,8 @@
  * give a lower margin the same score (the float32 sigmoid saturates, and
  * rounds neighbouring margins to one probability), and a later sort key
  * can then put that row first, so the bar is the least margin that scores
- * as the k-th best does (hb_link_tie_floor).
+ * as the k-th best does (hb_link_tie_floor; for ascending order the
+ * largest, hb_link_tie_ceil).
  * The sort only becomes a heap after 2k rows (before, it would quicksort
  * everything it got, fake scores included), so no row before the 2k-th is
  * pruned;
@@ -123,12 +124,14 @@ typedef struct ScoreCall
 	HbColumnReader rd;			/* COLUMNS: those columns in the input's rows */
 
 	/*
-	 * COLUMNS, approximate top-K: rows are read for the cheap model only
-	 * (a model without featurizers: its columns; with featurizers: the
-	 * steps its features need, pg_lazy.c), and their tuples kept for the
-	 * batch, so that the rows scored in full are read again in full
+	 * COLUMNS, approximate top-K or a cascade: rows are read for the cheap
+	 * model only (a model without featurizers: its columns; with
+	 * featurizers: the steps its features need, pg_lazy.c), and their
+	 * tuples kept for the batch, so that the rows scored in full are read
+	 * again in full (read_cheaply)
 	 */
 	bool		lazy_cols;
+	MemoryContext lazy_cxt;		/* what read_cheaply allocated, in cxt */
 	HbColumnReader rd_cheap;
 	HbBinding	bind_cheap;		/* bind, featurizing the cheap steps only */
 	HbTupleStore tup;			/* the batch's tuples, per batch row (x_cap) */
@@ -218,7 +221,8 @@ typedef struct HbScoreState
 	double		kth;			/* the k-th best of them, or -Infinity */
 	double		threshold;		/* sign * margin a row must reach: the end
 								 * of the run of margins that score as the
-								 * k-th best does (hb_link_tie_floor) */
+								 * k-th best does (hb_link_tie_floor, or
+								 * _ceil for ascending order) */
 	int64		seen;			/* rows handed up before this batch */
 	bool		skip_ok;		/* pruned rows need not be handed up */
 	bool	   *skip;			/* per batch row: pruned, not handed up */
@@ -318,21 +322,30 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
 }
 
 /*
- * Read call c's rows for a cheap model only, as l says (pg_lazy.c: the
- * cheap model's columns of a model without featurizers, or the steps its
- * features need), keeping their tuples so that the rows the full model
- * scores are read again in full (read_row_full); l NULL: in full.
+ * Read call c's rows for cheap model a only, as hb_lazy_for says (plain:
+ * the cheap model's columns of a model without featurizers too; with
+ * featurizers, the steps its features need), keeping their tuples so that
+ * the rows the full model scores are read again in full (read_row_full);
+ * in full when a reads every column or step, or a is NULL.
  */
 static void
-read_cheaply(HbScoreState *st, ScoreCall *c, HbLazy *l)
+read_cheaply(HbScoreState *st, ScoreCall *c, const HbApprox *a, bool plain)
 {
+	HbLazy	   *l;
+
+	/* done again at every rescan: what the last time allocated goes */
+	if (c->lazy_cxt == NULL)
+		c->lazy_cxt = AllocSetContextCreate(c->cxt, "hbird batching scan lazy reading",
+											ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(c->lazy_cxt);
 	c->lazy_cols = false;
+	l = hb_lazy_for(c->e, a, plain, c->lazy_cxt);
 	if (l == NULL)
 		return;
 	c->bind_cheap = c->bind;
 	c->bind_cheap.steps = hb_lazy_steps(l);
 	hb_reader_init(&c->rd_cheap, &c->bind_cheap, c->e, st->in_desc, c->colmap,
-				   hb_lazy_steps(l), c->cxt);
+				   hb_lazy_steps(l), c->lazy_cxt);
 	c->lazy_cols = c->rd_cheap.subset || c->bind.pipeline != NULL;
 }
 
@@ -368,6 +381,7 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 		c->cxt = AllocSetContextCreate(st->state_cxt, "hbird batching scan call",
 									   ALLOCSET_SMALL_SIZES);
 	MemoryContextReset(c->cxt);
+	c->lazy_cxt = NULL;			/* gone with cxt */
 	c->bound = false;
 	c->colmap = NULL;
 	c->cascade = NULL;
@@ -431,8 +445,8 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 		 * (complete_rows).  Without featurizers every column is read, as
 		 * the row-at-a-time form does (docs/willump.md)
 		 */
-		read_cheaply(st, c, c->cascade != NULL && !c->sparse ?
-					 hb_lazy_for(e, c->cascade->approx, false, c->cxt) : NULL);
+		read_cheaply(st, c, c->cascade != NULL && !c->sparse ? c->cascade->approx : NULL,
+					 false);
 	}
 	if (c->source == HB_SOURCE_ARGS && !c->is_array)
 		bind_pinned(st, c);
@@ -517,9 +531,10 @@ grow_call_buffers(HbScoreState *st, ScoreCall *c)
 	hb_tuples_init(&c->tup, cap, st->state_cxt);
 	c->tup_desc = MemoryContextAllocHuge(st->state_cxt, sizeof(TupleDesc) * cap);
 	/*
-	 * What a cheap model does not read is never written: missing (a
-	 * pipeline's cheap steps write their features only, into rows that the
-	 * cheap model reads for those alone)
+	 * A cheap model's columns are all a lazily read row gets: the others
+	 * start missing, and later hold whatever rows read in full left there,
+	 * which the cheap model never reads (nor the pipeline's cheap steps,
+	 * which write their own features only)
 	 */
 	for (int64 i = 0; c->lazy_cols && c->rd_cheap.subset && i < (int64) cap * Max(c->width, 1); i++)
 		c->x[i] = get_float8_nan();
@@ -713,7 +728,7 @@ approx_start(HbScoreState *st, ScoreCall *c)
 		 * inputs but only the steps its features need: a text column's
 		 * featurization is then paid by the rows scored in full alone
 		 */
-		read_cheaply(st, c, hb_lazy_for(c->e, st->approx, true, c->cxt));
+		read_cheaply(st, c, st->approx, true);
 	}
 	keep = ceil(st->tuning.ratio * (double) st->k);
 	st->approx_keep = (int64) Min(Max(keep, (double) st->k),
@@ -1126,10 +1141,13 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	{
 		/*
 		 * A kept row whose full score cannot reach the k best of the rows
-		 * before the batch would be dropped by the sort without a look: it
-		 * is pruned after all (not handed up); the others raise the bar
+		 * before it in the scan that are not still to be scored (those
+		 * before the batch, and the batch's before the 2k-th) would be
+		 * dropped by the sort without a look: it is pruned after all (not
+		 * handed up); the others raise the bar.  No row before the 2k-th
+		 * is pruned (the top of the file says why)
 		 */
-		kept_bar = st->threshold;
+		kept_bar = st->threshold;	/* with the batch's rows before the 2k-th */
 		score_approx(st, c, full, nb - full, m + full);
 		for (int b = full; b < nb; b++)
 			if (!isnan(m[b]) && m[b] >= kept_bar)
@@ -1155,7 +1173,7 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 			st->rows_scored--;
 			continue;
 		}
-		if (m[b] < kept_bar)
+		if (b >= full && m[b] < kept_bar)
 		{
 			/* scored in full, and below the bar (approximate top-K) */
 			c->values[c->rows[b]] = Float8GetDatum(fake);

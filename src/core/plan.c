@@ -638,7 +638,8 @@ hb_link_score(const HbPlan *p, double margin)
  * the infinity on that side finds its end (at most 64 scores).  The result
  * never lies inside (floor above margin, ceiling below it), so a bar moved
  * to it never prunes more than margin itself would.  A multiclass model of
- * one output scores every margin as class 0: one run.
+ * one output scores every margin as class 0: one run.  Where the premise
+ * fails, the whole line.
  */
 static double
 tie_end(const HbPlan *p, double margin, bool up)
@@ -651,6 +652,16 @@ tie_end(const HbPlan *p, double margin, bool up)
 		(p->task != HB_TASK_MULTICLASS &&
 		 (p->link == HB_LINK_IDENTITY || p->link == HB_LINK_PROBABILITY)))
 		return margin;
+
+	/*
+	 * Links whose scores are not monotone in the margin: onnxruntime's
+	 * PROBIT is NaN outside [0, 1] (NaN sorts above every number), and the
+	 * float32 two-class softmax drops by an ulp at places.  No margin can
+	 * be ruled out by its order there.
+	 */
+	if (p->task != HB_TASK_MULTICLASS &&
+		(p->link == HB_LINK_PROBIT || p->link == HB_LINK_SOFTMAX_PAIR))
+		return up ? INFINITY : -INFINITY;
 	s = hb_link_score(p, margin);
 	if (isnan(s))
 		return margin;

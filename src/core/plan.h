@@ -137,8 +137,11 @@ extern double hb_link_score(const HbPlan *p, double margin);
  * distinct margins to one score (the float32 sigmoid saturates at 1, and
  * near 0.5 rounds neighbours together), so that a row of a lower margin
  * ties on the score and a later sort key decides.  _floor is the least
- * such margin, _ceil the largest; margin itself for an identity link or a
- * NaN.
+ * such margin, _ceil the largest: margin itself for an identity link, the
+ * probability link or a NaN margin or score; -Infinity and +Infinity for a
+ * multiclass model of one output (one class) and for links whose scores
+ * are not monotone in the margin (onnxruntime's PROBIT and two-class
+ * SOFTMAX), where no margin can be ruled out by its order.
  */
 extern double hb_link_tie_floor(const HbPlan *p, double margin);
 extern double hb_link_tie_ceil(const HbPlan *p, double margin);

@@ -100,7 +100,8 @@ INSERT INTO sat_scan SELECT g, 1, 1 FROM generate_series(141, 160) g;
 SELECT m, array_agg(DISTINCT hb_predict(m, s) ORDER BY hb_predict(m, s)) AS scores,
 	   array_agg(DISTINCT (hb_predict_margin(m, s))[1] ORDER BY (hb_predict_margin(m, s))[1]) AS margins
 FROM sat_scan s, (VALUES ('sat_hi'), ('sat_lo')) v(m) GROUP BY m ORDER BY m;
-CREATE FUNCTION sat_order(q text, OUT batched int[], OUT row_at_a_time int[], OUT pruned bool)
+CREATE FUNCTION sat_order(q text, OUT batched int[], OUT row_at_a_time int[], OUT pruned bool,
+						  OUT approximate bool)
 LANGUAGE plpgsql AS $$
 DECLARE
 	plan text;
@@ -111,14 +112,30 @@ BEGIN
 	SET LOCAL hbird.batch_scan = on;
 	-- and the batching scan did prune (the rows of lower scores)
 	pruned := false;
+	approximate := false;
 	FOR plan IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
 		pruned := pruned OR plan ~ 'Rows Pruned: [1-9]';
+		approximate := approximate OR plan ~ 'approximate';
 	END LOOP;
 END $$;
 SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_hi'', s) DESC, id LIMIT 3');
 SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_lo'', s), id LIMIT 3');
 SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_hi'', s) DESC, id DESC LIMIT 3');
 SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_hi'', s) DESC LIMIT 3');
+-- approximate top-K holds back the rows it scored in full below the same
+-- bar: a tuning planted by hand (a prefix of 1 tree whose cheap score is
+-- 0 * partial + 1, so that every row passes the cut 0.5 and is scored in
+-- full) must give the row-at-a-time answer
+INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed,
+	sample_rows, eval_rows, approximation, approx_kind, approx_trees,
+	approx_features, approx_params, ratio, kept, cheap_cut, accuracy,
+	accuracy_bound, coverage, full_cost_us, approx_cost_us, expected_speedup, tuned_by)
+VALUES ('sat_hi', 1, 'topk', 3, 0.9, 0.95, 0, 1000, 500, 'planted', 'prefix', 1,
+	'{}', '{0, 1}', 10, 30, 0.5, 0.9, 0.9, 0.5, 1, 0.1, 2, current_user);
+SET hbird.topk_mode = approx;
+SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_hi'', s) DESC, id LIMIT 3');
+SELECT * FROM sat_order('SELECT id FROM sat_scan s ORDER BY hb_predict(''sat_hi'', s) DESC, id DESC LIMIT 3');
+RESET hbird.topk_mode;
 DROP FUNCTION sat_order(text);
 DROP TABLE sat, sat_scan;
 SELECT hb_model_drop('saturated');

@@ -125,6 +125,22 @@ SET hbird.lazy_featurize = off;
 SELECT lazily IS NULL AS none_lazily
 FROM scan_rows('SELECT id, hb_predict(''wtext'', n), hb_predict_class(''wtext'', n) FROM notes n');
 SET hbird.lazy_featurize = on;
+-- rows without a tuple of their own (c was added after they were written,
+-- so the scan projects) are read in full at once, and the rows the cheap
+-- model cannot decide are completed from there: the same answers
+CREATE TABLE notes_added AS SELECT id, a, b, note FROM notes;
+ALTER TABLE notes_added ADD COLUMN c float8 DEFAULT 0.25;
+SET hbird.lazy_featurize = off;
+CREATE TABLE eager_added AS
+SELECT id, hb_predict('wtext', n) AS p, hb_predict_class('wtext', n) AS cls FROM notes_added n;
+SET hbird.lazy_featurize = on;
+SELECT count(*) AS rows, count(*) FILTER (WHERE (l.p, l.cls) IS DISTINCT FROM (e.p, e.cls)) AS differ,
+	   count(*) FILTER (WHERE e.p <> x.p) > 100 AS cheap_answers
+FROM (SELECT id, hb_predict('wtext', n) AS p, hb_predict_class('wtext', n) AS cls FROM notes_added n) l
+JOIN eager_added e USING (id) JOIN exact_notes x USING (id);
+SELECT lazily IS NULL AS none_lazily
+FROM scan_rows('SELECT id, hb_predict(''wtext'', n), hb_predict_class(''wtext'', n) FROM notes_added n');
+DROP TABLE notes_added, eager_added;
 -- grouped (one state per group, NULL rows among them)
 SELECT count(*) AS differ
 FROM (SELECT id % 7 AS g, hb_predict_agg('wtext', n ORDER BY id) AS p FROM notes n GROUP BY 1) l
