@@ -333,12 +333,14 @@ read_cheaply(HbScoreState *st, ScoreCall *c, const HbApprox *a, bool plain)
 {
 	HbLazy	   *l;
 
+	c->lazy_cols = false;
+	if (a == NULL)
+		return;
 	/* done again at every rescan: what the last time allocated goes */
 	if (c->lazy_cxt == NULL)
 		c->lazy_cxt = AllocSetContextCreate(c->cxt, "hbird batching scan lazy reading",
 											ALLOCSET_SMALL_SIZES);
 	MemoryContextReset(c->lazy_cxt);
-	c->lazy_cols = false;
 	l = hb_lazy_for(c->e, a, plain, c->lazy_cxt);
 	if (l == NULL)
 		return;
@@ -609,6 +611,18 @@ best_cmp(Datum a, Datum b, void *arg)
 
 	/* a min-heap: the k-th best on top */
 	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/*
+ * Batch row i is pruned: not handed up, or, where the expressions above
+ * are volatile, handed up with a score that sorts below every real one
+ */
+static inline void
+hold_back(HbScoreState *st, ScoreCall *c, int i)
+{
+	c->values[i] = Float8GetDatum(st->descending ? -INFINITY : INFINITY);
+	st->skip[i] = st->skip_ok;
+	st->rows_pruned++;
 }
 
 /* A row's exact margin is in: the k best so far, and what to beat. */
@@ -1000,9 +1014,7 @@ flush_waiting(HbScoreState *st)
 		if (st->raw[b] < bar)
 		{
 			/* below the k best handed up: the sort would drop it (score_topk) */
-			c->values[b] = Float8GetDatum(-INFINITY);
-			st->skip[b] = st->skip_ok;
-			st->rows_pruned++;
+			hold_back(st, c, b);
 			continue;
 		}
 		(void) topk_offer(st, b, st->raw[b]);
@@ -1122,7 +1134,6 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	double	   *m = c->scratch;
 	HbTopkStats ts = {0};
 	TopkArg		a = {st, m, 0, 0};
-	double		fake = st->descending ? -INFINITY : INFINITY;
 	double		kept_bar = -INFINITY;
 
 	while (full < nb && st->seen + c->rows[full] < 2 * st->k)
@@ -1144,14 +1155,11 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 		 * before it in the scan that are not still to be scored (those
 		 * before the batch, and the batch's before the 2k-th) would be
 		 * dropped by the sort without a look: it is pruned after all (not
-		 * handed up); the others raise the bar.  No row before the 2k-th
-		 * is pruned (the top of the file says why)
+		 * handed up); the others raise the bar (below).  No row before the
+		 * 2k-th is pruned (the top of the file says why)
 		 */
 		kept_bar = st->threshold;	/* with the batch's rows before the 2k-th */
 		score_approx(st, c, full, nb - full, m + full);
-		for (int b = full; b < nb; b++)
-			if (!isnan(m[b]) && m[b] >= kept_bar)
-				(void) topk_offer(st, b, m[b]);
 	}
 	else if (nb > full)
 	{
@@ -1165,22 +1173,23 @@ score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	}
 	for (int b = 0; b < nb; b++)
 	{
+		/* finished by the approximation (not yet offered) */
+		bool		approx = st->approx != NULL && b >= full;
+
 		if (isnan(m[b]))
 		{
-			c->values[c->rows[b]] = Float8GetDatum(fake);
-			st->skip[c->rows[b]] = st->skip_ok;
-			st->rows_pruned++;
+			hold_back(st, c, c->rows[b]);
 			st->rows_scored--;
 			continue;
 		}
-		if (b >= full && m[b] < kept_bar)
+		if (approx && m[b] < kept_bar)
 		{
-			/* scored in full, and below the bar (approximate top-K) */
-			c->values[c->rows[b]] = Float8GetDatum(fake);
-			st->skip[c->rows[b]] = st->skip_ok;
-			st->rows_pruned++;
+			/* scored in full, and below the bar */
+			hold_back(st, c, c->rows[b]);
 			continue;
 		}
+		if (approx)
+			(void) topk_offer(st, b, m[b]);
 		c->values[c->rows[b]] = Float8GetDatum(hb_link_score(p, m[b]));
 	}
 }
