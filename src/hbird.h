@@ -371,6 +371,11 @@ typedef struct HbRowsStream
 } HbRowsStream;
 
 extern HbRowsStream *hb_stream_of(FunctionCallInfo fcinfo);
+extern void hb_batch_function_run(FunctionCallInfo fcinfo, HbCacheEntry *e,
+								  Oid rowtype, int query_argno, int batch,
+								  bool margins, struct HbLazy *lazy,
+								  HbRowsOut **out, bool *items, HbBatchFn fn,
+								  void (*finish) (void *arg), void *arg);
 
 /*
  * pg_batch.c: the scoring aggregates' shared machinery.  A kind says how
@@ -466,6 +471,34 @@ hb_ranks_below(double a, int64 a_ordinal, double b, int64 b_ordinal)
 {
 	return a < b || (a == b && a_ordinal > b_ordinal);
 }
+
+/* pg_waiting.c: approximate top-K's rows below the cut */
+typedef struct HbWaitRow
+{
+	double		cheap;			/* the cheap model's score */
+	double		raw;			/* what finishing the row continues */
+	bool		refined;		/* raw is the second stage's (approx.h) */
+	int64		ordinal;		/* input order */
+	void	   *data;			/* the caller's (pfree'd with the row), or NULL */
+	Datum		item;			/* the row as a datum (pfree'd), or 0 */
+} HbWaitRow;
+
+typedef struct HbWaiting
+{
+	HbWaitRow  *rows;			/* a heap, the worst first; in input order
+								 * after hb_waiting_in_order */
+	int			n;
+	int			cap;
+	int64		keep;			/* the rows the answer keeps by cheap score */
+	int64		above;			/* rows at or above the cut so far */
+	MemoryContext cxt;			/* of rows */
+} HbWaiting;
+
+extern void hb_waiting_init(HbWaiting *w, int64 keep, MemoryContext cxt);
+extern bool hb_waiting_may(const HbWaiting *w, double cheap, int64 ordinal);
+extern void hb_waiting_add(HbWaiting *w, const HbWaitRow *r);
+extern void hb_waiting_passed(HbWaiting *w, int64 n);
+extern void hb_waiting_in_order(HbWaiting *w);
 
 /* pg_approx.c: approximate top-K over batches of rows */
 typedef struct HbApproxTopk HbApproxTopk;

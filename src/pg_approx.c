@@ -17,10 +17,8 @@
  * only the k best so far are held (a row's datum is made only when it
  * enters them).  A row below the cut is kept only while it is among the
  * best `kept` - (rows above the cut so far) below it: those wait, with
- * their datums, and are scored at the end.  A row that has dropped out
- * can never come back (the number it must be among only shrinks), so the
- * rows kept are exactly the ones the rule names, and memory is O(k +
- * kept).
+ * their datums, and are scored at the end (pg_waiting.c: a row that drops
+ * out is never owed a place again), so memory is O(k + kept).
  *
  * With a second stage (approx.h), a row at or above the cut is first
  * scored by a prefix of the model; only when that score passes the cut
@@ -38,17 +36,6 @@
 
 #include "hbird.h"
 
-/* a row below the cut, waiting */
-typedef struct Kept
-{
-	double		cheap;
-	double		raw;			/* partial margin (prefix, second stage) */
-	bool		refined;		/* raw is the second stage's */
-	int64		ordinal;
-	double	   *x;				/* bound in full, or NULL: from item */
-	Datum		item;
-} Kept;
-
 /* a row scored in full */
 typedef struct Scored
 {
@@ -64,11 +51,10 @@ struct HbApproxTopk
 	int			k;
 	int			keep;			/* always keep this many */
 	double		cut;			/* and every row at or above this */
-	int64		above;			/* rows at or above the cut so far */
 	int64		refined;		/* rows scored by the second stage */
-	Kept	   *heap;			/* min-heap: root is the worst waiting row */
-	int			n;
-	int			cap;
+	HbWaiting	wait;			/* the rows below the cut that wait: data,
+								 * their features bound in full (or NULL:
+								 * bound again from item) */
 	Scored	   *best;			/* min-heap: the k best scored, worst first */
 	int			n_best;
 	int			best_cap;
@@ -87,18 +73,6 @@ struct HbApproxTopk
 								 * again in full from their datums */
 };
 
-/* a is a worse candidate than b: lower cheap score, or read later */
-static inline bool
-kept_worse(const Kept *a, const Kept *b)
-{
-	return hb_ranks_below(a->cheap, a->ordinal, b->cheap, b->ordinal);
-}
-
-#define HB_HEAP_PREFIX kept
-#define HB_HEAP_ELEMENT_TYPE Kept
-#define HB_HEAP_WORSE(a, b) kept_worse(a, b)
-#include "heap_template.h"
-
 /* a ranks below b: lower score, or read later (the exact top-K's order) */
 static inline bool
 scored_worse(const Scored *a, const Scored *b)
@@ -110,23 +84,6 @@ scored_worse(const Scored *a, const Scored *b)
 #define HB_HEAP_ELEMENT_TYPE Scored
 #define HB_HEAP_WORSE(a, b) scored_worse(a, b)
 #include "heap_template.h"
-
-static void
-pop_root(HbApproxTopk *s)
-{
-	if (s->heap[0].x)
-		pfree(s->heap[0].x);
-	pfree(DatumGetPointer(s->heap[0].item));
-	s->heap[0] = s->heap[--s->n];
-	kept_sift_down(s->heap, s->n, 0);
-}
-
-/* how many rows below the cut may wait: `keep` less the rows above it */
-static inline int64
-waiting_room(const HbApproxTopk *s)
-{
-	return Max((int64) s->keep - s->above, 0);
-}
 
 /*
  * columns: the rows will come through a column reader (hb_scan_batches),
@@ -152,8 +109,7 @@ hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
 	 * its limit.  What is allocated here is freed piece by piece.
 	 */
 	s->cxt = parent;
-	s->cap = Min(s->keep, 1024);
-	s->heap = MemoryContextAllocHuge(s->cxt, sizeof(Kept) * s->cap);
+	hb_waiting_init(&s->wait, s->keep, s->cxt);
 	s->best_cap = Min(k, 64);
 	s->best = MemoryContextAlloc(s->cxt, sizeof(Scored) * s->best_cap);
 	s->lazy = hb_lazy_for(e, s->approx, columns, s->cxt);
@@ -232,19 +188,6 @@ offer_scored(HbApproxTopk *s, double score, int64 ordinal, Datum item)
 	scored_sift_down(s->best, s->n_best, 0);
 }
 
-/* Whether a row below the cut, so ranked, may wait (hb_topk's rule). */
-static inline bool
-may_wait(const HbApproxTopk *s, double cheap, int64 ordinal)
-{
-	Kept		c;
-
-	if (s->n < waiting_room(s))
-		return true;
-	c.cheap = cheap;
-	c.ordinal = ordinal;
-	return s->n > 0 && kept_worse(&s->heap[0], &c);
-}
-
 /*
  * A row joins the waiting rows: x its features bound in full (copied), or
  * NULL to bind it again from its datum at the end; the datum is batch row
@@ -256,26 +199,18 @@ add_waiting(HbApproxTopk *s, double cheap, double raw, bool refined,
 			HbQueryRows *rows, int i, Datum item)
 {
 	int			nf = s->entry->n_features;
-	Kept		c = {cheap, raw, refined, ordinal, NULL, (Datum) 0};
+	HbWaitRow	r = {cheap, raw, refined, ordinal, NULL, (Datum) 0};
 	MemoryContext old;
 
-	if (s->n == s->cap)
-	{
-		s->cap = s->cap * 2;
-		s->heap = repalloc_huge(s->heap, sizeof(Kept) * s->cap);
-	}
 	old = MemoryContextSwitchTo(s->cxt);
 	if (x != NULL)
 	{
-		c.x = palloc(sizeof(double) * nf);
-		memcpy(c.x, x, sizeof(double) * nf);
+		r.data = palloc(sizeof(double) * nf);
+		memcpy(r.data, x, sizeof(double) * nf);
 	}
-	c.item = item != (Datum) 0 ? datumCopy(item, false, -1) : row_item(items, rows, i);
+	r.item = item != (Datum) 0 ? datumCopy(item, false, -1) : row_item(items, rows, i);
 	MemoryContextSwitchTo(old);
-	s->heap[s->n] = c;
-	kept_sift_up(s->heap, s->n++);
-	while (s->n > waiting_room(s))
-		pop_root(s);
+	hb_waiting_add(&s->wait, &r);
 }
 
 /*
@@ -308,7 +243,7 @@ refine_batch(HbApproxTopk *s, int nfull)
 			}
 			m++;
 		}
-		else if (may_wait(s, s->fscore[j], s->ordinal + i))
+		else if (hb_waiting_may(&s->wait, s->fscore[j], s->ordinal + i))
 			add_waiting(s, s->fscore[j], s->fraw[j], true, s->ordinal + i,
 						s->lazy == NULL ? s->fx + (size_t) j * nf : NULL, NULL, NULL,
 						0, s->fitem[j]);
@@ -334,7 +269,7 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 			s->fat[nfull++] = i;
 			continue;
 		}
-		if (may_wait(s, s->cheap[i], s->ordinal + i))
+		if (hb_waiting_may(&s->wait, s->cheap[i], s->ordinal + i))
 			add_waiting(s, s->cheap[i], s->raw[i], false, s->ordinal + i,
 						s->lazy == NULL ? x + (size_t) i * nf : NULL, items, rows, i,
 						(Datum) 0);
@@ -369,7 +304,7 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 		MemoryContextSwitchTo(old);
 		if (s->approx->refine_trees > 0)
 			nfull = refine_batch(s, nfull);
-		s->above += nfull;
+		hb_waiting_passed(&s->wait, nfull);
 		if (s->approx->refine_trees > 0)
 			hb_approx_finish_refined(p, s->approx, s->fx, nfull, s->fraw);
 		else
@@ -380,9 +315,6 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 		if (scratch)
 			MemoryContextDelete(scratch);
 	}
-	/* an earlier row below the cut may have lost its place to these */
-	while (s->n > waiting_room(s))
-		pop_root(s);
 	s->ordinal += n;
 }
 
@@ -408,7 +340,8 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 {
 	const HbPlan *p = s->entry->plan;
 	int			nf = s->entry->n_features;
-	int			n = s->n;
+	int			n = s->wait.n;
+	const HbWaitRow *w = s->wait.rows;
 	int			total = s->n_best + n;
 	int			out;
 	double	   *x = palloc_extended(sizeof(double) * Max(n, 1) * nf, MCXT_ALLOC_HUGE);
@@ -421,12 +354,12 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 
 	for (int i = 0; i < n; i++)
 	{
-		if (s->heap[i].x)
-			memcpy(x + (size_t) i * nf, s->heap[i].x, sizeof(double) * nf);
+		if (w[i].data)
+			memcpy(x + (size_t) i * nf, w[i].data, sizeof(double) * nf);
 		else
-			hb_lazy_fill(s->lazy, s->heap[i].item, x + (size_t) i * nf);
-		raw[i] = s->heap[i].raw;
-		refined[i] = s->heap[i].refined;
+			hb_lazy_fill(s->lazy, w[i].item, x + (size_t) i * nf);
+		raw[i] = w[i].raw;
+		refined[i] = w[i].refined;
 		n_refined += refined[i];
 	}
 	hb_approx_finish_rows(p, s->approx, x, n, raw, refined);
@@ -435,8 +368,8 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	for (int i = 0; i < n; i++)
 	{
 		all[s->n_best + i].score = sc[i];
-		all[s->n_best + i].ordinal = s->heap[i].ordinal;
-		all[s->n_best + i].item = s->heap[i].item;
+		all[s->n_best + i].ordinal = w[i].ordinal;
+		all[s->n_best + i].item = w[i].item;
 	}
 	qsort(all, total, sizeof(Scored), cmp_scored);
 	out = Min(total, s->k);
@@ -451,14 +384,14 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	{
 		int			m = hb_approx_cheap_trees(s->approx);
 		int			m2 = s->approx->refine_trees;
-		int64		full = s->above + n;
+		int64		full = s->wait.above + n;
 
 		stats->rows = s->ordinal;
 		stats->rows_full = full;
 		if (m2 > 0)
 		{
 			/* rows finished from the second stage, and from the cheap model */
-			int64		from2 = s->above + n_refined;
+			int64		from2 = s->wait.above + n_refined;
 
 			stats->pairs_scored = s->ordinal * m + s->refined * (m2 - m) +
 				from2 * (T - m2) + (full - from2) * (T - m);

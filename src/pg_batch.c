@@ -486,10 +486,7 @@ predict_batch_call(FunctionCallInfo fcinfo, bool targets)
 {
 	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
 	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
-	HbRowsStream *stream = hb_stream_of(fcinfo);
 	PredictBatch *b = palloc0(sizeof(PredictBatch));
-	HbRowsOut	out;
-	char	   *query;
 	int			batch;
 
 	b->entry = st->entry;
@@ -498,19 +495,6 @@ predict_batch_call(FunctionCallInfo fcinfo, bool targets)
 		hb_check_regression(b->entry, "hb_predict_targets_batch");
 	else
 		hb_check_single_target(b->entry, "hb_predict_batch");
-	if (stream == NULL)
-	{
-		InitMaterializedSRF(fcinfo, 0);
-		hb_rows_out_init(&out, (ReturnSetInfo *) fcinfo->resultinfo, 2);
-		b->out = &out;
-		b->items = true;
-	}
-	else
-	{
-		b->out = stream->out;
-		b->items = stream->want_items;
-	}
-	query = hb_query_arg(fcinfo, 2, rowtype);
 	batch = hb_batch_rows(b->entry);
 	b->scratch = palloc_extended(sizeof(double) * batch * b->entry->n_outputs, MCXT_ALLOC_HUGE);
 	b->pred = palloc_extended(sizeof(double) * batch * (targets ? b->entry->n_outputs : 1),
@@ -518,21 +502,8 @@ predict_batch_call(FunctionCallInfo fcinfo, bool targets)
 	b->cascade = targets ? NULL : hb_cascade_for(b->entry, CurrentMemoryContext);
 	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, false, CurrentMemoryContext) : NULL;
 	b->margins = b->entry->sparse != NULL && b->cascade == NULL;
-	if (stream)
-	{
-		stream->rows = hb_rows_open(b->entry, query, rowtype, batch, b->margins,
-									hb_lazy_steps(b->lazy),
-									b->items || b->lazy != NULL ?
-									HB_ITEMS_ALL : HB_ITEMS_NONE);
-		hb_rows_ramp_up(stream->rows);
-		stream->fn = predict_batch;
-		stream->arg = b;
-		stream->finish = predict_batch_finish;
-		return (Datum) 0;
-	}
-	hb_scan_batches(b->entry, query, rowtype, batch, b->margins,
-					hb_lazy_steps(b->lazy), HB_ITEMS_ALL, predict_batch, b);
-	predict_batch_finish(b);
+	hb_batch_function_run(fcinfo, b->entry, rowtype, 2, batch, b->margins, b->lazy,
+						  &b->out, &b->items, predict_batch, predict_batch_finish, b);
 	return (Datum) 0;
 }
 

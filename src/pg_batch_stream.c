@@ -99,6 +99,56 @@ hb_stream_of(FunctionCallInfo fcinfo)
 	return NULL;
 }
 
+/*
+ * A batched function's query (argument query_argno, rows of rowtype) run
+ * through fn: streamed, when HbirdBatch called the function, by opening it
+ * and handing fn, finish and arg to the node, which asks for the batches;
+ * else read to the end now into the function's tuplestore and finished.
+ * *out is where fn emits a batch's rows and *items whether they carry the
+ * rows themselves (set before any row is read).  With a lazy binding the
+ * rows are kept as datums whatever the node reads: the cascade binds the
+ * rows it cannot decide again from them.
+ */
+void
+hb_batch_function_run(FunctionCallInfo fcinfo, HbCacheEntry *e, Oid rowtype,
+					  int query_argno, int batch, bool margins, HbLazy *lazy,
+					  HbRowsOut **out, bool *items, HbBatchFn fn,
+					  void (*finish) (void *arg), void *arg)
+{
+	HbRowsStream *stream = hb_stream_of(fcinfo);
+	HbRowsOut	own;
+	char	   *query;
+
+	if (stream == NULL)
+	{
+		InitMaterializedSRF(fcinfo, 0);
+		hb_rows_out_init(&own, (ReturnSetInfo *) fcinfo->resultinfo, 2);
+		*out = &own;
+		*items = true;
+	}
+	else
+	{
+		*out = stream->out;
+		*items = stream->want_items;
+	}
+	query = hb_query_arg(fcinfo, query_argno, rowtype);
+	if (stream)
+	{
+		stream->rows = hb_rows_open(e, query, rowtype, batch, margins,
+									hb_lazy_steps(lazy),
+									*items || lazy != NULL ? HB_ITEMS_ALL : HB_ITEMS_NONE);
+		hb_rows_ramp_up(stream->rows);
+		stream->fn = fn;
+		stream->arg = arg;
+		stream->finish = finish;
+		return;
+	}
+	hb_scan_batches(e, query, rowtype, batch, margins, hb_lazy_steps(lazy),
+					HB_ITEMS_ALL, fn, arg);
+	finish(arg);
+	*out = NULL;				/* own is gone with this frame */
+}
+
 /* ---- planning ---- */
 
 /* Does the expression read column attno (or the whole row) of INDEX_VAR? */

@@ -226,46 +226,17 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 {
 	Oid			rowtype = hb_rowtype_arg(fcinfo, 1);
 	HbCallState *st = hb_call_prepare(fcinfo, 0, false);
-	HbRowsStream *stream = hb_stream_of(fcinfo);
 	ClassBatch *b = palloc0(sizeof(ClassBatch));
-	HbRowsOut	out;
-	char	   *query;
 	int			batch;
 
 	b->entry = st->entry;
 	b->cascade = hb_cascade_for(b->entry, CurrentMemoryContext);
 	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, false, CurrentMemoryContext) : NULL;
 	hb_check_classifier(b->entry, "hb_predict_class_batch");
-	if (stream == NULL)
-	{
-		InitMaterializedSRF(fcinfo, 0);
-		hb_rows_out_init(&out, (ReturnSetInfo *) fcinfo->resultinfo, 2);
-		b->out = &out;
-		b->items = true;
-	}
-	else
-	{
-		b->out = stream->out;
-		b->items = stream->want_items;
-	}
-	query = hb_query_arg(fcinfo, 2, rowtype);
 	batch = hb_batch_rows(b->entry);
 	b->cls = palloc_extended(sizeof(int32) * batch, MCXT_ALLOC_HUGE);
-	if (stream)
-	{
-		stream->rows = hb_rows_open(b->entry, query, rowtype, batch, false,
-									hb_lazy_steps(b->lazy),
-									b->items || b->lazy != NULL ?
-									HB_ITEMS_ALL : HB_ITEMS_NONE);
-		hb_rows_ramp_up(stream->rows);
-		stream->fn = class_batch;
-		stream->arg = b;
-		stream->finish = class_batch_finish;
-		return (Datum) 0;
-	}
-	hb_scan_batches(b->entry, query, rowtype, batch, false, hb_lazy_steps(b->lazy),
-					HB_ITEMS_ALL, class_batch, b);
-	class_batch_finish(b);
+	hb_batch_function_run(fcinfo, b->entry, rowtype, 2, batch, false, b->lazy,
+						  &b->out, &b->items, class_batch, class_batch_finish, b);
 	return (Datum) 0;
 }
 

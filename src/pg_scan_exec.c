@@ -17,53 +17,7 @@
  * allows for the models and the buffered rows, so that LIMIT 1, EXISTS or
  * a cursor's first FETCH do not wait for a full batch.
  *
- * Top-K (a node feeding ORDER BY <score> LIMIT k, pg_scan_plan.c): rows
- * that can no longer reach the k best scores seen so far are not scored;
- * they are not handed up at all, or, when this node's expressions are
- * volatile (evaluating them is observable), go up with a score that sorts
- * below every real one (-Infinity, or +Infinity for ascending order), and
- * the sort above discards them.  That is the very answer of the
- * row-at-a-time plan, ties and their order included, because the bounded
- * sort (tuplesort's top-N heap) discards a row that does not beat the worst
- * of the k it holds without touching the heap, and such a row is worse than
- * that under either score: leaving it out changes nothing but the work.
- * "Worse" is in scores, which the sort compares, not in margins: a link can
- * give a lower margin the same score (the float32 sigmoid saturates, and
- * rounds neighbouring margins to one probability), and a later sort key
- * can then put that row first, so the bar is the least margin that scores
- * as the k-th best does (hb_link_tie_floor; for ascending order the
- * largest, hb_link_tie_ceil).
- * The sort only becomes a heap after 2k rows (before, it would quicksort
- * everything it got, fake scores included), so no row before the 2k-th is
- * pruned;
- * and pruning is off when the k rows would not fit work_mem (an external
- * sort would see the fake scores).  The argument needs the bar a row is
- * measured against to come from rows before it in scan order; the core
- * completes rows of one call in any order (the likeliest first, chunk by
- * chunk), so within a call the bar stays the one of the rows before the
- * batch, and the k best take the batch's rows after it.
- *
- * Approximate top-K (descending, when hbird.topk_mode makes hb_topk
- * approximate: a tuning of kind 'topk' exists and the mode is auto, or the
- * mode is approx): the tuned cheap model scores the rows after the 2k-th;
- * those at or above its cut are scored by the full model with their batch
- * (a prefix only adds the remaining trees), and those below it wait under
- * hb_topk's rule (pg_approx.c: while among the best `kept`, at most
- * HB_SCAN_APPROX_KEEP, less the rows above the cut so far) and are scored
- * and handed up when the input ends (flush_waiting); the others are left
- * out like pruned rows.  With a second stage (approx.h), a row at or above
- * the cut is finished only when its second score passes the cut too;
- * otherwise it waits like a row below it, ranked by that score, with its
- * partial sums.  (Where more than the call's score goes up for a row, the
- * best `kept` cheap scores so far are kept as they come instead, and every
- * row at or above the cut is finished.)
- * Every real score is the full model's, so the answer is the exact top k
- * of the rows kept, a superset of what hb_topk's approximate mode keeps;
- * docs/willump.md says what the tuning guarantees about them.  Where the
- * cheap model reads less than the row (some of the columns, or the steps
- * of a pipeline its features need: pg_lazy.c), rows are read for it alone
- * and their tuples kept for the batch, and the rows the full model scores
- * are read again in full (lazy_cols).
+ * Top-K and approximate top-K: pg_scan_topk.c.
  */
 #include "postgres.h"
 
@@ -91,180 +45,9 @@
 #include "hbird.h"
 #include "pg_scan.h"
 #include "pg_scaleout.h"
-#include "topk.h"
+#include "pg_scan_exec.h"
 
-#define HB_SCAN_MAX_ROWS 65536
-#define HB_SCAN_APPROX_KEEP 200000	/* rows kept whatever their cheap score */
 
-typedef struct ScoreCall
-{
-	HbCallKind	kind;
-	bool		is_array;
-	HbRowSource source;
-	Oid			rowtype;		/* COLUMNS: the type the row binds as */
-	Oid			relid;			/* COLUMNS: the relation of the input */
-	bool		agg;			/* feeds a scoring aggregate's argument */
-	const char *fn;				/* the function, in messages */
-	ExprState  *name_es;
-	ExprState  *arg_es;			/* DATUM: the row or array */
-
-	/* resolved at the first row of every (re)scan */
-	bool		resolved;
-	MemoryContext cxt;			/* what resolving allocated */
-	char	   *name;
-	HbCacheEntry *e;
-	HbCascade  *cascade;		/* hbird.cascade's tuned cascade, or NULL */
-	bool		sparse;			/* rows bind to margins (e->sparse) */
-	int			width;			/* doubles per bound row */
-	int			nout;			/* doubles per row of out */
-	HbBinding	bind;
-	bool		bound;			/* bind is valid for the rows' type */
-	int		   *colmap;			/* COLUMNS: input column of each attribute
-								 * of rowtype, or NULL when the same */
-	HbColumnReader rd;			/* COLUMNS: those columns in the input's rows */
-
-	/*
-	 * COLUMNS, approximate top-K or a cascade: rows are read for the cheap
-	 * model only (a model without featurizers: its columns; with
-	 * featurizers: the steps its features need, pg_lazy.c), and their
-	 * tuples kept for the batch, so that the rows scored in full are read
-	 * again in full (read_cheaply)
-	 */
-	bool		lazy_cols;
-	MemoryContext lazy_cxt;		/* what read_cheaply allocated, in cxt */
-	HbColumnReader rd_cheap;
-	HbBinding	bind_cheap;		/* bind, featurizing the cheap steps only */
-	HbTupleStore tup;			/* the batch's tuples, per batch row (x_cap) */
-	TupleDesc  *tup_desc;		/* the layout it came in (its slot's: with
-								 * the defaults of columns added since) */
-	Datum	   *rowvals;		/* ARGS: one row's values */
-	bool	   *rownulls;
-
-	/* ARGS (a pinned call, pg_pinned.c) */
-	ExprState  *pin_es[4];		/* version, sha256, origin, columns */
-	int			nvals;
-	Oid		   *val_type;
-	int		   *val_col;		/* input column of a value that is a plain
-								 * column, else -1 */
-	ExprState **val_es;			/* the other values' expressions */
-
-	/* per batch, cap rows (the scoring buffers: x_cap) */
-	int			x_cap;
-	double	   *x;
-	double	   *scratch;
-	double	   *out;
-	int32	   *cls;
-	int		   *rows;			/* batch row of each bound row */
-	Datum	   *values;			/* the scores, per batch row */
-	bool	   *isnull;
-} ScoreCall;
-
-/*
- * Approximate top-K: a row below the cut that may still be owed a place
- * (one blob: its features bound in full, then the values handed up for
- * it, by-reference ones copied after them)
- */
-typedef struct WaitRow
-{
-	double		cheap;
-	double		raw;			/* what finishing continues */
-	bool		refined;		/* raw is the second stage's (approx.h) */
-	int64		ordinal;
-	char	   *blob;
-} WaitRow;
-
-typedef struct HbScoreState
-{
-	CustomScanState css;
-	int			n_input;
-	int			n_phys;			/* of them, the input's own columns; the
-								 * others are its rows' ctid or tableoid */
-	AttrNumber *sys_attno;		/* per input column from n_phys on */
-	int			n_calls;
-	ScoreCall  *calls;
-
-	TupleTableSlot *rowslot;	/* one input row, to evaluate arguments */
-	ExprContext *argcxt;
-	MemoryContext batch_cxt;	/* the rows' by-reference values, scores */
-	MemoryContext state_cxt;	/* what lives as long as the node */
-	int16	   *typlen;			/* per input column */
-	bool	   *typbyval;
-	bool	   *keep;			/* input columns the expressions read */
-	int		   *kept;			/* the same, as a list */
-	int			n_kept;
-	int			last_col;		/* deform the input up to it */
-	TupleDesc	in_desc;		/* the input's rows */
-	bool		any_columns;	/* a call binds the input's columns */
-	bool		need_resolve;	/* a (re)scan starts: models at its first row */
-	MemoryContextCallback unpin_cb;
-
-	Datum	   *vals;			/* cap x n_input */
-	bool	   *nulls;
-	ItemPointerData *tids;		/* cap: the rows' ctids, when read */
-	int			cap;
-	int			nrows;
-	int			pos;
-	bool		eof;
-	int			next_rows;		/* rows to read for the next batch */
-	int			max_rows;
-	Size		max_bytes;
-
-	/* top-K */
-	int			topk_call;		/* -1: none */
-	int64		k;
-	bool		descending;
-	bool		topk_on;		/* decided at the first batch */
-	ExprState  *limit_count;
-	ExprState  *limit_offset;
-	HbTopkBounds *bounds;
-	binaryheap *best;			/* the k best (sign * margin) so far */
-	double		kth;			/* the k-th best of them, or -Infinity */
-	double		threshold;		/* sign * margin a row must reach: the end
-								 * of the run of margins that score as the
-								 * k-th best does (hb_link_tie_floor, or
-								 * _ceil for ascending order) */
-	int64		seen;			/* rows handed up before this batch */
-	bool		skip_ok;		/* pruned rows need not be handed up */
-	bool	   *skip;			/* per batch row: pruned, not handed up */
-	bool		defer_rows;		/* the rows' values are taken from the kept
-								 * tuples of the top-K call, and only for the
-								 * rows handed up */
-	Datum	   *row_values;		/* in_desc->natts: one row deformed */
-	bool	   *row_nulls;
-
-	/* approximate top-K (tuned cheap model), or approx == NULL */
-	HbTuning	tuning;
-	HbCacheEntry *tuned_entry;	/* the entry the tuning was loaded for */
-	const HbApprox *approx;
-	int64		approx_keep;	/* rows kept whatever their cheap score */
-	double		cut;			/* and every row at or above this */
-	binaryheap *cheap_best;		/* the keep best cheap scores so far */
-	double	   *raw;			/* per bound row: what finishing continues */
-	int		   *kept_at;		/* per kept row: its place among the rows */
-	double	   *score2;			/* per kept row: its second-stage score */
-	bool	   *refined;		/* per waiting row flushed: raw is the second
-								 * stage's */
-	int			raw_cap;
-	bool		wait_ok;		/* rows below the cut wait (hb_topk's rule),
-								 * else the running best `kept` are kept */
-	int64		above;			/* rows at or above the cut so far */
-	int64		ordinal;		/* of the next row after the 2k-th */
-	WaitRow    *wait;			/* min-heap: the worst waiting row first */
-	int			n_wait;
-	int			wait_cap;
-	int			n_flushed;		/* at the end: waiting rows handed up */
-	MemoryContext wait_cxt;
-
-	/* EXPLAIN ANALYZE */
-	int64		batches;
-	int64		rows_in;
-	int64		rows_scored;
-	int64		rows_pruned;
-	int64		rows_refined;	/* through the second stage (approx.h) */
-	int64		rows_lazy;		/* read for a cheap model only (lazy_cols) */
-} HbScoreState;
-
-static void row_values_from_tuple(HbScoreState *st, int i);
 
 /* ---- models ---- */
 
@@ -325,11 +108,11 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
  * Read call c's rows for cheap model a only, as hb_lazy_for says (plain:
  * the cheap model's columns of a model without featurizers too; with
  * featurizers, the steps its features need), keeping their tuples so that
- * the rows the full model scores are read again in full (read_row_full);
+ * the rows the full model scores are read again in full (hb_scan_read_row_full);
  * in full when a reads every column or step, or a is NULL.
  */
-static void
-read_cheaply(HbScoreState *st, ScoreCall *c, const HbApprox *a, bool plain)
+void
+hb_scan_read_cheaply(HbScoreState *st, ScoreCall *c, const HbApprox *a, bool plain)
 {
 	HbLazy	   *l;
 
@@ -447,7 +230,7 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 		 * (complete_rows).  Without featurizers every column is read, as
 		 * the row-at-a-time form does (docs/willump.md)
 		 */
-		read_cheaply(st, c, c->cascade != NULL && !c->sparse ? c->cascade->approx : NULL,
+		hb_scan_read_cheaply(st, c, c->cascade != NULL && !c->sparse ? c->cascade->approx : NULL,
 					 false);
 	}
 	if (c->source == HB_SOURCE_ARGS && !c->is_array)
@@ -573,8 +356,8 @@ keep_row_tuple(ScoreCall *c, int b, TupleTableSlot *in)
  * Batch row b of a lazily read call, read again in full into x; a row read
  * in full already (no tuple kept) is copied from where it was read, src.
  */
-static void
-read_row_full(ScoreCall *c, int b, double *x, const double *src)
+void
+hb_scan_read_row_full(ScoreCall *c, int b, double *x, const double *src)
 {
 	HeapTupleData t;
 
@@ -597,601 +380,8 @@ complete_rows(void *arg, const size_t *rows, size_t n, double *xs)
 	ScoreCall  *c = arg;
 
 	for (size_t i = 0; i < n; i++)
-		read_row_full(c, c->rows[rows[i]], xs + i * c->width,
+		hb_scan_read_row_full(c, c->rows[rows[i]], xs + i * c->width,
 					  c->x + rows[i] * c->width);
-}
-
-/* ---- top-K ---- */
-
-static int
-best_cmp(Datum a, Datum b, void *arg)
-{
-	double		x = DatumGetFloat8(a);
-	double		y = DatumGetFloat8(b);
-
-	/* a min-heap: the k-th best on top */
-	return x < y ? 1 : x > y ? -1 : 0;
-}
-
-/*
- * Batch row i is pruned: not handed up, or, where the expressions above
- * are volatile, handed up with a score that sorts below every real one
- */
-static inline void
-hold_back(HbScoreState *st, ScoreCall *c, int i)
-{
-	c->values[i] = Float8GetDatum(st->descending ? -INFINITY : INFINITY);
-	st->skip[i] = st->skip_ok;
-	st->rows_pruned++;
-}
-
-/* A row's exact margin is in: the k best so far, and what to beat. */
-static double
-topk_offer(void *arg, size_t row, double margin)
-{
-	HbScoreState *st = arg;
-	double		v = st->descending ? margin : -margin;
-	double		kth;
-
-	if (st->best->bh_size < st->k)
-		binaryheap_add(st->best, Float8GetDatum(v));
-	else if (v > DatumGetFloat8(binaryheap_first(st->best)))
-		binaryheap_replace_first(st->best, Float8GetDatum(v));
-	kth = st->best->bh_size < st->k ? -INFINITY :
-		DatumGetFloat8(binaryheap_first(st->best));
-	if (kth != st->kth)
-	{
-		/*
-		 * The sort compares scores, not margins: a lower margin that scores
-		 * as the k-th best does (a float32 sigmoid saturates at 1, and near
-		 * 0.5 rounds neighbours together) ties with it, and a later sort
-		 * key may put it first, so the bar is the lowest such margin
-		 */
-		const HbPlan *p = st->calls[st->topk_call].e->plan;
-
-		st->kth = kth;
-		st->threshold = kth == -INFINITY ? -INFINITY :
-			st->descending ? hb_link_tie_floor(p, kth) : -hb_link_tie_ceil(p, -kth);
-	}
-	return st->threshold;
-}
-
-typedef struct TopkArg
-{
-	HbScoreState *st;
-	double	   *margins;		/* per bound row: exact, or NaN if pruned */
-	int			offset;
-	double		bar;			/* the threshold of the rows before the batch */
-} TopkArg;
-
-/*
- * A row of the batch is complete: its margin is kept for the sort and the
- * k best take it, but the bar stays (see the top of the file).
- */
-static double
-topk_offer_row(void *arg, size_t row, double margin)
-{
-	TopkArg    *a = arg;
-
-	a->margins[a->offset + row] = margin;
-	(void) topk_offer(a->st, row, margin);
-	return a->bar;
-}
-
-static int
-cheap_cmp(Datum a, Datum b, void *arg)
-{
-	double		x = DatumGetFloat8(a);
-	double		y = DatumGetFloat8(b);
-
-	/* a min-heap: the keep-th best cheap score on top */
-	return x < y ? 1 : x > y ? -1 : 0;
-}
-
-/* A (re)scan starts: no row waits. */
-static void
-reset_waiting(HbScoreState *st)
-{
-	st->above = 0;
-	st->ordinal = 0;
-	st->n_wait = 0;
-	st->n_flushed = 0;
-	if (st->wait_cxt == NULL)
-		st->wait_cxt = AllocSetContextCreate(st->state_cxt, "hbird waiting rows",
-											 ALLOCSET_DEFAULT_SIZES);
-	MemoryContextReset(st->wait_cxt);
-}
-
-/*
- * Approximate or exact, as hb_topk_agg decides it (hbird.topk_mode): auto
- * approximates when the model's active version has a tuning for top-K,
- * approx insists on one.  Only the highest scores are tuned for.
- */
-static void
-approx_start(HbScoreState *st, ScoreCall *c)
-{
-	MemoryContext old;
-	double		keep;
-
-	st->approx = NULL;
-	if (!st->descending || hb_topk_mode == HB_TOPK_EXACT)
-		return;
-	if (st->tuned_entry != c->e)
-	{
-		old = MemoryContextSwitchTo(st->state_cxt);
-		(void) hb_tuning_load(c->e, "topk", (int) st->k, st->state_cxt, &st->tuning);
-		MemoryContextSwitchTo(old);
-		st->tuned_entry = c->e;
-	}
-	if (!st->tuning.found)
-	{
-		if (hb_topk_mode == HB_TOPK_APPROX)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("model \"%s\" version %d has no tuned approximate top-K configuration",
-							c->e->name, c->e->version),
-					 errhint("Tune one with hb_tune(%s, <sample query>, kind => 'topk', k => %lld, target => 0.99), or SET hbird.topk_mode = exact.",
-							 quote_literal_cstr(c->e->name), (long long) st->k)));
-		return;
-	}
-	st->approx = st->tuning.approx;
-	if (c->source == HB_SOURCE_COLUMNS && !c->sparse)
-	{
-		/*
-		 * The cheap model's columns only, or with featurizers all the
-		 * inputs but only the steps its features need: a text column's
-		 * featurization is then paid by the rows scored in full alone
-		 */
-		read_cheaply(st, c, st->approx, true);
-	}
-	keep = ceil(st->tuning.ratio * (double) st->k);
-	st->approx_keep = (int64) Min(Max(keep, (double) st->k),
-								  (double) Max(HB_SCAN_APPROX_KEEP, st->k));
-	/* the cut was measured for k up to the tuned one; above it, keep only */
-	st->cut = st->k <= st->tuning.k ? st->tuning.cheap_cut : INFINITY;
-
-	/*
-	 * The rows below the cut wait for their place to be settled (hb_topk's
-	 * rule) when what goes up for a row is its values and this call's
-	 * score alone; otherwise the running best `kept` are kept as they come
-	 */
-	st->wait_ok = st->skip_ok && st->n_calls == 1 && c->source == HB_SOURCE_COLUMNS;
-	reset_waiting(st);
-	if (st->cheap_best)
-		binaryheap_free(st->cheap_best);
-	st->cheap_best = NULL;
-	if (!st->wait_ok)
-	{
-		old = MemoryContextSwitchTo(st->state_cxt);
-		st->cheap_best = binaryheap_allocate((int) st->approx_keep, cheap_cmp, NULL);
-		MemoryContextSwitchTo(old);
-	}
-}
-
-/* Whether pruning can be exact for this query (see the top of the file). */
-static void
-topk_start(HbScoreState *st)
-{
-	ScoreCall  *c = &st->calls[st->topk_call];
-	CustomScan *cs = (CustomScan *) st->css.ss.ps.plan;
-	List	   *topk = lthird(cs->custom_private);
-	double		row_bytes = (double) cs->scan.plan.plan_width + 64.0;
-
-	st->topk_on = false;
-	if (c->cascade == NULL)
-		c->lazy_cols = false;	/* approx_start's to set (a cascade's stays) */
-	if (st->bounds)
-		hb_topk_bounds_free(st->bounds);
-	st->bounds = NULL;
-	if (c->cascade != NULL || c->sparse || hb_plan_n_trees(c->e->plan) == 0 ||
-		!hb_topk_supported(c->e->plan))
-		return;
-	st->k = intVal(lsecond(topk));
-	if (st->limit_count)
-	{
-		bool		cnull,
-					onull;
-		Datum		cnt = ExecEvalExprSwitchContext(st->limit_count, st->argcxt, &cnull);
-		Datum		off = ExecEvalExprSwitchContext(st->limit_offset, st->argcxt, &onull);
-
-		if (cnull || DatumGetInt64(cnt) < 0)
-			return;
-		st->k = DatumGetInt64(cnt) + (onull ? 0 : Max(DatumGetInt64(off), 0));
-	}
-	if (st->k <= 0 || st->k > INT_MAX / 2 ||
-		2.0 * st->k * row_bytes > (double) work_mem * 1024.0)
-		return;
-	{
-		MemoryContext old = MemoryContextSwitchTo(st->state_cxt);
-
-		st->bounds = st->descending ? hb_topk_bounds(c->e->plan) :
-			hb_topk_bounds_lowest(c->e->plan);
-		if (st->best)
-			binaryheap_free(st->best);
-		st->best = binaryheap_allocate((int) st->k, best_cmp, NULL);
-		MemoryContextSwitchTo(old);
-	}
-	if (st->bounds == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	st->kth = st->threshold = -INFINITY;
-	st->topk_on = true;
-	approx_start(st, c);
-}
-
-/* the approximate top-K's per-row buffers for n rows */
-static void
-grow_raw(HbScoreState *st, int n)
-{
-	if (st->raw_cap >= n)
-		return;
-	if (st->raw)
-	{
-		pfree(st->raw);
-		pfree(st->kept_at);
-		pfree(st->score2);
-		pfree(st->refined);
-	}
-	st->raw = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
-	st->kept_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * n);
-	st->score2 = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
-	st->refined = MemoryContextAllocHuge(st->state_cxt, sizeof(bool) * n);
-	st->raw_cap = n;
-}
-
-static inline bool
-wait_worse(const WaitRow *a, const WaitRow *b)
-{
-	return hb_ranks_below(a->cheap, a->ordinal, b->cheap, b->ordinal);
-}
-
-#define HB_HEAP_PREFIX wait
-#define HB_HEAP_ELEMENT_TYPE WaitRow
-#define HB_HEAP_WORSE(a, b) wait_worse(a, b)
-#include "heap_template.h"
-
-/* how many rows below the cut may wait: `kept` less the rows above it */
-static inline int64
-waiting_room(const HbScoreState *st)
-{
-	return Max(st->approx_keep - st->above, 0);
-}
-
-static void
-wait_pop(HbScoreState *st)
-{
-	pfree(st->wait[0].blob);
-	st->wait[0] = st->wait[--st->n_wait];
-	wait_sift_down(st->wait, st->n_wait, 0);
-}
-
-/* A waiting row's blob: its features, then the values handed up for it. */
-static inline double *
-wait_x(const WaitRow *w)
-{
-	return (double *) w->blob;
-}
-
-static inline Datum *
-wait_values(const WaitRow *w, int nf)
-{
-	return (Datum *) (w->blob + MAXALIGN(sizeof(double) * nf));
-}
-
-static inline bool *
-wait_nulls(const HbScoreState *st, const WaitRow *w, int nf)
-{
-	return (bool *) (w->blob + MAXALIGN(sizeof(double) * nf) +
-					 MAXALIGN(sizeof(Datum) * st->n_kept));
-}
-
-/*
- * Batch row b, bound at x, is below the cut: it waits while it is among
- * the best `kept` less the rows above the cut so far (hb_topk's rule,
- * pg_approx.c: the number it must be among only shrinks, so a row that
- * drops out is never owed a place again), with copies of its features
- * bound in full and of the values handed up for it; the rows still
- * waiting at the end of the input are scored and handed up then
- * (flush_waiting).
- */
-static void
-offer_wait(HbScoreState *st, ScoreCall *c, int b, const double *x,
-		   double cheap, double raw, bool refined, int64 ordinal)
-{
-	WaitRow		w = {cheap, raw, refined, ordinal, NULL};
-	int			nf = c->e->n_features;
-	Datum	   *rv = st->vals + (size_t) b * st->n_input;
-	bool	   *rn = st->nulls + (size_t) b * st->n_input;
-	Size		size;
-	Datum	   *wv;
-	bool	   *wn;
-	char	   *data;
-
-	if (st->n_wait >= waiting_room(st) &&
-		(st->n_wait == 0 || !wait_worse(&st->wait[0], &w)))
-		return;
-	if (st->defer_rows)
-		row_values_from_tuple(st, b);
-	size = MAXALIGN(sizeof(double) * nf) + MAXALIGN(sizeof(Datum) * st->n_kept) +
-		MAXALIGN(sizeof(bool) * Max(st->n_kept, 1));
-	for (int k = 0; k < st->n_kept; k++)
-	{
-		int			col = st->kept[k];
-
-		if (!rn[col] && !st->typbyval[col])
-			size += MAXALIGN(datumGetSize(rv[col], false, st->typlen[col]));
-	}
-	w.blob = MemoryContextAlloc(st->wait_cxt, size);
-	if (c->lazy_cols)
-		read_row_full(c, b, wait_x(&w), x);
-	else
-		memcpy(wait_x(&w), x, sizeof(double) * nf);
-	wv = wait_values(&w, nf);
-	wn = wait_nulls(st, &w, nf);
-	data = (char *) wn + MAXALIGN(sizeof(bool) * Max(st->n_kept, 1));
-	for (int k = 0; k < st->n_kept; k++)
-	{
-		int			col = st->kept[k];
-
-		wn[k] = rn[col];
-		wv[k] = rn[col] ? (Datum) 0 : rv[col];
-		if (!rn[col] && !st->typbyval[col])
-		{
-			Size		sz = datumGetSize(rv[col], false, st->typlen[col]);
-
-			memcpy(data, DatumGetPointer(rv[col]), sz);
-			wv[k] = PointerGetDatum(data);
-			data += MAXALIGN(sz);
-		}
-	}
-	if (st->n_wait == st->wait_cap)
-	{
-		st->wait_cap = Max(st->wait_cap * 2, 64);
-		st->wait = st->wait ? repalloc_huge(st->wait, sizeof(WaitRow) * st->wait_cap) :
-			MemoryContextAllocHuge(st->state_cxt, sizeof(WaitRow) * st->wait_cap);
-	}
-	st->wait[st->n_wait] = w;
-	wait_sift_up(st->wait, st->n_wait++);
-	while (st->n_wait > waiting_room(st))
-		wait_pop(st);
-}
-
-static int
-wait_cmp_ordinal(const void *a, const void *b)
-{
-	const WaitRow *x = a,
-			   *y = b;
-
-	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
-}
-
-/*
- * The input is done: the next batch of the rows still waiting, in input
- * order, scored in full and handed up like the kept rows of a batch.
- * False when none is left (or none waits).
- */
-static bool
-flush_waiting(HbScoreState *st)
-{
-	ScoreCall  *c;
-	const HbPlan *p;
-	int			nf;
-	int			m;
-	double		bar;
-
-	if (!st->topk_on || st->approx == NULL || !st->wait_ok ||
-		st->n_flushed >= st->n_wait)
-		return false;
-	c = &st->calls[st->topk_call];
-	p = c->e->plan;
-	nf = c->e->n_features;
-	if (st->n_flushed == 0)
-		qsort(st->wait, st->n_wait, sizeof(WaitRow), wait_cmp_ordinal);
-	MemoryContextReset(st->batch_cxt);
-	hb_tuples_reset(&c->tup);	/* the values are the waiting rows' own */
-	m = Min(st->n_wait - st->n_flushed, st->cap);
-	grow_raw(st, m);
-	for (int b = 0; b < m; b++)
-	{
-		const WaitRow *w = &st->wait[st->n_flushed + b];
-		Datum	   *wv = wait_values(w, nf);
-		bool	   *wn = wait_nulls(st, w, nf);
-
-		memcpy(c->x + (size_t) b * nf, wait_x(w), sizeof(double) * nf);
-		for (int k = 0; k < st->n_kept; k++)
-		{
-			st->vals[(size_t) b * st->n_input + st->kept[k]] = wv[k];
-			st->nulls[(size_t) b * st->n_input + st->kept[k]] = wn[k];
-		}
-		st->raw[b] = w->raw;
-		st->refined[b] = w->refined;
-		st->skip[b] = false;
-	}
-	hb_approx_finish_rows(p, st->approx, c->x, m, st->raw, st->refined);
-	bar = st->threshold;
-	for (int b = 0; b < m; b++)
-	{
-		c->isnull[b] = false;
-		if (st->raw[b] < bar)
-		{
-			/* below the k best handed up: the sort would drop it (score_topk) */
-			hold_back(st, c, b);
-			continue;
-		}
-		(void) topk_offer(st, b, st->raw[b]);
-		c->values[b] = Float8GetDatum(hb_link_score(p, st->raw[b]));
-	}
-	st->n_flushed += m;
-	st->nrows = m;
-	st->pos = 0;
-	st->rows_scored += m;
-	st->rows_pruned -= m;
-	return true;
-}
-
-/*
- * Approximate top-K over n bound rows from row `from` of the call's
- * buffer: cheap margins, then the rows kept (at or above the cut, or among
- * the keep best cheap scores so far) are moved to the front of the buffer,
- * in order, and finished by the full model; m gets their margins and NaN
- * for the others.
- */
-static void
-score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
-{
-	const HbPlan *p = c->e->plan;
-	int			nf = c->e->n_features;
-	double	   *x = c->x + (size_t) from * nf;
-	double	   *cheap = c->out;
-	int			nk = 0;
-
-	grow_raw(st, n);
-	hb_approx_margins(p, st->approx, x, n, st->raw, cheap);
-	for (int i = 0; i < n; i++)
-	{
-		double		v = cheap[i];
-		bool		keep = v >= st->cut;
-
-		if (st->wait_ok)
-		{
-			if (!keep)
-				offer_wait(st, c, c->rows[from + i], x + (size_t) i * nf, v, st->raw[i],
-						   false, st->ordinal + i);
-		}
-		else if (st->cheap_best->bh_size < st->approx_keep)
-		{
-			binaryheap_add(st->cheap_best, Float8GetDatum(v));
-			keep = true;
-		}
-		else if (v > DatumGetFloat8(binaryheap_first(st->cheap_best)))
-		{
-			binaryheap_replace_first(st->cheap_best, Float8GetDatum(v));
-			keep = true;
-		}
-		if (!keep)
-			continue;
-		/* kept rows move to the front, in order: they only move down */
-		if (c->lazy_cols)
-			read_row_full(c, c->rows[from + i], x + (size_t) nk * nf, x + (size_t) i * nf);
-		else if (nk != i)
-			memcpy(x + (size_t) nk * nf, x + (size_t) i * nf, sizeof(double) * nf);
-		st->raw[nk] = st->raw[i];
-		st->kept_at[nk++] = i;
-	}
-	if (st->wait_ok && st->approx->refine_trees > 0 && nk > 0)
-	{
-		/*
-		 * The second stage: a row that fails it is below the cut after all,
-		 * and may wait with the partial sum it has
-		 */
-		int			np = 0;
-
-		hb_approx_refine(p, st->approx, x, nk, st->raw, st->score2);
-		st->rows_refined += nk;
-		for (int j = 0; j < nk; j++)
-		{
-			int			i = st->kept_at[j];
-
-			if (st->score2[j] >= st->cut)
-			{
-				if (np != j)
-					memcpy(x + (size_t) np * nf, x + (size_t) j * nf, sizeof(double) * nf);
-				st->raw[np] = st->raw[j];
-				st->kept_at[np++] = i;
-			}
-			else
-				offer_wait(st, c, c->rows[from + i], x + (size_t) j * nf, st->score2[j],
-						   st->raw[j], true, st->ordinal + i);
-		}
-		nk = np;
-		if (nk > 0)
-			hb_approx_finish_refined(p, st->approx, x, nk, st->raw);
-	}
-	else if (nk > 0)
-		hb_approx_finish(p, st->approx, x, nk, st->raw);
-	if (st->wait_ok)
-	{
-		st->above += nk;
-		st->ordinal += n;
-	}
-	/* an earlier waiting row may have lost its place to this batch's */
-	while (st->wait_ok && st->n_wait > waiting_room(st))
-		wait_pop(st);
-	for (int j = 0; j < nk; j++)
-		m[st->kept_at[j]] = st->raw[j];
-}
-
-/*
- * The top-K call over nb bound rows: rows before the 2k-th of the scan are
- * scored in full, later ones through the pruning scorer (or the tuned
- * approximation).
- */
-static void
-score_topk(HbScoreState *st, ScoreCall *c, int nb)
-{
-	const HbPlan *p = c->e->plan;
-	int			nf = c->e->n_features;
-	int			full = 0;
-	double	   *m = c->scratch;
-	HbTopkStats ts = {0};
-	TopkArg		a = {st, m, 0, 0};
-	double		kept_bar = -INFINITY;
-
-	while (full < nb && st->seen + c->rows[full] < 2 * st->k)
-		full++;
-	if (full > 0)
-	{
-		for (int b = 0; c->lazy_cols && b < full; b++)
-			read_row_full(c, c->rows[b], c->x + (size_t) b * nf, c->x + (size_t) b * nf);
-		hb_plan_margins(p, c->x, full, m);
-		for (int b = 0; b < full; b++)
-			(void) topk_offer(st, b, m[b]);
-	}
-	for (int b = full; b < nb; b++)
-		m[b] = NAN;
-	if (nb > full && st->approx)
-	{
-		/*
-		 * A kept row whose full score cannot reach the k best of the rows
-		 * before it in the scan that are not still to be scored (those
-		 * before the batch, and the batch's before the 2k-th) would be
-		 * dropped by the sort without a look: it is pruned after all (not
-		 * handed up); the others raise the bar (below).  No row before the
-		 * 2k-th is pruned (the top of the file says why)
-		 */
-		kept_bar = st->threshold;	/* with the batch's rows before the 2k-th */
-		score_approx(st, c, full, nb - full, m + full);
-	}
-	else if (nb > full)
-	{
-		double		bar = st->threshold;
-
-		a.offset = full;
-		a.bar = bar;
-		if (!hb_topk_score(p, st->bounds, c->x + (size_t) full * nf, nb - full,
-						   &bar, topk_offer_row, &a, &ts))
-			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	}
-	for (int b = 0; b < nb; b++)
-	{
-		/* finished by the approximation (not yet offered) */
-		bool		approx = st->approx != NULL && b >= full;
-
-		if (isnan(m[b]))
-		{
-			hold_back(st, c, c->rows[b]);
-			st->rows_scored--;
-			continue;
-		}
-		if (approx && m[b] < kept_bar)
-		{
-			/* scored in full, and below the bar */
-			hold_back(st, c, c->rows[b]);
-			continue;
-		}
-		if (approx)
-			(void) topk_offer(st, b, m[b]);
-		c->values[c->rows[b]] = Float8GetDatum(hb_link_score(p, m[b]));
-	}
 }
 
 /* ---- scoring a batch ---- */
@@ -1349,7 +539,7 @@ score_call(HbScoreState *st, ScoreCall *c, bool topk)
 		return;
 	INSTR_TIME_SET_CURRENT(start);
 	if (topk)
-		score_topk(st, c, nb);
+		hb_scan_score_topk(st, c, nb);
 	else
 		switch (c->kind)
 		{
@@ -1431,7 +621,7 @@ resolve_calls(HbScoreState *st)
 	st->need_resolve = false;
 	size_batches(st);
 	if (st->topk_call >= 0)
-		topk_start(st);
+		hb_scan_topk_start(st);
 
 	/*
 	 * A top-K batch's rows are read, scored by the bounds or the cheap
@@ -1470,8 +660,8 @@ resolve_calls(HbScoreState *st)
  * tuple its top-K call kept (by-reference values point into that tuple,
  * which lasts until the next batch is read).
  */
-static void
-row_values_from_tuple(HbScoreState *st, int i)
+void
+hb_scan_row_values(HbScoreState *st, int i)
 {
 	ScoreCall  *c = &st->calls[st->topk_call];
 	Datum	   *rv = st->vals + (size_t) i * st->n_input;
@@ -1527,7 +717,7 @@ fill_batch(HbScoreState *st)
 	Size		bytes = 0;
 
 	if (st->eof)
-		return flush_waiting(st);
+		return hb_scan_flush_waiting(st);
 	MemoryContextReset(st->batch_cxt);
 	st->nrows = 0;
 	for (int j = 0; j < st->n_calls; j++)
@@ -1632,7 +822,7 @@ fill_batch(HbScoreState *st)
 		st->nrows++;
 	}
 	if (st->nrows == 0)
-		return st->eof && flush_waiting(st);
+		return st->eof && hb_scan_flush_waiting(st);
 
 	old = MemoryContextSwitchTo(st->batch_cxt);
 	if (st->topk_on)
@@ -1853,7 +1043,7 @@ hb_score_exec(CustomScanState *node)
 		if (st->topk_on && st->skip[i])
 			continue;
 		if (st->defer_rows)
-			row_values_from_tuple(st, i);
+			hb_scan_row_values(st, i);
 		ExecClearTuple(slot);
 		/* only what the expressions read; the other columns are NULL */
 		for (int k = 0; k < st->n_kept; k++)
@@ -1910,7 +1100,7 @@ hb_score_rescan(CustomScanState *node)
 	if (st->best)
 		binaryheap_reset(st->best);
 	if (st->wait_cxt)
-		reset_waiting(st);
+		hb_scan_reset_waiting(st);
 	MemoryContextReset(st->batch_cxt);
 	/* the models may be named by parameters that changed */
 	st->need_resolve = true;

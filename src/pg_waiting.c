@@ -1,0 +1,131 @@
+/*
+ * pg_waiting.c
+ *	  Approximate top-K's rows below the cut, waiting to learn whether they
+ *	  are owed a place (hb_topk's rule, pg_approx.c; the batching scan's
+ *	  approximate top-K, pg_scan_exec.c).
+ *
+ * The answer keeps `keep` rows by cheap score, and every row at or above
+ * the cut.  A row below the cut is owed a place only while it is among
+ * the best `keep` - (rows at or above the cut so far) of the rows below
+ * it.  That number only shrinks, so a row that drops out is never owed a
+ * place again: the rows waiting at the end of the input are exactly the
+ * ones the rule names, and at most `keep` wait at any time.
+ *
+ * The rows are a min-heap on (cheap score, input order): the root is the
+ * row the next better one replaces.  What a row carries (its features
+ * bound in full, the values handed up for it, its datum) is the caller's,
+ * allocated in cxt; a row that drops out frees it.
+ */
+#include "postgres.h"
+
+#include "hbird.h"
+
+/* a is a worse candidate than b: lower cheap score, or read later */
+static inline bool
+wait_worse(const HbWaitRow *a, const HbWaitRow *b)
+{
+	return hb_ranks_below(a->cheap, a->ordinal, b->cheap, b->ordinal);
+}
+
+#define HB_HEAP_PREFIX wait
+#define HB_HEAP_ELEMENT_TYPE HbWaitRow
+#define HB_HEAP_WORSE(a, b) wait_worse(a, b)
+#include "heap_template.h"
+
+/* how many rows below the cut may wait: `keep` less the rows above it */
+static inline int64
+room(const HbWaiting *w)
+{
+	return Max(w->keep - w->above, 0);
+}
+
+/*
+ * No rows wait, none passed the cut; the array is allocated in cxt as rows
+ * come.  Starting over (a rescan), the caller frees what an earlier start
+ * allocated, the array included, by resetting cxt first.
+ */
+void
+hb_waiting_init(HbWaiting *w, int64 keep, MemoryContext cxt)
+{
+	w->rows = NULL;
+	w->cap = 0;
+	w->n = 0;
+	w->keep = keep;
+	w->above = 0;
+	w->cxt = cxt;
+}
+
+/* Whether a row below the cut, so ranked, would wait. */
+bool
+hb_waiting_may(const HbWaiting *w, double cheap, int64 ordinal)
+{
+	HbWaitRow	c = {.cheap = cheap,.ordinal = ordinal};
+
+	if (w->n < room(w))
+		return true;
+	return w->n > 0 && wait_worse(&w->rows[0], &c);
+}
+
+static void
+pop_root(HbWaiting *w)
+{
+	if (w->rows[0].data)
+		pfree(w->rows[0].data);
+	if (w->rows[0].item != (Datum) 0)
+		pfree(DatumGetPointer(w->rows[0].item));
+	w->rows[0] = w->rows[--w->n];
+	wait_sift_down(w->rows, w->n, 0);
+}
+
+/* Drop the rows that no longer have a place. */
+static void
+drop_excess(HbWaiting *w)
+{
+	while (w->n > room(w))
+		pop_root(w);
+}
+
+/*
+ * Row r waits (hb_waiting_may said it would): the heap takes it, and the
+ * worst row leaves when there is no room for both.
+ */
+void
+hb_waiting_add(HbWaiting *w, const HbWaitRow *r)
+{
+	if (w->n == w->cap)
+	{
+		w->cap = Max(w->cap * 2, 64);
+		w->rows = w->rows ? repalloc_huge(w->rows, sizeof(HbWaitRow) * w->cap) :
+			MemoryContextAllocHuge(w->cxt, sizeof(HbWaitRow) * w->cap);
+	}
+	w->rows[w->n] = *r;
+	wait_sift_up(w->rows, w->n++);
+	drop_excess(w);
+}
+
+/* n more rows are at or above the cut: waiting rows may lose their place. */
+void
+hb_waiting_passed(HbWaiting *w, int64 n)
+{
+	w->above += n;
+	drop_excess(w);
+}
+
+static int
+cmp_ordinal(const void *a, const void *b)
+{
+	const HbWaitRow *x = a,
+			   *y = b;
+
+	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+}
+
+/*
+ * The input is done: the waiting rows in input order (no longer a heap;
+ * nothing may be added after this).
+ */
+void
+hb_waiting_in_order(HbWaiting *w)
+{
+	qsort(w->rows, w->n, sizeof(HbWaitRow), cmp_ordinal);
+}
