@@ -14,8 +14,10 @@
  *	  and evaluates calls in its target list or quals: it keeps producing
  *	  the columns the calls read (a table's own columns for a whole-row
  *	  argument, so that no composite datum is formed), and an HbirdScore
- *	  node above it evaluates the original target list and the quals that
- *	  score, the calls read from its batch;
+ *	  node above it evaluates the original target list and the quals from
+ *	  the first one that scores on, in their order, the calls read from its
+ *	  batch (those of later quals and of the target list from the batch of
+ *	  another node above it: score_above says why);
  *	- an Agg whose aggregate arguments score (sum(hb_predict(...))): the
  *	  HbirdScore node goes below it, appending a score column per call to
  *	  its input, and the Agg reads those columns.
@@ -823,21 +825,32 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 
 	if (extra == NIL && (plan->plan_rows < 2.0 || hb_pushdown_keeps(ctx->pd, plan)))
 		return plan;
-	calls = find_calls((Node *) plan->targetlist, NIL, false);
+
+	/*
+	 * The quals run in their order (security barrier quals first, then by
+	 * cost), and a qual only for the rows that passed those before it.  So
+	 * the quals before the first one with a call stay below; that one and
+	 * every later one move up, in order, and only the first one's calls are
+	 * batched here: the row-at-a-time plan runs them for every row that
+	 * reaches it, and the later quals' and the outputs' calls only for the
+	 * rows that pass it.  Those are batched by another node above this one,
+	 * which sees only the rows this one hands up.
+	 */
 	foreach(lc, plan->qual)
 	{
-		List	   *qc = find_calls(lfirst(lc), NIL, false);
-
-		if (qc == NIL)
+		if (move_quals == NIL)
+			calls = find_calls(lfirst(lc), NIL, false);
+		if (calls == NIL)
 			keep_quals = lappend(keep_quals, lfirst(lc));
 		else
-		{
 			move_quals = lappend(move_quals, lfirst(lc));
-			calls = find_calls(lfirst(lc), calls, false);
-		}
 	}
-	foreach(lc, extra)
-		calls = find_calls_or_agg(lfirst(lc), calls, false);
+	if (move_quals == NIL)
+	{
+		calls = find_calls((Node *) plan->targetlist, NIL, false);
+		foreach(lc, extra)
+			calls = find_calls_or_agg(lfirst(lc), calls, false);
+	}
 	if (calls == NIL)
 		return plan;
 
@@ -952,13 +965,18 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 		Plan	   *input = plan;
 		List	   *itl = NIL;
 		int			i = 1;
+		Plan	   *node;
 
 		foreach(lc, in.vars)
 			itl = lappend(itl, makeTargetEntry(lfirst(lc), i++, NULL, false));
 		input->targetlist = itl;
 		input->qual = keep_quals;
-		return (Plan *) make_score_node(ctx, input, calls, display, privs, exprs,
+		node = (Plan *) make_score_node(ctx, input, calls, display, privs, exprs,
 										tlist, quals, plan, sys);
+		/* the calls of the later quals and of the outputs, over its rows */
+		if (move_quals != NIL)
+			node = score_above(ctx, node, NIL, true, NULL);
+		return node;
 	}
 }
 

@@ -118,6 +118,11 @@ INSERT INTO bs_case (what, q) VALUES
 ('WHERE on a score', $$SELECT id FROM bs t WHERE hb_predict('binary_logistic', t) > 0.3$$),
 ('WHERE on a class with a filter', $$SELECT id FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1 AND grp = 2$$),
 ('WHERE on a multiclass class', $$SELECT id, hb_predict_class('multi_softprob', t) FROM bs t WHERE hb_predict_class('multi_softprob', t) <> 0$$),
+('WHERE on two models', $$SELECT id FROM bs t WHERE hb_predict('binary_logistic', t) > 0.3 AND hb_predict('reg_squarederror', t) > 0.4$$),
+('WHERE on one model, outputs of others', $$SELECT id, hb_predict('reg_squarederror', t), hb_predict_proba('multi_softprob', t), hb_predict('binary_logistic', t) FROM bs t WHERE hb_predict('binary_logistic', t) > 0.5$$),
+('WHERE on a score, then a filter', $$SELECT id, hb_predict('reg_squarederror', t) FROM bs t WHERE hb_predict('binary_logistic', t) > 0.2 AND grp = 1 AND hb_predict_class('multi_softprob', t) = 2$$),
+('WHERE on a class, ORDER BY another score LIMIT', $$SELECT id FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1 ORDER BY hb_predict('reg_squarederror', t) DESC, id LIMIT 10$$),
+('WHERE on a score, sum of another', $$SELECT sum(hb_predict('reg_squarederror', t)), count(*) FROM bs t WHERE hb_predict('binary_logistic', t) > 0.5$$),
 ('sum', $$SELECT sum(hb_predict('binary_logistic', t)), count(hb_predict('binary_logistic', t)) FROM bs t$$),
 ('GROUP BY', $$SELECT grp, sum(hb_predict('binary_logistic', t)), max(hb_predict('reg_squarederror', t)), count(*) FILTER (WHERE hb_predict_class('binary_logistic', t) = 1) FROM bs t GROUP BY grp ORDER BY grp$$),
 ('GROUP BY a score', $$SELECT hb_predict_class('multi_softprob', t) AS c, count(*) FROM bs t GROUP BY 1 ORDER BY 1$$),
@@ -154,6 +159,53 @@ INSERT INTO bs_case (what, q) VALUES
 ('INSERT ... SELECT', $$WITH ins AS (SELECT id, hb_predict('binary_logistic', t) AS p FROM bs t) SELECT count(*), sum(p) FROM ins$$);
 
 SELECT n, what, bs_same(q) FROM bs_case ORDER BY n;
+
+-- The quals run in the planner's order, each only for the rows that passed
+-- the ones before it, and the outputs' calls only for the rows that pass
+-- them all, as row at a time: a costly qual after a scoring one, and an
+-- output whose call fails on rows the scoring qual rejects, raise nothing.
+-- The later calls are batched by a second node over the first one's rows.
+CREATE FUNCTION bs_picky(i int) RETURNS boolean LANGUAGE plpgsql COST 1000 AS
+$$ BEGIN IF i = 7 THEN RAISE EXCEPTION 'bs_picky saw %', i; END IF; RETURN true; END $$;
+SELECT bs_same_error($$SELECT count(*) FROM bs t WHERE hb_predict('binary_logistic', t) > 2 AND bs_picky(id)$$);
+SELECT bs_same_error($$SELECT sum(hb_predict('binary_logistic', CASE WHEN id = 7 THEN ARRAY[1.0] ELSE ARRAY[amount, age, balance, n_tx, risk, tenure] END)) FROM bs t WHERE hb_predict('reg_squarederror', t) > 1e9$$);
+SELECT bs_same_error($$SELECT id, hb_predict('binary_logistic', CASE WHEN id = 7 THEN ARRAY[1.0] ELSE ARRAY[amount, age, balance, n_tx, risk, tenure] END) FROM bs t WHERE hb_predict('reg_squarederror', t) - CASE WHEN id = 7 THEN 1e9 ELSE 0 END > -1e8$$);
+SELECT bs_same_error($$SELECT id FROM bs t WHERE hb_predict('reg_squarederror', t) > 1e9 AND hb_predict('binary_logistic', CASE WHEN id = 7 THEN ARRAY[1.0] ELSE ARRAY[amount, age, balance, n_tx, risk, tenure] END) > 0$$);
+-- (the same output call over every row fails as it does row at a time)
+SELECT bs_same_error($$SELECT id, hb_predict('binary_logistic', CASE WHEN id = 7 THEN ARRAY[1.0] ELSE ARRAY[amount, age, balance, n_tx, risk, tenure] END) FROM bs t WHERE hb_predict('reg_squarederror', t) > -1e9$$);
+EXPLAIN (COSTS OFF) SELECT count(*) FROM bs t WHERE hb_predict('binary_logistic', t) > 2 AND bs_picky(id);
+EXPLAIN (COSTS OFF) SELECT id, hb_predict('reg_squarederror', t) FROM bs t WHERE hb_predict('binary_logistic', t) > 0.5 AND grp = 1 AND hb_predict_class('multi_softprob', t) = 2;
+-- the later node prunes for top-K as usual
+EXPLAIN (COSTS OFF) SELECT id FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1 ORDER BY hb_predict('reg_squarederror', t) DESC LIMIT 10;
+DROP FUNCTION bs_picky(int);
+
+-- Row-level security: a policy that scores runs before the user's own
+-- quals (PostgreSQL's rule for quals that are not leakproof), batched or not:
+-- the user's function sees only the rows the policy lets through.
+CREATE TABLE bs_rls AS SELECT * FROM bs WHERE id <= 400;
+CREATE TABLE bs_rls_seen (batched boolean, id int);
+CREATE FUNCTION bs_rls_peek(i int) RETURNS boolean LANGUAGE plpgsql COST 0.0001 AS
+$$ BEGIN INSERT INTO bs_rls_seen VALUES (current_setting('hbird.batch_scan')::boolean, i); RETURN true; END $$;
+CREATE ROLE regress_bs_rls;
+GRANT SELECT ON bs_rls TO regress_bs_rls;
+GRANT INSERT ON bs_rls_seen TO regress_bs_rls;
+SELECT hb_model_grant('binary_logistic', 'regress_bs_rls');
+ALTER TABLE bs_rls ENABLE ROW LEVEL SECURITY;
+CREATE POLICY bs_rls_p ON bs_rls FOR SELECT USING (hb_predict('binary_logistic', bs_rls) > 0.5);
+SET ROLE regress_bs_rls;
+SET hbird.batch_scan = on;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM bs_rls WHERE bs_rls_peek(id);
+SELECT count(*) FROM bs_rls WHERE bs_rls_peek(id);
+SET hbird.batch_scan = off;
+SELECT count(*) FROM bs_rls WHERE bs_rls_peek(id);
+RESET hbird.batch_scan;
+RESET ROLE;
+SELECT batched, count(*), count(*) FILTER (WHERE hb_predict('binary_logistic', r) <= 0.5) AS hidden_rows_seen
+FROM bs_rls_seen s JOIN bs_rls r USING (id) GROUP BY batched ORDER BY batched;
+DROP TABLE bs_rls, bs_rls_seen;
+DROP FUNCTION bs_rls_peek(int);
+SELECT hb_model_revoke('binary_logistic', 'regress_bs_rls');
+DROP ROLE regress_bs_rls;
 
 -- cascades (hbird.cascade): the cheap model answers its confident rows in
 -- both plans; a tuning planted by hand (hb_tune would choose its own)
