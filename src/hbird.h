@@ -179,6 +179,9 @@ typedef struct HbBinding
 	const HbPipeline *pipeline;
 	double	   *num;			/* one row's numeric inputs */
 	HbText	   *text;			/* one row's text inputs */
+	struct varlena **copies;	/* per text input: the detoasted copy the
+								 * row's value was read from, freed once
+								 * the row is featurized; or NULL */
 	double	   *slots;			/* the pipeline's scratch, one row */
 	const HbBindSteps *steps;	/* featurize only these steps (a cheap
 								 * model's part, pg_lazy.c), or NULL */

@@ -101,8 +101,13 @@ hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
 	s->approx = t->approx;
 	s->k = k;
 	s->keep = keep > INT_MAX / 2 ? INT_MAX / 2 : (int) Max(keep, k);
-	/* the cut was measured for k up to the tuned one; above it, keep only */
-	s->cut = k <= t->k ? t->cheap_cut : INFINITY;
+	/*
+	 * The cut was measured for k up to the tuned one.  Above it, it still
+	 * applies: without it a larger k would keep fewer rows than the tuned k
+	 * (ratio * k best by cheap score, where the cut keeps a share of the
+	 * input) and could miss rows the tuned k finds
+	 */
+	s->cut = t->cheap_cut;
 	/*
 	 * No context of its own: a hash aggregate holds one state per group,
 	 * and it sums the memory of every child context each time it checks

@@ -92,6 +92,7 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	{
 		b->num = palloc(sizeof(double) * Max(p->n_num_inputs, 1));
 		b->text = palloc0(sizeof(HbText) * Max(p->n_text_inputs, 1));
+		b->copies = palloc0(sizeof(struct varlena *) * Max(p->n_text_inputs, 1));
 		/* zeroed: a partial run (pg_lazy.c) reads slots it did not write */
 		b->slots = palloc_extended(sizeof(double) * hb_pipeline_row_slots(p),
 								   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
@@ -220,6 +221,7 @@ bind_inputs(const HbBinding *b, const Datum *values, const bool *nulls)
 				datum_to_double(values[a], b->atttype[i]);
 			continue;
 		}
+		b->copies[in->index] = NULL;
 		if (nulls[a])
 		{
 			b->text[in->index].ptr = NULL;
@@ -232,11 +234,12 @@ bind_inputs(const HbBinding *b, const Datum *values, const bool *nulls)
 		}
 		else
 		{
-			/* the detoasted copy lives in the per-row context */
 			struct varlena *v = PG_DETOAST_DATUM_PACKED(values[a]);
 			char	   *ptr = VARDATA_ANY(v);
 			int			len = VARSIZE_ANY_EXHDR(v);
 
+			if ((Pointer) v != DatumGetPointer(values[a]))
+				b->copies[in->index] = v;
 			/* char(n): the padding is not part of the value */
 			if (b->atttype[i] == BPCHAROID)
 				len = bpchartruelen(ptr, len);
@@ -244,6 +247,23 @@ bind_inputs(const HbBinding *b, const Datum *values, const bool *nulls)
 			b->text[in->index].len = len;
 		}
 	}
+}
+
+/*
+ * The row is featurized: its detoasted texts go.  A batch binds thousands
+ * of rows before any context is reset, and a text stored compressed or out
+ * of line may be a hundred times its size on disk, which is all the batch
+ * sizes count (hbird.batch_memory).
+ */
+static void
+free_copies(const HbBinding *b)
+{
+	for (int t = 0; t < b->pipeline->n_text_inputs; t++)
+		if (b->copies[t] != NULL)
+		{
+			pfree(b->copies[t]);
+			b->copies[t] = NULL;
+		}
 }
 
 /*
@@ -267,6 +287,7 @@ hb_bind_values(const HbBinding *b, const HbCacheEntry *e, const Datum *values,
 	}
 	bind_inputs(b, values, nulls);
 	featurize_row(b, e, x);
+	free_copies(b);
 }
 
 /* hb_bind_tuple_margins of a row given as its column values */
@@ -281,6 +302,7 @@ hb_bind_values_margins(const HbBinding *b, const HbCacheEntry *e,
 	bind_inputs(b, values, nulls);
 	if (!hb_sparse_linear_margins(e->sparse, &raw, margins, b->slots, &err))
 		hb_report(&err, "could not featurize a row for model", e->name);
+	free_copies(b);
 }
 
 /* ---- reading bound columns from tuples ---- */

@@ -57,14 +57,17 @@
 #include "parser/parsetree.h"
 #include "partitioning/partdesc.h"
 #include "rewrite/rewriteManip.h"
+#include "miscadmin.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "parser/parse_type.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
 
 #include "hbird.h"
@@ -358,10 +361,18 @@ hb_pushdown_prepare(Query *parse, HbPushdown *pd)
 void
 hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd)
 {
-	/* model changes invalidate the plan (pg_owner.c sends the message) */
+	/*
+	 * model changes invalidate the plan (pg_owner.c sends the message), and
+	 * so does running it as another role: whether a call was pinned to its
+	 * shards (and scored there, unchecked here) depended on the planning
+	 * role's right to score the model
+	 */
 	if (pd->depends)
+	{
 		stmt->relationOids = lappend_oid(stmt->relationOids,
 										 hb_catalog_relid("model"));
+		stmt->dependsOnRole = true;
+	}
 	if (pd->topk_relids != NIL)
 		hb_topk_scans_fix(stmt, pd);
 }
@@ -425,6 +436,31 @@ shard_row_cmp(const void *a, const void *b)
  * ties go to the row read first.  The row is rebuilt as t's row type by
  * column name.  False when t is not such a table: the caller ranks.
  */
+/*
+ * Whether reading t's leaf partitions one by one returns what reading t
+ * does to the current role: t's own privileges and row-level security
+ * decide that, the leaves' do not.  So only when the role may read all of
+ * t and every leaf (a privilege on t alone would fail on the leaves), and
+ * no policy applies to it on t.  Otherwise the caller ranks t's rows itself.
+ */
+static bool
+shards_readable_as_table(Oid relid)
+{
+	Oid			user = GetUserId();
+	ListCell   *lc;
+
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED ||
+		pg_class_aclcheck(relid, user, ACL_SELECT) != ACLCHECK_OK)
+		return false;
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return true;
+	foreach(lc, hb_leaf_partitions(relid))
+		if (pg_class_aclcheck(lfirst_oid(lc), user, ACL_SELECT) != ACLCHECK_OK ||
+			check_enable_rls(lfirst_oid(lc), InvalidOid, true) == RLS_ENABLED)
+			return false;
+	return true;
+}
+
 bool
 hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k, Oid rowtype)
 {
@@ -447,7 +483,7 @@ hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k, Oid rowtype)
 	int			part = 0;
 
 	if (!hb_pushdown_on || hb_cascade_on || !OidIsValid(relid) ||
-		!hb_distributed_rel(relid))
+		!hb_distributed_rel(relid) || !shards_readable_as_table(relid))
 		return false;
 	nsp = quote_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid)));
 

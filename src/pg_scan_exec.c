@@ -25,6 +25,7 @@
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -34,6 +35,7 @@
 #include "nodes/extensible.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -967,6 +969,22 @@ hb_score_begin(CustomScanState *node, EState *estate, int eflags)
 		c->relid = (Oid) intVal(list_nth(priv, 4));
 		c->agg = list_length(priv) > 5 && intVal(list_nth(priv, 5)) != 0;
 		c->fn = hb_call_function_name(c->kind, c->agg);
+		if (!c->agg)
+		{
+			/*
+			 * The node evaluates the call in the place of the FuncExpr it
+			 * took over, so it checks what ExecInitFunc would have: the
+			 * right to execute the function (a scoring aggregate's Agg
+			 * checks its own)
+			 */
+			TargetEntry *te = list_nth(cs->custom_scan_tlist, st->n_input + j);
+			Oid			fn = castNode(FuncExpr, te->expr)->funcid;
+			AclResult	acl = pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+
+			if (acl != ACLCHECK_OK)
+				aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));
+			InvokeFunctionExecuteHook(fn);
+		}
 		c->name_es = ExecInitExpr(name, &node->ss.ps);
 		if (c->source == HB_SOURCE_DATUM)
 		{

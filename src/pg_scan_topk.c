@@ -205,8 +205,8 @@ approx_start(HbScoreState *st, ScoreCall *c)
 	keep = ceil(st->tuning.ratio * (double) st->k);
 	st->approx_keep = (int64) Min(Max(keep, (double) st->k),
 								  (double) Max(HB_SCAN_APPROX_KEEP, st->k));
-	/* the cut was measured for k up to the tuned one; above it, keep only */
-	st->cut = st->k <= st->tuning.k ? st->tuning.cheap_cut : INFINITY;
+	/* the cut, for a k above the tuned one too (pg_approx.c says why) */
+	st->cut = st->tuning.cheap_cut;
 
 	/*
 	 * The rows below the cut wait for their place to be settled (hb_topk's

@@ -179,6 +179,28 @@ SELECT (SELECT array_agg((item).id ORDER BY rank) FROM hb_topk('wrank', 3, NULL:
 	   (SELECT array_agg(id ORDER BY s DESC, id) FROM (SELECT id, hb_predict('wrank', i) AS s FROM items i
 			WHERE id > 110000 ORDER BY s DESC, id LIMIT 3) q) = plain AS plain_keeps_f0_positive
 FROM planted_want;
+-- a k above every tuned one (4, the same model as 'wk' with only the
+-- planted tuning for 3) keeps ratio * k rows and the rows above the cut
+-- too, a superset of what k = 3 keeps: its first 3 are k = 3's (ratio * k
+-- alone, the first 40 rows with f0 > 0, would miss them)
+\set m `cat :fixtures/willump_rank.json`
+SELECT hb_model_upload('wk', :'m') IS NOT NULL AS uploaded;
+INSERT INTO hbird.tuning (name, version, kind, k, target, confidence, seed,
+	sample_rows, eval_rows, approximation, approx_kind, approx_trees,
+	approx_features, approx_params, ratio, kept, cheap_cut, accuracy,
+	accuracy_bound, coverage, full_cost_us, approx_cost_us, expected_speedup, tuned_by)
+SELECT 'wk', 1, kind, k, target, confidence, seed, sample_rows, eval_rows, approximation,
+	approx_kind, approx_trees, approx_features, approx_params, ratio, kept, cheap_cut, accuracy,
+	accuracy_bound, coverage, full_cost_us, approx_cost_us, expected_speedup, tuned_by
+FROM hbird.tuning WHERE name = 'wrank' AND k = 3;
+SELECT (SELECT (array_agg((item).id ORDER BY rank))[1:3] FROM hb_topk('wk', 4, NULL::items,
+			'SELECT * FROM items WHERE id > 110000', mode => 'approx')) = topk AS topk_k4_keeps_the_cut,
+	   (SELECT (array_agg(id ORDER BY s DESC, id))[1:3] FROM (SELECT id, hb_predict('wk', i) AS s FROM items i
+			WHERE id > 110000 ORDER BY s DESC, id LIMIT 4) q) = plain AS plain_k4_keeps_the_cut,
+	   (SELECT count(*) FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wk', i) DESC LIMIT 4$$) l
+		WHERE l ~ 'tuned for k = 3') AS approximate
+FROM planted_want;
+SELECT hb_model_drop('wk') IS NOT NULL AS dropped;
 -- fewer rows above the cut (f0 > 0) than kept (30): the best 30 - A rows
 -- below it also wait and are scored at the end; their cheap scores tie
 -- (-1), so those are the first ones in input order

@@ -191,6 +191,37 @@ l=$(q $C -c "SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_dist t
 same "$d" "$l"
 tap $? "hbird.pushdown = off scores on the coordinator, with the same answer"
 
+# ---- roles: what the shards run is what the caller may read and score ----
+q $C >/dev/null <<'SQL'
+CREATE ROLE so_reader;
+CREATE ROLE so_nomodel;
+GRANT SELECT ON t_dist TO so_reader, so_nomodel;
+SELECT hb_model_grant('reg', 'so_reader');
+CREATE USER MAPPING FOR PUBLIC SERVER shard1 OPTIONS (user 'postgres', password_required 'false');
+CREATE USER MAPPING FOR PUBLIC SERVER shard2 OPTIONS (user 'postgres', password_required 'false');
+SQL
+topk_as() { q $C -c "SET ROLE $1" -c "SET enable_async_append = off" -c "SELECT string_agg(rank || ':' || (item).id || ':' || score, ' ') FROM hb_topk('reg', 12, NULL::t_dist${2:+, $2})" 2>&1; }
+d=$(topk_as so_reader)
+same "$d" "$(topk_as so_reader "'SELECT * FROM t_dist'")"
+tap $? "hb_topk over shards for a role that may read t_dist but not its partitions: t_dist's rows (got: $(head -c 100 <<<"$d"))"
+q $C >/dev/null <<'SQL'
+GRANT SELECT ON t_p1, t_p2 TO so_reader;
+ALTER TABLE t_dist ENABLE ROW LEVEL SECURITY;
+CREATE POLICY so_low ON t_dist FOR SELECT TO so_reader USING (id <= 1500);
+CREATE POLICY so_all ON t_dist FOR SELECT TO postgres USING (true);
+SQL
+d=$(topk_as so_reader)
+same "$d" "$(topk_as so_reader "'SELECT * FROM t_dist'")" &&
+	[ "$(q $C -c "SET ROLE so_reader" -c "SELECT max((item).id) <= 1500 FROM hb_topk('reg', 12, NULL::t_dist)")" = t ]
+tap $? "hb_topk over shards under t_dist's row-level security: the rows its policy lets the role read"
+q $C -c "ALTER TABLE t_dist DISABLE ROW LEVEL SECURITY" >/dev/null
+# a plan that ships the call to the shards was made for a role that may
+# score the model: run by one that may not, it is planned again (and fails)
+err=$(q $C -c "PREPARE so_sum AS SELECT sum(hb_predict('reg', t)) FROM t_dist t" \
+	-c "EXECUTE so_sum" -c "SET ROLE so_nomodel" -c "EXECUTE so_sum" 2>&1)
+grep -q 'permission denied to score model "reg"' <<<"$err"
+tap $? "a prepared statement that scores on the shards, run by a role without the model's grant: refused (got: $(tail -1 <<<"$err"))"
+
 # ---- models on every node ----
 q $C -v v2="$(cat $fx/binary_logitraw.json)" <<<"SELECT hb_model_upload('fraud', :'v2')" >/dev/null
 same "$(q $C -c "SELECT string_agg(server || ':' || version || '/' || shard_version || ':' || in_sync, ' ' ORDER BY server) FROM hb_model_shards('fraud')")" \
