@@ -107,36 +107,6 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
 }
 
 /*
- * Read call c's rows for cheap model a only, as hb_lazy_for says (plain:
- * the cheap model's columns of a model without featurizers too; with
- * featurizers, the steps its features need), keeping their tuples so that
- * the rows the full model scores are read again in full (hb_scan_read_row_full);
- * in full when a reads every column or step, or a is NULL.
- */
-void
-hb_scan_read_cheaply(HbScoreState *st, ScoreCall *c, const HbApprox *a, bool plain)
-{
-	HbLazy	   *l;
-
-	c->lazy_cols = false;
-	if (a == NULL)
-		return;
-	/* done again at every rescan: what the last time allocated goes */
-	if (c->lazy_cxt == NULL)
-		c->lazy_cxt = AllocSetContextCreate(c->cxt, "hbird batching scan lazy reading",
-											ALLOCSET_SMALL_SIZES);
-	MemoryContextReset(c->lazy_cxt);
-	l = hb_lazy_for(c->e, a, plain, c->lazy_cxt);
-	if (l == NULL)
-		return;
-	c->bind_cheap = c->bind;
-	c->bind_cheap.steps = hb_lazy_steps(l);
-	hb_reader_init(&c->rd_cheap, &c->bind_cheap, c->e, st->in_desc, c->colmap,
-				   hb_lazy_steps(l), c->lazy_cxt);
-	c->lazy_cols = c->rd_cheap.subset || c->bind.pipeline != NULL;
-}
-
-/*
  * The call's model for this scan: the name is evaluated (it may be a
  * parameter that changes between rescans) and looked up as the function
  * would look it up; a name unchanged since the last scan keeps its model.
@@ -352,24 +322,6 @@ keep_row_tuple(ScoreCall *c, int b, TupleTableSlot *in)
 
 	hb_tuples_put(&c->tup, b, t);
 	c->tup_desc[b] = in->tts_tupleDescriptor;
-}
-
-/*
- * Batch row b of a lazily read call, read again in full into x; a row read
- * in full already (no tuple kept) is copied from where it was read, src.
- */
-void
-hb_scan_read_row_full(ScoreCall *c, int b, double *x, const double *src)
-{
-	HeapTupleData t;
-
-	if (!hb_tuples_get(&c->tup, b, &t))
-	{
-		if (x != src)
-			memcpy(x, src, sizeof(double) * c->width);
-		return;
-	}
-	hb_read_tuple(&c->rd, &c->bind, c->e, &t, x, false);
 }
 
 /*
@@ -654,33 +606,6 @@ resolve_calls(HbScoreState *st)
 	{
 		st->row_values = MemoryContextAlloc(st->state_cxt, sizeof(Datum) * Max(st->in_desc->natts, 1));
 		st->row_nulls = MemoryContextAlloc(st->state_cxt, sizeof(bool) * Max(st->in_desc->natts, 1));
-	}
-}
-
-/*
- * defer_rows: batch row i's values that the expressions read, from the
- * tuple its top-K call kept (by-reference values point into that tuple,
- * which lasts until the next batch is read).
- */
-void
-hb_scan_row_values(HbScoreState *st, int i)
-{
-	ScoreCall  *c = &st->calls[st->topk_call];
-	Datum	   *rv = st->vals + (size_t) i * st->n_input;
-	bool	   *rn = st->nulls + (size_t) i * st->n_input;
-	HeapTupleData t;
-
-	if (!hb_tuples_get(&c->tup, i, &t))
-		return;					/* read when it came: no tuple of its own */
-	heap_deform_tuple(&t, c->tup_desc[i], st->row_values, st->row_nulls);
-	for (int k = 0; k < st->n_kept; k++)
-	{
-		int			col = st->kept[k];
-
-		if (col >= st->n_phys)
-			continue;			/* the row's identity: read when it came */
-		rv[col] = st->row_values[col];
-		rn[col] = st->row_nulls[col];
 	}
 }
 

@@ -1,8 +1,9 @@
 /*
  * pg_scan_exec.h
- *	  The batching scan's executor state, shared by its two files:
- *	  pg_scan_exec.c (batches, binding, scoring, the executor methods) and
- *	  pg_scan_topk.c (exact and approximate top-K under ORDER BY ... LIMIT).
+ *	  The batching scan's executor state, shared by its files:
+ *	  pg_scan_exec.c (batches, binding, scoring, the executor methods),
+ *	  pg_scan_topk.c (exact and approximate top-K under ORDER BY ... LIMIT)
+ *	  and pg_scan_rows.c (rows read lazily, and read again in full).
  */
 #ifndef HB_PG_SCAN_EXEC_H
 #define HB_PG_SCAN_EXEC_H
@@ -172,7 +173,7 @@ typedef struct HbScoreState
 	int64		rows_lazy;		/* read for a cheap model only (lazy_cols) */
 } HbScoreState;
 
-/* pg_scan_exec.c */
+/* pg_scan_rows.c */
 extern void hb_scan_read_cheaply(HbScoreState *st, ScoreCall *c,
 								 const HbApprox *a, bool plain);
 extern void hb_scan_read_row_full(ScoreCall *c, int b, double *x,
