@@ -421,22 +421,6 @@ shard_row_cmp(const void *a, const void *b)
 }
 
 /*
- * hb_topk(name, k, NULL::t) where t is a foreign table of an hbird server
- * or a partitioned table with such partitions: one query, a UNION ALL with
- * one arm per leaf partition, in the order a scan of t reads them:
- *
- *	(SELECT p.tableoid, hb_predict(name, p), p.ctid, p.c1, ... FROM part p
- *	 ORDER BY 2 DESC, 3 LIMIT k) UNION ALL ...
- *
- * The step above ships each arm to its shard (the model version pinned
- * and checked there) and runs the arms at the same time; each shard ranks
- * its own rows, with its ties in its input order (ctid).  The k best of
- * the arms, by score, then partition, then each shard's order, are the
- * answer hb_topk ranks on one node reading t partition after partition:
- * ties go to the row read first.  The row is rebuilt as t's row type by
- * column name.  False when t is not such a table: the caller ranks.
- */
-/*
  * Whether reading t's leaf partitions one by one returns what reading t
  * does to the current role: t's own privileges and row-level security
  * decide that, the leaves' do not.  So only when the role may read all of
@@ -461,6 +445,24 @@ shards_readable_as_table(Oid relid)
 	return true;
 }
 
+/*
+ * hb_topk(name, k, NULL::t) where t is a foreign table of an hbird server
+ * or a partitioned table with such partitions: one query, a UNION ALL with
+ * one arm per leaf partition, in the order a scan of t reads them:
+ *
+ *	(SELECT p.tableoid, hb_predict(name, p), p.ctid, p.c1, ... FROM part p
+ *	 ORDER BY 2 DESC, 3 LIMIT k) UNION ALL ...
+ *
+ * The step above ships each arm to its shard (the model version pinned
+ * and checked there) and runs the arms at the same time; each shard ranks
+ * its own rows, with its ties in its input order (ctid).  The k best of
+ * the arms, by score, then partition, then each shard's order, are the
+ * answer hb_topk ranks on one node reading t partition after partition:
+ * ties go to the row read first.  The row is rebuilt as t's row type by
+ * column name.  False when t is not such a table, or when its partitions
+ * would not read as t does for the caller (shards_readable_as_table): the
+ * caller ranks.
+ */
 bool
 hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k, Oid rowtype)
 {
