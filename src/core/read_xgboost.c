@@ -745,6 +745,23 @@ read_trees(Reader *r, const HbJson *model, const char *where,
 
 	if (!leaf_width(r, trees, &width))
 		return false;
+
+	/*
+	 * Each round adds num_parallel_tree trees per output group (one per
+	 * round with vector leaves), and XGBoost predicts with whole rounds
+	 * only: trees past the last whole round, which only a hand-made file
+	 * has, would be summed here and ignored there
+	 */
+	if (!int_param(r, param, "gbtree_model_param", "num_parallel_tree", true, 1, &v))
+		return false;
+	if (v < 1 || v > INT32_MAX)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: num_parallel_tree is %lld", (long long) v);
+	if (n % (size_t) (v * (width > 1 ? 1 : m->n_outputs)) != 0)
+		return hb_fail(r->err, HB_ERR_INVALID,
+					   "xgboost model: %zu trees is not a whole number of rounds of %lld trees (%d output groups, num_parallel_tree %lld)",
+					   n, (long long) (v * (width > 1 ? 1 : m->n_outputs)),
+					   width > 1 ? 1 : m->n_outputs, (long long) v);
 	if ((int64_t) n * width > INT32_MAX)
 		return hb_fail(r->err, HB_ERR_LIMIT,
 					   "xgboost model has too many trees (%zu of %d targets)", n, width);

@@ -415,10 +415,12 @@ test_reader(void)
 	expect_refused(doc("rank:pairwise", "0", "2", "5E-1", "[0]", "[" STUMP2(0, WEIGHTS2) "]"),
 				   HB_ERR_UNSUPPORTED, "multi-target models are read for regression",
 				   "a ranking objective with two targets");
-	expect_refused(doc("reg:squarederror", "0", "2", "5E-1", "[2]",
+	expect_refused(doc("reg:squarederror", "0", "2", "5E-1", "[0,2]",
 					   "[{\"left_children\":[-1],\"right_children\":[-1],\"split_indices\":[0],"
+					   "\"split_conditions\":[1],\"default_left\":[0]},"
+					   "{\"left_children\":[-1],\"right_children\":[-1],\"split_indices\":[0],"
 					   "\"split_conditions\":[1],\"default_left\":[0]}]"),
-				   HB_ERR_INVALID, "tree_info[0] is not an output group (the model has 2 outputs)",
+				   HB_ERR_INVALID, "tree_info[1] is not an output group (the model has 2 outputs)",
 				   "a tree filed under a target the model lacks");
 }
 

@@ -501,6 +501,20 @@ test_objectives(void)
 						   "\"base_score\":\"0.5\",\"num_class\":\"3\",\"num_feature\":\"2\"",
 						   gbtree(trees, "0,1,2", 3), ""),
 				   HB_ERR_UNSUPPORTED, "num_class 3 with a regression objective");
+		/* XGBoost predicts with whole rounds only; a partial one is refused */
+		expect_err(learner("multi:softprob", p3,
+						   gbtree(fmt("%s,%s,%s,%s", tree(0), tree(1), tree(2), tree(3)),
+								  "0,1,2,0", 4), ""),
+				   HB_ERR_INVALID, "4 trees of 3 classes: not a whole number of rounds");
+		m = read_ok(learner("multi:softprob", p3,
+							gbtree(fmt("%s,%s,%s,%s,%s,%s", tree(0), tree(1), tree(2),
+									   tree(3), tree(4), tree(5)), "0,1,2,0,1,2", 6), ""),
+					"multi:softprob, two rounds");
+		if (m)
+		{
+			ok(m->n_trees == 6, "6 trees of 3 classes: two whole rounds");
+			hb_model_free(m);
+		}
 	}
 
 	m = read_ok(simple("reg:squarederror", "[2.5E0]"), "3.x bracketed base_score");
@@ -874,7 +888,7 @@ test_malformed(void)
 		/* two targets (test/core/test_targets.c has the real models) */
 		HbModel    *m = read_ok(learner("reg:squarederror",
 										"\"num_feature\":\"2\",\"num_target\":\"2\"",
-										gbtree(tree(0), "0", 1), ""),
+										gbtree(fmt("%s,%s", tree(0), tree(1)), "0,1", 2), ""),
 								"two-target model");
 
 		ok(m && m->n_outputs == 2 && m->n_classes == 0 && hb_model_is_multi_target(m),
