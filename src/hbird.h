@@ -182,6 +182,9 @@ typedef struct HbBinding
 	struct varlena **copies;	/* per text input: the detoasted copy the
 								 * row's value was read from, freed once
 								 * the row is featurized; or NULL */
+	bool		keep_texts;		/* the caller reads text after the row is
+								 * featurized, and frees the copies itself
+								 * (hb_bind_free_texts) */
 	double	   *slots;			/* the pipeline's scratch, one row */
 	const HbBindSteps *steps;	/* featurize only these steps (a cheap
 								 * model's part, pg_lazy.c), or NULL */
@@ -196,6 +199,7 @@ extern void hb_bind_row(const HbBinding *b, const HbCacheEntry *e,
 						HeapTupleHeader td, double *x);
 extern void hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e,
 						  HeapTuple tuple, double *x);
+extern void hb_bind_free_texts(const HbBinding *b);
 extern void hb_reader_init(HbColumnReader *r, const HbBinding *b,
 						   const HbCacheEntry *e, TupleDesc desc,
 						   const int *map, const HbBindSteps *subset,

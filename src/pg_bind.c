@@ -84,6 +84,7 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	b->natts = desc->natts;
 	b->pipeline = p;
 	b->steps = NULL;
+	b->keep_texts = false;
 	b->attnum = palloc(sizeof(int) * Max(n_bind, 1));
 	b->atttype = palloc(sizeof(Oid) * Max(n_bind, 1));
 	b->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
@@ -255,9 +256,11 @@ bind_inputs(const HbBinding *b, const Datum *values, const bool *nulls)
  * of line may be a hundred times its size on disk, which is all the batch
  * sizes count (hbird.batch_memory).
  */
-static void
-free_copies(const HbBinding *b)
+void
+hb_bind_free_texts(const HbBinding *b)
 {
+	if (b->pipeline == NULL)
+		return;
 	for (int t = 0; t < b->pipeline->n_text_inputs; t++)
 		if (b->copies[t] != NULL)
 		{
@@ -287,7 +290,8 @@ hb_bind_values(const HbBinding *b, const HbCacheEntry *e, const Datum *values,
 	}
 	bind_inputs(b, values, nulls);
 	featurize_row(b, e, x);
-	free_copies(b);
+	if (!b->keep_texts)
+		hb_bind_free_texts(b);
 }
 
 /* hb_bind_tuple_margins of a row given as its column values */
@@ -302,7 +306,8 @@ hb_bind_values_margins(const HbBinding *b, const HbCacheEntry *e,
 	bind_inputs(b, values, nulls);
 	if (!hb_sparse_linear_margins(e->sparse, &raw, margins, b->slots, &err))
 		hb_report(&err, "could not featurize a row for model", e->name);
-	free_copies(b);
+	if (!b->keep_texts)
+		hb_bind_free_texts(b);
 }
 
 /* ---- reading bound columns from tuples ---- */

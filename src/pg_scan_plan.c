@@ -793,6 +793,22 @@ make_score_node(RewriteCtx *ctx, Plan *input, List *calls, List *display,
 }
 
 /*
+ * Whether an output is a scoring aggregate's rows (an extra of score_above
+ * below that moved quals, left for the node above it): that node must
+ * batch it, since it is no function the executor could call.
+ */
+static bool
+agg_call_output(List *tlist)
+{
+	ListCell   *lc;
+
+	foreach(lc, tlist)
+		if (is_agg_call((Node *) ((TargetEntry *) lfirst(lc))->expr))
+			return true;
+	return false;
+}
+
+/*
  * A node that projects (scan, join, Result, ...) and evaluates calls in
  * its target list or quals, plus extra calls (in terms of the node's own
  * Vars) whose scores an Agg above needs: the node keeps producing only the
@@ -823,7 +839,8 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 	bool		own_tuples = true;	/* the scan would hand up its own tuples */
 	List	   *sys = NIL;
 
-	if (extra == NIL && (plan->plan_rows < 2.0 || hb_pushdown_keeps(ctx->pd, plan)))
+	if (extra == NIL && !agg_call_output(plan->targetlist) &&
+		(plan->plan_rows < 2.0 || hb_pushdown_keeps(ctx->pd, plan)))
 		return plan;
 
 	/*
@@ -847,7 +864,9 @@ score_above(RewriteCtx *ctx, Plan *plan, List *extra, bool keep_all_outputs,
 	}
 	if (move_quals == NIL)
 	{
-		calls = find_calls((Node *) plan->targetlist, NIL, false);
+		/* a node below that moved quals left a scoring aggregate's rows here */
+		foreach(lc, plan->targetlist)
+			calls = find_calls_or_agg((Node *) ((TargetEntry *) lfirst(lc))->expr, calls, false);
 		foreach(lc, extra)
 			calls = find_calls_or_agg(lfirst(lc), calls, false);
 	}

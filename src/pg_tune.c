@@ -303,6 +303,7 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 	SPI_connect();
 	portal = hb_open_query(query, "sample query");
 	hb_bind_desc(&bind, e, portal->tupDesc, outer, e->name);
+	bind.keep_texts = true;		/* keep_raw copies them after featurizing */
 	memset(rs, 0, sizeof(*rs));
 	if (e->pipeline)
 	{
@@ -341,6 +342,7 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 				keep_raw(rs, e->pipeline, &bind);
 				MemoryContextSwitchTo(o);
 			}
+			hb_bind_free_texts(&bind);
 		}
 		n += SPI_processed;
 		SPI_freetuptable(SPI_tuptable);

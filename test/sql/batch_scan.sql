@@ -123,6 +123,7 @@ INSERT INTO bs_case (what, q) VALUES
 ('WHERE on a score, then a filter', $$SELECT id, hb_predict('reg_squarederror', t) FROM bs t WHERE hb_predict('binary_logistic', t) > 0.2 AND grp = 1 AND hb_predict_class('multi_softprob', t) = 2$$),
 ('WHERE on a class, ORDER BY another score LIMIT', $$SELECT id FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1 ORDER BY hb_predict('reg_squarederror', t) DESC, id LIMIT 10$$),
 ('WHERE on a score, sum of another', $$SELECT sum(hb_predict('reg_squarederror', t)), count(*) FROM bs t WHERE hb_predict('binary_logistic', t) > 0.5$$),
+('WHERE on a score, scoring aggregate of another', $$SELECT hb_predict_agg('reg_squarederror', t), hb_predict_class_agg('multi_softprob', t) FROM bs t WHERE hb_predict('binary_logistic', t) > 0.5$$),
 ('sum', $$SELECT sum(hb_predict('binary_logistic', t)), count(hb_predict('binary_logistic', t)) FROM bs t$$),
 ('GROUP BY', $$SELECT grp, sum(hb_predict('binary_logistic', t)), max(hb_predict('reg_squarederror', t)), count(*) FILTER (WHERE hb_predict_class('binary_logistic', t) = 1) FROM bs t GROUP BY grp ORDER BY grp$$),
 ('GROUP BY a score', $$SELECT hb_predict_class('multi_softprob', t) AS c, count(*) FROM bs t GROUP BY 1 ORDER BY 1$$),
@@ -178,6 +179,18 @@ EXPLAIN (COSTS OFF) SELECT id, hb_predict('reg_squarederror', t) FROM bs t WHERE
 -- the later node prunes for top-K as usual
 EXPLAIN (COSTS OFF) SELECT id FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1 ORDER BY hb_predict('reg_squarederror', t) DESC LIMIT 10;
 DROP FUNCTION bs_picky(int);
+-- a scoring aggregate over partitions whose scans the planner expects to
+-- return one row each: its rows are batched by the second node of each
+-- partition (the first left them for it; it failed with "aggregate_dummy")
+CREATE TABLE bs_small (LIKE bs) PARTITION BY LIST (grp);
+CREATE TABLE bs_small0 PARTITION OF bs_small FOR VALUES IN (0);
+CREATE TABLE bs_small1 PARTITION OF bs_small FOR VALUES IN (1);
+CREATE TABLE bs_small2 PARTITION OF bs_small FOR VALUES IN (2);
+CREATE TABLE bs_small3 PARTITION OF bs_small FOR VALUES IN (3);
+INSERT INTO bs_small SELECT * FROM bs WHERE id <= 8;
+ANALYZE bs_small;
+SELECT bs_same($$SELECT hb_predict_agg('reg_squarederror', t) FROM bs_small t WHERE amount < 5 AND hb_predict('binary_logistic', t) > 0.1$$);
+DROP TABLE bs_small;
 
 -- Row-level security: a policy that scores runs before the user's own
 -- quals (PostgreSQL's rule for quals that are not leakproof), batched or not:
@@ -286,6 +299,12 @@ SELECT max(m) - :before < 8 * 1024 * 1024 AS flat_topk, count(*) AS n
 FROM (SELECT id, bs_mem() AS m FROM bs_long r ORDER BY hb_predict('bs_rf', r) DESC LIMIT 3) q;
 SELECT bs_batched($$SELECT count(*) FILTER (WHERE hb_predict('bs_rf', r) > 0.5), max(bs_mem()) FROM bs_long r$$) AS batched,
 	   bs_batched($$SELECT id, bs_mem() FROM bs_long r ORDER BY hb_predict('bs_rf', r) DESC LIMIT 3$$) AS batched_topk;
+-- hb_tune reads its sample's texts after featurizing them (its timing
+-- sample): it keeps them until then (it read freed memory)
+SET client_min_messages = warning;
+SELECT count(*) > 0 AS tuned FROM hb_tune('bs_rf', 'SELECT * FROM bs_long', kind => 'cascade', target => 0.05);
+RESET client_min_messages;
+SELECT hb_tune_drop('bs_rf') IS NOT NULL AS dropped;
 DROP FUNCTION bs_mem();
 DROP TABLE bs_long;
 
