@@ -87,7 +87,8 @@ SELECT v.name,
 	   v.objective,
 	   v.n_classes,
 	   pg_catalog.encode(v.sha256, 'hex') AS sha256,
-	   m.owner
+	   m.owner,
+	   v.feature_names
 FROM hbird.model m
 JOIN hbird.model_version v ON v.name OPERATOR(pg_catalog.=) m.name;
 

@@ -97,19 +97,48 @@ hb_sha256_hex(const uint8 *sha)
 }
 
 /*
- * The active version here (version, sha) must be the pinned one; else an
- * error that names the server and both versions.
+ * What a pinned call pins: the version's SHA-256 and, when the upload
+ * named the features, the first 16 hex digits of the SHA-256 of those
+ * names (they decide how a row binds, and the same bytes can be uploaded
+ * with other names on a shard), as "<sha256>+<names>".
+ */
+char *
+hb_pin_identity(const uint8 *sha, const char *names_key)
+{
+	uint8		names[HB_SHA256_LEN];
+	char		hex[2 * HB_SHA256_LEN + 1];
+
+	if (names_key == NULL)
+		return hb_sha256_hex(sha);
+	hb_sha256(names_key, strlen(names_key), names);
+	sha_hex(names, hex);
+	return psprintf("%s+%.16s", hb_sha256_hex(sha), hex);
+}
+
+/*
+ * The active version here (version, sha, feature names) must be the pinned
+ * one; else an error that names the server and both versions.
  */
 void
 hb_pin_check(const char *name, int32 version, const uint8 *sha,
-			 int32 pin_version, const char *pin_sha, const char *origin)
+			 const char *names_key, int32 pin_version, const char *pin_sha,
+			 const char *origin)
 {
-	char		have[2 * HB_SHA256_LEN + 1];
+	char	   *have = hb_pin_identity(sha, names_key);
 
-	sha_hex(sha, have);
 	if (version == pin_version && pin_sha != NULL &&
 		pg_strcasecmp(have, pin_sha) == 0)
 		return;
+	if (version == pin_version && pin_sha != NULL &&
+		pg_strncasecmp(have, pin_sha, 2 * HB_SHA256_LEN) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("model \"%s\" on %s is version %d with other feature names than the coordinator's",
+						name, server_words(origin), version),
+				 errdetail("The same bytes were uploaded here with other feature names than on the coordinator, and the names decide how a row binds."),
+				 errhint("Drop version %d here with hb_model_drop(%s, %d), then run hb_model_distribute(%s) on the coordinator.",
+						 version, quote_literal_cstr(name), version,
+						 quote_literal_cstr(name))));
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("model \"%s\" on %s is at version %d (sha256 %.12s), but the coordinator scores version %d (sha256 %.12s)",
@@ -119,10 +148,23 @@ hb_pin_check(const char *name, int32 version, const uint8 *sha,
 					 quote_literal_cstr(name))));
 }
 
-/*
- * The model of a pinned call, compiled and privilege-checked: the active
- * version, which must be the pinned one.  The caller pins the entry.
- */
+static void pinned_missing(const char *name, int32 pin_version,
+						   const char *pin_sha, const char *origin)
+			pg_attribute_noreturn();
+
+static void
+pinned_missing(const char *name, int32 pin_version, const char *pin_sha,
+			   const char *origin)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("model \"%s\" does not exist on %s, but the coordinator scores version %d (sha256 %.12s)",
+					name, server_words(origin), pin_version,
+					pin_sha ? pin_sha : "?"),
+			 errhint("Run hb_model_distribute(%s) on the coordinator.",
+					 quote_literal_cstr(name))));
+}
+
 HbCacheEntry *
 hb_pinned_resolve(const char *name, int32 pin_version, const char *pin_sha,
 				  const char *origin)
@@ -130,16 +172,62 @@ hb_pinned_resolve(const char *name, int32 pin_version, const char *pin_sha,
 	HbCatalogRef ref;
 
 	if (!hb_catalog_lookup(name, &ref))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("model \"%s\" does not exist on %s, but the coordinator scores version %d (sha256 %.12s)",
-						name, server_words(origin), pin_version,
-						pin_sha ? pin_sha : "?"),
-				 errhint("Run hb_model_distribute(%s) on the coordinator.",
-						 quote_literal_cstr(name))));
-	hb_pin_check(name, ref.version, ref.sha256, pin_version, pin_sha, origin);
+		pinned_missing(name, pin_version, pin_sha, origin);
+	hb_pin_check(name, ref.version, ref.sha256, ref.names_key, pin_version, pin_sha,
+				 origin);
 	hb_check_score_privilege(&ref);
 	return hb_cache_acquire(&ref);
+}
+
+/* a constant argument of a pinned call, or NULL */
+static Const *
+const_arg(FuncExpr *f, int n)
+{
+	Node	   *a = list_nth(f->args, n);
+
+	return IsA(a, Const) && !((Const *) a)->constisnull ? (Const *) a : NULL;
+}
+
+/*
+ * A pinned call in a query level that reads a foreign table, as the
+ * planner sees it (after views are expanded and SQL functions inlined).
+ * postgres_fdw ships such a call to the shard whenever its arguments can
+ * go (a column of the foreign table among the values gives the strings an
+ * input collation), and the shard then checks the right of the user this
+ * one is mapped to.  So whoever wrote the call (the planner's pinning, the
+ * query itself, a view, a function), the right to score is checked here,
+ * as the role planning, before the call can leave; the plan depends on
+ * that role (pg_pushdown.c).  A name that is not a constant cannot be
+ * checked, and the planner never pins one: refused.
+ */
+void
+hb_pinned_check_shipped(FuncExpr *f)
+{
+	Const	   *name = const_arg(f, 0);
+	Node	   *arg0 = linitial(f->args);
+	HbCatalogRef ref;
+	char	   *s;
+
+	if (!IsA(arg0, Const))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the model name of %s over a foreign table must be a constant",
+						get_func_name(f->funcid)),
+				 errhint("Write hb_predict and its kin: the planner pins them to the shards itself.")));
+	if (name == NULL)
+		return;					/* a null name: the call's own error */
+	s = TextDatumGetCString(name->constvalue);
+	if (!hb_catalog_lookup(s, &ref))
+	{
+		Const	   *v = const_arg(f, 1),
+				   *sha = const_arg(f, 2),
+				   *origin = const_arg(f, 3);
+
+		pinned_missing(s, v ? DatumGetInt32(v->constvalue) : 0,
+					   sha ? TextDatumGetCString(sha->constvalue) : NULL,
+					   origin ? TextDatumGetCString(origin->constvalue) : "");
+	}
+	hb_check_score_privilege(&ref);
 }
 
 /* ---- the row-at-a-time functions ---- */
@@ -367,6 +455,7 @@ pinned(FunctionCallInfo fcinfo, PinKind kind)
 	if (st->entry != s->checked)
 	{
 		hb_pin_check(pc.name, st->entry->version, st->entry->sha256,
+					 st->entry->names_key,
 					 s->version, s->sha, s->origin);
 		s->checked = st->entry;
 	}

@@ -32,6 +32,10 @@
  * or hbird.cascade is on (the shards would score exactly what the
  * coordinator approximates); what is not rewritten is planned as before,
  * and answers are the same either way.
+ *
+ * Whatever the GUCs, a pinned call in a query level with a foreign table
+ * is checked against the planning role's right to score (3. below): the
+ * shard would check only the user it maps that role to.
  */
 #include "postgres.h"
 
@@ -51,6 +55,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
 #include "parser/parse_coerce.h"
 #include "parser/parse_func.h"
 #include "parser/parse_relation.h"
@@ -242,7 +247,7 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 									 makeConst(INT4OID, -1, InvalidOid, 4,
 											   Int32GetDatum(ref.version), false, true),
 									 makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
-											   CStringGetTextDatum(hb_sha256_hex(ref.sha256)),
+											   CStringGetTextDatum(hb_pin_identity(ref.sha256, ref.names_key)),
 											   false, false),
 									 makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
 											   CStringGetTextDatum(origin), false, false),
@@ -347,10 +352,61 @@ any_scoring_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, any_scoring_walker, ctx);
 }
 
+/* ---- 3. pinned calls that may be shipped: the right to score ---- */
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
+static bool pinned_checked = false; /* in the statement being planned */
+
+static bool
+check_pinned_walker(Node *node, void *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return false;			/* a sublink's query: planned, and checked, itself */
+	if (IsA(node, FuncExpr) && hb_pinned_function(((FuncExpr *) node)->funcid))
+	{
+		hb_pinned_check_shipped((FuncExpr *) node);
+		pinned_checked = true;
+	}
+	return expression_tree_walker(node, check_pinned_walker, ctx);
+}
+
+/*
+ * Called for every base relation of every query level, once its
+ * expressions are in their final form (views expanded, SQL functions
+ * inlined): that is what postgres_fdw deparses for its server.
+ */
+static void
+hb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+					RangeTblEntry *rte)
+{
+	if (prev_set_rel_pathlist)
+		prev_set_rel_pathlist(root, rel, rti, rte);
+	if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_FOREIGN_TABLE)
+	{
+		Query	   *q = root->parse;
+
+		(void) check_pinned_walker((Node *) q->targetList, NULL);
+		(void) check_pinned_walker((Node *) q->jointree, NULL);
+		(void) check_pinned_walker(q->havingQual, NULL);
+	}
+}
+
+void
+hb_pushdown_init(void)
+{
+	prev_set_rel_pathlist = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = hb_set_rel_pathlist;
+}
+
 void
 hb_pushdown_prepare(Query *parse, HbPushdown *pd)
 {
 	memset(pd, 0, sizeof(*pd));
+	/* statements planned inside this one's planning keep their own */
+	pd->outer_checked = pinned_checked;
+	pinned_checked = false;
 	if (!hb_pushdown_on || hb_cascade_on || parse->commandType != CMD_SELECT ||
 		parse->utilityStmt != NULL ||
 		!query_tree_walker(parse, any_scoring_walker, NULL, 0))
@@ -367,6 +423,9 @@ hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd)
 	 * shards (and scored there, unchecked here) depended on the planning
 	 * role's right to score the model
 	 */
+	if (pinned_checked)
+		pd->depends = true;
+	pinned_checked = pd->outer_checked;
 	if (pd->depends)
 	{
 		stmt->relationOids = lappend_oid(stmt->relationOids,

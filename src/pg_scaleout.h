@@ -22,9 +22,11 @@ extern bool hb_distributed_rel(Oid relid);
 
 /* pg_pinned.c */
 extern char *hb_sha256_hex(const uint8 *sha);
+extern char *hb_pin_identity(const uint8 *sha, const char *names_key);
 extern void hb_pin_check(const char *name, int32 version, const uint8 *sha,
-						 int32 pin_version, const char *pin_sha,
-						 const char *origin);
+						 const char *names_key, int32 pin_version,
+						 const char *pin_sha, const char *origin);
+extern void hb_pinned_check_shipped(FuncExpr *f);
 extern HbCacheEntry *hb_pinned_resolve(const char *name, int32 pin_version,
 									   const char *pin_sha, const char *origin);
 extern TupleDesc hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types);
@@ -35,9 +37,11 @@ typedef struct HbPushdown
 	bool		depends;		/* the plan depends on the model catalog */
 	List	   *topk_relids;	/* partitions of a distributed top-K */
 	List	   *keep;			/* plan nodes the batching scan leaves alone */
+	bool		outer_checked;	/* the enclosing statement's pinned_checked */
 } HbPushdown;
 
 extern bool hb_pushdown_on;		/* hbird.pushdown (pg_guc.c) */
+extern void hb_pushdown_init(void);
 extern void hb_pushdown_prepare(Query *parse, HbPushdown *pd);
 extern void hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd);
 extern bool hb_pushdown_keeps(const HbPushdown *pd, const Plan *plan);

@@ -1636,4 +1636,5 @@ hb_scan_init(void)
 	RegisterCustomScanMethods(&hb_score_scan_methods);
 	prev_planner = planner_hook;
 	planner_hook = hb_planner;
+	hb_pushdown_init();
 }

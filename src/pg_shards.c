@@ -33,6 +33,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -47,6 +48,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 
 #include "hbird.h"
 #include "pg_scaleout.h"
@@ -233,7 +235,7 @@ read_version(const char *name, int32 version, Sent *m, MemoryContext cxt)
 	int			i = 0;
 
 	hb_write_sql("SELECT v.format, v.feature_names, v.body, encode(v.sha256, 'hex'), "
-				 "m.owner::text, (m.active_version IS NOT DISTINCT FROM v.version)::text "
+				 "pg_get_userbyid(m.owner)::text, (m.active_version IS NOT DISTINCT FROM v.version)::text "
 				 "FROM hbird.model m JOIN hbird.model_version v ON v.name = m.name "
 				 "WHERE v.name = $1 AND v.version = $2",
 				 2, t, v, NULL, SPI_OK_SELECT);
@@ -261,8 +263,9 @@ read_version(const char *name, int32 version, Sent *m, MemoryContext cxt)
 	m->values[i++] = spi_text(5, cxt);
 	m->values[i++] = spi_text(6, cxt);
 
+	/* role names as they are (regrole's text quotes them), 'public' for 0 */
 	hb_write_sql("SELECT coalesce(array_agg(CASE WHEN grantee::oid = 0 THEN 'public' "
-				 "ELSE grantee::text END ORDER BY 1), '{}')::text "
+				 "ELSE pg_get_userbyid(grantee)::text END ORDER BY 1), '{}')::text "
 				 "FROM hbird.model_grant WHERE name = $1",
 				 1, t, v, NULL, SPI_OK_SELECT);
 	m->values[i++] = spi_text(1, cxt);
@@ -382,7 +385,8 @@ grantee_oids(ArrayType *grants)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("grants must not contain nulls")));
 		r = NameStr(*DatumGetName(names[i]));
-		oids[i] = ObjectIdGetDatum(pg_strcasecmp(r, "public") == 0 ?
+		/* no role is named "public"; a role "Public" is a role */
+		oids[i] = ObjectIdGetDatum(strcmp(r, "public") == 0 ?
 								   InvalidOid : get_role_oid(r, false));
 	}
 	return construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
@@ -403,6 +407,7 @@ hb_model_receive(PG_FUNCTION_ARGS)
 	bool		active;
 	ArrayType  *grants;
 	char	   *have = NULL;
+	bool		same_names = true;
 	bool		exists;
 	int32		active_now;
 	HbCatalogWrite w;
@@ -460,15 +465,23 @@ hb_model_receive(PG_FUNCTION_ARGS)
 						   name, owner_name)));
 	if (exists)
 	{
-		Oid			t[2] = {TEXTOID, INT4OID};
-		Datum		v[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
+		Oid			t[3] = {TEXTOID, INT4OID, TEXTARRAYOID};
+		Datum		v[3] = {CStringGetTextDatum(name), Int32GetDatum(version),
+		PointerGetDatum(features)};
 
-		hb_write_sql("SELECT encode(sha256, 'hex') FROM hbird.model_version "
-					 "WHERE name = $1 AND version = $2", 2, t, v, NULL, SPI_OK_SELECT);
+		hb_write_sql("SELECT encode(sha256, 'hex'), feature_names IS NOT DISTINCT FROM $3 "
+					 "FROM hbird.model_version WHERE name = $1 AND version = $2",
+					 3, t, v, features ? NULL : "  n", SPI_OK_SELECT);
 		if (SPI_processed > 0)
+		{
+			bool		isnull;
+
 			have = MemoryContextStrdup(caller,
 									   SPI_getvalue(SPI_tuptable->vals[0],
 													SPI_tuptable->tupdesc, 1));
+			same_names = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc, 2, &isnull));
+		}
 	}
 	hb_write_end(&w);
 	if (have != NULL && pg_strcasecmp(have, sha) != 0)
@@ -476,6 +489,14 @@ hb_model_receive(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("model \"%s\" has another version %d on this server (sha256 %.12s), not the coordinator's (sha256 %.12s)",
 						name, version, have, sha),
+				 errhint("Drop it here with hb_model_drop(%s, %d), then distribute again.",
+						 quote_literal_cstr(name), version)));
+	/* the same bytes with other feature names bind rows otherwise */
+	if (have != NULL && !same_names)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("model \"%s\" has version %d on this server with other feature names than the coordinator's",
+						name, version),
 				 errhint("Drop it here with hb_model_drop(%s, %d), then distribute again.",
 						 quote_literal_cstr(name), version)));
 	if (!exists)
@@ -563,6 +584,7 @@ typedef struct ActiveModel
 	char	   *name;
 	int32		version;
 	char	   *sha;
+	char	   *names;			/* the upload's feature names as text, or NULL */
 } ActiveModel;
 
 /* The active versions here (of one model, or all), by name. */
@@ -570,7 +592,7 @@ static List *
 local_active(const char *name, Oid nsp)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	char	   *sql = psprintf("SELECT name, version, sha256 FROM %s.hb_models "
+	char	   *sql = psprintf("SELECT name, version, sha256, feature_names::text FROM %s.hb_models "
 							   "WHERE active AND ($1 IS NULL OR name = $1) ORDER BY name",
 							   quote_identifier(get_namespace_name(nsp)));
 	Oid			t[1] = {TEXTOID};
@@ -588,6 +610,7 @@ local_active(const char *name, Oid nsp)
 		a->name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
 		a->version = atoi(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
 		a->sha = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
+		a->names = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4);
 		out = lappend(out, a);
 		MemoryContextSwitchTo(old);
 	}
@@ -598,7 +621,7 @@ local_active(const char *name, Oid nsp)
 static List *
 shard_active(Shard *s, const char *name)
 {
-	char	   *sql = psprintf("SELECT name, version, sha256 FROM %s.hb_models "
+	char	   *sql = psprintf("SELECT name, version, sha256, feature_names::text FROM %s.hb_models "
 							   "WHERE active AND ($1::text IS NULL OR name = $1::text) ORDER BY name",
 							   s->nsp);
 	const char *values[1] = {name};
@@ -612,10 +635,58 @@ shard_active(Shard *s, const char *name)
 		a->name = pstrdup(PQgetvalue(res, i, 0));
 		a->version = atoi(PQgetvalue(res, i, 1));
 		a->sha = pstrdup(PQgetvalue(res, i, 2));
+		a->names = PQgetisnull(res, i, 3) ? NULL : pstrdup(PQgetvalue(res, i, 3));
 		out = lappend(out, a);
 	}
 	PQclear(res);
 	return out;
+}
+
+/*
+ * A shard's active versions; a shard that cannot be read (down, no user
+ * mapping, no hbird) is a warning and no rows of its own, so that the
+ * others are still shown: this is where one looks for what is wrong.
+ */
+static List *
+shard_active_or_warn(Shard *s, ForeignServer *server, const char *name)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	List	   *volatile there = NIL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		shard_connect(s, server);
+		there = shard_active(s, name);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		/* a cancel or a statement timeout ends the function, as before */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ReThrowError(edata);
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not read the models of shard \"%s\": %s",
+						server->servername, edata->message),
+				 edata->hint ? errhint("%s", edata->hint) : 0));
+		FreeErrorData(edata);
+		there = NIL;
+	}
+	PG_END_TRY();
+	return there;
 }
 
 static ActiveModel *
@@ -659,8 +730,7 @@ hb_model_shards(PG_FUNCTION_ARGS)
 		errcb.arg = &s;
 		errcb.previous = error_context_stack;
 		error_context_stack = &errcb;
-		shard_connect(&s, lfirst(lc));
-		there = shard_active(&s, name);
+		there = shard_active_or_warn(&s, lfirst(lc), name);
 		error_context_stack = errcb.previous;
 
 		foreach(ln, here)
@@ -687,8 +757,11 @@ hb_model_shards(PG_FUNCTION_ARGS)
 			values[col++] = t ? Int32GetDatum(t->version) : (Datum) 0;
 			nulls[col] = t == NULL;
 			values[col++] = t ? CStringGetTextDatum(t->sha) : (Datum) 0;
+			/* in sync: what a pinned call checks (hb_pin_identity) */
 			values[col++] = BoolGetDatum(h && t && h->version == t->version &&
-										 strcmp(h->sha, t->sha) == 0);
+										 strcmp(h->sha, t->sha) == 0 &&
+										 (h->names == NULL) == (t->names == NULL) &&
+										 (h->names == NULL || strcmp(h->names, t->names) == 0));
 			Assert(col == HB_SHARDS_COLS);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}

@@ -221,6 +221,37 @@ err=$(q $C -c "PREPARE so_sum AS SELECT sum(hb_predict('reg', t)) FROM t_dist t"
 	-c "EXECUTE so_sum" -c "SET ROLE so_nomodel" -c "EXECUTE so_sum" 2>&1)
 grep -q 'permission denied to score model "reg"' <<<"$err"
 tap $? "a prepared statement that scores on the shards, run by a role without the model's grant: refused (got: $(tail -1 <<<"$err"))"
+# a pinned call written by hand (or by a view, or by an SQL function the
+# planner inlines) over a foreign table with a text column ships to the
+# shard, which checks only the user the role is mapped to: the coordinator
+# checks the role's right to score first
+q $C >/dev/null <<'SQL'
+CREATE FOREIGN TABLE t_notes (note text, score float8, utilization float8, tenure float8, risk float8,
+							  n_tx float8, balance float8, age float8, amount float8, grp integer, id integer)
+	SERVER shard2 OPTIONS (table_name 't_part');
+GRANT SELECT ON t_notes TO so_reader, so_nomodel;
+SQL
+sha=$(q $C -c "SELECT sha256 FROM hb_models WHERE name = 'reg' AND active")
+pin="hb_predict_pinned('reg', 1, '$sha', 'shard2', '{note,score,utilization,tenure,risk,n_tx,balance,age,amount,grp,id}', @.note, @.score, @.utilization, @.tenure, @.risk, @.n_tx, @.balance, @.age, @.amount, @.grp, @.id)"
+q $C -c "CREATE FUNCTION so_pin(t_notes) RETURNS float8 LANGUAGE sql IMMUTABLE AS \$\$ SELECT ${pin//@/\$1} \$\$" >/dev/null
+plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT sum(${pin//@/t}) FROM t_notes t")
+plan2=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT sum(so_pin(t)) FROM t_notes t")
+grep -q 'Remote SQL: SELECT sum(public.hb_predict_pinned(' <<<"$plan" &&
+	grep -q 'Remote SQL: SELECT sum(public.hb_predict_pinned(' <<<"$plan2"
+tap $? "a hand-written pinned call with a text column among its values is shipped to the shard, in an SQL function too"
+e1=$(q $C -c "SET ROLE so_nomodel" -c "SELECT sum(${pin//@/t}) FROM t_notes t" 2>&1)
+e2=$(q $C -c "SET ROLE so_nomodel" -c "SELECT count(*) FROM t_notes t WHERE ${pin//@/t} > 0.5" 2>&1)
+e3=$(q $C -c "SET ROLE so_nomodel" -c "SELECT sum(so_pin(t)) FROM t_notes t" 2>&1)
+grep -q 'permission denied to score model "reg"' <<<"$e1" &&
+	grep -q 'permission denied to score model "reg"' <<<"$e2" &&
+	grep -q 'permission denied to score model "reg"' <<<"$e3"
+tap $? "a hand-written pinned call (sum, WHERE, an inlined SQL function), run by a role without the model's grant: refused (got: $(tail -1 <<<"$e1") / $(tail -1 <<<"$e2") / $(tail -1 <<<"$e3"))"
+e4=$(q $C -c "SET ROLE so_reader" -c "SELECT sum(${pin//@/t}) FROM t_notes t" -c "SELECT sum(${pin//@/t}) FROM t_notes t WHERE note IS NULL OR note <> 'x'" 2>&1)
+same "$e4" "$(q $C -c "SELECT sum(hb_predict('reg', t)) FROM t_p2 t" -c "SELECT sum(hb_predict('reg', t)) FROM t_p2 t")"
+tap $? "the same calls by a role with the grant score as the plain calls do"
+e5=$(q $C -c "SELECT sum(hb_predict_pinned(note, 1, '$sha', 'shard2', '{amount}', amount)) FROM t_notes" 2>&1)
+grep -q 'the model name of hb_predict_pinned over a foreign table must be a constant' <<<"$e5"
+tap $? "a pinned call whose model name is not a constant is refused (got: $(tail -1 <<<"$e5"))"
 
 # ---- models on every node ----
 q $C -v v2="$(cat $fx/binary_logitraw.json)" <<<"SELECT hb_model_upload('fraud', :'v2')" >/dev/null
@@ -267,6 +298,46 @@ SQL
 )
 same "$(sed -n 9p <<<"$out")" "$(sed -n 10p <<<"$out")" && [ "$(sed -n 1p <<<"$out")" != "$(sed -n 9p <<<"$out")" ]
 tap $? "a prepared statement scores with the version activated since"
+# the same bytes uploaded on a shard with other feature names bind rows
+# otherwise: not in sync, not received over, not scored
+q $S1 -v m="$(cat $fx/binary_logistic.json)" <<<"SELECT hb_model_upload('swap', :'m')" >/dev/null
+q $S2 -v m="$(cat $fx/binary_logistic.json)" <<<"SELECT hb_model_upload('swap', :'m')" >/dev/null
+q $C -v m="$(cat $fx/binary_logistic.json)" <<<"SELECT hb_model_upload('swap', :'m', features => ARRAY['age', 'amount', 'balance', 'n_tx', 'risk', 'tenure'])" >/dev/null
+same "$(q $C -c "SELECT string_agg(server || ':' || version || '/' || shard_version || ':' || (sha256 = shard_sha256) || ':' || in_sync, ' ' ORDER BY server) FROM hb_model_shards('swap')")" \
+	"shard1:1/1:true:false shard2:1/1:true:false"
+tap $? "hb_model_shards: the same bytes with other feature names on the shards are not in sync"
+err=$(q $C -c "SELECT * FROM hb_model_distribute('swap')" 2>&1)
+grep -q 'model "swap" has version 1 on this server with other feature names than the coordinator' <<<"$err"
+tap $? "hb_model_distribute refuses to call them the same version (got: $(grep ERROR <<<"$err" | head -1))"
+err=$(q $C -c "SELECT sum(hb_predict('swap', t)) FROM t_dist t" 2>&1)
+grep -Eq 'model "swap" on shard "shard[12]" is version 1 with other feature names than the coordinator' <<<"$err"
+tap $? "scoring it on the shards fails, naming the shard (got: $(grep ERROR <<<"$err" | head -1))"
+q $S1 -c "SET client_min_messages = warning" -c "SELECT hb_model_drop('swap', 1)" >/dev/null
+q $S2 -c "SET client_min_messages = warning" -c "SELECT hb_model_drop('swap', 1)" >/dev/null
+q $C -c "SELECT count(*) FROM hb_model_distribute('swap')" >/dev/null
+cmp_sql "SELECT round(sum(hb_predict('swap', t))::numeric, 8) FROM @T t"
+tap $? "distributed again, the shards score it with the coordinator's feature names"
+# owners and grantees whose names need quoting
+q $C >/dev/null <<'SQL'
+CREATE ROLE "ML Team";
+CREATE ROLE "Analysts";
+SELECT hb_model_reassign('swap', 'ML Team');
+SELECT hb_model_grant('swap', 'Analysts');
+SQL
+q $S1 -c 'CREATE ROLE "ML Team"; CREATE ROLE "Analysts"' >/dev/null
+q $S2 -c 'CREATE ROLE "ML Team"; CREATE ROLE "Analysts"' >/dev/null
+out=$(q $C -c "SELECT string_agg(server || ':' || action, ' ' ORDER BY server) FROM hb_model_distribute('swap')" 2>&1)
+same "$out" "shard1:owner, present, active shard2:owner, present, active" &&
+	same "$(q $S2 -c "SELECT owner::text || ' ' || (SELECT string_agg(grantee::text, ',') FROM hb_model_grants WHERE name = 'swap') FROM hb_models WHERE name = 'swap' AND active")" '"ML Team" "Analysts"'
+tap $? "a model owned by and granted to roles whose names need quoting is distributed"
+# a shard that is down: hb_model_shards warns and still shows the others
+q $C -c "CREATE SERVER shard_down FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$dir', port '5499', dbname 'postgres', extensions 'hbird')" \
+	-c "CREATE USER MAPPING FOR postgres SERVER shard_down OPTIONS (user 'postgres')" >/dev/null
+out=$(q $C -c "SELECT string_agg(server || ':' || model || ':' || coalesce(shard_version::text, '-') || ':' || in_sync, ' ' ORDER BY server) FROM hb_model_shards('swap')" 2>&1)
+grep -q 'WARNING:  could not read the models of shard "shard_down"' <<<"$out" &&
+	same "$(tail -1 <<<"$out")" "shard1:swap:1:true shard2:swap:1:true shard_down:swap:-:false"
+tap $? "hb_model_shards with a shard down: a warning naming it, the other shards' rows (got: $(head -1 <<<"$out"))"
+q $C -c "DROP SERVER shard_down CASCADE" >/dev/null 2>&1
 q $C -c "CREATE ROLE so_other; GRANT EXECUTE ON FUNCTION hb_model_distribute(text, integer) TO so_other" >/dev/null
 err=$(q $C -c "SET ROLE so_other" -c "SELECT * FROM hb_model_distribute('fraud')" 2>&1)
 grep -q 'must be owner of model "fraud"' <<<"$err"
