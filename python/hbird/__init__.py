@@ -23,3 +23,11 @@ __all__ = [
     "Error", "PrivilegeError", "NotFoundError", "DataError", "NotSupportedError",
     "LimitError",
 ]
+
+
+def __getattr__(name):
+    # hbird.export_sklearn without importing it (and numpy) up front
+    if name == "export_sklearn":
+        import importlib
+        return importlib.import_module(".export_sklearn", __name__)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

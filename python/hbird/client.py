@@ -120,12 +120,11 @@ def models(conn, name=None, as_frame=None):
     ordered by name and version: a pandas DataFrame when pandas can be
     imported (as_frame=None) or as_frame=True, else a list of dicts."""
     def call(s):
-        sql = "SELECT * FROM %s" % _fn(s, "hb_models")
-        params = None
-        if name is not None:
-            sql += " WHERE name OPERATOR(pg_catalog.=) %s::text"
-            params = (name,)
-        rows = s.execute(sql + " ORDER BY name, version", params).fetchall()
+        # always with parameters: the schema's name may hold a "%",
+        # which the drivers read as "%%" only when formatting
+        sql = ("SELECT * FROM %s WHERE (%%s::text IS NULL OR name OPERATOR(pg_catalog.=) %%s::text)"
+               " ORDER BY name, version" % _fn(s, "hb_models"))
+        rows = s.execute(sql, (name, name)).fetchall()
         return s.columns(), rows
     columns, rows = Session(conn).run(call)
     if as_frame is not False:

@@ -64,8 +64,14 @@ class Exporter:
         self.n = 0
 
     def name(self, prefix):
-        self.n += 1
-        return "%s%d" % (prefix, self.n)
+        # a step's outputs are "name:k": never a column's name, or the
+        # server would refuse the reference as naming both
+        taken = set(str(c).split(":")[0] for c in self.columns) | set(str(c) for c in self.columns)
+        while True:
+            self.n += 1
+            name = "%s%d" % (prefix, self.n)
+            if name not in taken:
+                return name
 
     def add(self, op, **kw):
         name = self.name(op.split("_")[0])
@@ -354,6 +360,9 @@ def _estimator(est, nf):
             # fitted on a 2-D y: one coefficient row per target
             m["n_targets"] = len(m["coef"])
         return m
+    if classes is not None and isinstance(classes, list):
+        # fitted on a 2-D y: one set of classes per output
+        raise Unsupported("multi-output classifier %s (%d outputs)" % (kind, len(classes)))
     if isinstance(est, lm.LogisticRegression):
         if len(classes) > 2:
             mc = est.multi_class
@@ -361,10 +370,18 @@ def _estimator(est, nf):
                 # one sigmoid per class, divided by their sum
                 return _linear(est, "multiclass", "ovr", classes)
             return _linear(est, "multiclass", "softmax", classes)
-        return _linear(est, "binary", "sigmoid", classes)
+        m = _linear(est, "binary", "sigmoid", classes)
+        if est.multi_class == "multinomial":
+            # predict_proba is the softmax of (-z, z): sigmoid(2z)
+            m["coef"] = [[None if v is None else 2.0 * v for v in r] for r in m["coef"]]
+            m["intercept"] = [2.0 * v for v in m["intercept"]]
+        return m
     if isinstance(est, (lm.SGDClassifier, svm.LinearSVC, lm.RidgeClassifier, lm.Perceptron)):
-        if isinstance(est, lm.SGDClassifier) and est.loss in ("log_loss", "log") and len(classes) == 2:
-            return _linear(est, "binary", "sigmoid", classes)
+        if isinstance(est, lm.SGDClassifier) and est.loss in ("log_loss", "log"):
+            if len(classes) == 2:
+                return _linear(est, "binary", "sigmoid", classes)
+            # predict_proba: one sigmoid per class, divided by their sum
+            return _linear(est, "multiclass", "ovr", classes)
         # decision_function: binary -> the margin, multiclass -> argmax class
         task = "binary" if len(classes) == 2 else "multiclass"
         return _linear(est, task, "identity", classes)
@@ -401,6 +418,10 @@ def _estimator(est, nf):
         return _multi_output(est, nf)
     if isinstance(est, (ens.GradientBoostingClassifier, ens.GradientBoostingRegressor)):
         lr = float(est.learning_rate)
+        if est.init is not None and not (isinstance(est.init, str) and est.init == "zero"):
+            # the initial estimate is then that estimator's prediction for
+            # the row, not a constant
+            raise Unsupported("%s(init=%s)" % (kind, type(est.init).__name__))
         init = est._raw_predict_init(np.zeros((1, nf), dtype=np.float32))[0]
         stages = est.estimators_
         k = stages.shape[1]

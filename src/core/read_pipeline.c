@@ -285,6 +285,12 @@ resolve_ref(Reader *r, const char *ref, int32_t before)
 
 	if (i >= 0)
 	{
+		int64_t		k2;
+
+		/* an input "s1:0" and a step "s1" would read either: refused */
+		if (find_jstep(r, ref, split_ref(ref, &k2), before) >= 0)
+			return fail(r, HB_ERR_INVALID,
+						"reference \"%s\" names both an input and an earlier step's output", ref);
 		if (r->p->inputs[i].type != HB_INPUT_NUMERIC)
 			return fail(r, HB_ERR_INVALID,
 						"\"%s\" is a text input; only text steps (encoders, vectorizers) read it", ref);
@@ -970,6 +976,8 @@ build_step(Reader *r, const HbJson *js, JStep *j)
 					return false;
 				s->lo = lo;
 				s->hi = hi;
+				/* the step's name stands for the clipped values */
+				j->out = s->out;
 			}
 		}
 		return true;

@@ -433,11 +433,13 @@ def schemas():
                 v = hbird.upload(conn, "s_" + driver, json_path)
                 hbird.activate(conn, "s_" + driver, 1)
                 rows = hbird.models(conn, "s_" + driver, as_frame=False)
+                every = hbird.models(conn, as_frame=False)     # no name: no parameters of its own
                 got = [r[0] for r in q(conn, 'SELECT "ml 100%%".hb_predict(%s, ARRAY[0.5, -1, 2, 0]::float8[])',
                                        ("s_" + driver,))]
                 want = booster_reg.predict(xgb.DMatrix(np.array([[0.5, -1, 2, 0]], dtype=np.float32)))
                 conn.close()
-                return v == 1 and len(rows) == 1 and rows[0]["active"] and worst(got, want) <= 0
+                return (v == 1 and len(rows) == 1 and rows[0]["active"] and worst(got, want) <= 0
+                        and ("s_" + driver) in [r["name"] for r in every])
             t()
 
         @case("a database without hbird: hbird.Error saying so")
@@ -879,6 +881,118 @@ def cli(sk):
     conn.close()
 
 
+# ---- the exporter against scikit-learn, where it went wrong before
+
+def exporter_cases():
+    """Estimators and transformers whose export was silently wrong or failed
+    with an unrelated error: each scores as scikit-learn does, or is refused
+    by name before anything is sent."""
+    import pandas as pd
+    from sklearn import linear_model as lm, preprocessing as pp
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
+    from sklearn.pipeline import Pipeline
+    from sklearn.tree import DecisionTreeClassifier
+    from hbird.export_sklearn import Unsupported
+    conn = connect("psycopg")
+    r = np.random.RandomState(7)
+    X = r.normal(size=(400, 3))
+    y2 = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    y3 = np.digitize(X[:, 0] + 0.3 * X[:, 2], [-0.5, 0.5])
+    # rows far outside the fitted range too (a clipping scaler must clip them)
+    Xt = np.vstack([X[:50], r.normal(scale=8.0, size=(50, 3))])
+
+    def arrays(name, fn, want, tol=1e-9):
+        got = score_arrays(conn, name, Xt, fn)
+        w = worst(got, want, tol, tol)
+        return w <= 0, "worst excess %.3g" % w
+
+    @case("exporter: MinMaxScaler(clip=True) clips rows outside the fitted range")
+    def t():
+        pipe = Pipeline([("mm", pp.MinMaxScaler(feature_range=(-1, 2), clip=True)),
+                         ("lr", lm.LinearRegression())]).fit(X, X[:, 0] * 3 - X[:, 1])
+        hbird.upload(conn, "ex_clip", pipe, features=["a", "b", "c"])
+        return arrays("ex_clip", "hb_predict", pipe.predict(Xt))
+    t()
+
+    @case("exporter: binary LogisticRegression(multi_class='multinomial') scores as predict_proba")
+    def t():
+        m = lm.LogisticRegression(multi_class="multinomial").fit(X, y2)
+        hbird.upload(conn, "ex_lr_mn", m, features=["a", "b", "c"])
+        ok, note = arrays("ex_lr_mn", "hb_predict", m.predict_proba(Xt)[:, 1])
+        cls = score_arrays(conn, "ex_lr_mn", Xt, "hb_predict_class")
+        return ok and list(cls) == list(m.predict(Xt)), note
+    t()
+
+    @case("exporter: SGDClassifier(loss='log_loss') on 3 classes: hb_predict_proba is predict_proba")
+    def t():
+        m = lm.SGDClassifier(loss="log_loss", random_state=0).fit(X, y3)
+        hbird.upload(conn, "ex_sgd3", m, features=["a", "b", "c"])
+        got = score_arrays(conn, "ex_sgd3", Xt, "hb_predict_proba")
+        w = worst(got, m.predict_proba(Xt), 1e-9, 1e-9)
+        return w <= 0, "worst excess %.3g" % w
+    t()
+
+    for est in (GradientBoostingRegressor(init=lm.LinearRegression(), n_estimators=5),
+                GradientBoostingClassifier(init=lm.LogisticRegression(), n_estimators=5)):
+        @case("exporter: %s with an estimator as init is refused" % type(est).__name__)
+        def t():
+            est.fit(X, y2)
+            try:
+                hbird.upload(conn, "ex_init", est, features=["a", "b", "c"])
+            except Unsupported as e:
+                return "init=" in str(e) and n_versions(conn, "ex_init") == 0, str(e)
+            return False
+        t()
+
+    @case("exporter: GradientBoostingRegressor(init='zero') scores as predict")
+    def t():
+        m = GradientBoostingRegressor(init="zero", n_estimators=10, random_state=0).fit(X, X[:, 0] + 5)
+        hbird.upload(conn, "ex_gb_zero", m, features=["a", "b", "c"])
+        return arrays("ex_gb_zero", "hb_predict", m.predict(Xt))
+    t()
+
+    @case("exporter: a multi-output classifier is refused by name")
+    def t():
+        m = DecisionTreeClassifier(max_depth=3).fit(X, np.column_stack([y2, y3]))
+        try:
+            hbird.upload(conn, "ex_mo", m, features=["a", "b", "c"])
+        except Unsupported as e:
+            return "multi-output classifier" in str(e), str(e)
+        return False
+    t()
+
+    @case("exporter: a column named like a step's output is not confused with it")
+    def t():
+        df = pd.DataFrame({"a": X[:, 0], "standard1:0": X[:, 1]})
+        pipe = Pipeline([("ct", ColumnTransformer([("sc", pp.StandardScaler(), ["a"]),
+                                                   ("keep", "passthrough", ["standard1:0"])])),
+                         ("lr", lm.LinearRegression())]).fit(df, X[:, 0] * 2 + X[:, 1] * 7)
+        hbird.upload(conn, "ex_names", pipe)
+        q(conn, 'CREATE TEMP TABLE ex_names_t (id integer, a float8, "standard1:0" float8)')
+        cur = conn.cursor()
+        cur.executemany("INSERT INTO ex_names_t VALUES (%s, %s, %s)",
+                        [(i, float(v[0]), float(v[1])) for i, v in enumerate(Xt)])
+        cur.close()
+        got = [row[0] for row in q(conn, "SELECT hb_predict('ex_names', t) FROM ex_names_t t ORDER BY id")]
+        want = pipe.predict(pd.DataFrame({"a": Xt[:, 0], "standard1:0": Xt[:, 1]}))
+        w = worst(got, want, 1e-9, 1e-9)
+        return w <= 0, "worst excess %.3g" % w
+    t()
+
+    @case("import hbird gives hbird.export_sklearn")
+    def t():
+        # a fresh interpreter: this one has imported the module already
+        r = subprocess.run([sys.executable, "-c", "import hbird; print(hbird.export_sklearn.export.__name__)"],
+                           capture_output=True, text=True, cwd=tempfile.gettempdir())
+        return r.stdout.strip() == "export", (r.stdout + r.stderr).strip()[-200:]
+    t()
+    for name in ("ex_clip", "ex_lr_mn", "ex_sgd3", "ex_gb_zero", "ex_names"):
+        if n_versions(conn, name):
+            hbird.drop(conn, name)
+    conn.close()
+
+
 def setup_roles():
     conn = connect("psycopg")
     for role in (ANALYST, ADMIN):
@@ -913,6 +1027,7 @@ if __name__ == "__main__":
     standins()
     schemas()
     transactions()
+    exporter_cases()
     pieces()
     ratios = memory()
     cli(SK)

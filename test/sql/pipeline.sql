@@ -148,6 +148,13 @@ SELECT hbt_try($$SELECT hb_model_upload('pl_bad', '{"format": "hbird-pipeline", 
 SELECT hbt_try($$SELECT hb_model_upload('pl_bad', '{"format": "hbird-pipeline", "version": 1, "inputs": [{"name": "a"}], "features": ["a"], "model": {"kind": "linear", "coef": [[1, 2]]}}')$$);
 SELECT hbt_try($$SELECT hb_model_upload('pl_bad', '{"format": "hbird-pipeline", "version": 1, "inputs": [{"name": "a"}], "steps": [{"op": "one_hot_encoder", "in": ["a"], "categories": [[1, 2]], "handle_unknown": "sometimes"}], "features": ["a"], "model": {"kind": "linear", "coef": [[1]]}}')$$);
 SELECT hbt_try($$SELECT hb_model_upload('pl_bad', '{"format": "hbird-pipeline", "version": 1, "inputs": [{"name": "a", "cost": "free"}], "features": ["a"], "model": {"kind": "linear", "coef": [[1]]}}')$$);
+-- an input named like a step's output: the reference would read either
+SELECT hbt_try($$SELECT hb_model_upload('pl_bad', '{"format": "hbird-pipeline", "version": 1, "inputs": [{"name": "a"}, {"name": "mm:0"}], "steps": [{"op": "minmax_scaler", "name": "mm", "in": ["a"], "scale": [1], "min": [0]}], "features": ["mm:0", "a"], "model": {"kind": "linear", "task": "regression", "link": "identity", "coef": [[1, 1]], "intercept": [0]}}')$$);
+-- MinMaxScaler(clip=True): the step's name stands for the clipped values
+SELECT hb_model_upload('pl_clip', '{"format": "hbird-pipeline", "version": 1, "inputs": [{"name": "a", "type": "numeric"}], "steps": [{"op": "minmax_scaler", "name": "mm", "in": ["a"], "scale": [0.5], "min": [1], "clip": [0, 2]}], "features": ["mm"], "model": {"kind": "linear", "task": "regression", "link": "identity", "coef": [[1]], "intercept": [0]}}') AS v;
+SELECT a, hb_predict('pl_clip', t) AS got, least(greatest(a * 0.5 + 1, 0), 2) AS want
+FROM (VALUES (-5.0::float8), (-2.0), (0.5), (2.0), (7.0)) t(a);
+SELECT hb_model_drop('pl_clip');
 
 -- linear pipelines rank: hb_topk and hb_topk_agg give the rows, scores and
 -- tie order of ORDER BY hb_predict(...) DESC, row order
