@@ -34,8 +34,14 @@ entry_matches(const HbCacheEntry *e, const HbCatalogRef *ref)
 	return e->names_key == NULL || strcmp(e->names_key, ref->names_key) == 0;
 }
 
+/*
+ * Drop the oldest unpinned entries beyond hbird.plan_cache_entries, never
+ * keep: the entry about to be returned, not pinned yet.  With every other
+ * entry pinned by the running statement, the cache grows past the limit
+ * until they are unpinned.
+ */
 static void
-evict_unpinned(void)
+evict_unpinned(const HbCacheEntry *keep)
 {
 	dlist_node *cur;
 
@@ -49,7 +55,7 @@ evict_unpinned(void)
 			dlist_prev_node(&cache_lru, cur) : NULL;
 		HbCacheEntry *e = dlist_container(HbCacheEntry, lru, cur);
 
-		if (e->pins == 0)
+		if (e->pins == 0 && e != keep)
 		{
 			dlist_delete(&e->lru);
 			cache_count--;
@@ -176,7 +182,7 @@ hb_cache_acquire(const HbCatalogRef *ref)
 	hb_stat_cache(e, &start);
 	dlist_push_head(&cache_lru, &e->lru);
 	cache_count++;
-	evict_unpinned();
+	evict_unpinned(e);
 	return e;
 }
 

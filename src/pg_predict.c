@@ -8,6 +8,8 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -64,11 +66,14 @@ hb_check_single_target(const HbCacheEntry *e, const char *fn)
 
 
 /*
- * A key of the snapshot's contents.  Two snapshots with the same contents
- * see the same catalog rows, so the models a call site resolved stay right
- * exactly as long as the key stays the same: for a whole statement, and
- * across PL/pgSQL's cached simple expressions until something commits (or
- * the transaction's own command counter moves).
+ * A key of the role executing and the snapshot's contents.  Two snapshots
+ * with the same contents see the same catalog rows, so the models a call
+ * site resolved stay right exactly as long as the key stays the same: for
+ * a whole statement, and across PL/pgSQL's cached simple expressions until
+ * something commits (or the transaction's own command counter moves).  The
+ * role is in it because resolving checks the right to score: a function's
+ * cached expression called by a SECURITY DEFINER function, then by its
+ * own caller, or across SET ROLE, is resolved (and checked) again.
  */
 static uint64
 snapshot_key(void)
@@ -77,6 +82,7 @@ snapshot_key(void)
 	uint64		h = 1469598103934665603ull;
 
 #define MIX(v) (h = (h ^ (uint64) (v)) * 1099511628211ull)
+	MIX(GetUserId());
 	MIX(s->xmin);
 	MIX(s->xmax);
 	MIX(s->curcid);

@@ -91,3 +91,17 @@ SELECT hbt_try($$SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::
 SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype,
 	'SELECT amount, age, balance, n_tx, risk, tenure FROM binary_logistic_in');
 DROP TYPE cat_rowtype;
+
+-- one statement scoring more models than hbird.plan_cache_entries holds,
+-- in a new session (nothing compiled yet): the cache grows while the
+-- statement pins them (the entry just compiled was freed, then used)
+\c
+SET hbird.plan_cache_entries = 1;
+SELECT round(hb_predict('binary_logistic', ARRAY[1, 2, 3, 4, 5, 6])::numeric, 6) AS a,
+	   round(hb_predict('binary_logitraw', ARRAY[1, 2, 3, 4, 5, 6])::numeric, 6) AS b,
+	   round(hb_predict('reg_squarederror', ARRAY[1, 2, 3, 4, 5, 6, 7, 8])::numeric, 6) AS c,
+	   round(hb_predict('binary_logistic', ARRAY[1, 2, 3, 4, 5, 6])::numeric, 6) AS a_again;
+RESET hbird.plan_cache_entries;
+SELECT round(hb_predict('binary_logistic', ARRAY[1, 2, 3, 4, 5, 6])::numeric, 6) AS a,
+	   round(hb_predict('binary_logitraw', ARRAY[1, 2, 3, 4, 5, 6])::numeric, 6) AS b,
+	   round(hb_predict('reg_squarederror', ARRAY[1, 2, 3, 4, 5, 6, 7, 8])::numeric, 6) AS c;

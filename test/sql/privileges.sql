@@ -62,6 +62,29 @@ SET ROLE regress_hbird_other;
 SELECT hbt_try($$SELECT hb_predict('binary_logistic', p) FROM probe p$$);
 RESET ROLE;
 
+-- a call site kept for the transaction (a PL/pgSQL function's simple
+-- expression) is checked again for another role: a SECURITY DEFINER
+-- function scoring through it, then its caller; a superuser, then SET ROLE
+CREATE ROLE regress_hbird_nogrant;
+CREATE FUNCTION priv_score(x float8[]) RETURNS float8 LANGUAGE plpgsql
+AS $$ BEGIN RETURN hb_predict('binary_logistic', x); END $$;
+CREATE FUNCTION priv_summary() RETURNS float8 LANGUAGE plpgsql SECURITY DEFINER
+AS $$ BEGIN RETURN round(priv_score(ARRAY[0, 0, 0, 0, 0, 0]::float8[])::numeric, 1); END $$;
+GRANT EXECUTE ON FUNCTION priv_summary() TO regress_hbird_nogrant;
+BEGIN;
+SET LOCAL ROLE regress_hbird_nogrant;
+SELECT priv_summary() IS NOT NULL AS definer_scores;
+SELECT hbt_try($$SELECT priv_score(ARRAY[1, 2, 3, 4, 5, 6]::float8[])$$);
+SELECT hbt_try($$SELECT priv_score(ARRAY[9, 9, 9, 9, 9, 9]::float8[])$$);
+COMMIT;
+BEGIN;
+SELECT priv_score(ARRAY[1, 2, 3, 4, 5, 6]::float8[]) IS NOT NULL AS superuser_scores;
+SET LOCAL ROLE regress_hbird_nogrant;
+SELECT hbt_try($$SELECT priv_score(ARRAY[1, 2, 3, 4, 5, 6]::float8[])$$);
+COMMIT;
+DROP FUNCTION priv_summary(), priv_score(float8[]);
+DROP ROLE regress_hbird_nogrant;
+
 SELECT hb_model_drop('admin_model');
 SELECT hb_model_revoke('binary_logistic', 'regress_hbird_scorer');
 DROP TABLE probe, probe_reg;
