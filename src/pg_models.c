@@ -106,6 +106,12 @@ hb_catalog_lookup(const char *name, HbCatalogRef *ref)
 	memset(ref, 0, sizeof(*ref));
 	ref->name = pstrdup(name);
 
+	/*
+	 * The catalog's tables stay locked until the transaction ends (closed
+	 * with NoLock here and below), as a SELECT would leave them: what
+	 * rewrites them (ALTER EXTENSION hbird UPDATE) is not MVCC-safe and
+	 * must wait for a transaction that still reads them.
+	 */
 	rel = table_open(hb_catalog_relid("model"), AccessShareLock);
 	ScanKeyInit(&key[0], attnum_of(rel, "name"), BTEqualStrategyNumber,
 				F_TEXTEQ, CStringGetTextDatum(name));
@@ -125,7 +131,7 @@ hb_catalog_lookup(const char *name, HbCatalogRef *ref)
 		}
 	}
 	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
+	table_close(rel, NoLock);
 	if (!found)
 		return false;
 
@@ -157,7 +163,7 @@ hb_catalog_lookup(const char *name, HbCatalogRef *ref)
 		found = true;
 	}
 	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
+	table_close(rel, NoLock);
 	return found;
 }
 
@@ -192,7 +198,7 @@ hb_catalog_bytes(const char *name, int32 version, const char *column)
 			body = DatumGetByteaPCopy(d);
 	}
 	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
+	table_close(rel, NoLock);
 	if (!found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -244,7 +250,7 @@ hb_may_score(const HbCatalogRef *ref)
 			ok = true;
 	}
 	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
+	table_close(rel, NoLock);
 	return ok;
 }
 

@@ -208,7 +208,7 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 		out->cheap_cut = get_float(best, desc, "cheap_cut", INFINITY);
 		heap_freetuple(best);
 	}
-	table_close(rel, AccessShareLock);
+	table_close(rel, NoLock);
 	return out->found;
 }
 

@@ -10,6 +10,7 @@ use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use HbirdTest;
 
 my $root = repo_root();
@@ -84,6 +85,34 @@ SQL
 	my $before_models = query($node, $db, $models);
 	my $before_grants = query($node, $db, $grants);
 	my $before_scores = query($node, $db, $scores);
+
+	# a transaction that scored holds hbird's catalog until it ends: the
+	# update (which rewrites catalog tables, not MVCC-safe) waits for it,
+	# and the transaction keeps seeing its models
+	my $tmp = PostgreSQL::Test::Utils::tempdir();
+	my $reader = IPC::Run::start(
+		[
+			'psql', '-X', '-q', '-At', '-d', $node->connstr($db),
+			'-c', 'BEGIN ISOLATION LEVEL REPEATABLE READ',
+			'-c', "SELECT count(hb_predict('fraud', t)) FROM tx t",
+			'-c', "SELECT pg_sleep(0.1) FROM generate_series(1, 30) WHERE NOT EXISTS (SELECT FROM pg_stat_activity WHERE query ~ 'lock_timeout' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid())",
+			'-c', "SELECT pg_sleep(1.5)",
+			'-c', "SELECT count(hb_predict('fraud', t)) FROM tx t",
+			'-c', 'COMMIT'
+		],
+		'>', "$tmp/reader.out", '2>', "$tmp/reader.err");
+	$node->poll_query_until($db,
+		"SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query ~ 'generate_series.1, 30' AND pid <> pg_backend_pid())")
+	  or diag('the reading transaction did not start');
+	($ret, undef, $err) = query($node, $db,
+		"SET lock_timeout = '1s'; ALTER EXTENSION hbird UPDATE");
+	$reader->finish;
+	like($err, qr/lock timeout/,
+		"upgrade from $old: ALTER EXTENSION waits for a transaction that scored");
+	# (pg_sleep's rows print as empty lines)
+	is(join('', grep { /\S/ } split /^/, slurp_file("$tmp/reader.out") . slurp_file("$tmp/reader.err")),
+		"500\n500\n",
+		"upgrade from $old: that transaction scores the same 500 rows before and after");
 
 	($ret, undef, $err) = query($node, $db, 'ALTER EXTENSION hbird UPDATE');
 	is($ret, 0, "upgrade from $old: ALTER EXTENSION hbird UPDATE") or diag($err);
