@@ -104,6 +104,7 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 		const char *fname = p ? p->inputs[f].name : e->feature_names[f];
 		bool		want_text = p && p->inputs[f].type == HB_INPUT_TEXT;
 		int			exact = -1;
+		int			nexact = 0;
 		int			folded = -1;
 		int			nfolded = 0;
 		int			att;
@@ -115,21 +116,23 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 
 			if (a->attisdropped)
 				continue;
+			/* a join's or a subquery's row may have two columns "amount" */
 			if (strcmp(NameStr(a->attname), fname) == 0)
 			{
-				exact = i;
-				break;
+				if (exact < 0)
+					exact = i;
+				nexact++;
 			}
-			if (pg_strcasecmp(NameStr(a->attname), fname) == 0)
+			else if (pg_strcasecmp(NameStr(a->attname), fname) == 0)
 			{
 				folded = i;
 				nfolded++;
 			}
 		}
-		if (exact < 0 && nfolded != 1)
+		if (nexact > 1 || (exact < 0 && nfolded != 1))
 			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 nfolded > 1 ?
+					(errcode(nexact > 1 || nfolded > 1 ? ERRCODE_AMBIGUOUS_COLUMN : ERRCODE_UNDEFINED_COLUMN),
+					 nexact > 1 || nfolded > 1 ?
 					 errmsg("%s \"%s\" of model \"%s\" matches more than one column of the row",
 							what, fname, model) :
 					 errmsg("row has no column for %s \"%s\" of model \"%s\"",

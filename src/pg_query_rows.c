@@ -238,6 +238,61 @@ rows_destroy(DestReceiver *self)
 }
 
 /*
+ * A query's rows are taken by position, as for any function returning rows
+ * of a type, while features bind to the type's columns by name: a query
+ * column named like another of the type's columns (SELECT * over a table
+ * with the same columns in another order) would bind silently otherwise.
+ */
+static void
+check_names_in_place(TupleDesc q, TupleDesc t, Oid rowtype)
+{
+	int			qi = 0,
+				ti = 0,
+				pos = 0;
+
+	for (;;)
+	{
+		Form_pg_attribute qa,
+					ta;
+
+		while (qi < q->natts && TupleDescAttr(q, qi)->attisdropped)
+			qi++;
+		while (ti < t->natts && TupleDescAttr(t, ti)->attisdropped)
+			ti++;
+		if (qi >= q->natts || ti >= t->natts)
+			return;
+		qa = TupleDescAttr(q, qi);
+		ta = TupleDescAttr(t, ti);
+		pos++;
+		if (strcmp(NameStr(qa->attname), NameStr(ta->attname)) != 0)
+		{
+			int			other = 0;
+
+			for (int j = 0; j < t->natts; j++)
+			{
+				Form_pg_attribute tb = TupleDescAttr(t, j);
+
+				if (tb->attisdropped)
+					continue;
+				other++;
+				if (j != ti && strcmp(NameStr(tb->attname), NameStr(qa->attname)) == 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATATYPE_MISMATCH),
+							 errmsg("column %d of the query is \"%s\", but \"%s\" is column %d of type %s",
+									pos, NameStr(qa->attname), NameStr(qa->attname), other,
+									format_type_be(rowtype)),
+							 errdetail("The query's rows are taken by position as rows of type %s, whose column %d is \"%s\".",
+									   format_type_be(rowtype), pos, NameStr(ta->attname)),
+							 errhint("Select the columns in the order of type %s.",
+									 format_type_be(rowtype))));
+			}
+		}
+		qi++;
+		ti++;
+	}
+}
+
+/*
  * Open query (rows of type rowtype) for model e, batch rows at a time.
  * The row type's columns bind to e's features by name (the errors of a
  * missing or unfit column come first), then the query is opened as the
@@ -285,6 +340,7 @@ hb_rows_open(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
 	r->portal_name = pstrdup(r->portal->name);
 	r->map = convert_tuples_by_position(r->portal->tupDesc, r->rowdesc,
 										gettext_noop("query does not return rows of the given row type"));
+	check_names_in_place(r->portal->tupDesc, r->rowdesc, rowtype);
 
 	/* the row type's attribute a is the query's column attrmap[a] */
 	if (r->map)

@@ -90,6 +90,13 @@ CREATE TYPE cat_rowtype AS (amount float8, age float8, balance float8, n_tx floa
 SELECT hbt_try($$SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype)$$);
 SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype,
 	'SELECT amount, age, balance, n_tx, risk, tenure FROM binary_logistic_in');
+-- the query's rows are taken by position: a column named like another of
+-- the type's columns is refused (the type's names bind the features);
+-- unnamed expressions are fine
+SELECT hbt_try($$SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype,
+	'SELECT age, amount, balance, n_tx, risk, tenure FROM binary_logistic_in')$$);
+SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype,
+	'SELECT amount * 1, age + 0, balance, n_tx, risk, tenure FROM binary_logistic_in');
 DROP TYPE cat_rowtype;
 
 -- one statement scoring more models than hbird.plan_cache_entries holds,

@@ -66,6 +66,10 @@ SELECT hbt_try($$SELECT hb_predict('binary_logistic', ARRAY[1, 2, 3, 4, 5, 6, 7]
 SELECT hbt_try($$SELECT hb_predict('binary_logistic', r) FROM (SELECT 1.0 AS amount, 2.0 AS age) r$$);
 SELECT hbt_try($$SELECT hb_predict('binary_logistic', r) FROM (SELECT 'a'::text AS amount, 1 AS age, 1 AS balance, 1 AS n_tx, 1 AS risk, 1 AS tenure) r$$);
 SELECT hbt_try($$SELECT hb_predict('binary_logistic', r) FROM (SELECT 1 AS amount, 1 AS "AGE", 1 AS "Age", 1 AS balance, 1 AS n_tx, 1 AS risk, 1 AS tenure) r$$);
+-- two columns of the same name (a join's row, c.* and o.*): either could be
+-- meant, batched or not
+SELECT hbt_try($$SELECT hb_predict('binary_logistic', r) FROM (SELECT 0.1::float8 AS amount, 1 AS age, 1 AS balance, 1 AS n_tx, 1 AS risk, 1 AS tenure, 99::float8 AS amount) r$$);
+SELECT hbt_try($$SELECT hb_predict('binary_logistic', r) FROM (SELECT 0.1::float8 AS amount, 1 AS age, 1 AS balance, 1 AS n_tx, 1 AS risk, 1 AS tenure, 99::float8 AS amount FROM generate_series(1, 3000)) r$$);
 SELECT hbt_try($$SELECT hb_predict_proba('reg_squarederror', ARRAY[1, 2, 3, 4, 5, 6, 7, 8]::float8[])$$);
 SELECT hbt_try($$SELECT hb_predict_proba('rank_pairwise', r) FROM rank_pairwise_in r LIMIT 1$$);
 
