@@ -182,6 +182,8 @@ typedef struct HbBinding
 	struct varlena **copies;	/* per text input: the detoasted copy the
 								 * row's value was read from, freed once
 								 * the row is featurized; or NULL */
+	MemoryContext cxt;			/* what hb_bind_desc allocated (its own,
+								 * under the caller's; hb_bind_release) */
 	bool		keep_texts;		/* the caller reads text after the row is
 								 * featurized, and frees the copies itself
 								 * (hb_bind_free_texts) */
@@ -200,6 +202,7 @@ extern void hb_bind_row(const HbBinding *b, const HbCacheEntry *e,
 extern void hb_bind_tuple(const HbBinding *b, const HbCacheEntry *e,
 						  HeapTuple tuple, double *x);
 extern void hb_bind_free_texts(const HbBinding *b);
+extern void hb_bind_release(HbBinding *b);
 extern void hb_reader_init(HbColumnReader *r, const HbBinding *b,
 						   const HbCacheEntry *e, TupleDesc desc,
 						   const int *map, const HbBindSteps *subset,

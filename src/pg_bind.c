@@ -74,11 +74,14 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 {
 	Oid			tupType = desc->tdtypeid;
 	int32		tupTypmod = desc->tdtypmod;
-	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	MemoryContext own = AllocSetContextCreate(mcxt, "hbird binding",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(own);
 	const HbPipeline *p = e->pipeline;
 	int			n_bind = p ? p->n_inputs : e->n_features;
 	const char *what = p ? "input" : "feature";
 
+	b->cxt = own;
 	b->tupType = tupType;
 	b->tupTypmod = tupTypmod;
 	b->natts = desc->natts;
@@ -160,7 +163,21 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	/* a private copy: deforming needs only lengths and alignments */
 	b->desc = CreateTupleDescCopy(desc);
 	MemoryContextSwitchTo(old);
-	hb_reader_init(&b->rd, b, e, b->desc, NULL, NULL, mcxt);
+	hb_reader_init(&b->rd, b, e, b->desc, NULL, NULL, own);
+}
+
+/*
+ * Free what a binding holds: before binding rows of another type at a call
+ * site whose rows change type (a function returning record, rows of two
+ * tables through one expression), where every binding would otherwise stay
+ * until the call site goes (a pipeline's scratch can be megabytes).
+ */
+void
+hb_bind_release(HbBinding *b)
+{
+	if (b->cxt != NULL)
+		MemoryContextDelete(b->cxt);
+	b->cxt = NULL;
 }
 
 static inline double

@@ -147,6 +147,8 @@ hb_lazy_fill(HbLazy *l, Datum row, double *x)
 		l->full.tupType != HeapTupleHeaderGetTypeId(td) ||
 		l->full.tupTypmod != HeapTupleHeaderGetTypMod(td))
 	{
+		if (l->full_bound)
+			hb_bind_release(&l->full);
 		hb_bind_record(&l->full, l->e, td, l->cxt, l->e->name);
 		l->full_bound = true;
 	}

@@ -232,6 +232,8 @@ call_bind(FunctionCallInfo fcinfo, HbCallState *st, int row_arg)
 		slot->bind.tupType != HeapTupleHeaderGetTypeId(td) ||
 		slot->bind.tupTypmod != HeapTupleHeaderGetTypMod(td))
 	{
+		if (slot->bound)
+			hb_bind_release(&slot->bind);
 		hb_bind_record(&slot->bind, slot->entry, td, slot->cxt, slot->entry->name);
 		slot->bound = true;
 	}

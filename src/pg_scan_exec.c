@@ -457,6 +457,8 @@ bind_row(HbScoreState *st, ScoreCall *c, int i, int nb)
 			if (!c->bound || c->bind.tupType != HeapTupleHeaderGetTypeId(td) ||
 				c->bind.tupTypmod != HeapTupleHeaderGetTypMod(td))
 			{
+				if (c->bound)
+					hb_bind_release(&c->bind);
 				hb_bind_record(&c->bind, e, td, c->cxt, e->name);
 				c->bound = true;
 			}
