@@ -179,9 +179,11 @@ typedef struct HbBinding
 	const HbPipeline *pipeline;
 	double	   *num;			/* one row's numeric inputs */
 	HbText	   *text;			/* one row's text inputs */
-	struct varlena **copies;	/* per text input: the detoasted copy the
+	void	  **copies;			/* per text input: the detoasted (or
+								 * converted to UTF-8) copy the
 								 * row's value was read from, freed once
 								 * the row is featurized; or NULL */
+	bool		to_utf8;		/* texts are converted to UTF-8 first */
 	MemoryContext cxt;			/* what hb_bind_desc allocated (its own,
 								 * under the caller's; hb_bind_release) */
 	bool		keep_texts;		/* the caller reads text after the row is

@@ -17,6 +17,7 @@
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -466,6 +467,14 @@ hb_model_upload_text(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("model text must not be null")));
 	t = PG_GETARG_TEXT_PP(1);
+	/* a model document is UTF-8; text comes in the database's encoding */
+	if (GetDatabaseEncoding() != PG_UTF8)
+	{
+		char	   *u = pg_server_to_any(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), PG_UTF8);
+
+		if (u != VARDATA_ANY(t))
+			t = cstring_to_text(u);
+	}
 	return upload(fcinfo, t);
 }
 

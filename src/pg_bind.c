@@ -15,6 +15,8 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
+
 #include <math.h>
 
 #include "access/htup_details.h"
@@ -96,7 +98,9 @@ hb_bind_desc(HbBinding *b, const HbCacheEntry *e, TupleDesc desc,
 	{
 		b->num = palloc(sizeof(double) * Max(p->n_num_inputs, 1));
 		b->text = palloc0(sizeof(HbText) * Max(p->n_text_inputs, 1));
-		b->copies = palloc0(sizeof(struct varlena *) * Max(p->n_text_inputs, 1));
+		b->copies = palloc0(sizeof(void *) * Max(p->n_text_inputs, 1));
+		b->to_utf8 = GetDatabaseEncoding() != PG_UTF8 &&
+			GetDatabaseEncoding() != PG_SQL_ASCII;
 		/* zeroed: a partial run (pg_lazy.c) reads slots it did not write */
 		b->slots = palloc_extended(sizeof(double) * hb_pipeline_row_slots(p),
 								   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
@@ -226,6 +230,8 @@ featurize_row(const HbBinding *b, const HbCacheEntry *e, double *x)
 }
 
 /* A row's column values into the binding's raw inputs b->num / b->text. */
+static void text_to_utf8(const HbBinding *b, int t);
+
 static void
 bind_inputs(const HbBinding *b, const Datum *values, const bool *nulls)
 {
@@ -267,7 +273,29 @@ bind_inputs(const HbBinding *b, const Datum *values, const bool *nulls)
 			b->text[in->index].ptr = ptr;
 			b->text[in->index].len = len;
 		}
+		if (b->to_utf8 && b->text[in->index].ptr != NULL)
+			text_to_utf8(b, in->index);
 	}
+}
+
+/*
+ * Tokenizers, encoders and the model's terms work on UTF-8: a text of a
+ * database in another encoding is converted first (its own copy, freed
+ * with the detoasted ones).
+ */
+static void
+text_to_utf8(const HbBinding *b, int t)
+{
+	HbText	   *x = &b->text[t];
+	char	   *u = pg_server_to_any(x->ptr, x->len, PG_UTF8);
+
+	if (u == x->ptr)
+		return;
+	if (b->copies[t] != NULL)
+		pfree(b->copies[t]);
+	b->copies[t] = u;
+	x->ptr = u;
+	x->len = (int) strlen(u);
 }
 
 /*

@@ -186,3 +186,32 @@ DROP FUNCTION pl_topk_same(text, int);
 -- what rows bind to (raw inputs) and what the model reads (features)
 SELECT name, n_inputs, n_features FROM hb_models
 WHERE name IN ('logreg_tfidf', 'gbr_sgd', 'xgb_onehot') ORDER BY name;
+
+-- a database in another encoding than UTF-8: texts are converted to UTF-8
+-- before tokenizers and encoders see them, and a model given as text is
+-- stored as UTF-8 (non-ASCII values were unknown categories and terms)
+SELECT current_database() AS home \gset
+CREATE DATABASE hbird_latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;
+\c hbird_latin1
+SET client_encoding = 'UTF8';
+SET client_min_messages = warning;
+CREATE EXTENSION hbird;
+SELECT hb_model_upload('city', convert_to('{"format": "hbird-pipeline", "version": 1,
+  "inputs": [{"name": "city", "type": "text"}, {"name": "review", "type": "text"}],
+  "steps": [{"op": "one_hot_encoder", "name": "oh", "in": ["city"], "categories": [["Zürich", "Paris"]], "handle_unknown": "ignore"},
+            {"op": "count_vectorizer", "name": "cv", "input": "review", "vocabulary": {"café": 0, "plain": 1}}],
+  "features": ["oh", "cv"],
+  "model": {"kind": "linear", "task": "regression", "link": "identity", "coef": [[1, 10, 100, 1000]], "intercept": [0]}}', 'UTF8')) AS v;
+SELECT hb_model_upload('city_text', '{"format": "hbird-pipeline", "version": 1,
+  "inputs": [{"name": "city", "type": "text"}, {"name": "review", "type": "text"}],
+  "steps": [{"op": "one_hot_encoder", "name": "oh", "in": ["city"], "categories": [["Zürich", "Paris"]], "handle_unknown": "ignore"},
+            {"op": "count_vectorizer", "name": "cv", "input": "review", "vocabulary": {"café": 0, "plain": 1}}],
+  "features": ["oh", "cv"],
+  "model": {"kind": "linear", "task": "regression", "link": "identity", "coef": [[1, 10, 100, 1000]], "intercept": [0]}}') AS v;
+CREATE TABLE lat (id int, city text, review varchar);
+INSERT INTO lat VALUES (1, 'Zürich', 'café'), (2, 'Paris', 'plain café'), (3, 'Zürich', 'CAFÉ Café'), (4, 'Oslo', 'Crème');
+SELECT id, hb_predict('city', t) AS bytes_model, hb_predict('city_text', t) AS text_model FROM lat t ORDER BY id;
+SET hbird.batch_scan = off;
+SELECT id, hb_predict('city', t) AS bytes_model FROM lat t ORDER BY id;
+\c :home
+DROP DATABASE hbird_latin1;
