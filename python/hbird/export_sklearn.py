@@ -306,10 +306,18 @@ class Exporter:
             else:
                 if r in self.columns:
                     self.use(r, "numeric")
+                a = np.asarray(c)
+                if a.dtype.kind in "iu" and any(abs(int(v)) > 2 ** 53 for v in a):
+                    # rows are read as doubles, where 10**18 + 1 is 10**18
+                    raise Unsupported("%s with integer categories beyond 2**53 (column %r)"
+                                      % (type(t).__name__, r))
                 ins.append(r)
                 null_as.append(None)
                 cats.append(_nums(c))
-        kw = {"in": ins, "categories": cats, "handle_unknown": t.handle_unknown}
+        unknown = t.handle_unknown
+        if unknown == "infrequent_if_exist":
+            unknown = "ignore"      # no infrequent categories (refused above): as scikit-learn
+        kw = {"in": ins, "categories": cats, "handle_unknown": unknown}
         if any(v is not None for v in null_as):
             kw["null_as"] = null_as
         if onehot:

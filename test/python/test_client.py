@@ -980,6 +980,26 @@ def exporter_cases():
         return w <= 0, "worst excess %.3g" % w
     t()
 
+    @case("exporter: integer categories beyond 2**53 are refused; infrequent_if_exist without infrequent ones is ignore")
+    def t():
+        ids = np.array([[10 ** 18], [10 ** 18 + 1000]] * 20, dtype=np.int64)
+        enc = Pipeline([("oh", pp.OneHotEncoder(handle_unknown="ignore")),
+                        ("lr", lm.LinearRegression())]).fit(ids, np.arange(40) % 2)
+        try:
+            hbird.upload(conn, "ex_big", enc, features=["id"])
+            refused = False
+        except Unsupported as e:
+            refused = "2**53" in str(e)
+        Xc = np.array([[1.0], [2.0], [3.0]] * 10)
+        pipe = Pipeline([("oh", pp.OneHotEncoder(handle_unknown="infrequent_if_exist")),
+                         ("lr", lm.LinearRegression())]).fit(Xc, np.arange(30) % 3)
+        hbird.upload(conn, "ex_infreq", pipe, features=["a"])
+        Xu = np.array([[1.0], [2.0], [3.0], [4.0]])
+        got = score_arrays(conn, "ex_infreq", Xu)
+        w = worst(got, pipe.predict(Xu), 1e-9, 1e-9)
+        return refused and n_versions(conn, "ex_big") == 0 and w <= 0, "worst excess %.3g" % w
+    t()
+
     @case("import hbird gives hbird.export_sklearn")
     def t():
         # a fresh interpreter: this one has imported the module already
@@ -987,7 +1007,7 @@ def exporter_cases():
                            capture_output=True, text=True, cwd=tempfile.gettempdir())
         return r.stdout.strip() == "export", (r.stdout + r.stderr).strip()[-200:]
     t()
-    for name in ("ex_clip", "ex_lr_mn", "ex_sgd3", "ex_gb_zero", "ex_names"):
+    for name in ("ex_clip", "ex_lr_mn", "ex_sgd3", "ex_gb_zero", "ex_names", "ex_infreq"):
         if n_versions(conn, name):
             hbird.drop(conn, name)
     conn.close()
