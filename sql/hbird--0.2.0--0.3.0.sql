@@ -331,3 +331,47 @@ AS 'MODULE_PATHNAME', 'hb_model_shards'
 LANGUAGE C VOLATILE;
 
 /* ---- end of scale-out ---- */
+
+/* ---- Deletes cascade by triggers, not foreign keys ---- */
+
+/*
+ * pg_restore --jobs loads an extension's configuration tables at the same
+ * time (it cannot order their data), and a foreign key between them made
+ * the COPY of whichever came first fail: a half-restored catalog.  The
+ * tables' rows are written together by hbird's functions; deletes cascade
+ * as the foreign keys did.
+ */
+ALTER TABLE hbird.model_version DROP CONSTRAINT model_version_name_fkey;
+ALTER TABLE hbird.model_feature DROP CONSTRAINT model_feature_name_version_fkey;
+ALTER TABLE hbird.model_grant DROP CONSTRAINT model_grant_name_fkey;
+ALTER TABLE hbird.tuning DROP CONSTRAINT tuning_name_version_fkey;
+ALTER TABLE hbird.tuning_candidate DROP CONSTRAINT tuning_candidate_name_version_kind_k_fkey;
+
+CREATE FUNCTION hbird.cascade_delete() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF TG_TABLE_NAME = 'model' THEN
+		DELETE FROM hbird.model_version WHERE name = OLD.name;
+		DELETE FROM hbird.model_grant WHERE name = OLD.name;
+	ELSIF TG_TABLE_NAME = 'model_version' THEN
+		DELETE FROM hbird.model_feature WHERE name = OLD.name AND version = OLD.version;
+		DELETE FROM hbird.tuning WHERE name = OLD.name AND version = OLD.version;
+	ELSIF TG_TABLE_NAME = 'tuning' THEN
+		DELETE FROM hbird.tuning_candidate
+		WHERE name = OLD.name AND version = OLD.version AND kind = OLD.kind AND k = OLD.k;
+	END IF;
+	RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION hbird.cascade_delete() FROM PUBLIC;
+
+CREATE TRIGGER cascade_delete AFTER DELETE ON hbird.model
+	FOR EACH ROW EXECUTE FUNCTION hbird.cascade_delete();
+CREATE TRIGGER cascade_delete AFTER DELETE ON hbird.model_version
+	FOR EACH ROW EXECUTE FUNCTION hbird.cascade_delete();
+CREATE TRIGGER cascade_delete AFTER DELETE ON hbird.tuning
+	FOR EACH ROW EXECUTE FUNCTION hbird.cascade_delete();
+
+/* ---- end of cascading deletes ---- */

@@ -99,6 +99,18 @@ SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype,
 	'SELECT amount * 1, age + 0, balance, n_tx, risk, tenure FROM binary_logistic_in');
 DROP TYPE cat_rowtype;
 
+-- deletes cascade through the catalog (by triggers: its tables have no
+-- foreign keys, as pg_restore --jobs loads them in any order)
+SELECT hb_model_upload('cat_cascade', :'bin') AS v1, hb_model_upload('cat_cascade', :'bin') AS v2;
+SELECT hb_model_grant('cat_cascade', 'public');
+SELECT hb_model_drop('cat_cascade', 1);
+SELECT (SELECT count(*) FROM hbird.model_feature WHERE name = 'cat_cascade' AND version = 1) AS v1_features,
+	   (SELECT count(*) FROM hbird.model_feature WHERE name = 'cat_cascade') AS v2_features;
+SELECT hb_model_drop('cat_cascade');
+SELECT (SELECT count(*) FROM hbird.model_version WHERE name = 'cat_cascade') AS versions,
+	   (SELECT count(*) FROM hbird.model_feature WHERE name = 'cat_cascade') AS features,
+	   (SELECT count(*) FROM hbird.model_grant WHERE name = 'cat_cascade') AS grants;
+
 -- one statement scoring more models than hbird.plan_cache_entries holds,
 -- in a new session (nothing compiled yet): the cache grows while the
 -- statement pins them (the entry just compiled was freed, then used)

@@ -364,7 +364,9 @@ INSERT INTO ep_case (entry, bad, stmt) VALUES
 ('hb_model_receive', 'a new model', format('SELECT hb_model_receive(%L, 3, %L, NULL, convert_to(%L, %L), encode(sha256(convert_to(%L, %L)), %L), current_user, true, %L, %L, %L)', 'ep', 'xgboost-json', :'reg', 'UTF8', :'reg', 'UTF8', 'hex', '{public}', '[]', '[]')),
 ('hb_model_receive', 'the version it has', $$SELECT hb_model_receive('binary_logistic', 1, 'xgboost-json', NULL, (SELECT body FROM hbird.model_version WHERE name = 'binary_logistic' AND version = 1), (SELECT sha256 FROM hb_models WHERE name = 'binary_logistic' AND active), current_user, true, '{}', '[]', '[]')$$),
 ('hb_model_shards', 'no shards', $$SELECT count(*) FROM hb_model_shards('binary_logistic')$$),
-('hb_model_shards', 'NULL name = every model', $$SELECT count(*) FROM hb_model_shards(NULL)$$);
+('hb_model_shards', 'NULL name = every model', $$SELECT count(*) FROM hb_model_shards(NULL)$$),
+-- the catalog's cascading deletes: a trigger function only
+('cascade_delete', 'called directly', $$SELECT hbird.cascade_delete()$$);
 
 SELECT n, entry, bad, ep_try(stmt) AS result FROM ep_case ORDER BY n;
 
