@@ -37,8 +37,9 @@ entry_matches(const HbCacheEntry *e, const HbCatalogRef *ref)
 /*
  * Drop the oldest unpinned entries beyond hbird.plan_cache_entries, never
  * keep: the entry about to be returned, not pinned yet.  With every other
- * entry pinned by the running statement, the cache grows past the limit
- * until they are unpinned.
+ * entry pinned by the running statement, the cache grows past the limit;
+ * the next look-up after they are unpinned shrinks it.  (Not at unpinning:
+ * a caller may hold an entry it looked up and has not pinned yet.)
  */
 static void
 evict_unpinned(const HbCacheEntry *keep)
@@ -173,6 +174,9 @@ hb_cache_acquire(const HbCatalogRef *ref)
 		{
 			dlist_move_head(&cache_lru, &e->lru);
 			hb_stat_cache(e, NULL);
+			/* back to the limit once a statement that outgrew it is over */
+			if (cache_count > hb_plan_cache_entries)
+				evict_unpinned(e);
 			return e;
 		}
 	}

@@ -25,10 +25,12 @@
  */
 #include "postgres.h"
 
+
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_authid.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -173,6 +175,13 @@ hb_write_begin(HbCatalogWrite *w, const char *what)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("cannot %s within security-restricted operation", what),
 				 errdetail("Maintenance commands such as ANALYZE, VACUUM and REINDEX run a table owner's code with restricted rights.")));
+	/* a standby or a read-only transaction: say what could not be done */
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot %s in a read-only transaction", what),
+				 RecoveryInProgress() ?
+				 errhint("This server is a standby: change models on the primary, whose catalog it replays.") : 0));
 	GetUserIdAndSecContext(&w->save_userid, &w->save_sec_context);
 	SPI_connect();
 	w->guc_level = NewGUCNestLevel();

@@ -99,6 +99,13 @@ SELECT count(*) FROM hb_predict_batch('binary_logistic', NULL::cat_rowtype,
 	'SELECT amount * 1, age + 0, balance, n_tx, risk, tenure FROM binary_logistic_in');
 DROP TYPE cat_rowtype;
 
+-- a read-only transaction (as on a standby): the change is named
+BEGIN READ ONLY;
+SELECT hbt_try($$SELECT hb_model_activate('m', 1)$$);
+SELECT hbt_try($$SELECT hb_model_upload('m', '{}')$$);
+SELECT hbt_try($$SELECT hb_model_drop('m')$$);
+ROLLBACK;
+
 -- deletes cascade through the catalog (by triggers: its tables have no
 -- foreign keys, as pg_restore --jobs loads them in any order)
 SELECT hb_model_upload('cat_cascade', :'bin') AS v1, hb_model_upload('cat_cascade', :'bin') AS v2;
