@@ -873,8 +873,8 @@ hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("feature array must have one dimension, not %d",
-						ARR_NDIM(arr))));
+				 errmsg("feature array for model \"%s\" must have one dimension, not %d",
+						model, ARR_NDIM(arr))));
 	if (p)
 	{
 		/* an array holds the numeric inputs, in the order of the inputs */
