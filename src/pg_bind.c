@@ -15,8 +15,6 @@
  */
 #include "postgres.h"
 
-#include "mb/pg_wchar.h"
-
 #include <math.h>
 
 #include "access/htup_details.h"
@@ -25,6 +23,7 @@
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -229,9 +228,27 @@ featurize_row(const HbBinding *b, const HbCacheEntry *e, double *x)
 		hb_report(&err, "could not featurize a row for model", e->name);
 }
 
-/* A row's column values into the binding's raw inputs b->num / b->text. */
-static void text_to_utf8(const HbBinding *b, int t);
+/*
+ * Tokenizers, encoders and the model's terms work on UTF-8: a text of a
+ * database in another encoding is converted first (its own copy, freed
+ * with the detoasted ones).
+ */
+static void
+text_to_utf8(const HbBinding *b, int t)
+{
+	HbText	   *x = &b->text[t];
+	char	   *u = pg_server_to_any(x->ptr, x->len, PG_UTF8);
 
+	if (u == x->ptr)
+		return;
+	if (b->copies[t] != NULL)
+		pfree(b->copies[t]);
+	b->copies[t] = u;
+	x->ptr = u;
+	x->len = (int) strlen(u);
+}
+
+/* A row's column values into the binding's raw inputs b->num / b->text. */
 static void
 bind_inputs(const HbBinding *b, const Datum *values, const bool *nulls)
 {
@@ -276,26 +293,6 @@ bind_inputs(const HbBinding *b, const Datum *values, const bool *nulls)
 		if (b->to_utf8 && b->text[in->index].ptr != NULL)
 			text_to_utf8(b, in->index);
 	}
-}
-
-/*
- * Tokenizers, encoders and the model's terms work on UTF-8: a text of a
- * database in another encoding is converted first (its own copy, freed
- * with the detoasted ones).
- */
-static void
-text_to_utf8(const HbBinding *b, int t)
-{
-	HbText	   *x = &b->text[t];
-	char	   *u = pg_server_to_any(x->ptr, x->len, PG_UTF8);
-
-	if (u == x->ptr)
-		return;
-	if (b->copies[t] != NULL)
-		pfree(b->copies[t]);
-	b->copies[t] = u;
-	x->ptr = u;
-	x->len = (int) strlen(u);
 }
 
 /*

@@ -25,7 +25,6 @@
  */
 #include "postgres.h"
 
-
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"

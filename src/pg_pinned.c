@@ -203,20 +203,19 @@ const_arg(FuncExpr *f, int n)
 void
 hb_pinned_check_shipped(FuncExpr *f)
 {
-	Const	   *name = const_arg(f, 0);
-	Node	   *arg0 = linitial(f->args);
+	Node	   *name = linitial(f->args);
 	HbCatalogRef ref;
 	char	   *s;
 
-	if (!IsA(arg0, Const))
+	if (!IsA(name, Const))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("the model name of %s over a foreign table must be a constant",
 						get_func_name(f->funcid)),
 				 errhint("Write hb_predict and its kin: the planner pins them to the shards itself.")));
-	if (name == NULL)
+	if (((Const *) name)->constisnull)
 		return;					/* a null name: the call's own error */
-	s = TextDatumGetCString(name->constvalue);
+	s = TextDatumGetCString(((Const *) name)->constvalue);
 	if (!hb_catalog_lookup(s, &ref))
 	{
 		Const	   *v = const_arg(f, 1),

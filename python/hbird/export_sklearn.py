@@ -62,15 +62,15 @@ class Exporter:
         self.steps = []
         self.types = {}         # input name -> "numeric" | "text"
         self.n = 0
-
-    def name(self, prefix):
         # a step's outputs are "name:k": never a column's name, or the
         # server would refuse the reference as naming both
-        taken = set(str(c).split(":")[0] for c in self.columns) | set(str(c) for c in self.columns)
+        self.taken = set(str(c) for c in self.columns) | set(str(c).split(":")[0] for c in self.columns)
+
+    def name(self, prefix):
         while True:
             self.n += 1
             name = "%s%d" % (prefix, self.n)
-            if name not in taken:
+            if name not in self.taken:
                 return name
 
     def add(self, op, **kw):

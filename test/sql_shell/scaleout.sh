@@ -36,6 +36,15 @@ trap cleanup EXIT
 tap() { if [ "$1" = 0 ]; then echo "ok - scaleout: $2"; else echo "not ok - scaleout: $2"; fi; }
 # q PORT [psql args]: a query on one node, unaligned, errors stop it
 q() { local port=$1; shift; psql -X -q -At -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres "$@"; }
+# fails PATTERN WHAT [psql args]: the statements on the coordinator end in
+# an error matching PATTERN (grep -E)
+fails() {
+	local pat=$1 what=$2 err
+	shift 2
+	err=$(q $C "$@" 2>&1)
+	grep -Eq "$pat" <<<"$err"
+	tap $? "$what (got: $(grep -m1 ERROR <<<"$err"))"
+}
 # same: $1 = $2 (and no error in them), else print both
 same() {
 	if [ "$1" = "$2" ] && [ -n "$1" ] && ! grep -q 'ERROR' <<<"$1"; then return 0; fi
@@ -217,10 +226,10 @@ tap $? "hb_topk over shards under t_dist's row-level security: the rows its poli
 q $C -c "ALTER TABLE t_dist DISABLE ROW LEVEL SECURITY" >/dev/null
 # a plan that ships the call to the shards was made for a role that may
 # score the model: run by one that may not, it is planned again (and fails)
-err=$(q $C -c "PREPARE so_sum AS SELECT sum(hb_predict('reg', t)) FROM t_dist t" \
-	-c "EXECUTE so_sum" -c "SET ROLE so_nomodel" -c "EXECUTE so_sum" 2>&1)
-grep -q 'permission denied to score model "reg"' <<<"$err"
-tap $? "a prepared statement that scores on the shards, run by a role without the model's grant: refused (got: $(tail -1 <<<"$err"))"
+fails 'permission denied to score model "reg"' \
+	"a prepared statement that scores on the shards, run by a role without the model's grant: refused" \
+	-c "PREPARE so_sum AS SELECT sum(hb_predict('reg', t)) FROM t_dist t" \
+	-c "EXECUTE so_sum" -c "SET ROLE so_nomodel" -c "EXECUTE so_sum"
 # a pinned call written by hand (or by a view, or by an SQL function the
 # planner inlines) over a foreign table with a text column ships to the
 # shard, which checks only the user the role is mapped to: the coordinator
@@ -239,31 +248,29 @@ plan2=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT sum(so_pin(t)) FROM t_notes
 grep -q 'Remote SQL: SELECT sum(public.hb_predict_pinned(' <<<"$plan" &&
 	grep -q 'Remote SQL: SELECT sum(public.hb_predict_pinned(' <<<"$plan2"
 tap $? "a hand-written pinned call with a text column among its values is shipped to the shard, in an SQL function too"
-e1=$(q $C -c "SET ROLE so_nomodel" -c "SELECT sum(${pin//@/t}) FROM t_notes t" 2>&1)
-e2=$(q $C -c "SET ROLE so_nomodel" -c "SELECT count(*) FROM t_notes t WHERE ${pin//@/t} > 0.5" 2>&1)
-e3=$(q $C -c "SET ROLE so_nomodel" -c "SELECT sum(so_pin(t)) FROM t_notes t" 2>&1)
-grep -q 'permission denied to score model "reg"' <<<"$e1" &&
-	grep -q 'permission denied to score model "reg"' <<<"$e2" &&
-	grep -q 'permission denied to score model "reg"' <<<"$e3"
-tap $? "a hand-written pinned call (sum, WHERE, an inlined SQL function), run by a role without the model's grant: refused (got: $(tail -1 <<<"$e1") / $(tail -1 <<<"$e2") / $(tail -1 <<<"$e3"))"
+for what in "sum(${pin//@/t}) FROM t_notes t" "count(*) FROM t_notes t WHERE ${pin//@/t} > 0.5" \
+	"sum(so_pin(t)) FROM t_notes t"; do
+	fails 'permission denied to score model "reg"' \
+		"a hand-written pinned call, run by a role without the model's grant: refused (SELECT ${what:0:40}...)" \
+		-c "SET ROLE so_nomodel" -c "SELECT $what"
+done
 e4=$(q $C -c "SET ROLE so_reader" -c "SELECT sum(${pin//@/t}) FROM t_notes t" -c "SELECT sum(${pin//@/t}) FROM t_notes t WHERE note IS NULL OR note <> 'x'" 2>&1)
 same "$e4" "$(q $C -c "SELECT sum(hb_predict('reg', t)) FROM t_p2 t" -c "SELECT sum(hb_predict('reg', t)) FROM t_p2 t")"
 tap $? "the same calls by a role with the grant score as the plain calls do"
-e5=$(q $C -c "SELECT sum(hb_predict_pinned(note, 1, '$sha', 'shard2', '{amount}', amount)) FROM t_notes" 2>&1)
-grep -q 'the model name of hb_predict_pinned over a foreign table must be a constant' <<<"$e5"
-tap $? "a pinned call whose model name is not a constant is refused (got: $(tail -1 <<<"$e5"))"
+fails 'the model name of hb_predict_pinned over a foreign table must be a constant' \
+	"a pinned call whose model name is not a constant is refused" \
+	-c "SELECT sum(hb_predict_pinned(note, 1, '$sha', 'shard2', '{amount}', amount)) FROM t_notes"
 
 # ---- models on every node ----
 q $C -v v2="$(cat $fx/binary_logitraw.json)" <<<"SELECT hb_model_upload('fraud', :'v2')" >/dev/null
 same "$(q $C -c "SELECT string_agg(server || ':' || version || '/' || shard_version || ':' || in_sync, ' ' ORDER BY server) FROM hb_model_shards('fraud')")" \
 	"shard1:2/1:false shard2:2/1:false"
 tap $? "hb_model_shards shows the shards still at version 1 after an upload on the coordinator"
-err=$(q $C -c "SELECT sum(hb_predict('fraud', t)) FROM t_dist t" 2>&1)
-grep -Eq 'model "fraud" on shard "shard[12]" is at version 1 \(sha256 [0-9a-f]{12}\), but the coordinator scores version 2 \(sha256 [0-9a-f]{12}\)' <<<"$err"
-tap $? "a shard at another version: an error naming the shard and both versions (got: $(head -1 <<<"$err"))"
-err=$(q $C -c "SELECT count(*) FROM hb_topk('fraud', 5, NULL::t_dist)" 2>&1)
-grep -Eq 'model "fraud" on shard "shard[12]" is at version 1 \(sha256 [0-9a-f]{12}\), but the coordinator scores version 2 \(sha256 [0-9a-f]{12}\)' <<<"$err"
-tap $? "hb_topk over shards at another version: the same error (got: $(head -1 <<<"$err"))"
+other_version='model "fraud" on shard "shard[12]" is at version 1 \(sha256 [0-9a-f]{12}\), but the coordinator scores version 2 \(sha256 [0-9a-f]{12}\)'
+fails "$other_version" "a shard at another version: an error naming the shard and both versions" \
+	-c "SELECT sum(hb_predict('fraud', t)) FROM t_dist t"
+fails "$other_version" "hb_topk over shards at another version: the same error" \
+	-c "SELECT count(*) FROM hb_topk('fraud', 5, NULL::t_dist)"
 q $C >/dev/null <<'SQL'
 BEGIN;
 SELECT * FROM hb_model_distribute('fraud');
@@ -306,12 +313,10 @@ q $C -v m="$(cat $fx/binary_logistic.json)" <<<"SELECT hb_model_upload('swap', :
 same "$(q $C -c "SELECT string_agg(server || ':' || version || '/' || shard_version || ':' || (sha256 = shard_sha256) || ':' || in_sync, ' ' ORDER BY server) FROM hb_model_shards('swap')")" \
 	"shard1:1/1:true:false shard2:1/1:true:false"
 tap $? "hb_model_shards: the same bytes with other feature names on the shards are not in sync"
-err=$(q $C -c "SELECT * FROM hb_model_distribute('swap')" 2>&1)
-grep -q 'model "swap" has version 1 on this server with other feature names than the coordinator' <<<"$err"
-tap $? "hb_model_distribute refuses to call them the same version (got: $(grep ERROR <<<"$err" | head -1))"
-err=$(q $C -c "SELECT sum(hb_predict('swap', t)) FROM t_dist t" 2>&1)
-grep -Eq 'model "swap" on shard "shard[12]" is version 1 with other feature names than the coordinator' <<<"$err"
-tap $? "scoring it on the shards fails, naming the shard (got: $(grep ERROR <<<"$err" | head -1))"
+fails 'model "swap" has version 1 on this server with other feature names than the coordinator' \
+	"hb_model_distribute refuses to call them the same version" -c "SELECT * FROM hb_model_distribute('swap')"
+fails 'model "swap" on shard "shard[12]" is version 1 with other feature names than the coordinator' \
+	"scoring it on the shards fails, naming the shard" -c "SELECT sum(hb_predict('swap', t)) FROM t_dist t"
 q $S1 -c "SET client_min_messages = warning" -c "SELECT hb_model_drop('swap', 1)" >/dev/null
 q $S2 -c "SET client_min_messages = warning" -c "SELECT hb_model_drop('swap', 1)" >/dev/null
 q $C -c "SELECT count(*) FROM hb_model_distribute('swap')" >/dev/null
@@ -339,9 +344,8 @@ grep -q 'WARNING:  could not read the models of shard "shard_down"' <<<"$out" &&
 tap $? "hb_model_shards with a shard down: a warning naming it, the other shards' rows (got: $(head -1 <<<"$out"))"
 q $C -c "DROP SERVER shard_down CASCADE" >/dev/null 2>&1
 q $C -c "CREATE ROLE so_other; GRANT EXECUTE ON FUNCTION hb_model_distribute(text, integer) TO so_other" >/dev/null
-err=$(q $C -c "SET ROLE so_other" -c "SELECT * FROM hb_model_distribute('fraud')" 2>&1)
-grep -q 'must be owner of model "fraud"' <<<"$err"
-tap $? "only the model's owner distributes it (got: $(head -1 <<<"$err"))"
+fails 'must be owner of model "fraud"' "only the model's owner distributes it" \
+	-c "SET ROLE so_other" -c "SELECT * FROM hb_model_distribute('fraud')"
 
 # ---- a streaming standby of the coordinator ----
 nodes+=(standby)
