@@ -266,28 +266,39 @@ ALTER TABLE hbird.tuning
  * for.  The planner writes them from plain calls over foreign tables; they
  * are IMMUTABLE because, given the pinned version, the answer is fixed,
  * and only immutable functions are shipped.  columns NULL: the one value
- * is an array, bound by position.
+ * is an array, bound by position.  Their planner support function answers
+ * nothing: it makes the planner load hbird before it plans any of them, so
+ * that the check of the caller's right to score (pg_pushdown.c) runs in a
+ * backend that has not loaded hbird yet too.
  */
+CREATE FUNCTION hbird.pinned_support(internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'hb_pinned_support' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION hbird.pinned_support(internal) FROM PUBLIC;
 CREATE FUNCTION hb_predict_pinned(name text, version integer, sha256 text,
 								  origin text, columns text[], VARIADIC "any")
 RETURNS double precision
-AS 'MODULE_PATHNAME', 'hb_predict_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'hb_predict_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
+SUPPORT hbird.pinned_support;
 CREATE FUNCTION hb_predict_proba_pinned(name text, version integer, sha256 text,
 										origin text, columns text[], VARIADIC "any")
 RETURNS double precision[]
-AS 'MODULE_PATHNAME', 'hb_predict_proba_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'hb_predict_proba_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
+SUPPORT hbird.pinned_support;
 CREATE FUNCTION hb_predict_margin_pinned(name text, version integer, sha256 text,
 										 origin text, columns text[], VARIADIC "any")
 RETURNS double precision[]
-AS 'MODULE_PATHNAME', 'hb_predict_margin_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'hb_predict_margin_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
+SUPPORT hbird.pinned_support;
 CREATE FUNCTION hb_predict_class_pinned(name text, version integer, sha256 text,
 										origin text, columns text[], VARIADIC "any")
 RETURNS integer
-AS 'MODULE_PATHNAME', 'hb_predict_class_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'hb_predict_class_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
+SUPPORT hbird.pinned_support;
 CREATE FUNCTION hb_predict_targets_pinned(name text, version integer, sha256 text,
 										  origin text, columns text[], VARIADIC "any")
 RETURNS double precision[]
-AS 'MODULE_PATHNAME', 'hb_predict_targets_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'hb_predict_targets_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
+SUPPORT hbird.pinned_support;
 
 /*
  * On the coordinator: make a model version (default: the active one) with

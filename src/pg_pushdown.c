@@ -355,10 +355,9 @@ any_scoring_walker(Node *node, void *ctx)
 /* ---- 3. pinned calls that may be shipped: the right to score ---- */
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
-static bool pinned_checked = false; /* in the statement being planned */
 
 static bool
-check_pinned_walker(Node *node, void *ctx)
+check_pinned_walker(Node *node, PlannerInfo *root)
 {
 	if (node == NULL)
 		return false;
@@ -367,9 +366,20 @@ check_pinned_walker(Node *node, void *ctx)
 	if (IsA(node, FuncExpr) && hb_pinned_function(((FuncExpr *) node)->funcid))
 	{
 		hb_pinned_check_shipped((FuncExpr *) node);
-		pinned_checked = true;
+
+		/*
+		 * The plan is good for this role only, and for the catalog as it
+		 * is (pg_owner.c's writes invalidate plans that read "model").
+		 * Marked here, on the plan being made, rather than by the planner
+		 * hook: a backend that loaded hbird while planning this statement
+		 * (hbird.pinned_support) did not run that hook for it.
+		 */
+		root->glob->dependsOnRole = true;
+		root->glob->relationOids =
+			list_append_unique_oid(root->glob->relationOids,
+								   hb_catalog_relid("model"));
 	}
-	return expression_tree_walker(node, check_pinned_walker, ctx);
+	return expression_tree_walker(node, check_pinned_walker, root);
 }
 
 /*
@@ -387,9 +397,9 @@ hb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	{
 		Query	   *q = root->parse;
 
-		(void) check_pinned_walker((Node *) q->targetList, NULL);
-		(void) check_pinned_walker((Node *) q->jointree, NULL);
-		(void) check_pinned_walker(q->havingQual, NULL);
+		(void) check_pinned_walker((Node *) q->targetList, root);
+		(void) check_pinned_walker((Node *) q->jointree, root);
+		(void) check_pinned_walker(q->havingQual, root);
 	}
 }
 
@@ -404,9 +414,6 @@ void
 hb_pushdown_prepare(Query *parse, HbPushdown *pd)
 {
 	memset(pd, 0, sizeof(*pd));
-	/* statements planned inside this one's planning keep their own */
-	pd->outer_checked = pinned_checked;
-	pinned_checked = false;
 	if (!hb_pushdown_on || hb_cascade_on || parse->commandType != CMD_SELECT ||
 		parse->utilityStmt != NULL ||
 		!query_tree_walker(parse, any_scoring_walker, NULL, 0))
@@ -421,11 +428,9 @@ hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd)
 	 * model changes invalidate the plan (pg_owner.c sends the message), and
 	 * so does running it as another role: whether a call was pinned to its
 	 * shards (and scored there, unchecked here) depended on the planning
-	 * role's right to score the model
+	 * role's right to score the model.  (Pinned calls that were already in
+	 * the query mark the plan where they are checked, hb_set_rel_pathlist.)
 	 */
-	if (pinned_checked)
-		pd->depends = true;
-	pinned_checked = pd->outer_checked;
 	if (pd->depends)
 	{
 		stmt->relationOids = lappend_oid(stmt->relationOids,

@@ -37,7 +37,6 @@ typedef struct HbPushdown
 	bool		depends;		/* the plan depends on the model catalog */
 	List	   *topk_relids;	/* partitions of a distributed top-K */
 	List	   *keep;			/* plan nodes the batching scan leaves alone */
-	bool		outer_checked;	/* the enclosing statement's pinned_checked */
 } HbPushdown;
 
 extern bool hb_pushdown_on;		/* hbird.pushdown (pg_guc.c) */

@@ -366,7 +366,9 @@ INSERT INTO ep_case (entry, bad, stmt) VALUES
 ('hb_model_shards', 'no shards', $$SELECT count(*) FROM hb_model_shards('binary_logistic')$$),
 ('hb_model_shards', 'NULL name = every model', $$SELECT count(*) FROM hb_model_shards(NULL)$$),
 -- the catalog's cascading deletes: a trigger function only
-('cascade_delete', 'called directly', $$SELECT hbird.cascade_delete()$$);
+('cascade_delete', 'called directly', $$SELECT hbird.cascade_delete()$$),
+-- the pinned forms' planner support function: answers nothing
+('pinned_support', 'called directly (no internal value in SQL)', $$SELECT hbird.pinned_support(NULL::internal) IS NULL$$);
 
 SELECT n, entry, bad, ep_try(stmt) AS result FROM ep_case ORDER BY n;
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Scale-out (docs/scale-out.md) on four throwaway clusters of its own, on
+# Scale-out (docs/scale-out.md) on five throwaway clusters of its own, on
 # Unix sockets in one temporary directory: a coordinator whose table t_dist
 # is hash-partitioned into two postgres_fdw partitions on two shard
-# clusters, and a streaming standby of the coordinator.  Checks that
+# clusters, a streaming standby of the coordinator, and a coordinator that
+# does not preload hbird.  Checks that
 #   - the scoring calls run on the shards (EXPLAIN VERBOSE's Remote SQL);
 #   - sums, filters, per-group aggregates, ORDER BY ... LIMIT and hb_topk
 #     over t_dist equal the same queries over t_local, a single-node copy
@@ -52,18 +53,20 @@ same() {
 	return 1
 }
 
+# start_node NAME PORT [PRELOAD]: PRELOAD (default hbird) is
+# shared_preload_libraries, empty for a node that loads hbird when it is used
 start_node() {
-	local name=$1 port=$2
+	local name=$1 port=$2 preload=${3-hbird}
 	nodes+=("$name")
 	as_pg "$bin/pg_ctl" -D "$dir/$name" -w -l "$dir/$name.log" \
-		-o "-c listen_addresses='' -c unix_socket_directories=$dir -c port=$port -c shared_preload_libraries=hbird -c cluster_name=$name -c max_parallel_workers_per_gather=0" \
+		-o "-c listen_addresses='' -c unix_socket_directories=$dir -c port=$port -c shared_preload_libraries=$preload -c cluster_name=$name -c max_parallel_workers_per_gather=0" \
 		start >/dev/null
 }
 init_node() {
 	as_pg "$bin/initdb" -D "$dir/$1" -A trust -U postgres >"$dir/$1.initdb.log" 2>&1 &&
-		start_node "$1" "$2"
+		start_node "$@"
 }
-C=5432 S1=5433 S2=5434 SB=5435
+C=5432 S1=5433 S2=5434 SB=5435 CN=5436
 
 if ! { init_node coord $C && init_node shard1 $S1 && init_node shard2 $S2; }; then
 	tap 1 "clusters start"
@@ -260,6 +263,35 @@ tap $? "the same calls by a role with the grant score as the plain calls do"
 fails 'the model name of hb_predict_pinned over a foreign table must be a constant' \
 	"a pinned call whose model name is not a constant is refused" \
 	-c "SELECT sum(hb_predict_pinned(note, 1, '$sha', 'shard2', '{amount}', amount)) FROM t_notes"
+# the same check on a coordinator that does not preload hbird: a new
+# session's first statement is planned before anything has loaded it (the
+# pinned forms' planner support function loads it), and a plan made for a
+# role with the grant is not run unchecked by another role
+if init_node coord_np $CN ''; then
+	q $CN -v reg="$(cat $fx/reg_squarederror.json)" -v dir="$dir" -v s2=$S2 >/dev/null <<'SQL'
+CREATE EXTENSION hbird;
+CREATE EXTENSION postgres_fdw;
+SELECT hb_model_upload('reg', :'reg');
+CREATE SERVER shard2 FOREIGN DATA WRAPPER postgres_fdw
+	OPTIONS (host :'dir', port :'s2', dbname 'postgres', extensions 'hbird');
+CREATE ROLE np_nomodel LOGIN;
+CREATE USER MAPPING FOR PUBLIC SERVER shard2 OPTIONS (user 'postgres', password_required 'false');
+CREATE FOREIGN TABLE t_notes (note text, score float8, utilization float8, tenure float8, risk float8,
+							  n_tx float8, balance float8, age float8, amount float8, grp integer, id integer)
+	SERVER shard2 OPTIONS (table_name 't_part');
+GRANT SELECT ON t_notes TO np_nomodel;
+SQL
+	np="SELECT sum(${pin//@/t}) FROM t_notes t"
+	err=$(psql -X -q -At -h "$dir" -p $CN -U np_nomodel -d postgres -c "$np" 2>&1)
+	grep -q 'permission denied to score model "reg"' <<<"$err"
+	tap $? "without the preload, a new session's first statement: a hand-written pinned call by a role without the grant is refused (got: $(grep -m1 ERROR <<<"$err"))"
+	err=$(q $CN -c "PREPARE np AS $np" -c "EXECUTE np" -c "SET ROLE np_nomodel" -c "EXECUTE np" 2>&1)
+	grep -q 'permission denied to score model "reg"' <<<"$err" &&
+		same "$(head -1 <<<"$err")" "$(q $C -c "SELECT sum(${pin//@/t}) FROM t_notes t")"
+	tap $? "without the preload, a plan prepared by the owner in a new session: scores, then is refused to a role without the grant (got: $(tr '\n' ' ' <<<"$err" | head -c 200))"
+else
+	tap 1 "a coordinator without the preload starts"
+fi
 
 # ---- models on every node ----
 q $C -v v2="$(cat $fx/binary_logitraw.json)" <<<"SELECT hb_model_upload('fraud', :'v2')" >/dev/null
