@@ -56,6 +56,11 @@ class TextRef:
         self.null_as = null_as
 
 
+# token patterns the server's tokenizer implements: tokens of two or more
+# word characters (scikit-learn's default), or of one or more
+_TOKEN_PATTERNS = (r"(?u)\b\w\w+\b", r"(?u)\b\w+\b", r"\b\w\w+\b", r"\b\w+\b")
+
+
 class Exporter:
     def __init__(self, columns):
         self.columns = list(columns)
@@ -264,12 +269,19 @@ class Exporter:
             raise Unsupported("%s(strip_accents=%r) is not supported" % (type(t).__name__, t.strip_accents))
         if callable(t.analyzer) or t.analyzer not in ("word", "char", "char_wb"):
             raise Unsupported("%s(analyzer=%r) is not supported" % (type(t).__name__, t.analyzer))
+        # the patterns the server tokenizes (read_pipeline.c); scikit-learn
+        # ignores token_pattern for character n-grams, and so does the export
+        if t.analyzer == "word" and t.token_pattern not in _TOKEN_PATTERNS:
+            raise Unsupported("%s(token_pattern=%r) is not supported (%s)"
+                              % (type(t).__name__, t.token_pattern,
+                                 " or ".join(_TOKEN_PATTERNS[:2])))
         name = refs[0].name
         self.use(name, "text")
         sw = t.get_stop_words()
         kw = {"input": name, "analyzer": t.analyzer, "lowercase": bool(t.lowercase),
-              "token_pattern": t.token_pattern, "ngram_range": list(t.ngram_range),
-              "binary": bool(t.binary)}
+              "ngram_range": list(t.ngram_range), "binary": bool(t.binary)}
+        if t.analyzer == "word":
+            kw["token_pattern"] = t.token_pattern
         if sw and t.analyzer == "word":
             kw["stop_words"] = sorted(sw)
         if t.strip_accents:

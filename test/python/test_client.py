@@ -1000,6 +1000,33 @@ def exporter_cases():
         return refused and n_versions(conn, "ex_big") == 0 and w <= 0, "worst excess %.3g" % w
     t()
 
+    @case("exporter: a word token_pattern the server does not tokenize is refused before upload; "
+          "character n-grams ignore it, as scikit-learn does")
+    def t():
+        from sklearn.feature_extraction.text import CountVectorizer
+        docs = ["the cat sat", "a dog ran far", "cats and dogs", "x y z 42", "The End, the end"] * 8
+        test_docs = docs[:5] + ["an unseen cat", "", "dog-dog_dog 7"]
+        yv = np.arange(len(docs)) % 3
+
+        def pipe(vec):
+            return Pipeline([("ct", ColumnTransformer([("v", vec, "doc")])),
+                             ("lr", lm.LinearRegression())]).fit(pd.DataFrame({"doc": docs}), yv)
+        try:
+            hbird.upload(conn, "ex_tok", pipe(CountVectorizer(token_pattern=r"[a-z]+")))
+            refused, note = False, "uploaded"
+        except Unsupported as e:
+            refused, note = "token_pattern" in str(e), str(e)
+        chars = pipe(CountVectorizer(analyzer="char_wb", ngram_range=(2, 3), token_pattern=r"[a-z]+"))
+        hbird.upload(conn, "ex_tok_chars", chars)
+        q(conn, "CREATE TEMP TABLE ex_tok_t (id integer, doc text)")
+        cur = conn.cursor()
+        cur.executemany("INSERT INTO ex_tok_t VALUES (%s, %s)", list(enumerate(test_docs)))
+        cur.close()
+        got = [row[0] for row in q(conn, "SELECT hb_predict('ex_tok_chars', t) FROM ex_tok_t t ORDER BY id")]
+        w = worst(got, chars.predict(pd.DataFrame({"doc": test_docs})), 1e-9, 1e-9)
+        return refused and n_versions(conn, "ex_tok") == 0 and w <= 0, "%s; worst excess %.3g" % (note, w)
+    t()
+
     @case("import hbird gives hbird.export_sklearn")
     def t():
         # a fresh interpreter: this one has imported the module already
@@ -1007,7 +1034,7 @@ def exporter_cases():
                            capture_output=True, text=True, cwd=tempfile.gettempdir())
         return r.stdout.strip() == "export", (r.stdout + r.stderr).strip()[-200:]
     t()
-    for name in ("ex_clip", "ex_lr_mn", "ex_sgd3", "ex_gb_zero", "ex_names", "ex_infreq"):
+    for name in ("ex_clip", "ex_lr_mn", "ex_sgd3", "ex_gb_zero", "ex_names", "ex_infreq", "ex_tok_chars"):
         if n_versions(conn, name):
             hbird.drop(conn, name)
     conn.close()
