@@ -1208,6 +1208,22 @@ typedef struct SortBound
 
 static const SortBound no_bound = {-1, NULL, NULL};
 
+/* a function a LIMIT bound may call when the node evaluates it again */
+static bool
+unfit_bound_function(Oid funcid, void *ctx)
+{
+	return func_volatile(funcid) != PROVOLATILE_IMMUTABLE ||
+		func_parallel(funcid) != PROPARALLEL_SAFE;
+}
+
+/*
+ * Whether a LIMIT / OFFSET expression cannot be evaluated again by the
+ * node, in its own process (a parallel worker), to the value the Limit
+ * computes: it must be made of constants, a statement's parameters and
+ * immutable, parallel-safe functions.  A volatile one (nextval, random)
+ * would give the node another k than the Limit's, and evaluate twice what
+ * the query says once; a parallel-restricted one cannot run in a worker.
+ */
 static bool
 plain_param_walker(Node *node, void *ctx)
 {
@@ -1216,6 +1232,8 @@ plain_param_walker(Node *node, void *ctx)
 	if (IsA(node, Param))
 		return ((Param *) node)->paramkind != PARAM_EXTERN;
 	if (IsA(node, Var) || IsA(node, SubPlan))
+		return true;
+	if (check_functions_in_node(node, unfit_bound_function, ctx))
 		return true;
 	return expression_tree_walker(node, plain_param_walker, ctx);
 }
@@ -1241,7 +1259,9 @@ limit_bound(Limit *limit)
 	}
 	/* parameters of a prepared statement: evaluated when the scan starts */
 	if (!plain_param_walker(limit->limitCount, NULL) &&
-		!plain_param_walker(limit->limitOffset, NULL))
+		!plain_param_walker(limit->limitOffset, NULL) &&
+		!contain_mutable_functions(limit->limitCount) &&
+		!contain_mutable_functions(limit->limitOffset))
 	{
 		b.bound = 0;
 		b.count = limit->limitCount;

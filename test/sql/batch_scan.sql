@@ -428,7 +428,24 @@ SELECT what, bs_same(q) FROM (VALUES
 	('parallel top-K', $$SELECT id, hb_predict('binary_logistic', t) FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, id LIMIT 20$$),
 	('parallel top-K by score, ctid', $$SELECT id, ctid FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, ctid LIMIT 20$$),
 	('parallel filter', $$SELECT count(*) FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1$$)) c(what, q);
+-- a LIMIT the node cannot evaluate again as the Limit does gives it no k:
+-- a parallel-restricted function (it would run in the workers) and a
+-- volatile one (the node would get another k than the Limit: 5 rows
+-- pruned against while the Limit asks for 60, and nextval called twice)
+CREATE TEMP TABLE bs_kt (n int);
+INSERT INTO bs_kt VALUES (4);
+CREATE FUNCTION pg_temp.bs_k() RETURNS int LANGUAGE sql STABLE PARALLEL RESTRICTED AS 'SELECT n FROM bs_kt';
+SET parallel_leader_participation = off;	-- the workers score every row
+EXPLAIN (COSTS OFF) SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, id LIMIT pg_temp.bs_k();
+SELECT string_agg(id::text, ',') = (SELECT string_agg(id::text, ',') FROM (SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, id LIMIT 4) q) AS restricted_limit_same
+FROM (SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, id LIMIT pg_temp.bs_k()) q;
+RESET parallel_leader_participation;
 RESET force_parallel_mode;
+CREATE SEQUENCE bs_k START 60 INCREMENT -55 MINVALUE -1000 MAXVALUE 1000;
+EXPLAIN (COSTS OFF) SELECT id FROM bs t ORDER BY hb_predict('reg_squarederror', t) DESC, id LIMIT nextval('bs_k');
+SELECT count(*) AS n, string_agg(id::text, ',') = (SELECT string_agg(id::text, ',') FROM (SELECT id FROM bs t ORDER BY hb_predict('reg_squarederror', t) DESC, id LIMIT 60) q) AS volatile_limit_same
+FROM (SELECT id FROM bs t ORDER BY hb_predict('reg_squarederror', t) DESC, id LIMIT nextval('bs_k')) q;
+SELECT last_value AS limit_evaluated_once FROM bs_k;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
