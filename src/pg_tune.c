@@ -191,13 +191,6 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 										  &err);
 		}
 		MemoryContextSwitchTo(old);
-		if (!ok)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("tuning of model \"%s\" version %d is invalid: %s",
-							e->name, e->version, err.msg),
-					 errhint("Run hb_tune again, or hb_tune_drop(%s).",
-							 quote_literal_cstr(e->name))));
 		out->found = true;
 		out->k = best_k;
 		out->threshold = get_float(best, desc, "threshold", INFINITY);
@@ -205,7 +198,25 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 		out->kept = DatumGetInt32(get(best, desc, "kept", &isnull));
 		if (isnull)
 			out->kept = best_k;
-		out->cheap_cut = get_float(best, desc, "cheap_cut", INFINITY);
+		out->cheap_cut = get_float(best, desc, "cheap_cut", NAN);
+
+		/*
+		 * hb_tune writes a number for what its kind uses: a missing or NaN
+		 * cut (every comparison false) or threshold would quietly change
+		 * which rows are scored in full
+		 */
+		if (ok && strcmp(kind, "topk") == 0 &&
+			(isnan(out->cheap_cut) || !(out->ratio >= 1.0) || out->kept < 1))
+			ok = hb_fail(&err, HB_ERR_INVALID, "the cut, ratio or kept rows are missing or out of range");
+		else if (ok && strcmp(kind, "cascade") == 0 && isnan(out->threshold))
+			ok = hb_fail(&err, HB_ERR_INVALID, "the threshold is missing or not a number");
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("tuning of model \"%s\" version %d is invalid: %s",
+							e->name, e->version, err.msg),
+					 errhint("Run hb_tune again, or hb_tune_drop(%s).",
+							 quote_literal_cstr(e->name))));
 		heap_freetuple(best);
 	}
 	table_close(rel, NoLock);

@@ -307,6 +307,13 @@ DROP TABLE planted_few, planted_few_want, planted_few_plain, refine_want;
 UPDATE hbird.tuning SET approx_features = '{3, 0,1,9,1, -1,-1,-1,0, -1,-1,-1,0}'
 WHERE name = 'wrank' AND k = 3;
 SELECT hbt_try($$SELECT id FROM items i ORDER BY hb_predict('wrank', i) DESC LIMIT 3$$);
+UPDATE hbird.tuning SET approx_features = '{3, 0,1,2,1, -1,-1,-1,0, -1,-1,-1,0}' WHERE name = 'wrank' AND k = 3;
+-- so is a cut that is not a number (no row would pass it) or missing
+UPDATE hbird.tuning SET cheap_cut = 'NaN' WHERE name = 'wrank' AND k = 3;
+SELECT hbt_try($$SELECT id FROM items i ORDER BY hb_predict('wrank', i) DESC LIMIT 3$$);
+SELECT hbt_try($$SELECT count(*) FROM hb_topk('wrank', 3, NULL::items, mode => 'approx')$$);
+UPDATE hbird.tuning SET cheap_cut = NULL WHERE name = 'wrank' AND k = 3;
+SELECT hbt_try($$SELECT count(*) FROM hb_topk('wrank', 3, NULL::items, mode => 'approx')$$);
 DELETE FROM hbird.tuning WHERE name = 'wrank' AND k = 3;
 DROP TABLE planted_want;
 -- negative scores: the same trees shifted by -100, tuned and checked again
