@@ -1356,8 +1356,14 @@ mark_topk(Plan *plan, int col, Sort *sort, SortBound sb)
 	call = v->varattno - n_input - 1;
 	if (call < 0 || lthird(cs->custom_private) != NIL)
 		return;
-	/* pruned rows carry a stand-in score: only the sort may read it */
-	if (!only_bare_refs(cs->scan.plan.targetlist, v->varattno))
+	/*
+	 * Pruned rows do not go up, unless this node's expressions are volatile
+	 * (pg_scan_exec.c's skip_ok): then they carry a stand-in score, which
+	 * only the sort may read.  Otherwise expressions of the score (a cast,
+	 * a rounding beside the sort key) see real scores only.
+	 */
+	if (!only_bare_refs(cs->scan.plan.targetlist, v->varattno) &&
+		contain_volatile_functions((Node *) cs->scan.plan.targetlist))
 		return;
 	privs = list_nth(lsecond(cs->custom_private), call);
 	if (intVal(linitial(privs)) != HB_CALL_PREDICT)

@@ -90,6 +90,11 @@ ANALYZE bs_keys;
 EXPLAIN (COSTS OFF) SELECT id, hb_predict('binary_logistic', t) FROM bs t;
 EXPLAIN (COSTS OFF) SELECT sum(hb_predict('binary_logistic', t)) FROM bs t;
 EXPLAIN (COSTS OFF) SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 10;
+-- the score read beside the sort key prunes too (pruned rows do not go up),
+-- unless the node's expressions are volatile (a volatile sort key: pruned
+-- rows then go up with a stand-in score that only the sort may read)
+EXPLAIN (COSTS OFF) SELECT id, round(hb_predict('binary_logistic', t)::numeric, 3) FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 10;
+EXPLAIN (COSTS OFF) SELECT id, round(hb_predict('binary_logistic', t)::numeric, 3) FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, random() LIMIT 10;
 EXPLAIN (COSTS OFF) SELECT id FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1 AND grp = 2;
 -- a call on constants, one row: row at a time
 EXPLAIN (COSTS OFF) SELECT hb_predict('binary_logistic', ARRAY[1, 2, 3, 4, 5, 6]);
@@ -151,6 +156,8 @@ INSERT INTO bs_case (what, q) VALUES
 ('ORDER BY a ranking score', $$SELECT id FROM (SELECT id, amount AS bm25, age AS tf, balance AS idf, n_tx AS doc_len, risk AS pagerank, tenure AS freshness FROM bs) t ORDER BY hb_predict('rank_pairwise', t) DESC LIMIT 15$$),
 ('ORDER BY a score, whole table', $$SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC, id$$),
 ('ORDER BY an expression of a score', $$SELECT id, -ln(hb_predict('binary_logistic', t)) FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 10$$),
+('ORDER BY a score, its text beside it', $$SELECT id, hb_predict('reg_squarederror', t)::text FROM bs t ORDER BY hb_predict('reg_squarederror', t) DESC, id LIMIT 30$$),
+('ORDER BY a score and a volatile key, its text beside it', $$SELECT id, hb_predict('reg_squarederror', t)::text FROM bs t ORDER BY hb_predict('reg_squarederror', t) DESC, 0 * random(), id LIMIT 30$$),
 ('ORDER BY LIMIT k above the rows', $$SELECT id FROM bs t WHERE id < 30 ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 100$$),
 ('ORDER BY LIMIT 0', $$SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 0$$),
 ('ORDER BY LIMIT NULL', $$SELECT count(*) FROM (SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT NULL) s$$),
