@@ -1141,8 +1141,8 @@ setup_model(Reader *r)
 					   "lightgbm model: max_feature_idx is %lld", (long long) maxf);
 	if (maxf >= HB_MAX_FEATURES)
 		return hb_fail(r->err, HB_ERR_LIMIT,
-					   "lightgbm model has %lld features, more than the %d hbird supports",
-					   (long long) maxf + 1, HB_MAX_FEATURES);
+					   "lightgbm model: max_feature_idx is %lld, more than the %d features hbird supports",
+					   (long long) maxf, HB_MAX_FEATURES);
 	if (!read_objective(r, &obj_nclass))
 		return false;
 

@@ -892,6 +892,9 @@ test_malformed(void)
 			   HB_ERR_INVALID, "max_feature_idx", "negative max_feature_idx");
 	expect_err("tree\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=5000000\n\n",
 			   HB_ERR_LIMIT, "features", "5000001 features");
+	/* the largest index: its message must not add one to it (UBSan) */
+	expect_err("tree\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=9223372036854775807\n\n",
+			   HB_ERR_LIMIT, "max_feature_idx is 9223372036854775807", "max_feature_idx INT64_MAX");
 	expect_err("tree\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=0\n"
 			   "objective=regression\n\nend of trees\n",
 			   HB_ERR_INVALID, "no trees", "a model without trees");
