@@ -131,6 +131,11 @@ hb_open_query(const char *query, const char *what)
 		Query	   *q = lfirst_node(Query, lc);
 		const char *tag = GetCommandTagName(((CachedPlanSource *) linitial(sources))->commandTag);
 
+		if (q->utilityStmt != NULL && IsA(q->utilityStmt, CreateTableAsStmt))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be a SELECT that only reads", what),
+					 errdetail("It creates a table (SELECT INTO).")));
 		if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -338,6 +343,16 @@ hb_rows_open(HbCacheEntry *e, const char *query, Oid rowtype, int batch,
 	r->portal = hb_open_query(query, "query");
 	SPI_finish();
 	r->portal_name = pstrdup(r->portal->name);
+
+	/*
+	 * Under a WITH HOLD cursor the statement's remaining rows are computed
+	 * at COMMIT (PersistHoldablePortal), when the transaction's other
+	 * portals are being dropped, in no set order: this one is held too, so
+	 * that it is still there (its own remaining rows kept) whichever of the
+	 * two COMMIT reaches first.
+	 */
+	if (ActivePortal != NULL && (ActivePortal->cursorOptions & CURSOR_OPT_HOLD))
+		r->portal->cursorOptions |= CURSOR_OPT_HOLD;
 	r->map = convert_tuples_by_position(r->portal->tupDesc, r->rowdesc,
 										gettext_noop("query does not return rows of the given row type"));
 	check_names_in_place(r->portal->tupDesc, r->rowdesc, rowtype);

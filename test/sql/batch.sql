@@ -29,6 +29,34 @@ SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', NULL::binary_
 SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in, 'WITH d AS (DELETE FROM binary_logistic_in RETURNING *) SELECT * FROM d')$$);
 SELECT hbt_try($$SELECT * FROM hb_topk('binary_logistic', 3, NULL::binary_logistic_in, 'WITH d AS (DELETE FROM binary_logistic_in RETURNING *) SELECT * FROM d')$$);
 SELECT count(*) > 0 AS rows_kept FROM binary_logistic_in;
+SELECT hbt_try($$SELECT * FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in, 'SELECT * INTO bl_copy FROM binary_logistic_in')$$);
+
+-- a WITH HOLD cursor over the streamed rows, fetched before and after
+-- COMMIT (the cursor of the query is held with it: COMMIT used to fail
+-- with "the query of model ... is no longer open")
+BEGIN;
+DECLARE bl_hold CURSOR WITH HOLD FOR
+	SELECT (item).id, score FROM hb_predict_batch('binary_logistic', NULL::binary_logistic_in,
+												  'SELECT * FROM binary_logistic_in ORDER BY id');
+FETCH 2 FROM bl_hold;
+COMMIT;
+CREATE TEMP TABLE bl_held AS SELECT 0 AS id, 0.0::float8 AS score WHERE false;
+DO $$
+DECLARE
+	c refcursor := 'bl_hold';
+	r record;
+BEGIN
+	LOOP
+		FETCH c INTO r;
+		EXIT WHEN NOT FOUND;
+		INSERT INTO bl_held VALUES (r.id, r.score);
+	END LOOP;
+END $$;
+CLOSE bl_hold;
+SELECT count(*) AS rows_after_commit, min(id) AS first_after_commit,
+	   bool_and(h.score = hb_predict('binary_logistic', i)) AS same_scores,
+	   count(*) + 2 = (SELECT count(*) FROM binary_logistic_in) AS all_rows
+FROM bl_held h JOIN binary_logistic_in i USING (id);
 
 -- every strategy gives the same bits, NULLs included, on every fixture
 CREATE TEMP TABLE strategy_runs (model text, strategy text, preds float8[]);
