@@ -629,10 +629,22 @@ hb_pipeline_validate(HbPipeline *p, int32_t model_n_features, HbError *err)
 			n_num++;
 		else
 			n_text++;
-		for (int32_t j = 0; j < i; j++)
-			if (strcmp(p->inputs[j].name, in->name) == 0)
-				return hb_fail(err, HB_ERR_INVALID,
-							   "pipeline input \"%s\" appears twice", in->name);
+	}
+	if (p->n_inputs > 1)
+	{
+		const char **names = hb_alloc(sizeof(char *) * p->n_inputs);
+		const char *twice;
+
+		if (names == NULL)
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		for (int32_t i = 0; i < p->n_inputs; i++)
+			names[i] = p->inputs[i].name;
+		twice = hb_sort_find_repeat(names, p->n_inputs);
+		if (twice != NULL)
+			hb_fail(err, HB_ERR_INVALID, "pipeline input \"%s\" appears twice", twice);
+		hb_free(names);
+		if (twice != NULL)
+			return false;
 	}
 	if (n_num != p->n_num_inputs || n_text != p->n_text_inputs)
 		return hb_fail(err, HB_ERR_INVALID,

@@ -265,7 +265,8 @@ hb_sparse_linear_margins(const HbSparseLinear *s, const HbRawRows *rows,
 				int32_t		u = find_used(st, terms[i].col);
 				const double *w;
 
-				if (u < 0)
+				/* a NaN value (an overflowing idf) is missing, as in the dense path */
+				if (u < 0 || isnan(terms[i].val))
 					continue;
 				w = s->text[t].w + (size_t) u * k;
 				for (int32_t g = 0; g < k; g++)

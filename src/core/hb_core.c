@@ -165,3 +165,19 @@ hb_cmp_double(const void *a, const void *b)
 
 	return x < y ? -1 : x > y;
 }
+
+static int
+cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+const char *
+hb_sort_find_repeat(const char **names, size_t n)
+{
+	qsort(names, n, sizeof(const char *), cmp_name);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(names[i - 1], names[i]) == 0)
+			return names[i];
+	return NULL;
+}

@@ -74,6 +74,13 @@ extern char *hb_strdup(const char *s);
 extern int	hb_cmp_double(const void *a, const void *b);
 
 /*
+ * Sort the n names in place (byte order) and return one that appears
+ * twice, or NULL.  n log n: readers take up to a million names, and
+ * comparing every pair took minutes there.
+ */
+extern const char *hb_sort_find_repeat(const char **names, size_t n);
+
+/*
  * arr (of *cap elements of elem bytes), grown to hold at least need
  * elements, doubling from 64: the possibly moved array, or NULL when out
  * of memory (then arr and *cap are unchanged).

@@ -243,17 +243,12 @@ hb_model_set_feature_names(HbModel *m, char **names, int n, HbError *err)
 	return true;
 }
 
-static int
-cmp_name_ptr(const void *a, const void *b)
-{
-	return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 /* Names bind features to columns, so each must be present and unique. */
 static bool
 check_names_unique(HbModel *m, HbError *err)
 {
-	char	  **sorted;
+	const char **sorted;
+	const char *twice;
 	bool		ok = true;
 
 	for (int i = 0; i < m->n_features; i++)
@@ -265,11 +260,8 @@ check_names_unique(HbModel *m, HbError *err)
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	for (int i = 0; i < m->n_features; i++)
 		sorted[i] = m->features[i].name;
-	qsort(sorted, m->n_features, sizeof(char *), cmp_name_ptr);
-	for (int i = 1; i < m->n_features && ok; i++)
-		if (strcmp(sorted[i - 1], sorted[i]) == 0)
-			ok = hb_fail(err, HB_ERR_INVALID,
-						 "feature name \"%s\" appears twice", sorted[i]);
+	if ((twice = hb_sort_find_repeat(sorted, m->n_features)) != NULL)
+		ok = hb_fail(err, HB_ERR_INVALID, "feature name \"%s\" appears twice", twice);
 	hb_free(sorted);
 	return ok;
 }

@@ -491,6 +491,17 @@ test_validate(void)
 	ok(!finish(p, &err) && strstr(err.msg, "not written"), "a step reads only earlier slots");
 	hb_pipeline_free(p);
 
+	/* input names are checked by sorting: 100,000 of them, then a repeat */
+	p = new_pipeline(100000, 0);
+	s = add_step(p, HB_STEP_BINARIZE, 1, (int[]) {0}, 1);
+	ok(finish(p, &err), "100,000 inputs validate");
+	hb_free(p->inputs[99999].name);
+	p->inputs[99999].name = hb_strdup("x4711");
+	memset(&err, 0, sizeof(err));
+	ok(!hb_pipeline_validate(p, -1, &err) && strstr(err.msg, "input \"x4711\" appears twice"),
+	   "a repeated input name among 100,000 is refused, naming it");
+	hb_pipeline_free(p);
+
 	p = new_pipeline(1, 0);
 	s = add_step(p, HB_STEP_BINARIZE, 1, (int[]) {0}, 1);
 	ok(finish(p, &err), "binarize validates");

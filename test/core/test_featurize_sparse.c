@@ -496,6 +496,42 @@ static TuRows rows;
  * probabilities / predictions against scikit-learn's (1e-6 relative, as
  * test_pipeline_reader holds the dense path to).
  */
+/*
+ * A text term whose value is NaN (an idf of 1e308 overflows to infinity, and
+ * the l2 norm divides it by infinity) is missing in both paths: the dense
+ * path skips a NaN feature, and the sparse one used to add NaN.
+ */
+static void
+test_nan_term(void)
+{
+	const char *doc = "{\"format\":\"hbird-pipeline\",\"version\":1,"
+		"\"inputs\":[{\"name\":\"t\",\"type\":\"text\"}],"
+		"\"steps\":[{\"op\":\"tfidf_vectorizer\",\"name\":\"tf\",\"input\":\"t\","
+		"\"vocabulary\":{\"ab\":0,\"cd\":1},\"idf\":[1e308,1],\"norm\":\"l2\"}],"
+		"\"features\":[\"tf:0\",\"tf:1\"],"
+		"\"model\":{\"kind\":\"linear\",\"coef\":[[2,0.5]],\"intercept\":[0.25]}}";
+	HbModel    *m = NULL;
+	HbSparseLinear *sl = NULL;
+	HbError		err = {0};
+	HbText		text = {"ab ab cd", 8};
+	HbRawRows	raw = {1, NULL, &text};
+	double		worst;
+	char		why[512] = "";
+
+	if (!hb_model_read(doc, strlen(doc), HB_FORMAT_AUTO, &m, &err) ||
+		!hb_sparse_linear_build(m, m->pipeline, &sl, &err) || sl == NULL)
+	{
+		tu_report(false, "NaN text term: %s", sl == NULL && !err.msg[0] ? "no sparse scorer" : err.msg);
+		hb_model_free(m);
+		return;
+	}
+	tu_report(compare(m, sl, &raw, &worst, why, sizeof(why)),
+			  "a NaN text term (idf 1e308, l2 norm) is missing in the sparse path as in the dense one%s%s",
+			  why[0] ? ": " : "", why);
+	hb_sparse_linear_free(sl);
+	hb_model_free(m);
+}
+
 static void
 check_fixture(const char *name, bool want_sparse)
 {
@@ -627,6 +663,7 @@ int
 main(void)
 {
 	test_random();
+	test_nan_term();
 	tu_load_pipeline_rows(&rows);
 	check_fixture("logreg_tfidf", true);
 	check_fixture("ridge_char", true);
