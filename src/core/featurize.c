@@ -24,22 +24,23 @@
 static int32_t murmur3_32(const char *key, size_t len, uint32_t seed);
 
 /*
- * Term -> vocabulary entry by hashing: a tf-idf row looks up every token
- * and n-gram, and a binary search over 20,000 terms was most of a row's
- * cost.  Open addressing, at most half full.
+ * Strings -> their index in a list, by hashing: a vocabulary's terms (a
+ * tf-idf row looks up every token and n-gram, and a binary search over
+ * 20,000 terms was most of a row's cost) and a pipeline's input names
+ * (read_pipeline.c).  Open addressing, at most half full.
  */
-#define VOCAB_SEED 0x9747b28cu
+#define NAME_INDEX_SEED 0x9747b28cu
 
-typedef struct HbVocabIndex
+typedef struct HbNameIndex
 {
 	uint32_t	mask;
-	int32_t    *entry;			/* vocabulary index, -1 empty */
+	int32_t    *entry;			/* list index, -1 empty */
 	uint32_t   *hash;
-	int32_t    *len;			/* per vocabulary term */
-} HbVocabIndex;
+	int32_t    *len;			/* per string */
+} HbNameIndex;
 
-static void
-vocab_index_free(HbVocabIndex *v)
+void
+hb_name_index_free(HbNameIndex *v)
 {
 	if (v == NULL)
 		return;
@@ -49,10 +50,10 @@ vocab_index_free(HbVocabIndex *v)
 	hb_free(v);
 }
 
-static HbVocabIndex *
-vocab_index_build(char *const *terms, int32_t n)
+HbNameIndex *
+hb_name_index_build(char *const *terms, int32_t n)
 {
-	HbVocabIndex *v = hb_alloc0(sizeof(HbVocabIndex));
+	HbNameIndex *v = hb_alloc0(sizeof(HbNameIndex));
 	size_t		size = 16;
 
 	if (v == NULL)
@@ -65,7 +66,7 @@ vocab_index_build(char *const *terms, int32_t n)
 	v->len = hb_alloc(sizeof(int32_t) * (n > 0 ? n : 1));
 	if (!v->entry || !v->hash || !v->len)
 	{
-		vocab_index_free(v);
+		hb_name_index_free(v);
 		return NULL;
 	}
 	for (size_t i = 0; i < size; i++)
@@ -73,7 +74,7 @@ vocab_index_build(char *const *terms, int32_t n)
 	for (int32_t i = 0; i < n; i++)
 	{
 		size_t		len = strlen(terms[i]);
-		uint32_t	h = (uint32_t) murmur3_32(terms[i], len, VOCAB_SEED);
+		uint32_t	h = (uint32_t) murmur3_32(terms[i], len, NAME_INDEX_SEED);
 		uint32_t	j = h & v->mask;
 
 		while (v->entry[j] >= 0)
@@ -85,11 +86,11 @@ vocab_index_build(char *const *terms, int32_t n)
 	return v;
 }
 
-static int32_t
-vocab_index_find(const HbVocabIndex *v, char *const *terms, const char *s,
-				 size_t len)
+int32_t
+hb_name_index_find(const HbNameIndex *v, char *const *terms, const char *s,
+				   size_t len)
 {
-	uint32_t	h = (uint32_t) murmur3_32(s, len, VOCAB_SEED);
+	uint32_t	h = (uint32_t) murmur3_32(s, len, NAME_INDEX_SEED);
 
 	for (uint32_t j = h & v->mask; v->entry[j] >= 0; j = (j + 1) & v->mask)
 	{
@@ -133,7 +134,7 @@ free_step(HbStep *s)
 	free_strings(s->tok.stop_words, s->tok.n_stop_words);
 	free_strings(s->vocab_terms, s->n_vocab);
 	hb_free(s->vocab_cols);
-	vocab_index_free(s->vocab_index);
+	hb_name_index_free(s->vocab_index);
 	hb_free(s->idf);
 	hb_free(s->used_cols);
 }
@@ -587,8 +588,8 @@ validate_step(const HbPipeline *p, HbStep *s, int32_t k, int32_t next,
 						}
 					}
 					hb_free(cs);
-					vocab_index_free(s->vocab_index);
-					s->vocab_index = vocab_index_build(s->vocab_terms, s->n_vocab);
+					hb_name_index_free(s->vocab_index);
+					s->vocab_index = hb_name_index_build(s->vocab_terms, s->n_vocab);
 					if (s->vocab_index == NULL)
 						return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 				}
@@ -1175,7 +1176,7 @@ emit_term(TextScratch *t, const HbStep *s, const char *g, size_t len)
 	else
 	{
 		int32_t		i = s->vocab_index ?
-			vocab_index_find(s->vocab_index, s->vocab_terms, g, len) :
+			hb_name_index_find(s->vocab_index, s->vocab_terms, g, len) :
 			find_term(s->vocab_terms, s->n_vocab, g, len);
 
 		if (i < 0)

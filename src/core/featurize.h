@@ -207,7 +207,7 @@ typedef struct HbStep
 	int32_t		n_vocab;		/* TFIDF: vocabulary term -> column */
 	char	  **vocab_terms;	/* sorted */
 	int32_t    *vocab_cols;
-	struct HbVocabIndex *vocab_index;	/* hash of vocab_terms, built by
+	struct HbNameIndex *vocab_index;	/* hash of vocab_terms, built by
 										 * hb_pipeline_validate; not stored */
 	double	   *idf;			/* TFIDF: per column (n_cols), NULL = no idf */
 	int32_t		n_used;			/* columns that get a slot: out + i */

@@ -1,12 +1,24 @@
 /*
  * featurize_int.h
  *	  Pieces of the featurizer executor (featurize.c) shared with the sparse
- *	  linear scorer (featurize_sparse.c); not part of the IR contract.
+ *	  linear scorer (featurize_sparse.c) and the pipeline reader
+ *	  (read_pipeline.c); not part of the IR contract.
  */
 #ifndef HB_FEATURIZE_INT_H
 #define HB_FEATURIZE_INT_H
 
 #include "featurize.h"
+
+/*
+ * Strings -> their index in a list (terms[i]; the list must outlive the
+ * index): build (NULL when out of memory), find (-1 when absent; of equal
+ * strings, the first), free.
+ */
+typedef struct HbNameIndex HbNameIndex;
+extern HbNameIndex *hb_name_index_build(char *const *terms, int32_t n);
+extern int32_t hb_name_index_find(const HbNameIndex *v, char *const *terms,
+								  const char *s, size_t len);
+extern void hb_name_index_free(HbNameIndex *v);
 
 /* Growable buffers of the text analysers, reused from row to row. */
 typedef struct HbTextScratch HbTextScratch;

@@ -351,7 +351,7 @@ compare(const HbModel *m, const HbSparseLinear *sl, const HbRawRows *raw,
 	/* the vocabulary's hash index finds what the binary search finds */
 	{
 		HbPipeline *pw = (HbPipeline *) p;
-		struct HbVocabIndex *saved[16];
+		struct HbNameIndex *saved[16];
 		double	   *x2 = malloc(sizeof(double) * n * m->n_features);
 
 		for (int32_t i = 0; i < pw->n_steps && i < 16; i++)
