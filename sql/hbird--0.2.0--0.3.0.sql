@@ -253,6 +253,20 @@ ALTER TABLE hbird.tuning
 		 (refine_trees IS NULL) = (refine_shift IS NULL) AND
 		 (refine_trees IS NULL) = (refine_slack IS NULL));
 
+/*
+ * A top-K tuning's cut relative to the bar: a row is finished only when its
+ * screening score is at or above (1 - bar_slope) * max(b, bar_floor) +
+ * bar_slope * bar_floor - bar_margin, b the k-th best full margin so far
+ * (src/core/approx.h, docs/willump.md).  NULL: the fixed cut alone.
+ */
+ALTER TABLE hbird.tuning
+	ADD COLUMN bar_slope double precision CHECK (bar_slope >= 0 AND bar_slope <= 1),
+	ADD COLUMN bar_floor double precision,
+	ADD COLUMN bar_margin double precision,
+	ADD CONSTRAINT tuning_bar_check CHECK
+		((bar_slope IS NULL) = (bar_floor IS NULL) AND
+		 (bar_slope IS NULL) = (bar_margin IS NULL));
+
 /* ---- end of two-stage approximate top-K ---- */
 
 /* ---- Scale-out: scoring on shards, models on every node (docs/scale-out.md) ---- */

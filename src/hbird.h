@@ -456,6 +456,8 @@ typedef struct HbTuning
 	double		ratio;			/* top-K */
 	int32		kept;
 	double		cheap_cut;
+	HbBarCut	bar;			/* top-K: the cut relative to the bar, or
+								 * none (NaN) */
 } HbTuning;
 
 extern bool hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,

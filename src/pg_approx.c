@@ -25,6 +25,12 @@
  * too is it finished (from the prefix's partial sum) with its batch.
  * Otherwise it is below the cut after all, and is offered to the waiting
  * rows like any other, with the partial sum it has.
+ *
+ * With a cut relative to the bar (approx.h), "the cut" is that one for
+ * each batch, from the k best rows scored before it: it rises as the
+ * answer does.  Once the bar is at or above the tail's floor, the answer
+ * lies where the tuning's statement is about, and the rows still waiting
+ * (kept only to fill a small input's answer) are let go at the end.
  */
 #include "postgres.h"
 
@@ -42,6 +48,7 @@ typedef struct Scored
 	double		score;
 	int64		ordinal;
 	Datum		item;			/* (Datum) 0 until it is among the k best */
+	double		margin;			/* the full margin behind score */
 } Scored;
 
 struct HbApproxTopk
@@ -51,6 +58,8 @@ struct HbApproxTopk
 	int			k;
 	int			keep;			/* always keep this many */
 	double		cut;			/* and every row at or above this */
+	HbBarCut	bar;			/* the cut relative to the bar, if tuned */
+	double		cut_now;		/* the cut for the batch at hand */
 	int64		refined;		/* rows scored by the second stage */
 	HbWaiting	wait;			/* the rows below the cut that wait: data,
 								 * their features bound in full (or NULL:
@@ -108,6 +117,7 @@ hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
 	 * input) and could miss rows the tuned k finds
 	 */
 	s->cut = t->cheap_cut;
+	s->bar = t->bar;
 	/*
 	 * No context of its own: a hash aggregate holds one state per group,
 	 * and it sums the memory of every child context each time it checks
@@ -167,9 +177,10 @@ row_item(const Datum *items, HbQueryRows *rows, int i)
  * of item), or let go.
  */
 static void
-offer_scored(HbApproxTopk *s, double score, int64 ordinal, Datum item)
+offer_scored(HbApproxTopk *s, double score, double margin, int64 ordinal,
+			 Datum item)
 {
-	Scored		c = {score, ordinal, (Datum) 0};
+	Scored		c = {score, ordinal, (Datum) 0, margin};
 	MemoryContext old;
 
 	if (s->n_best == s->k && !scored_worse(&s->best[0], &c))
@@ -191,6 +202,19 @@ offer_scored(HbApproxTopk *s, double score, int64 ordinal, Datum item)
 	pfree(DatumGetPointer(s->best[0].item));
 	s->best[0] = c;
 	scored_sift_down(s->best, s->n_best, 0);
+}
+
+/*
+ * The least full margin a row of the answer can have, from the k best
+ * scored so far: the least margin that scores as the k-th best does (a
+ * link may give lower margins the same score); -Infinity before k rows.
+ */
+static double
+current_bar(const HbApproxTopk *s)
+{
+	if (s->n_best < s->k)
+		return -INFINITY;
+	return hb_link_tie_floor(s->entry->plan, s->best[0].margin);
 }
 
 /*
@@ -237,7 +261,7 @@ refine_batch(HbApproxTopk *s, int nfull)
 	{
 		int			i = s->fat[j];
 
-		if (s->fscore[j] >= s->cut)
+		if (s->fscore[j] >= s->cut_now)
 		{
 			if (m != j)
 			{
@@ -266,10 +290,11 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 	MemoryContext scratch = NULL;
 
 	grow_batch_buffers(s, n);
+	s->cut_now = hb_bar_cut(&s->bar, s->cut, current_bar(s));
 	hb_approx_margins(p, s->approx, x, n, s->raw, s->cheap);
 	for (int i = 0; i < n; i++)
 	{
-		if (s->cheap[i] >= s->cut)
+		if (s->cheap[i] >= s->cut_now)
 		{
 			s->fat[nfull++] = i;
 			continue;
@@ -316,7 +341,7 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 			hb_approx_finish(p, s->approx, s->fx, nfull, s->fraw);
 		hb_link_predict(p, s->fraw, nfull, s->fscore);
 		for (int j = 0; j < nfull; j++)
-			offer_scored(s, s->fscore[j], s->ordinal + s->fat[j], s->fitem[j]);
+			offer_scored(s, s->fscore[j], s->fraw[j], s->ordinal + s->fat[j], s->fitem[j]);
 		if (scratch)
 			MemoryContextDelete(scratch);
 	}
@@ -345,7 +370,13 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 {
 	const HbPlan *p = s->entry->plan;
 	int			nf = s->entry->n_features;
-	int			n = s->wait.n;
+
+	/*
+	 * Rows wait only to fill a small input's answer: once the bar is at or
+	 * above the floor of the tail the statement is about, the answer lies
+	 * above it and the cut relative to the bar has kept what it needs
+	 */
+	int			n = hb_bar_cut_covers(&s->bar, current_bar(s)) ? 0 : s->wait.n;
 	const HbWaitRow *w = s->wait.rows;
 	int			total = s->n_best + n;
 	int			out;
@@ -375,6 +406,7 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 		all[s->n_best + i].score = sc[i];
 		all[s->n_best + i].ordinal = w[i].ordinal;
 		all[s->n_best + i].item = w[i].item;
+		all[s->n_best + i].margin = raw[i];
 	}
 	qsort(all, total, sizeof(Scored), cmp_scored);
 	out = Min(total, s->k);

@@ -42,7 +42,10 @@
  * otherwise it waits like a row below it, ranked by that score, with its
  * partial sums.  (Where more than the call's score goes up for a row, the
  * best `kept` cheap scores so far are kept as they come instead, and every
- * row at or above the cut is finished.)
+ * row at or above the cut is finished.)  With a cut relative to the bar
+ * (approx.h), the cut of a batch is that one, from the k best margins
+ * before it, and once the bar is at or above the tuning's tail floor the
+ * rows still waiting are left out like pruned rows.
  * Every real score is the full model's, so the answer is the exact top k
  * of the rows kept, a superset of what hb_topk's approximate mode keeps;
  * docs/willump.md says what the tuning guarantees about them.  Where the
@@ -394,6 +397,13 @@ hb_scan_flush_waiting(HbScoreState *st)
 	if (!st->topk_on || st->approx == NULL || !st->wait_ok ||
 		st->n_flushed >= st->waiting.n)
 		return false;
+	/*
+	 * The rows wait only to fill a small input's answer: with the bar at
+	 * or above the floor of the tail the tuning's statement is about, the
+	 * cut relative to the bar has kept what the answer needs
+	 */
+	if (st->n_flushed == 0 && hb_bar_cut_covers(&st->tuning.bar, st->threshold))
+		return false;
 	c = &st->calls[st->topk_call];
 	p = c->e->plan;
 	nf = c->e->n_features;
@@ -456,13 +466,15 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 	double	   *x = c->x + (size_t) from * nf;
 	double	   *cheap = c->out;
 	int			nk = 0;
+	/* the fixed cut, or the one relative to the bar of the rows before */
+	double		cut = hb_bar_cut(&st->tuning.bar, st->cut, st->threshold);
 
 	grow_raw(st, n);
 	hb_approx_margins(p, st->approx, x, n, st->raw, cheap);
 	for (int i = 0; i < n; i++)
 	{
 		double		v = cheap[i];
-		bool		keep = v >= st->cut;
+		bool		keep = v >= cut;
 
 		if (st->wait_ok)
 		{
@@ -504,7 +516,7 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 		{
 			int			i = st->kept_at[j];
 
-			if (st->score2[j] >= st->cut)
+			if (st->score2[j] >= cut)
 			{
 				if (np != j)
 					memcpy(x + (size_t) np * nf, x + (size_t) j * nf, sizeof(double) * nf);

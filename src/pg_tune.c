@@ -199,6 +199,13 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 		if (isnull)
 			out->kept = best_k;
 		out->cheap_cut = get_float(best, desc, "cheap_cut", NAN);
+		out->bar.slope = out->bar.floor = out->bar.margin = NAN;
+		if (column_if(desc, "bar_slope") != InvalidAttrNumber)
+		{
+			out->bar.slope = get_float(best, desc, "bar_slope", NAN);
+			out->bar.floor = get_float(best, desc, "bar_floor", NAN);
+			out->bar.margin = get_float(best, desc, "bar_margin", NAN);
+		}
 
 		/*
 		 * hb_tune writes a number for what its kind uses: a missing or NaN
@@ -208,6 +215,8 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 		if (ok && strcmp(kind, "topk") == 0 &&
 			(isnan(out->cheap_cut) || !(out->ratio >= 1.0) || out->kept < 1))
 			ok = hb_fail(&err, HB_ERR_INVALID, "the cut, ratio or kept rows are missing or out of range");
+		else if (ok && strcmp(kind, "topk") == 0 && !hb_bar_cut_check(&out->bar, &err))
+			ok = false;
 		else if (ok && strcmp(kind, "cascade") == 0 && isnan(out->threshold))
 			ok = hb_fail(&err, HB_ERR_INVALID, "the threshold is missing or not a number");
 		if (!ok)
@@ -365,7 +374,7 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 }
 
 /* what store() passes write_tuning; the caller's role name is added */
-#define HB_TUNING_VALUES 25
+#define HB_TUNING_VALUES 28
 
 static void write_tuning(const char *name, Oid *types, Datum *values,
 						 char *nulls);
@@ -445,7 +454,7 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 		INT4OID, INT8OID, INT8OID, INT4OID, TEXTOID, INT4OID, INT4ARRAYOID,
 		FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID, TEXTARRAYOID, FLOAT8ARRAYOID,
 		TEXTARRAYOID, FLOAT8ARRAYOID, FLOAT8OID,
-	INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
+	INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
 	Datum		v[HB_TUNING_VALUES];
 	char		vnulls[HB_TUNING_VALUES];
 	const HbApprox *ca = ch->approx;
@@ -547,6 +556,12 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	v[i++] = Float8GetDatum(ca->refine_scale);
 	v[i++] = Float8GetDatum(ca->refine_shift);
 	v[i++] = Float8GetDatum(ca->refine_slack);
+	/* the cut relative to the bar, if any (top-K) */
+	vnulls[i] = vnulls[i + 1] = vnulls[i + 2] =
+		spec->kind == HB_TUNE_TOPK && hb_bar_cut_on(&ch->bar) ? ' ' : 'n';
+	v[i++] = Float8GetDatum(ch->bar.slope);
+	v[i++] = Float8GetDatum(ch->bar.floor);
+	v[i++] = Float8GetDatum(ch->bar.margin);
 	if (i != lengthof(v))
 		elog(ERROR, "a tuning is stored from %d values, %d were given",
 			 (int) lengthof(v), i);
@@ -737,7 +752,7 @@ hb_tune(PG_FUNCTION_ARGS)
  * chosen candidate, approximation kind, trees, features, parameters,
  * cheap cut, full cost, candidate labels, measures, feature groups, group
  * costs, featurization cost, the second stage's trees, scale, shift and
- * slack).  The caller must be able to change the
+ * slack, the cut relative to the bar's slope, floor and margin).  The caller must be able to change the
  * model (pg_owner.c); it is recorded as the tuner.
  */
 static void
@@ -786,11 +801,12 @@ write_tuning(const char *name, Oid *types, Datum *values, char *nulls)
 						  "       approx_features, approx_params, ratio, kept, cheap_cut, threshold, "
 						  "       accuracy, accuracy_bound, coverage, full_cost_us, approx_cost_us, "
 						  "       expected_speedup, featurize_us, feature_groups, group_cost_us, "
-						  "       refine_trees, refine_scale, refine_shift, refine_slack, tuned_by) "
+						  "       refine_trees, refine_scale, refine_shift, refine_slack, "
+						  "       bar_slope, bar_floor, bar_margin, tuned_by) "
 						  "     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, c.approximation, $11, $12, $13, $14, "
 						  "       c.ratio, c.kept, CASE WHEN $3 = 'topk' THEN $15 END, c.threshold, "
 						  "       c.accuracy, c.accuracy_bound, c.coverage, $16, c.cost_us, c.expected_speedup, "
-						  "       $21, $19, $20, $22, $23, $24, $25, $26::text::%s "
+						  "       $21, $19, $20, $22, $23, $24, $25, $26, $27, $28, $29::text::%s "
 						  "     FROM c WHERE c.i = $10 RETURNING 1) "
 						  "INSERT INTO hbird.tuning_candidate (name, version, kind, k, candidate, approximation, "
 						  "  ratio, kept, threshold, accuracy, accuracy_bound, coverage, cost_us, "

@@ -300,6 +300,22 @@ hb_approx_set_refine(const HbPlan *p, HbApprox *a, int32_t trees,
 	return true;
 }
 
+bool
+hb_bar_cut_check(const HbBarCut *bc, HbError *err)
+{
+	int			nan = isnan(bc->slope) + isnan(bc->floor) + isnan(bc->margin);
+
+	if (nan == 3)
+		return true;
+	/* a NaN anywhere would fail every comparison: no row would be kept */
+	if (nan > 0 || !isfinite(bc->slope) || !isfinite(bc->floor) || !isfinite(bc->margin))
+		return hb_fail(err, HB_ERR_INVALID, "the cut relative to the bar is not finite");
+	if (bc->slope < 0.0 || bc->slope > 1.0)
+		return hb_fail(err, HB_ERR_INVALID,
+					   "the cut relative to the bar has slope %g outside [0, 1]", bc->slope);
+	return true;
+}
+
 void
 hb_approx_refine(const HbPlan *p, const HbApprox *a, const double *x,
 				 size_t n, double *raw, double *score2)

@@ -139,6 +139,64 @@ extern bool hb_approx_set_refine(const HbPlan *p, HbApprox *a, int32_t trees,
 								 double scale, double shift, double slack,
 								 HbError *err);
 
+/*
+ * Top-K's cut relative to the bar (tune.c, docs/willump.md).  At query time
+ * the k-th best full margin among the rows scored so far, the bar b, is
+ * exact and at most the full margin of any row of the answer; a row whose
+ * screening score is below
+ *
+ *		(1 - slope) * max(b, floor) + slope * floor - margin
+ *
+ * is dropped.  floor is the full margin of the lowest of the tuning's tail
+ * rows (s*), margin the order statistic of (1 - slope) F + slope s* - S
+ * over them that the cut's statement is about, slope the growth of the
+ * screening score's shortfall up the tail, fitted on other rows.  A fixed
+ * cut keeps the same share of any input, several percent at target 0.99,
+ * while a top-10 of a million rows is its top 0.001%: this cut rises with
+ * the answer.  Not set (floor NaN): the fixed cut alone.
+ */
+typedef struct HbBarCut
+{
+	double		slope;
+	double		floor;
+	double		margin;
+} HbBarCut;
+
+static inline bool
+hb_bar_cut_on(const HbBarCut *bc)
+{
+	return bc->floor == bc->floor;	/* not NaN */
+}
+
+/* The screening score a row needs, given the fixed cut and the bar. */
+static inline double
+hb_bar_cut(const HbBarCut *bc, double cut, double bar)
+{
+	double		b;
+
+	if (!hb_bar_cut_on(bc))
+		return cut;
+	b = bar > bc->floor ? bar : bc->floor;
+	return (1.0 - bc->slope) * b + bc->slope * bc->floor - bc->margin;
+}
+
+/*
+ * Whether the answer lies above the tail the statement is about (the bar,
+ * a lower bound of the answer's margins, at or above floor): rows kept
+ * only to fill a small input's answer are then not needed.
+ */
+static inline bool
+hb_bar_cut_covers(const HbBarCut *bc, double bar)
+{
+	return hb_bar_cut_on(bc) && bar >= bc->floor;
+}
+
+/*
+ * Check a bar cut read back from the catalog: all three numbers finite, or
+ * all three NaN (none); the slope in [0, 1].
+ */
+extern bool hb_bar_cut_check(const HbBarCut *bc, HbError *err);
+
 /* trees of the plan a row has been scored by after the cheap model */
 static inline int32_t
 hb_approx_cheap_trees(const HbApprox *a)

@@ -278,6 +278,7 @@ add_candidate(Work *w, HbApprox *a)
 	c = &res->cand[res->n_cand++];
 	memset(c, 0, sizeof(*c));
 	c->approx = a;
+	c->bar.slope = c->bar.floor = c->bar.margin = NAN;
 	hb_approx_describe(w->p, a, c->label, sizeof(c->label));
 	return c;
 }
@@ -1328,6 +1329,195 @@ certify_refined(Work *w, HbTuneCandidate *c, const double *cheap_eval,
 }
 
 /*
+ * The screening score of n rows under a's final form: the cheap margin,
+ * or min(cheap, second stage + slack) with a second stage.
+ */
+static bool
+screening(const HbPlan *p, const HbApprox *a, const double *x, size_t n,
+		  double *out, HbError *err)
+{
+	double	   *raw = hb_alloc(sizeof(double) * (n + 1));
+	double	   *s2 = a->refine_trees > 0 ? hb_alloc(sizeof(double) * (n + 1)) : NULL;
+
+	if (raw == NULL || (a->refine_trees > 0 && s2 == NULL))
+	{
+		hb_free(raw);
+		hb_free(s2);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	hb_approx_margins(p, a, x, n, raw, out);
+	if (a->refine_trees > 0)
+	{
+		hb_approx_refine(p, a, x, n, raw, s2);
+		for (size_t i = 0; i < n; i++)
+			out[i] = out[i] < s2[i] ? out[i] : s2[i];
+	}
+	hb_free(raw);
+	hb_free(s2);
+	return true;
+}
+
+/*
+ * The slope of the screening score's shortfall F - S against the full
+ * margin F over the `tail` best rows of one half of the selection rows
+ * (rows start, start + 2, ...): least squares.
+ */
+static double
+shortfall_slope(const Work *w, const double *screen, int tail, size_t start)
+{
+	double		sf = 0.0,
+				sy = 0.0,
+				sff = 0.0,
+				sfy = 0.0,
+				var;
+	int			t = 0;
+
+	for (size_t j = 0; j < w->n_sel && t < tail; j++)
+	{
+		int32_t		i = w->order_sel[j];
+		double		f,
+					y;
+
+		if ((size_t) i % 2 != start)
+			continue;
+		f = w->m_sel[i];
+		y = f - screen[i];
+		sf += f;
+		sy += y;
+		sff += f * f;
+		sfy += f * y;
+		t++;
+	}
+	if (t < 2)
+		return 0.0;
+	var = sff - sf * sf / t;
+	return var > 0.0 ? (sfy - sf * sy / t) / var : 0.0;
+}
+
+/*
+ * Whether the cut relative to the bar keeps fewer rows than the fixed cut,
+ * judged on the selection rows alone (the evaluation half must not decide
+ * anything its bound is about): both cuts from the selection rows' `tail`
+ * best with e misses, the bar at the k-th best of the selection rows, as
+ * on an input of their size (a bigger input's bar is higher, and only the
+ * relative cut rises with it).  r: `tail` doubles of scratch.
+ */
+static bool
+bar_cut_pays(const Work *w, const double *ssel, double slope, int tail, int e,
+			 double *r)
+{
+	double		floor_ = w->m_sel[w->order_sel[tail - 1]];
+	double		bar = w->m_sel[w->order_sel[w->spec->k - 1]];
+	double		tau,
+				cut;
+	size_t		n_fixed = 0,
+				n_bar = 0;
+
+	if (w->spec->k > tail)
+		return false;
+	for (int j = 0; j < tail; j++)
+		r[j] = ssel[w->order_sel[j]];
+	qsort(r, tail, sizeof(double), hb_cmp_double);
+	tau = r[e];
+	for (int j = 0; j < tail; j++)
+	{
+		int32_t		i = w->order_sel[j];
+
+		r[j] = (1.0 - slope) * w->m_sel[i] + slope * floor_ - ssel[i];
+	}
+	qsort(r, tail, sizeof(double), hb_cmp_double);
+	cut = (1.0 - slope) * (bar > floor_ ? bar : floor_) + slope * floor_ - r[tail - 1 - e];
+	for (size_t i = 0; i < w->n_sel; i++)
+	{
+		n_fixed += ssel[i] >= tau;
+		n_bar += ssel[i] >= cut;
+	}
+	return n_bar < n_fixed;
+}
+
+/*
+ * The cut relative to the bar (approx.h) of the chosen top-K candidate, in
+ * its final form.  The slope comes from the selection rows: the larger of
+ * the two halves' (a larger slope lets the cut rise more slowly with the
+ * bar, the safer side where the answer lies above every row the sample
+ * has), within [0, 1].  Then on the evaluation half, which nothing here
+ * looked at: floor is the full margin of its `tail`-th best row, and
+ * margin the (e+1)-th largest of r = (1 - slope) F + slope floor - S over
+ * its `tail` best rows, the same order statistic as the fixed cut's: with
+ * the requested confidence a row of full margin at least floor has r at
+ * most margin with probability at least the bound.  At query time every
+ * row of the answer has F at or above the bar, so with r <= margin its
+ * screening score is at or above (1 - slope) bar + slope floor - margin:
+ * it is kept.  That the shortfall, so corrected, does not grow further up
+ * than the sample reaches is the one more assumption (docs/willump.md).
+ * The bound becomes the worse of the two cuts'.
+ */
+static bool
+bar_cut_topk(Work *w, HbTuneCandidate *c, HbError *err)
+{
+	int			tail = c->tail;
+	int			e = w->menu_e[c->menu];
+	double	   *ssel = hb_alloc(sizeof(double) * (w->n_sel + 1));
+	double	   *seval = hb_alloc(sizeof(double) * (w->n_eval + 1));
+	double	   *r = hb_alloc(sizeof(double) * (tail + 1));
+	double		slope,
+				floor_,
+				d;
+	int			misses = 0;
+	bool		ok = false;
+
+	if (ssel == NULL || seval == NULL || r == NULL)
+	{
+		hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (w->k != 1 || (size_t) tail > w->n_eval || tail <= e ||
+		(size_t) tail * 2 > w->n_sel)
+	{
+		ok = true;				/* no bar cut: the fixed cut alone */
+		goto out;
+	}
+	if (!screening(w->p, c->approx, w->x_sel, w->n_sel, ssel, err) ||
+		!screening(w->p, c->approx, w->x_eval, w->n_eval, seval, err))
+		goto out;
+	slope = fmax(shortfall_slope(w, ssel, tail, 0), shortfall_slope(w, ssel, tail, 1));
+	slope = slope < 0.0 ? 0.0 : slope > 1.0 ? 1.0 : slope;
+	if (!bar_cut_pays(w, ssel, slope, tail, e, r))
+	{
+		ok = true;				/* the fixed cut keeps fewer: it alone */
+		goto out;
+	}
+	floor_ = w->m_eval[w->order_eval[tail - 1]];
+	for (int j = 0; j < tail; j++)
+	{
+		int32_t		i = w->order_eval[j];
+
+		r[j] = (1.0 - slope) * w->m_eval[i] + slope * floor_ - seval[i];
+	}
+	qsort(r, tail, sizeof(double), hb_cmp_double);
+	d = r[tail - 1 - e];
+	for (int j = 0; j < tail; j++)
+		misses += r[j] > d;
+	ok = true;
+	if (!isfinite(slope) || !isfinite(floor_) || !isfinite(d))
+		goto out;
+	c->bar.slope = slope;
+	c->bar.floor = floor_;
+	c->bar.margin = d;
+	{
+		double		bound = 1.0 - hb_binomial_upper(misses, tail, w->spec->confidence);
+
+		if (bound < c->bound)
+			c->bound = bound;
+	}
+out:
+	hb_free(ssel);
+	hb_free(seval);
+	hb_free(r);
+	return ok;
+}
+
+/*
  * The second stage's prefix calibrated again on the fitting rows (the whole
  * fitting half, when the caller has set n_fit so), and its calibrated
  * margins on the evaluation half into s2 (without the slack).
@@ -1899,9 +2089,14 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 			}
 			else if (!certify_topk(&w, c, cheap, err))
 				goto out;
+			if (!bar_cut_topk(&w, c, err))
+				goto out;
 			c->speedup = c->expected_ns > 0 ? res->full_ns / c->expected_ns : 0.0;
 			say(&w, "chosen %s: re-scores %.2f%%, precision bound %.4f, %.1fx",
 				c->label, 100.0 * c->coverage, c->bound, c->speedup);
+			if (hb_bar_cut_on(&c->bar))
+				say(&w, "cut relative to the bar: slope %.3f over full margins from %.4g, shortfall at most %.4g",
+					c->bar.slope, c->bar.floor, c->bar.margin);
 		}
 		res->tail = c->tail;
 	}

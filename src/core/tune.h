@@ -69,6 +69,8 @@ typedef struct HbTuneCandidate
 	int32_t		tail;			/* evaluation rows whose misses bound the precision */
 	int32_t		misses;			/* misses allowed among them (the menu's e) */
 	double		screened;		/* share through the second stage, if any */
+	HbBarCut	bar;			/* the chosen one: the cut relative to the
+								 * bar (approx.h); others: none (NaN) */
 	double		select_ns;		/* expected cost per row on the selection rows:
 								 * what the choice compares */
 	int32_t		menu;			/* top-K: the chosen entry of the misses menu */

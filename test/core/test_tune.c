@@ -496,6 +496,64 @@ cmp_desc(const void *a, const void *b)
 }
 
 /*
+ * The rows hb_topk keeps under the cut relative to the bar (approx.h), in
+ * input order, batches of 1,024: a row at or above the cut given the bar of
+ * the rows before its batch is scored in full (its full margin may raise
+ * the bar); when the input ends with the bar below the tail's floor, the
+ * best `kept` rows by screening score are kept too.  Returns the count.
+ */
+static size_t
+bar_kept(const HbTuneCandidate *c, int k, const double *full,
+		 const double *screen, const Scored *cs, size_t m, char *kept)
+{
+	double	   *best = malloc(sizeof(double) * k);
+	int			nb = 0;
+	double		bar = -INFINITY;
+	size_t		count = 0;
+
+	for (size_t from = 0; from < m; from += 1024)
+	{
+		size_t		to = from + 1024 < m ? from + 1024 : m;
+		double		cut = hb_bar_cut(&c->bar, c->tau, bar);
+
+		for (size_t i = from; i < to; i++)
+		{
+			int			w = 0;
+
+			if (screen[i] < cut)
+				continue;
+			kept[i] = 1;
+			count++;
+			if (nb < k)
+			{
+				best[nb++] = full[i];
+				continue;
+			}
+			for (int j = 1; j < k; j++)
+				if (best[j] < best[w])
+					w = j;
+			if (full[i] > best[w])
+				best[w] = full[i];
+		}
+		if (nb == k)
+		{
+			bar = best[0];
+			for (int j = 1; j < k; j++)
+				bar = best[j] < bar ? best[j] : bar;
+		}
+	}
+	if (!hb_bar_cut_covers(&c->bar, bar))
+		for (size_t i = 0; i < m && (int) i < c->kept; i++)
+			if (!kept[cs[i].i])
+			{
+				kept[cs[i].i] = 1;
+				count++;
+			}
+	free(best);
+	return count;
+}
+
+/*
  * Held out: sets of rows never seen by tuning, of the evaluation half's
  * size and 30 times bigger; each keeps the rows the cheap model puts at or
  * above tau (at least the `kept` best), as hb_topk does, and counts the
@@ -514,7 +572,9 @@ heldout_topk(const HbPlan *p, const HbTuneResult *r, const HbTuneCandidate *c,
 		int			sets = big ? 4 : 40,
 					met = 0;
 		double		psum = 0.0;
-		size_t		kept_sum = 0;
+		size_t		kept_sum = 0,
+					bar_sum = 0;
+		double		bar_psum = 0.0;
 
 		for (int s = 0; s < sets; s++)
 		{
@@ -560,6 +620,16 @@ heldout_topk(const HbPlan *p, const HbTuneResult *r, const HbTuneCandidate *c,
 				hit += kept[fs[i].i];
 			psum += (double) hit / spec->k;
 			met += (double) hit / spec->k >= spec->target;
+			if (hb_bar_cut_on(&c->bar))
+			{
+				/* the rule the queries use: the cut relative to the bar */
+				memset(kept, 0, m);
+				bar_sum += bar_kept(c, spec->k, full, cheap, cs, m, kept);
+				hit = 0;
+				for (int i = 0; i < spec->k; i++)
+					hit += kept[fs[i].i];
+				bar_psum += (double) hit / spec->k;
+			}
 			free(hx);
 			free(full);
 			free(cheap);
@@ -571,6 +641,12 @@ heldout_topk(const HbPlan *p, const HbTuneResult *r, const HbTuneCandidate *c,
 				  "held out, %d sets of %zu rows: %s %s (ratio %.1f, %d misses allowed among %d, bound %.3f) keeps %.0f rows, mean precision@%d %.3f >= %.2f (%d sets reach it)",
 				  sets, m, what, c->label, c->ratio, c->misses, c->tail, c->bound,
 				  (double) kept_sum / sets, spec->k, psum / sets, spec->target, met);
+		if (hb_bar_cut_on(&c->bar))
+			tu_report(bar_psum / sets >= spec->target &&
+					  (big == 0 || bar_sum < kept_sum),
+					  "held out, %d sets of %zu rows: %s, the cut relative to the bar (slope %.3f) keeps %.0f rows, mean precision@%d %.3f >= %.2f",
+					  sets, m, what, c->bar.slope, (double) bar_sum / sets, spec->k,
+					  bar_psum / sets, spec->target);
 	}
 }
 
@@ -642,6 +718,33 @@ test_topk_tuning(void)
 		heldout_topk(p, &r1, &r1.cand[r1.chosen], &spec, "chosen, two stages");
 	if (ok1)
 		hb_tune_result_free(&r1);
+
+	/*
+	 * The cut relative to the bar is added only where the selection rows
+	 * say it keeps fewer rows than the fixed cut; which candidate wins
+	 * depends on measured times, and on this small sample (tails of 29-46
+	 * rows) one of them in five or so gets none.  Some seed must give one,
+	 * in range, and heldout_topk checked it above wherever one was set.
+	 */
+	{
+		bool		found = false;
+		HbBarCut	bc = {NAN, NAN, NAN};
+
+		for (uint64_t seed = 43; seed < 49 && !found; seed++)
+		{
+			spec.seed = seed;
+			if (!hb_tune_run(p, x, n, &spec, NULL, NULL, &r1, &err))
+				break;
+			if (r1.chosen >= 0)
+				bc = r1.cand[r1.chosen].bar;
+			found = hb_bar_cut_on(&bc);
+			hb_tune_result_free(&r1);
+		}
+		tu_report(found && bc.slope >= 0.0 && bc.slope <= 1.0 && bc.margin > -1e300,
+				  "two stages: a cut relative to the bar (slope %.3f, floor %.4g, margin %.4g)",
+				  bc.slope, bc.floor, bc.margin);
+		spec.seed = 42;
+	}
 	spec.stages = HB_STAGES_ONE;
 	ok1 = hb_tune_run(p, x, n, &spec, NULL, NULL, &r1, &err);
 	tu_report(ok1 && r1.chosen >= 0 && r1.cand[r1.chosen].approx->refine_trees == 0,

@@ -82,6 +82,13 @@ SELECT name, version, active, kind, k, target, confidence, seed, sample_rows, ev
 FROM hb_tunings;
 SELECT count(*) AS stored_candidates FROM hb_tuning_candidates WHERE name = 'wrank';
 
+CREATE FUNCTION plan_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+	FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		RETURN NEXT l;
+	END LOOP;
+END $$;
 -- held out: ten sets of 2,000 rows, approximate against exact
 CREATE FUNCTION topk_precision(q text, k int) RETURNS float8
 LANGUAGE sql AS $$
@@ -102,6 +109,50 @@ FROM (SELECT rank, score, item, row_number() OVER (ORDER BY score DESC) AS r
 	  FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx')) t;
 SELECT rows, rows_fully_scored < rows / 4 AS few_rescored, pairs_scored < pairs_total / 4 AS cheap
 FROM hb_topk_stats();
+-- the cut relative to the bar (docs/willump.md): whether hb_tune sets one
+-- depends on which candidate the measured times pick, so it is planted here.
+-- Slope 0 and a huge margin: every row passes, the answer is the exact one
+CREATE TABLE bar_saved AS
+SELECT bar_slope, bar_floor, bar_margin FROM hbird.tuning WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+CREATE TABLE bar_exact AS
+SELECT rank, (item).id FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'exact');
+UPDATE hbird.tuning SET bar_slope = 0, bar_floor = 0, bar_margin = 1e9 WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+SELECT count(*) FILTER (WHERE (item).id = e.id) AS same_as_exact
+FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx') a
+JOIN bar_exact e USING (rank);
+SELECT rows_fully_scored = rows AS all_rescored FROM hb_topk_stats();
+-- slope 0, margin 0, floor the fixed cut: a row is finished only when its
+-- cheap score reaches the fixed cut and the k-th best full margin so far (a
+-- rising cut), and the rows waiting to fill a small answer are let go once
+-- that bar is above the floor: fewer rows re-scored than under the fixed
+-- cut, and what comes back is still ranked by full scores
+UPDATE hbird.tuning SET bar_slope = NULL, bar_floor = NULL, bar_margin = NULL WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+SELECT count(*) AS rows FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx');
+CREATE TABLE bar_fixed AS SELECT rows_fully_scored AS scored FROM hb_topk_stats();
+UPDATE hbird.tuning SET bar_slope = 0, bar_floor = cheap_cut, bar_margin = 0 WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+SELECT count(*) AS rows, bool_and(score = hb_predict('wrank', item)) AS full_scores,
+	   bool_and(rank = r) AS ranked
+FROM (SELECT rank, score, item, row_number() OVER (ORDER BY score DESC) AS r
+	  FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx')) t;
+SELECT s.rows_fully_scored < f.scored AS fewer_rescored, s.rows_fully_scored > 0 AS some_rescored
+FROM hb_topk_stats() s, bar_fixed f;
+-- the plain query takes the same cut: fewer rows scored than under the fixed one
+SELECT (SELECT substring(l FROM 'Rows Scored: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
+		WHERE l ~ 'Rows Scored') AS bar_scored \gset
+UPDATE hbird.tuning SET bar_slope = NULL, bar_floor = NULL, bar_margin = NULL WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+SELECT (SELECT substring(l FROM 'Rows Scored: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
+		WHERE l ~ 'Rows Scored') AS fixed_scored \gset
+SELECT :bar_scored < :fixed_scored AS plain_fewer_scored;
+-- read back: a bar cut that is not a number, or partly missing, or a slope
+-- outside [0, 1], is refused
+SELECT hbt_try($$UPDATE hbird.tuning SET bar_slope = 0.5, bar_floor = 1 WHERE name = 'wrank' AND kind = 'topk' AND k = 10$$);
+SELECT hbt_try($$UPDATE hbird.tuning SET bar_slope = 1.5, bar_floor = 1, bar_margin = 1 WHERE name = 'wrank' AND kind = 'topk' AND k = 10$$);
+UPDATE hbird.tuning SET bar_slope = 0.5, bar_floor = 'NaN', bar_margin = 1 WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+SELECT hbt_try($$SELECT count(*) FROM hb_topk('wrank', 10, NULL::items, mode => 'approx')$$);
+SELECT hbt_try($$SELECT id FROM items i ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$);
+UPDATE hbird.tuning t SET bar_slope = s.bar_slope, bar_floor = s.bar_floor, bar_margin = s.bar_margin
+FROM bar_saved s WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+DROP TABLE bar_saved, bar_exact, bar_fixed;
 -- empty input, fewer rows than k, k above the tuned one
 SELECT count(*) AS none FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE false', mode => 'approx');
 SELECT cardinality(a) AS rows, a = e AS same_as_exact
@@ -112,13 +163,6 @@ FROM hb_topk('wrank', 50, NULL::items, 'SELECT * FROM items WHERE id > 110000', 
 -- the plain query (batching scan) approximates too under hbird.topk_mode
 -- auto: the tuned cheap model scores the rows, the rows it keeps get the
 -- full model's scores, the others -Infinity; held out, against exact
-CREATE FUNCTION plan_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE l text;
-BEGIN
-	FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-		RETURN NEXT l;
-	END LOOP;
-END $$;
 SELECT count(*) FILTER (WHERE l ~ 'Top-K: descending, k = 10, approximate \(.+, tuned for k = 10\)') AS approximate,
 	   count(*) FILTER (WHERE l ~ 'Rows Pruned: [1-9]') AS pruned
 FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l;
