@@ -1,0 +1,106 @@
+#!/bin/bash
+# The cut relative to the bar against the fixed cut alone, on one tuning,
+# in one cluster: the approximate top-10 of the anchor model over ROWS rows
+# (plain ORDER BY ... LIMIT 10 and hb_topk), tuned on 200,000 other rows at
+# target 0.99, run with the tuning's bar cut and with its bar_* columns set
+# to NULL (what hbird did before), alternated ROUNDS times, against batched
+# full scoring in the same sessions.  docs/willump.md, "Re-scoring fewer
+# rows on big inputs".
+#
+#   bash bench/bar_cut.sh [ROWS] [ROUNDS]     (defaults 1000000, 5)
+#
+# Installs nothing (make install first; hold /tmp/hbird-install.lock around
+# both on a shared machine).  Data: bench/gen_bench.py's, cached in
+# bench/data/ as for bench/ranking.sh.  Results: bench/results/bar_cut_latest.txt.
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PY=/usr/bin/python3
+
+if [ "${1:-}" = --in-cluster ]; then
+	. "$BENCH/lib.sh"
+	cols=$(for ((i = 0; i < 28; i++)); do printf 'f%d float8,' "$i"; done)
+	names=$(for ((i = 0; i < 28; i++)); do printf 'f%d,' "$i"; done)
+	sql -v m="$BAR_MODEL" >/dev/null <<-EOF
+		CREATE EXTENSION hbird;
+		\set model \`cat :m\`
+		SELECT hb_model_upload('m', :'model');
+		CREATE TABLE t (id bigserial, ${cols%,});
+		\copy t (${names%,}) FROM '$BAR_CSV' WITH (FORMAT csv, HEADER true)
+		CREATE TABLE t_sample (${cols%,});
+		\copy t_sample FROM '$BAR_SAMPLE_CSV' WITH (FORMAT csv, HEADER true)
+		VACUUM (FREEZE, ANALYZE) t;
+		VACUUM (FREEZE, ANALYZE) t_sample;
+	EOF
+	log "tuning on t_sample"
+	sql -At -c "SELECT approximation FROM hb_tune('m', 'SELECT * FROM t_sample', kind => 'topk', k => 10, target => 0.99, confidence => 0.95, seed => 1) WHERE chosen" >"$BAR_DIR/chosen"
+	sql -At -F ' ' -c "SELECT bar_slope, bar_floor, bar_margin FROM hbird.tuning WHERE name = 'm' AND kind = 'topk'" >"$BAR_DIR/bar"
+	read -r slope floor margin <"$BAR_DIR/bar"
+	if [ -z "$slope" ]; then
+		echo "the tuning has no cut relative to the bar: nothing to compare" >&2
+		exit 1
+	fi
+	full="SELECT count(*) FROM (SELECT (item).id FROM hb_predict_batch('m', NULL::t) ORDER BY score DESC, (item).id LIMIT 10) q"
+	plain="SELECT count(*) FROM (SELECT id, hb_predict('m', t) AS score FROM t ORDER BY score DESC, ctid LIMIT 10) q"
+	topk="SELECT count(*) FROM hb_topk('m', 10, NULL::t, mode => 'approx')"
+	# one session per query and setting: a warm-up, then three timed runs
+	run() {
+		psql -X -At -v ON_ERROR_STOP=1 -c "$SERIAL" -c "$1" -c '\timing on' \
+			-c "$1" -c "$1" -c "$1" | psql_times | median
+	}
+	for ((r = 1; r <= BAR_ROUNDS; r++)); do
+		for mode in fixed bar; do
+			if [ $mode = fixed ]; then
+				sql -c "UPDATE hbird.tuning SET bar_slope = NULL, bar_floor = NULL, bar_margin = NULL WHERE name = 'm' AND kind = 'topk'"
+			else
+				sql -c "UPDATE hbird.tuning SET bar_slope = $slope, bar_floor = $floor, bar_margin = $margin WHERE name = 'm' AND kind = 'topk'"
+			fi
+			echo "$r $mode full $(run "$full")" >>"$BAR_DIR/times"
+			echo "$r $mode plain $(run "$plain")" >>"$BAR_DIR/times"
+			echo "$r $mode topk $(run "$topk")" >>"$BAR_DIR/times"
+			rows=$(psql -X -At -c "$SERIAL" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $plain" |
+				sed -n 's/.*Rows Scored: \([0-9]*\).*/\1/p' | head -1)
+			echo "$r $mode plain_rows ${rows:-?}" >>"$BAR_DIR/times"
+			log "round $r, $mode: $(tail -4 "$BAR_DIR/times" | cut -d' ' -f3- | tr '\n' ' ')"
+		done
+	done
+	exit 0
+fi
+
+ROWS=${1:-1000000}
+ROUNDS=${2:-5}
+SAMPLE=200000
+DATA=$BENCH/data
+mkdir -p "$DATA" "$BENCH/results"
+"$PY" "$BENCH/gen_bench.py" "$ROWS" "$DATA" >&2
+"$PY" "$BENCH/gen_bench.py" "$SAMPLE" "$DATA" >&2
+DIR=$(mktemp -d)
+chmod 755 "$DIR"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+export BAR_MODEL=$DATA/model.json BAR_CSV=$DATA/bench_$ROWS.csv BAR_SAMPLE_CSV=$DATA/bench_$SAMPLE.csv
+export BAR_DIR=$DIR BAR_ROUNDS=$ROUNDS
+pg_virtualenv -t -v 15 -o shared_buffers=2GB -o jit=off -o work_mem=64MB -o max_wal_size=4GB \
+	bash "$BENCH/bar_cut.sh" --in-cluster
+med() { awk -v m="$1" -v q="$2" '$2 == m && $3 == q { print $4 }' "$DIR/times" | sort -g |
+	awk '{ v[NR] = $1 } END { printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+{
+	echo "hbird bar cut benchmark: $(date -u '+%Y-%m-%d %H:%M UTC'), $ROWS rows, $ROUNDS rounds, commit $(git -C "$BENCH/.." rev-parse --short HEAD)"
+	echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "tuned (target 0.99, confidence 0.95, seed 1): $(cat "$DIR/chosen")"
+	echo "cut relative to the bar (slope, floor, margin): $(cat "$DIR/bar")"
+	echo "medians over the rounds of each session's median of 3 runs (ms); rows = the plain query's Rows Scored"
+	printf '  %-28s %10s %10s %10s %12s %12s\n' cut full plain hb_topk "plain rows" "vs full"
+	for mode in fixed bar; do
+		f=$(med $mode full)
+		p=$(med $mode plain)
+		t=$(med $mode topk)
+		rows=$(awk -v m=$mode '$2 == m && $3 == "plain_rows" { print $4 }' "$DIR/times" | tail -1)
+		printf '  %-28s %10s %10s %10s %12s %5.2fx/%4.2fx\n' \
+			"$([ $mode = fixed ] && echo 'fixed cut alone' || echo 'relative to the bar')" \
+			"$f" "$p" "$t" "$rows" "$(awk -v a="$f" -v b="$p" 'BEGIN { print a / b }')" \
+			"$(awk -v a="$f" -v b="$t" 'BEGIN { print a / b }')"
+	done
+	echo "every round (round, cut, query, ms):"
+	sed 's/^/  /' "$DIR/times"
+} | tee "$BENCH/results/bar_cut_latest.txt"
+rm -rf "$DIR"
