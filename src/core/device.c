@@ -27,6 +27,7 @@
 _Static_assert(HB_CUDA_FN_DEFAULT_LEFT == HB_FN_DEFAULT_LEFT &&
 			   HB_CUDA_FN_CAT == HB_FN_CAT &&
 			   HB_CUDA_FN_CAT_IN_LEFT == HB_FN_CAT_IN_LEFT &&
+			   HB_CUDA_FN_CAT_LIST == HB_FN_CAT_LIST &&
 			   HB_CUDA_FN_MISSING_SHIFT == HB_FN_MISSING_SHIFT &&
 			   HB_CUDA_FN_MISSING_MASK == HB_FN_MISSING_MASK &&
 			   HB_CUDA_MISSING_NAN == HB_MISSING_NAN &&
@@ -251,7 +252,7 @@ estimate_bytes(const HbCudaDesc *d)
 		if (!d->cmp_f32)
 			b += 16.0 * nn;
 		if (d->cat_off)
-			b += 4.0 * d->n_cat_words + 8.0 * nn;
+			b += 4.0 * d->n_cat_words + 12.0 * nn;
 	}
 	else
 	{
@@ -296,6 +297,7 @@ build_desc(const HbPlan *p, int kernel, HbCudaDesc *d, HbCudaTree **trees)
 		d->cat_words = p->cat_words;
 		d->cat_off = p->cat_off;
 		d->cat_nwords = p->cat_nwords;
+		d->cat_base = p->cat_base;
 		return true;
 	}
 	hb_ptt_view(p, &v);

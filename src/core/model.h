@@ -104,6 +104,17 @@ typedef struct HbNode
 	uint8_t		cat_in_left;	/* categories in the set go left (else right) */
 	int32_t		cat_off;		/* first word of the set in HbModel.cat_words */
 	int32_t		cat_nwords;		/* words in the set */
+
+	/*
+	 * A set is a bitset whose first word is word cat_base of the categories
+	 * (it holds categories 32 * cat_base to 32 * (cat_base + cat_nwords) - 1),
+	 * or, with cat_list, its categories ascending, one per word.  A set
+	 * costs the span of its own categories or their count, never the size
+	 * of the largest category id (model_builder.c, hb_mb_categorical).
+	 */
+	int32_t		cat_base;
+	uint8_t		cat_list;
+	uint8_t		cat_pad[3];		/* zero: images are the bytes of nodes */
 	double		threshold;		/* numeric split threshold */
 	double		value;			/* leaf value, tree weight already applied */
 } HbNode;

@@ -12,6 +12,7 @@
 #include "model_builder.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One walk: the tree, the rules it is held to, and its scratch. */
@@ -71,10 +72,24 @@ check_split(const Walk *w, int32_t id, const HbNode *n)
 	if (n->is_cat)
 	{
 		if (n->cat_off < 0 || n->cat_nwords < 0 ||
-			(int64_t) n->cat_off + n->cat_nwords > w->m->n_cat_words)
+			(int64_t) n->cat_off + n->cat_nwords > w->m->n_cat_words ||
+			n->cat_list > 1 || n->cat_base < 0 ||
+			(n->cat_list ? n->cat_base != 0 :
+			 (int64_t) n->cat_base + n->cat_nwords > HB_MAX_CATEGORY / 32))
 			return hb_fail(w->err, HB_ERR_INVALID,
 						   "%stree %d: node %d has a category set out of range",
 						   w->who, w->label, id);
+		/* a list is searched by halves: ascending, each category valid */
+		for (int32_t k = 0; n->cat_list && k < n->cat_nwords; k++)
+		{
+			uint32_t	c = w->m->cat_words[n->cat_off + k];
+
+			if (c >= HB_MAX_CATEGORY ||
+				(k > 0 && c <= w->m->cat_words[n->cat_off + k - 1]))
+				return hb_fail(w->err, HB_ERR_INVALID,
+							   "%stree %d: node %d has a category list out of order or out of range",
+							   w->who, w->label, id);
+		}
 	}
 	else if (isnan(n->threshold))
 		return hb_fail(w->err, HB_ERR_INVALID,
@@ -364,6 +379,8 @@ hb_mb_numeric(HbModelBuilder *b, int32_t id, int32_t feature, HbSplitOp op,
 	node->cat_in_left = 0;
 	node->cat_off = 0;
 	node->cat_nwords = 0;
+	node->cat_base = 0;
+	node->cat_list = 0;
 }
 
 uint32_t *
@@ -411,7 +428,24 @@ hb_mb_categorical_words(HbModelBuilder *b, int32_t id, int32_t feature,
 	node->cat_in_left = set_left;
 	node->cat_off = cat_off;
 	node->cat_nwords = nwords;
+	node->cat_base = 0;
+	node->cat_list = 0;
 }
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t	x = *(const uint32_t *) a,
+				y = *(const uint32_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A set may be a bitset of this many words whatever its size: one cache
+ * line, the 256 categories most models never go beyond.
+ */
+#define CAT_BITSET_MIN_WORDS	8
 
 bool
 hb_mb_categorical(HbModelBuilder *b, int32_t id, int32_t feature,
@@ -419,29 +453,69 @@ hb_mb_categorical(HbModelBuilder *b, int32_t id, int32_t feature,
 				  bool default_left, HbMissing missing, int32_t left,
 				  int32_t right)
 {
-	uint32_t	max_cat = 0;
-	size_t		nwords;
+	uint32_t   *sorted;
+	size_t		nu = 0,
+				span,
+				nwords;
+	uint32_t	lo = 0;
 	uint32_t   *words;
 	int32_t		off;
+	bool		list;
+	HbNode	   *node;
 
 	for (size_t i = 0; i < n; i++)
-	{
 		if (cats[i] >= HB_MAX_CATEGORY)
 			return hb_fail(b->err, HB_ERR_LIMIT,
 						   "%stree %d: node %d has category %u (categories are 0 to %d)",
 						   b->who, b->label, id, cats[i], HB_MAX_CATEGORY - 1);
-		if (cats[i] > max_cat)
-			max_cat = cats[i];
+	sorted = hb_alloc(sizeof(uint32_t) * (n ? n : 1));
+	if (sorted == NULL)
+		return nomem(b);
+	if (n > 0)
+		memcpy(sorted, cats, sizeof(uint32_t) * n);
+	qsort(sorted, n, sizeof(uint32_t), cmp_u32);
+	for (size_t i = 0; i < n; i++)
+		if (nu == 0 || sorted[i] != sorted[nu - 1])
+			sorted[nu++] = sorted[i];
+	/* an empty set (no reader writes one) is a bitset of one zero word */
+	span = 1;
+	if (nu > 0)
+	{
+		lo = sorted[0] / 32;
+		span = (size_t) (sorted[nu - 1] / 32 - lo) + 1;
 	}
-	/* sized to hold the largest category, as XGBoost sizes its sets */
-	nwords = (size_t) max_cat / 32 + 1;
+
+	/*
+	 * XGBoost sizes a node's bitset by its largest category, so a 55 kB
+	 * model whose 128 nodes each test one category near 2^24 took 2 MB of
+	 * bits per node, 256 MB in every backend that compiled it.  Here a set
+	 * costs at most one cache line or two words per category it lists, a
+	 * few times what the file spends writing it: a bitset from the word of
+	 * its smallest category when its span is that small (one load per
+	 * test), else its categories sorted, searched by halves (at most 25
+	 * steps).  Starting bitsets at their smallest word alone would still
+	 * give {0, 2^24 - 1} 2 MB; a cap on the span would refuse models that
+	 * XGBoost trains and scores, such as hashed ids far apart in one set.
+	 */
+	list = span > CAT_BITSET_MIN_WORDS && span > 2 * nu;
+	nwords = list ? nu : span;
 	words = hb_mb_cat_words(b, nwords, &off);
 	if (words == NULL)
+	{
+		hb_free(sorted);
 		return false;
-	for (size_t i = 0; i < n; i++)
-		words[cats[i] / 32] |= (uint32_t) 1 << (cats[i] % 32);
+	}
+	if (list)
+		memcpy(words, sorted, sizeof(uint32_t) * nu);
+	else
+		for (size_t i = 0; i < nu; i++)
+			words[sorted[i] / 32 - lo] |= (uint32_t) 1 << (sorted[i] % 32);
+	hb_free(sorted);
 	hb_mb_categorical_words(b, id, feature, off, (int32_t) nwords, set_left,
 							default_left, missing, left, right);
+	node = &current(b)->nodes[id];
+	node->cat_base = list ? 0 : (int32_t) lo;
+	node->cat_list = list;
 	return true;
 }
 

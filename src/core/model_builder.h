@@ -42,7 +42,7 @@
 
 #include "model.h"
 
-/* all category sets of a model together: 256 MB of bitsets */
+/* all category sets of a model together: 256 MB */
 #define HB_MAX_CAT_WORDS	(1 << 26)
 /* the executors read categories 0 to 2^24 - 1 */
 #define HB_MAX_CATEGORY		(1 << 24)
@@ -121,9 +121,10 @@ extern void hb_mb_numeric(HbModelBuilder *b, int32_t id, int32_t feature,
 
 /*
  * Node id splits on the category set cats (n of them, each below
- * HB_MAX_CATEGORY): a category in the set goes left when set_left, else
- * right.  The set becomes a bitset of the model sized to hold its largest
- * category.
+ * HB_MAX_CATEGORY, in any order, repeats allowed): a category in the set
+ * goes left when set_left, else right.  The set becomes a bitset from the
+ * word of its smallest category to that of its largest, or the sorted list
+ * of its categories when that bitset would be much larger (HbNode).
  */
 extern bool hb_mb_categorical(HbModelBuilder *b, int32_t id, int32_t feature,
 							  const uint32_t *cats, size_t n, bool set_left,
@@ -132,7 +133,7 @@ extern bool hb_mb_categorical(HbModelBuilder *b, int32_t id, int32_t feature,
 
 /*
  * The same with a bitset already among the model's (hb_mb_cat_words):
- * nwords words from cat_off.
+ * nwords words from cat_off, the first holding categories 0 to 31.
  */
 extern void hb_mb_categorical_words(HbModelBuilder *b, int32_t id,
 									int32_t feature, int32_t cat_off,

@@ -13,7 +13,15 @@
 #include <string.h>
 
 #define IMAGE_MAGIC		0x52494248u	/* "HBIR" little-endian */
-#define IMAGE_VERSION	2u			/* 2: featurizer pipelines */
+/*
+ * 2: featurizer pipelines.  3: category sets from the word of their smallest
+ * category, or sorted lists (HbNode.cat_base, cat_list).  Version 2 images
+ * are not converted: they are only derived data, the caller parses the
+ * model's original bytes instead, and that makes the new compact sets,
+ * where a version 2 image of a model with large category ids holds its
+ * bitsets sized by the largest id.
+ */
+#define IMAGE_VERSION	3u
 
 typedef struct Buf
 {

@@ -55,11 +55,13 @@ flatten_tree(HbPlan *p, const HbModel *m, int t, int64_t *next, HbError *err)
 		f->flags = (n->default_left ? HB_FN_DEFAULT_LEFT : 0) |
 			(n->is_cat ? HB_FN_CAT : 0) |
 			(n->cat_in_left ? HB_FN_CAT_IN_LEFT : 0) |
+			(n->is_cat && n->cat_list ? HB_FN_CAT_LIST : 0) |
 			((uint32_t) n->missing << HB_FN_MISSING_SHIFT);
 		if (n->is_cat)
 		{
 			p->cat_off[idx] = n->cat_off;
 			p->cat_nwords[idx] = n->cat_nwords;
+			p->cat_base[idx] = n->cat_base;
 		}
 		/* children go next to each other at the end of the queue */
 		f->left = (int32_t) (base + tail);
@@ -265,9 +267,10 @@ hb_plan_build_ex(const HbModel *m, size_t layout_bytes, HbPlan **out,
 	{
 		p->cat_off = hb_alloc0(sizeof(int32_t) * (total + 1));
 		p->cat_nwords = hb_alloc0(sizeof(int32_t) * (total + 1));
-		if (!p->cat_off || !p->cat_nwords)
+		p->cat_base = hb_alloc0(sizeof(int32_t) * (total + 1));
+		if (!p->cat_off || !p->cat_nwords || !p->cat_base)
 			goto nomem;
-		p->bytes += 2 * sizeof(int32_t) * total;
+		p->bytes += 3 * sizeof(int32_t) * total;
 	}
 	for (int t = 0; t < m->n_trees; t++)
 	{
@@ -314,6 +317,7 @@ hb_plan_free(HbPlan *p)
 	hb_free(p->cat_words);
 	hb_free(p->cat_off);
 	hb_free(p->cat_nwords);
+	hb_free(p->cat_base);
 	hb_ptt_free(p->ptt);
 	hb_gemm_free(p->gemm);
 	hb_free(p);

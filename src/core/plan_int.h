@@ -14,6 +14,7 @@
 #define HB_FN_DEFAULT_LEFT	0x01
 #define HB_FN_CAT			0x02
 #define HB_FN_CAT_IN_LEFT	0x04
+#define HB_FN_CAT_LIST		0x08	/* the set is a sorted list (HbNode) */
 #define HB_FN_MISSING_SHIFT 4
 #define HB_FN_MISSING_MASK	0x30
 
@@ -85,6 +86,7 @@ struct HbPlan
 	uint32_t   *cat_words;
 	int32_t    *cat_off;		/* per node, only when the model has sets */
 	int32_t    *cat_nwords;
+	int32_t    *cat_base;		/* a bitset's first word (HbNode.cat_base) */
 
 	/* linear */
 	double	   *weights;
@@ -238,23 +240,54 @@ extern void hb_tt_accumulate(const HbPlan *p, const double *x, size_t n,
 extern int	hb_tt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
 
 /*
- * Is category x in the node's set?  Invalid categories are in no set.
- * XGBoost (float32 models) refuses any negative value; LightGBM (double
- * models) truncates toward zero first, so -0.5 is category 0.
+ * Is category c in the ascending list w[0..n)?  By halves: a list is what a
+ * set far sparser than its span becomes (model_builder.c), so n is small
+ * next to the bitset it replaces.
  */
 static inline bool
-hb_cat_in_set(const HbPlan *p, int64_t idx, double x)
+hb_cat_in_list(const uint32_t *w, int32_t n, uint32_t c)
 {
-	uint32_t	c;
+	int32_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int32_t		mid = lo + (hi - lo) / 2;
+
+		if (w[mid] < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && w[lo] == c;
+}
+
+/*
+ * Is category x in the set of plan node idx (flags: its HbFlatNode's)?
+ * Invalid categories are in no set.  XGBoost (float32 models) refuses any
+ * negative value; LightGBM (double models) truncates toward zero first, so
+ * -0.5 is category 0.  A bitset holds words cat_base .. cat_base +
+ * cat_nwords - 1 of the categories: below cat_base the unsigned word index
+ * wraps past cat_nwords, so one compare bounds it on both sides.
+ */
+static inline bool
+hb_cat_in_set(const HbPlan *p, int flags, int64_t idx, double x)
+{
+	uint32_t	c,
+				w;
 
 	if (p->cmp == HB_CMP_LT_F32 ? !(x >= 0.0) : !(x > -1.0))
 		return false;
 	if (x >= HB_MAX_CATEGORY)
 		return false;
 	c = (uint32_t) x;
-	if (c / 32 >= (uint32_t) p->cat_nwords[idx])
+	if (flags & HB_FN_CAT_LIST)
+		return hb_cat_in_list(p->cat_words + p->cat_off[idx],
+							  p->cat_nwords[idx], c);
+	w = c / 32 - (uint32_t) p->cat_base[idx];
+	if (w >= (uint32_t) p->cat_nwords[idx])
 		return false;
-	return (p->cat_words[p->cat_off[idx] + c / 32] >> (c % 32)) & 1;
+	return (p->cat_words[p->cat_off[idx] + w] >> (c % 32)) & 1;
 }
 
 /*
@@ -278,7 +311,7 @@ hb_step_general(const HbPlan *p, const HbFlatNode *n, int64_t idx, double x)
 		return n->left + !(n->flags & HB_FN_DEFAULT_LEFT);
 	if (n->flags & HB_FN_CAT)
 	{
-		bool		in = hb_cat_in_set(p, idx, p->cmp == HB_CMP_LT_F32 ?
+		bool		in = hb_cat_in_set(p, n->flags, idx, p->cmp == HB_CMP_LT_F32 ?
 									   (double) (float) x : x);
 
 		go_left = (n->flags & HB_FN_CAT_IN_LEFT) ? in : !in;

@@ -102,6 +102,7 @@ typedef struct DevPlan
 	const unsigned *cat_words;
 	const int  *cat_off;
 	const int  *cat_nwords;
+	const int  *cat_base;
 
 	/* PTT */
 	int			n_used;
@@ -351,21 +352,44 @@ ptt_row(const DevPlan &d, const XT *xr, const KT *kr, double *mrow)
 		mrow[0] = (double) acc;
 }
 
+/* plan_int.h hb_cat_in_list */
+__host__ __device__ __forceinline__ bool
+cat_in_list(const unsigned *w, int n, unsigned c)
+{
+	int			lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (LDG(&w[mid]) < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && LDG(&w[lo]) == c;
+}
+
 /* plan_int.h hb_cat_in_set */
 template <bool F32>
 __host__ __device__ __forceinline__ bool
-cat_in_set(const DevPlan &d, long long idx, double x)
+cat_in_set(const DevPlan &d, int flags, long long idx, double x)
 {
-	unsigned	c;
+	unsigned	c,
+				w;
 
 	if (F32 ? !(x >= 0.0) : !(x > -1.0))
 		return false;
 	if (x >= HB_MAX_CAT)
 		return false;
 	c = (unsigned) x;
-	if (c / 32 >= (unsigned) d.cat_nwords[idx])
+	if (flags & HB_CUDA_FN_CAT_LIST)
+		return cat_in_list(d.cat_words + d.cat_off[idx], d.cat_nwords[idx], c);
+	w = c / 32 - (unsigned) d.cat_base[idx];
+	if (w >= (unsigned) d.cat_nwords[idx])
 		return false;
-	return (d.cat_words[d.cat_off[idx] + c / 32] >> (c % 32)) & 1;
+	return (d.cat_words[d.cat_off[idx] + w] >> (c % 32)) & 1;
 }
 
 /* plan_int.h hb_step_general */
@@ -387,7 +411,7 @@ step_general(const DevPlan &d, int flags, int left, float thr, long long idx,
 		return left + !(flags & HB_CUDA_FN_DEFAULT_LEFT);
 	if (flags & HB_CUDA_FN_CAT)
 	{
-		bool		in = cat_in_set<F32>(d, idx, F32 ? (double) (float) x : x);
+		bool		in = cat_in_set<F32>(d, flags, idx, F32 ? (double) (float) x : x);
 
 		go_left = (flags & HB_CUDA_FN_CAT_IN_LEFT) ? in : !in;
 	}
@@ -740,6 +764,9 @@ hb_cuda_plan_upload(const HbCudaDesc *s, size_t *bytes, char *why,
 			if (!dev_copy(cp, s->cat_nwords, sizeof(int32_t) * nn, &dp, why, why_len))
 				goto fail;
 			cp->d.cat_nwords = (const int *) dp;
+			if (!dev_copy(cp, s->cat_base, sizeof(int32_t) * nn, &dp, why, why_len))
+				goto fail;
+			cp->d.cat_base = (const int *) dp;
 		}
 	}
 	else if (s->kernel == HB_CUDA_KERNEL_PTT)
@@ -1310,6 +1337,7 @@ hb_cuda_emulate(const HbCudaDesc *s, const double *x, size_t n,
 		d.cat_words = s->cat_words;
 		d.cat_off = s->cat_off;
 		d.cat_nwords = s->cat_nwords;
+		d.cat_base = s->cat_base;
 		if (variant == 2)
 		{
 			if (s->cmp_f32 && s->input_f32)

@@ -26,6 +26,7 @@ extern "C"
 #define HB_CUDA_FN_DEFAULT_LEFT	0x01
 #define HB_CUDA_FN_CAT			0x02
 #define HB_CUDA_FN_CAT_IN_LEFT	0x04
+#define HB_CUDA_FN_CAT_LIST		0x08
 #define HB_CUDA_FN_MISSING_SHIFT 4
 #define HB_CUDA_FN_MISSING_MASK	0x30
 #define HB_CUDA_MISSING_NAN		0
@@ -69,6 +70,7 @@ typedef struct HbCudaDesc
 	const uint32_t *cat_words;
 	const int32_t *cat_off;		/* per node, or NULL without sets */
 	const int32_t *cat_nwords;
+	const int32_t *cat_base;	/* a bitset's first word */
 
 	/* HB_CUDA_KERNEL_PTT */
 	int32_t		n_used;

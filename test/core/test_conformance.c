@@ -61,11 +61,18 @@ leaf_indices(const HbModel *m, const double *x, int rows, double *out)
 					else if (n->is_cat)
 					{
 						bool		in = false;
+						uint32_t	c = v >= 0.0 && v < 16777216.0 ? (uint32_t) v : 0;
 
-						if (v >= 0.0 && v < 16777216.0 &&
-							(uint32_t) v / 32 < (uint32_t) n->cat_nwords)
-							in = (m->cat_words[n->cat_off + (uint32_t) v / 32] >>
-								  ((uint32_t) v % 32)) & 1;
+						/* a list is scanned; a bitset starts at word cat_base */
+						if (!(v >= 0.0 && v < 16777216.0))
+							;
+						else if (n->cat_list)
+							for (int32_t k = 0; k < n->cat_nwords; k++)
+								in |= m->cat_words[n->cat_off + k] == c;
+						else if (c / 32 >= (uint32_t) n->cat_base &&
+								 c / 32 - n->cat_base < (uint32_t) n->cat_nwords)
+							in = (m->cat_words[n->cat_off + c / 32 - n->cat_base] >>
+								  (c % 32)) & 1;
 						left = n->cat_in_left ? in : !in;
 					}
 					else if (m->cmp == HB_CMP_LT_F32)

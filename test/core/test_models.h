@@ -173,14 +173,31 @@ gen_node(GenTree *t, const GenOpts *o, int d, int target, bool on_path)
 			n->missing = HB_MISSING_ZERO;
 		else if (u < 0.3)
 			n->missing = HB_MISSING_NONE;
-		else if (u < 0.45 && cat_used + 2 <= (int) (sizeof(cat_buf) / sizeof(cat_buf[0])))
+		else if (u < 0.45 && cat_used + 8 <= (int) (sizeof(cat_buf) / sizeof(cat_buf[0])))
 		{
 			n->is_cat = 1;
 			n->cat_in_left = irand(2);
 			n->cat_off = cat_used;
-			n->cat_nwords = irand(3);	/* 0 to 2 words: categories 0..63 */
-			for (int w = 0; w < n->cat_nwords; w++)
-				cat_buf[cat_used++] = (uint32_t) rnd();
+			if (irand(4) == 0)
+			{
+				/* a sorted list: codes the inputs hit, maybe one far above */
+				uint32_t	c = (uint32_t) irand(4);
+
+				n->cat_list = 1;
+				for (; c < 24 && n->cat_nwords < 6; c += 1 + irand(6))
+					cat_buf[cat_used + n->cat_nwords++] = c;
+				if (irand(2))
+					cat_buf[cat_used + n->cat_nwords++] = 1000000 + irand(1000);
+				cat_used += n->cat_nwords;
+			}
+			else
+			{
+				/* 0 to 2 words of categories 0..63, or of 32..95: the inputs' codes then fall below the set */
+				n->cat_base = irand(4) == 0;
+				n->cat_nwords = irand(3);
+				for (int w = 0; w < n->cat_nwords; w++)
+					cat_buf[cat_used++] = (uint32_t) rnd();
+			}
 		}
 	}
 

@@ -84,9 +84,11 @@ fuzz_category(const HbModel *m, const HbNode *node)
 		if (at < 0 || at >= m->n_cat_words)
 			return -1;
 		bits = m->cat_words[at];
+		if (node->cat_list)
+			return (double) bits;
 		for (int b = 0; b < 32; b++)
 			if (bits & ((uint32_t) 1 << b))
-				return (double) w * 32 + b;
+				return ((double) node->cat_base + w) * 32 + b;
 	}
 	return -1;
 }
