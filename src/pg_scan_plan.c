@@ -1208,12 +1208,15 @@ typedef struct SortBound
 
 static const SortBound no_bound = {-1, NULL, NULL};
 
-/* a function a LIMIT bound may call when the node evaluates it again */
+/*
+ * a function a LIMIT bound may not call when the node evaluates it again,
+ * perhaps in a parallel worker (immutability is contain_mutable_functions'
+ * to check, below)
+ */
 static bool
 unfit_bound_function(Oid funcid, void *ctx)
 {
-	return func_volatile(funcid) != PROVOLATILE_IMMUTABLE ||
-		func_parallel(funcid) != PROPARALLEL_SAFE;
+	return func_parallel(funcid) != PROPARALLEL_SAFE;
 }
 
 /*
