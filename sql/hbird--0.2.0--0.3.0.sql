@@ -283,36 +283,60 @@ ALTER TABLE hbird.tuning
  * is an array, bound by position.  Their planner support function answers
  * nothing: it makes the planner load hbird before it plans any of them, so
  * that the check of the caller's right to score (pg_pushdown.c) runs in a
- * backend that has not loaded hbird yet too.
+ * backend that has not loaded hbird yet too.  The plain scoring functions
+ * have it too (below): the statement whose planning loads hbird is then
+ * batched like the later ones (src/pg_scan_plan.c).
  */
-CREATE FUNCTION hbird.pinned_support(internal) RETURNS internal
-AS 'MODULE_PATHNAME', 'hb_pinned_support' LANGUAGE C STRICT;
-REVOKE ALL ON FUNCTION hbird.pinned_support(internal) FROM PUBLIC;
+CREATE FUNCTION hbird.scoring_support(internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'hb_scoring_support' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION hbird.scoring_support(internal) FROM PUBLIC;
 CREATE FUNCTION hb_predict_pinned(name text, version integer, sha256 text,
 								  origin text, columns text[], VARIADIC "any")
 RETURNS double precision
 AS 'MODULE_PATHNAME', 'hb_predict_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
-SUPPORT hbird.pinned_support;
+SUPPORT hbird.scoring_support;
 CREATE FUNCTION hb_predict_proba_pinned(name text, version integer, sha256 text,
 										origin text, columns text[], VARIADIC "any")
 RETURNS double precision[]
 AS 'MODULE_PATHNAME', 'hb_predict_proba_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
-SUPPORT hbird.pinned_support;
+SUPPORT hbird.scoring_support;
 CREATE FUNCTION hb_predict_margin_pinned(name text, version integer, sha256 text,
 										 origin text, columns text[], VARIADIC "any")
 RETURNS double precision[]
 AS 'MODULE_PATHNAME', 'hb_predict_margin_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
-SUPPORT hbird.pinned_support;
+SUPPORT hbird.scoring_support;
 CREATE FUNCTION hb_predict_class_pinned(name text, version integer, sha256 text,
 										origin text, columns text[], VARIADIC "any")
 RETURNS integer
 AS 'MODULE_PATHNAME', 'hb_predict_class_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
-SUPPORT hbird.pinned_support;
+SUPPORT hbird.scoring_support;
 CREATE FUNCTION hb_predict_targets_pinned(name text, version integer, sha256 text,
 										  origin text, columns text[], VARIADIC "any")
 RETURNS double precision[]
 AS 'MODULE_PATHNAME', 'hb_predict_targets_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
-SUPPORT hbird.pinned_support;
+SUPPORT hbird.scoring_support;
+
+/* the plain scoring functions load hbird when planned, too (above) */
+DO $$
+DECLARE
+	f pg_catalog.regprocedure;
+BEGIN
+	FOR f IN
+		SELECT p.oid::pg_catalog.regprocedure
+		FROM pg_catalog.pg_proc p
+		JOIN pg_catalog.pg_depend d
+		  ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+		 AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+		JOIN pg_catalog.pg_extension e
+		  ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+		 AND d.refobjid OPERATOR(pg_catalog.=) e.oid
+		WHERE e.extname OPERATOR(pg_catalog.=) 'hbird' AND p.prokind OPERATOR(pg_catalog.=) 'f'
+		  AND p.proname OPERATOR(pg_catalog.=) ANY ('{hb_predict,hb_predict_proba,hb_predict_margin,hb_predict_class,hb_predict_targets,hb_predict_batch,hb_predict_class_batch,hb_predict_targets_batch}'::pg_catalog.name[])
+	LOOP
+		EXECUTE pg_catalog.format('ALTER FUNCTION %s SUPPORT hbird.scoring_support', f);
+	END LOOP;
+END
+$$;
 
 /*
  * On the coordinator: make a model version (default: the active one) with

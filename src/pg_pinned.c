@@ -44,7 +44,6 @@ PG_FUNCTION_INFO_V1(hb_predict_proba_pinned);
 PG_FUNCTION_INFO_V1(hb_predict_margin_pinned);
 PG_FUNCTION_INFO_V1(hb_predict_class_pinned);
 PG_FUNCTION_INFO_V1(hb_predict_targets_pinned);
-PG_FUNCTION_INFO_V1(hb_pinned_support);
 
 /* the plain forms, which do the scoring (pg_predict.c, pg_class.c) */
 extern Datum hb_predict_record(PG_FUNCTION_ARGS);
@@ -228,22 +227,6 @@ hb_pinned_check_shipped(FuncExpr *f)
 					   origin ? TextDatumGetCString(origin->constvalue) : "");
 	}
 	hb_check_score_privilege(&ref);
-}
-
-/*
- * The planner support function of the pinned forms.  It changes nothing (no
- * request is answered); it is there so that planning a statement that holds
- * a pinned call runs hbird's code, and so loads the library, while the
- * expressions are simplified: before the planner reaches its base
- * relations, where hb_set_rel_pathlist (pg_pushdown.c) checks the call.  A
- * backend that had not loaded hbird (no shared_preload_libraries) would
- * otherwise plan its first such statement without the check, and ship the
- * call to the shard unchecked.
- */
-Datum
-hb_pinned_support(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_POINTER(NULL);
 }
 
 /* ---- the row-at-a-time functions ---- */

@@ -372,7 +372,7 @@ check_pinned_walker(Node *node, PlannerInfo *root)
 		 * is (pg_owner.c's writes invalidate plans that read "model").
 		 * Marked here, on the plan being made, rather than by the planner
 		 * hook: a backend that loaded hbird while planning this statement
-		 * (hbird.pinned_support) did not run that hook for it.
+		 * (hbird.scoring_support) did not run that hook for it.
 		 */
 		root->glob->dependsOnRole = true;
 		root->glob->relationOids =

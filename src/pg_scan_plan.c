@@ -1609,22 +1609,54 @@ plan_has_calls(Plan *plan)
 	return false;
 }
 
-static PlannedStmt *
-hb_planner(Query *parse, const char *query_string, int cursorOptions,
-		   ParamListInfo boundParams)
+/*
+ * Planning without the hook.  A backend that has not loaded hbird (no
+ * shared_preload_libraries) loads it while planning its first statement
+ * that calls a scoring function: the functions' planner support function
+ * (hb_scoring_support) runs hbird's code as the expressions are simplified.
+ * planner() had already passed planner_hook by then, so that statement is
+ * planned without hb_planner, and would run row at a time.  The support
+ * function notes it (no hb_planner on the stack), and the statement's
+ * executor start rewrites a copy of its plan as hb_planner would have
+ * (without moving calls to shards: pg_pushdown.c's rewrite of the query
+ * needs the planner).  Any statement planned through hb_planner clears the
+ * note, so it can only reach the next plan to start, the one whose
+ * planning loaded hbird, and such a plan holds no HbirdScore node yet.
+ */
+static int	hb_planner_depth = 0;
+static bool hb_unhooked_plan = false;
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+PG_FUNCTION_INFO_V1(hb_scoring_support);
+
+/*
+ * The planner support function of the scoring functions and their pinned
+ * forms.  It answers no request.  It is there so that planning a statement
+ * that calls one runs hbird's code, and so loads the library, while the
+ * expressions are simplified: before the planner reaches its base
+ * relations, where hb_set_rel_pathlist (pg_pushdown.c) checks a pinned
+ * call (a backend that had not loaded hbird would otherwise plan its first
+ * such statement without the check, and ship the call unchecked), and
+ * before the executor starts, where such a statement is batched (above).
+ */
+Datum
+hb_scoring_support(PG_FUNCTION_ARGS)
 {
-	PlannedStmt *stmt;
+	if (hb_planner_depth == 0)
+		hb_unhooked_plan = true;
+	PG_RETURN_POINTER(NULL);
+}
+
+/*
+ * The batching scan's rewrite of a finished plan (the top of the file);
+ * scroll: the plan must run backward too.
+ */
+static PlannedStmt *
+rewrite_stmt(PlannedStmt *stmt, HbPushdown *pd, bool scroll)
+{
 	RewriteCtx	ctx;
-	HbPushdown	pd;
 	bool		any = false;
 	ListCell   *lc;
-
-	/* scoring calls over foreign tables go to the shards (pg_pushdown.c) */
-	hb_pushdown_prepare(parse, &pd);
-	stmt = prev_planner ?
-		prev_planner(parse, query_string, cursorOptions, boundParams) :
-		standard_planner(parse, query_string, cursorOptions, boundParams);
-	hb_pushdown_finish(stmt, &pd);
 
 	if (!hb_batch_scan ||
 		(stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT) ||
@@ -1639,7 +1671,7 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 	ctx.stmt = stmt;
 	ctx.next_id = hb_plan_next_node_id(stmt);
 	ctx.nodes = 0;
-	ctx.pd = &pd;
+	ctx.pd = pd;
 
 	stmt->planTree = rewrite_plan(&ctx, stmt->planTree, no_bound);
 	foreach(lc, stmt->subplans)
@@ -1653,10 +1685,62 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 	}
 
 	/* a scrollable cursor needs backward fetches: rows come from a store */
-	if (ctx.nodes > 0 && (cursorOptions & CURSOR_OPT_SCROLL) &&
-		!ExecSupportsBackwardScan(stmt->planTree))
+	if (ctx.nodes > 0 && scroll && !ExecSupportsBackwardScan(stmt->planTree))
 		stmt->planTree = material_over(&ctx, stmt->planTree);
 	return stmt;
+}
+
+static PlannedStmt *
+hb_planner(Query *parse, const char *query_string, int cursorOptions,
+		   ParamListInfo boundParams)
+{
+	PlannedStmt *stmt;
+	HbPushdown	pd;
+
+	/* a plan made through this hook: no earlier one is still waiting */
+	hb_unhooked_plan = false;
+
+	/* scoring calls over foreign tables go to the shards (pg_pushdown.c) */
+	hb_pushdown_prepare(parse, &pd);
+	hb_planner_depth++;
+	PG_TRY();
+	{
+		stmt = prev_planner ?
+			prev_planner(parse, query_string, cursorOptions, boundParams) :
+			standard_planner(parse, query_string, cursorOptions, boundParams);
+	}
+	PG_FINALLY();
+	{
+		hb_planner_depth--;
+	}
+	PG_END_TRY();
+	hb_pushdown_finish(stmt, &pd);
+	return rewrite_stmt(stmt, &pd, (cursorOptions & CURSOR_OPT_SCROLL) != 0);
+}
+
+/*
+ * The executor start of the statement whose planning loaded hbird (above):
+ * its plan, planned without hb_planner, is rewritten as a copy (the plan
+ * may be a cached one that others use), the rows scored in batches from
+ * the first statement of a session on.
+ */
+static void
+hb_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (hb_unhooked_plan)
+	{
+		HbPushdown	pd = {false, NIL, NIL};
+		PlannedStmt *stmt = queryDesc->plannedstmt;
+
+		hb_unhooked_plan = false;
+		if (hb_batch_scan)
+			queryDesc->plannedstmt = rewrite_stmt(copyObject(stmt), &pd,
+												  (eflags & EXEC_FLAG_BACKWARD) != 0);
+	}
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
 }
 
 void
@@ -1665,5 +1749,7 @@ hb_scan_init(void)
 	RegisterCustomScanMethods(&hb_score_scan_methods);
 	prev_planner = planner_hook;
 	planner_hook = hb_planner;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = hb_executor_start;
 	hb_pushdown_init();
 }

@@ -168,13 +168,22 @@ hb_bar_cut_on(const HbBarCut *bc)
 	return bc->floor == bc->floor;	/* not NaN */
 }
 
-/* The screening score a row needs, given the fixed cut and the bar. */
+/*
+ * The screening score a row needs, given the fixed cut and the bar.  Each
+ * row is judged by one of the two cuts, and each cut's statement bounds
+ * the chance of missing a row of the answer it judges.
+ */
 static inline double
 hb_bar_cut(const HbBarCut *bc, double cut, double bar)
 {
 	double		b;
 
-	if (!hb_bar_cut_on(bc))
+	/*
+	 * No bar yet (fewer than k rows scored: -Infinity), or an infinite one
+	 * (infinite margins, which would give slope 1 a NaN cut): the fixed
+	 * cut, whose own statement covers the rows it judges
+	 */
+	if (!hb_bar_cut_on(bc) || !(bar - bar == 0.0))
 		return cut;
 	b = bar > bc->floor ? bar : bc->floor;
 	return (1.0 - bc->slope) * b + bc->slope * bc->floor - bc->margin;

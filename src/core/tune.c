@@ -1395,8 +1395,8 @@ shortfall_slope(const Work *w, const double *screen, int tail, size_t start)
 }
 
 /*
- * Whether the cut relative to the bar keeps fewer rows than the fixed cut,
- * judged on the selection rows alone (the evaluation half must not decide
+ * Whether the cut relative to the bar keeps clearly fewer rows than the
+ * fixed cut (a tenth fewer at least), judged on the selection rows alone (the evaluation half must not decide
  * anything its bound is about): both cuts from the selection rows' `tail`
  * best with e misses, the bar at the k-th best of the selection rows, as
  * on an input of their size (a bigger input's bar is higher, and only the
@@ -1432,7 +1432,13 @@ bar_cut_pays(const Work *w, const double *ssel, double slope, int tail, int e,
 		n_fixed += ssel[i] >= tau;
 		n_bar += ssel[i] >= cut;
 	}
-	return n_bar < n_fixed;
+
+	/*
+	 * A clear saving, not a row or two: both cuts are order statistics of
+	 * the same rows, and a cut that hardly rises (slope near 1) is the
+	 * fixed one give or take rounding
+	 */
+	return slope < 1.0 && n_bar * 10 <= n_fixed * 9;
 }
 
 /*
@@ -1440,7 +1446,9 @@ bar_cut_pays(const Work *w, const double *ssel, double slope, int tail, int e,
  * its final form.  The slope comes from the selection rows: the larger of
  * the two halves' (a larger slope lets the cut rise more slowly with the
  * bar, the safer side where the answer lies above every row the sample
- * has), within [0, 1].  Then on the evaluation half, which nothing here
+ * has), within [0, 1].  (The final form was fitted on the whole fitting
+ * half, the selection rows too: the slope is fitted in sample; the bound
+ * does not depend on it.)  Then on the evaluation half, which nothing here
  * looked at: floor is the full margin of its `tail`-th best row, and
  * margin the (e+1)-th largest of r = (1 - slope) F + slope floor - S over
  * its `tail` best rows, the same order statistic as the fixed cut's: with

@@ -496,11 +496,13 @@ cmp_desc(const void *a, const void *b)
 }
 
 /*
- * The rows hb_topk keeps under the cut relative to the bar (approx.h), in
- * input order, batches of 1,024: a row at or above the cut given the bar of
- * the rows before its batch is scored in full (its full margin may raise
- * the bar); when the input ends with the bar below the tail's floor, the
- * best `kept` rows by screening score are kept too.  Returns the count.
+ * The rows the cut relative to the bar (approx.h) keeps, in input order,
+ * batches of 1,024 (hb_topk's are larger, the plain query's smaller): a
+ * row at or above the cut given the bar of the rows before its batch is
+ * scored in full (its full margin may raise the bar); when the input ends
+ * with the bar below the tail's floor, the best `kept` rows by screening
+ * score are kept too (the queries keep fewer: `kept` less the rows above
+ * the cut).  Returns the count.
  */
 static size_t
 bar_kept(const HbTuneCandidate *c, int k, const double *full,
@@ -569,7 +571,7 @@ heldout_topk(const HbPlan *p, const HbTuneResult *r, const HbTuneCandidate *c,
 	for (int big = 0; big <= 1; big++)
 	{
 		size_t		m = (size_t) r->n_eval * (big ? 30 : 1);
-		int			sets = big ? 4 : 40,
+		int			sets = big ? 12 : 40,
 					met = 0;
 		double		psum = 0.0;
 		size_t		kept_sum = 0,
@@ -622,7 +624,7 @@ heldout_topk(const HbPlan *p, const HbTuneResult *r, const HbTuneCandidate *c,
 			met += (double) hit / spec->k >= spec->target;
 			if (hb_bar_cut_on(&c->bar))
 			{
-				/* the rule the queries use: the cut relative to the bar */
+				/* the cut relative to the bar, as the queries apply it */
 				memset(kept, 0, m);
 				bar_sum += bar_kept(c, spec->k, full, cheap, cs, m, kept);
 				hit = 0;

@@ -368,7 +368,7 @@ INSERT INTO ep_case (entry, bad, stmt) VALUES
 -- the catalog's cascading deletes: a trigger function only
 ('cascade_delete', 'called directly', $$SELECT hbird.cascade_delete()$$),
 -- the pinned forms' planner support function: answers nothing
-('pinned_support', 'called directly (no internal value in SQL)', $$SELECT hbird.pinned_support(NULL::internal) IS NULL$$);
+('scoring_support', 'called directly (no internal value in SQL)', $$SELECT hbird.scoring_support(NULL::internal) IS NULL$$);
 
 SELECT n, entry, bad, ep_try(stmt) AS result FROM ep_case ORDER BY n;
 

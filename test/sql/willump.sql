@@ -111,7 +111,8 @@ SELECT rows, rows_fully_scored < rows / 4 AS few_rescored, pairs_scored < pairs_
 FROM hb_topk_stats();
 -- the cut relative to the bar (docs/willump.md): whether hb_tune sets one
 -- depends on which candidate the measured times pick, so it is planted here.
--- Slope 0 and a huge margin: every row passes, the answer is the exact one
+-- Slope 0 and a huge margin: every row passes once k rows are scored (the
+-- fixed cut judges those before), the answer is the exact one
 CREATE TABLE bar_saved AS
 SELECT bar_slope, bar_floor, bar_margin FROM hbird.tuning WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
 CREATE TABLE bar_exact AS
@@ -120,7 +121,7 @@ UPDATE hbird.tuning SET bar_slope = 0, bar_floor = 0, bar_margin = 1e9 WHERE nam
 SELECT count(*) FILTER (WHERE (item).id = e.id) AS same_as_exact
 FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx') a
 JOIN bar_exact e USING (rank);
-SELECT rows_fully_scored = rows AS all_rescored FROM hb_topk_stats();
+SELECT rows_fully_scored > rows / 2 AS most_rescored FROM hb_topk_stats();
 -- slope 0, margin 0, floor the fixed cut: a row is finished only when its
 -- cheap score reaches the fixed cut and the k-th best full margin so far (a
 -- rising cut), and the rows waiting to fill a small answer are let go once
