@@ -316,7 +316,10 @@ RETURNS double precision[]
 AS 'MODULE_PATHNAME', 'hb_predict_targets_pinned' LANGUAGE C IMMUTABLE PARALLEL SAFE
 SUPPORT hbird.scoring_support;
 
-/* the plain scoring functions load hbird when planned, too (above) */
+/*
+ * the plain scoring functions load hbird when planned, too (above), and so
+ * do the aggregates' transition functions, whose cost the planner asks
+ */
 DO $$
 DECLARE
 	f pg_catalog.regprocedure;
@@ -331,7 +334,7 @@ BEGIN
 		  ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
 		 AND d.refobjid OPERATOR(pg_catalog.=) e.oid
 		WHERE e.extname OPERATOR(pg_catalog.=) 'hbird' AND p.prokind OPERATOR(pg_catalog.=) 'f'
-		  AND p.proname OPERATOR(pg_catalog.=) ANY ('{hb_predict,hb_predict_proba,hb_predict_margin,hb_predict_class,hb_predict_targets,hb_predict_batch,hb_predict_class_batch,hb_predict_targets_batch}'::pg_catalog.name[])
+		  AND p.proname OPERATOR(pg_catalog.=) ANY ('{hb_predict,hb_predict_proba,hb_predict_margin,hb_predict_class,hb_predict_targets,hb_predict_batch,hb_predict_class_batch,hb_predict_targets_batch,hb_predict_agg_sfunc,hb_predict_class_agg_sfunc,hb_predict_targets_agg_sfunc}'::pg_catalog.name[])
 	LOOP
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s SUPPORT hbird.scoring_support', f);
 	END LOOP;

@@ -66,6 +66,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/plancache.h"
 #include "utils/syscache.h"
 
 #include "hbird.h"
@@ -1619,12 +1620,17 @@ plan_has_calls(Plan *plan)
  * function notes it (no hb_planner on the stack), and the statement's
  * executor start rewrites a copy of its plan as hb_planner would have
  * (without moving calls to shards: pg_pushdown.c's rewrite of the query
- * needs the planner).  Any statement planned through hb_planner clears the
- * note, so it can only reach the next plan to start, the one whose
- * planning loaded hbird, and such a plan holds no HbirdScore node yet.
+ * needs the planner).  Only until the first statement planned or started
+ * through the hooks (hb_just_loaded): later, expression_planner calls the
+ * support function without hb_planner too.  Any statement planned through
+ * hb_planner clears the note, so it can only reach the next plan to start,
+ * the one whose planning loaded hbird; a plan that holds an HbirdScore or
+ * HbirdBatch node already is left alone all the same.
  */
 static int	hb_planner_depth = 0;
 static bool hb_unhooked_plan = false;
+static bool hb_just_loaded = true;	/* no statement started or planned
+									 * through the hooks since the load */
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
 PG_FUNCTION_INFO_V1(hb_scoring_support);
@@ -1642,9 +1648,59 @@ PG_FUNCTION_INFO_V1(hb_scoring_support);
 Datum
 hb_scoring_support(PG_FUNCTION_ARGS)
 {
-	if (hb_planner_depth == 0)
+	/*
+	 * Only in the statement that loaded hbird: later, expression_planner
+	 * (a CALL's arguments, a default) calls this without hb_planner too
+	 */
+	if (hb_just_loaded && hb_planner_depth == 0)
 		hb_unhooked_plan = true;
 	PG_RETURN_POINTER(NULL);
+}
+
+/* Does the plan hold an HbirdScore or HbirdBatch node already? */
+static bool
+has_hbird_node(Plan *plan)
+{
+	ListCell   *lc;
+	List	   *kids = NIL;
+
+	if (plan == NULL)
+		return false;
+	if (IsA(plan, CustomScan))
+	{
+		const char *name = ((CustomScan *) plan)->methods->CustomName;
+
+		if (strcmp(name, "HbirdScore") == 0 || strcmp(name, "HbirdBatch") == 0)
+			return true;
+		kids = ((CustomScan *) plan)->custom_plans;
+	}
+	else if (IsA(plan, Append))
+		kids = ((Append *) plan)->appendplans;
+	else if (IsA(plan, MergeAppend))
+		kids = ((MergeAppend *) plan)->mergeplans;
+	else if (IsA(plan, BitmapAnd))
+		kids = ((BitmapAnd *) plan)->bitmapplans;
+	else if (IsA(plan, BitmapOr))
+		kids = ((BitmapOr *) plan)->bitmapplans;
+	else if (IsA(plan, SubqueryScan))
+		return has_hbird_node(((SubqueryScan *) plan)->subplan);
+	foreach(lc, kids)
+		if (has_hbird_node(lfirst(lc)))
+			return true;
+	return has_hbird_node(plan->lefttree) || has_hbird_node(plan->righttree);
+}
+
+static bool
+stmt_has_hbird_node(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (has_hbird_node(stmt->planTree))
+		return true;
+	foreach(lc, stmt->subplans)
+		if (has_hbird_node(lfirst(lc)))
+			return true;
+	return false;
 }
 
 /*
@@ -1699,6 +1755,7 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	/* a plan made through this hook: no earlier one is still waiting */
 	hb_unhooked_plan = false;
+	hb_just_loaded = false;
 
 	/* scoring calls over foreign tables go to the shards (pg_pushdown.c) */
 	hb_pushdown_prepare(parse, &pd);
@@ -1722,7 +1779,11 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
  * The executor start of the statement whose planning loaded hbird (above):
  * its plan, planned without hb_planner, is rewritten as a copy (the plan
  * may be a cached one that others use), the rows scored in batches from
- * the first statement of a session on.
+ * the first statement of a session on.  Plans cached while hbird was not
+ * loaded (this one, a PL/pgSQL statement's) are made again, through the
+ * hook, when next used.  A plan that must run backward (a cursor that
+ * PostgreSQL made scrollable because the plan could) is left as it is: its
+ * rewrite would need a store of every row it returns.
  */
 static void
 hb_executor_start(QueryDesc *queryDesc, int eflags)
@@ -1733,10 +1794,12 @@ hb_executor_start(QueryDesc *queryDesc, int eflags)
 		PlannedStmt *stmt = queryDesc->plannedstmt;
 
 		hb_unhooked_plan = false;
-		if (hb_batch_scan)
-			queryDesc->plannedstmt = rewrite_stmt(copyObject(stmt), &pd,
-												  (eflags & EXEC_FLAG_BACKWARD) != 0);
+		ResetPlanCache();
+		if (hb_batch_scan && !(eflags & EXEC_FLAG_BACKWARD) &&
+			!stmt_has_hbird_node(stmt))
+			queryDesc->plannedstmt = rewrite_stmt(copyObject(stmt), &pd, false);
 	}
+	hb_just_loaded = false;
 	if (prev_executor_start)
 		prev_executor_start(queryDesc, eflags);
 	else

@@ -60,6 +60,19 @@ $plan = query($node, 'postgres',
 like($plan, qr/Custom Scan \(HbirdBatch\)/,
 	'first statement of a session without preload: a batched function streams')
   or diag($plan);
+$plan = query($node, 'postgres',
+	q{EXPLAIN (COSTS OFF) SELECT cardinality(hb_predict_agg('np', t)) FROM t});
+like($plan, qr/Custom Scan \(HbirdScore\)/,
+	'first statement of a session without preload: a scoring aggregate is batched')
+  or diag($plan);
+# a plan cached by the statement that loaded hbird is made again, batched
+$plan = query($node, 'postgres',
+	q{PREPARE p AS SELECT id FROM t ORDER BY hb_predict('np', t) DESC LIMIT 3;
+	  EXECUTE p;
+	  EXPLAIN (COSTS OFF) EXECUTE p;});
+like($plan, qr/Custom Scan \(HbirdScore\)/,
+	'first statement of a session without preload: its cached plan is batched when run again')
+  or diag($plan);
 # the same answers as row at a time, to the bit, the first statement too
 my $first = query($node, 'postgres',
 	q{SELECT string_agg(id || ':' || hb_predict('np', t)::text, ',' ORDER BY id) FROM t WHERE id > 10});
@@ -75,7 +88,8 @@ my $top_rw = query($node, 'postgres',
 	  SELECT string_agg(id::text, ',') FROM (SELECT id FROM t ORDER BY hb_predict('np', t) DESC, id LIMIT 5) q});
 ok($top ne '' && $top eq $top_rw,
 	'first statement of a session without preload: the top 5 are those of row at a time');
-# a scrollable cursor declared as the statement that loads hbird reads backward
+# a scrollable cursor declared as the statement that loads hbird reads
+# backward (it runs row at a time: batched, it would need a store)
 my $scroll = query($node, 'postgres',
 	q{BEGIN;
 	  DECLARE c SCROLL CURSOR FOR SELECT id, hb_predict('np', t) AS s FROM t WHERE id <= 20 ORDER BY id;
