@@ -1617,7 +1617,8 @@ plan_has_calls(Plan *plan)
  * (hb_scoring_support) runs hbird's code as the expressions are simplified.
  * planner() had already passed planner_hook by then, so that statement is
  * planned without hb_planner, and would run row at a time.  The support
- * function notes it (no hb_planner on the stack), and the statement's
+ * function notes it (hb_planner clears hb_just_loaded before it plans, so
+ * that is still set only outside it), and the statement's
  * executor start rewrites a copy of its plan as hb_planner would have
  * (without moving calls to shards: pg_pushdown.c's rewrite of the query
  * needs the planner).  Only until the first statement planned or started
@@ -1627,7 +1628,6 @@ plan_has_calls(Plan *plan)
  * the one whose planning loaded hbird; a plan that holds an HbirdScore or
  * HbirdBatch node already is left alone all the same.
  */
-static int	hb_planner_depth = 0;
 static bool hb_unhooked_plan = false;
 static bool hb_just_loaded = true;	/* no statement started or planned
 									 * through the hooks since the load */
@@ -1649,10 +1649,11 @@ Datum
 hb_scoring_support(PG_FUNCTION_ARGS)
 {
 	/*
-	 * Only in the statement that loaded hbird: later, expression_planner
-	 * (a CALL's arguments, a default) calls this without hb_planner too
+	 * Only in the statement that loaded hbird, planned without hb_planner:
+	 * later, expression_planner (a CALL's arguments, a default) calls this
+	 * without hb_planner too
 	 */
-	if (hb_just_loaded && hb_planner_depth == 0)
+	if (hb_just_loaded)
 		hb_unhooked_plan = true;
 	PG_RETURN_POINTER(NULL);
 }
@@ -1759,18 +1760,9 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	/* scoring calls over foreign tables go to the shards (pg_pushdown.c) */
 	hb_pushdown_prepare(parse, &pd);
-	hb_planner_depth++;
-	PG_TRY();
-	{
-		stmt = prev_planner ?
-			prev_planner(parse, query_string, cursorOptions, boundParams) :
-			standard_planner(parse, query_string, cursorOptions, boundParams);
-	}
-	PG_FINALLY();
-	{
-		hb_planner_depth--;
-	}
-	PG_END_TRY();
+	stmt = prev_planner ?
+		prev_planner(parse, query_string, cursorOptions, boundParams) :
+		standard_planner(parse, query_string, cursorOptions, boundParams);
 	hb_pushdown_finish(stmt, &pd);
 	return rewrite_stmt(stmt, &pd, (cursorOptions & CURSOR_OPT_SCROLL) != 0);
 }

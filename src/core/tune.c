@@ -1395,6 +1395,33 @@ shortfall_slope(const Work *w, const double *screen, int tail, size_t start)
 }
 
 /*
+ * The bar cut's margin on a set of rows (full margins m, screening scores
+ * s, order: the set's rows best first by m): the (e+1)-th largest of
+ * (1 - slope) F + slope floor - S over its `tail` best rows, floor the
+ * full margin of the `tail`-th; *misses the rows above it.  r: `tail`
+ * doubles of scratch.
+ */
+static double
+bar_margin(const double *m, const double *s, const int32_t *order, int tail,
+		   int e, double slope, double floor_, double *r, int *misses)
+{
+	double		d;
+
+	for (int j = 0; j < tail; j++)
+	{
+		int32_t		i = order[j];
+
+		r[j] = (1.0 - slope) * m[i] + slope * floor_ - s[i];
+	}
+	qsort(r, tail, sizeof(double), hb_cmp_double);
+	d = r[tail - 1 - e];
+	*misses = 0;
+	for (int j = 0; j < tail; j++)
+		*misses += r[j] > d;
+	return d;
+}
+
+/*
  * Whether the cut relative to the bar keeps clearly fewer rows than the
  * fixed cut (a tenth fewer at least), judged on the selection rows alone (the evaluation half must not decide
  * anything its bound is about): both cuts from the selection rows' `tail`
@@ -1406,12 +1433,13 @@ static bool
 bar_cut_pays(const Work *w, const double *ssel, double slope, int tail, int e,
 			 double *r)
 {
-	double		floor_ = w->m_sel[w->order_sel[tail - 1]];
+	HbBarCut	bc;
 	double		bar = w->m_sel[w->order_sel[w->spec->k - 1]];
 	double		tau,
 				cut;
 	size_t		n_fixed = 0,
 				n_bar = 0;
+	int			misses;
 
 	if (w->spec->k > tail)
 		return false;
@@ -1419,14 +1447,11 @@ bar_cut_pays(const Work *w, const double *ssel, double slope, int tail, int e,
 		r[j] = ssel[w->order_sel[j]];
 	qsort(r, tail, sizeof(double), hb_cmp_double);
 	tau = r[e];
-	for (int j = 0; j < tail; j++)
-	{
-		int32_t		i = w->order_sel[j];
-
-		r[j] = (1.0 - slope) * w->m_sel[i] + slope * floor_ - ssel[i];
-	}
-	qsort(r, tail, sizeof(double), hb_cmp_double);
-	cut = (1.0 - slope) * (bar > floor_ ? bar : floor_) + slope * floor_ - r[tail - 1 - e];
+	bc.slope = slope;
+	bc.floor = w->m_sel[w->order_sel[tail - 1]];
+	bc.margin = bar_margin(w->m_sel, ssel, w->order_sel, tail, e, slope, bc.floor,
+						   r, &misses);
+	cut = hb_bar_cut(&bc, tau, bar);
 	for (size_t i = 0; i < w->n_sel; i++)
 	{
 		n_fixed += ssel[i] >= tau;
@@ -1471,7 +1496,7 @@ bar_cut_topk(Work *w, HbTuneCandidate *c, HbError *err)
 	double		slope,
 				floor_,
 				d;
-	int			misses = 0;
+	int			misses;
 	bool		ok = false;
 
 	if (ssel == NULL || seval == NULL || r == NULL)
@@ -1496,16 +1521,7 @@ bar_cut_topk(Work *w, HbTuneCandidate *c, HbError *err)
 		goto out;
 	}
 	floor_ = w->m_eval[w->order_eval[tail - 1]];
-	for (int j = 0; j < tail; j++)
-	{
-		int32_t		i = w->order_eval[j];
-
-		r[j] = (1.0 - slope) * w->m_eval[i] + slope * floor_ - seval[i];
-	}
-	qsort(r, tail, sizeof(double), hb_cmp_double);
-	d = r[tail - 1 - e];
-	for (int j = 0; j < tail; j++)
-		misses += r[j] > d;
+	d = bar_margin(w->m_eval, seval, w->order_eval, tail, e, slope, floor_, r, &misses);
 	ok = true;
 	if (!isfinite(slope) || !isfinite(floor_) || !isfinite(d))
 		goto out;
