@@ -69,7 +69,9 @@ hb_plan_strategy(const HbPlan *p, size_t n)
 			p->avg_leaf_depth / p->max_depth : 1.0;
 
 		if (n < HB_AUTO_MIN_BATCH)
-			s = HB_STRATEGY_TT;
+			s = p->ptt && p->max_depth <= HB_AUTO_PTT_DEPTH &&
+				fullness >= HB_AUTO_PTT_FULLNESS && hb_ptt_small_pays(p, n) ?
+				HB_STRATEGY_PTT : HB_STRATEGY_TT;
 		else if (p->gemm && p->max_depth <= HB_AUTO_GEMM_DEPTH &&
 				 n >= HB_AUTO_GEMM_MIN_BATCH)
 			s = HB_STRATEGY_GEMM;

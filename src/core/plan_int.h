@@ -27,7 +27,8 @@
  */
 #define HB_PTT_MAX_DEPTH		12	/* PTT layouts are built up to this depth */
 #define HB_GEMM_MAX_DEPTH		6	/* GEMM layouts likewise (forced use only) */
-#define HB_AUTO_MIN_BATCH		16	/* smaller batches always traverse */
+#define HB_AUTO_MIN_BATCH		16	/* smaller batches traverse, unless PTT
+									 * has its few-row kernel (strategy_ptt.c) */
 #define HB_AUTO_GEMM_DEPTH		2
 #define HB_AUTO_GEMM_MIN_BATCH	64
 #define HB_AUTO_PTT_DEPTH		HB_PTT_MAX_DEPTH
@@ -110,6 +111,8 @@ extern void hb_ptt_margins(const HbPlan *p, const double *x, size_t n,
 extern void hb_ptt_accumulate(const HbPlan *p, const double *x, size_t n,
 							  int t_begin, int t_end, double *margins);
 extern int	hb_ptt_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
+/* PTT pays on a batch of n < HB_AUTO_MIN_BATCH rows (its few-row kernel) */
+extern bool hb_ptt_small_pays(const HbPlan *p, size_t n);
 
 /*
  * PTT's kernels (strategy_ptt.c), for tests and benchmarks: AUTO takes the

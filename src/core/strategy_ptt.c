@@ -91,6 +91,13 @@
 #define HB_PTT_C_BLOCK_ROWS	128		/* rows per tree visit: keys in L1 */
 #define HB_PTT_C_TREE_BYTES (256 * 1024)	/* layout per tree block: L2 */
 
+/* keys on the stack: the SSE2 code stores them aligned */
+#if defined(__GNUC__)
+#define HB_PTT_ALIGN16 __attribute__((aligned(16)))
+#else
+#define HB_PTT_ALIGN16
+#endif
+
 typedef struct HbPttTree
 {
 	int64_t		node_off;		/* first internal node in the node arrays */
@@ -126,6 +133,8 @@ struct HbPtt
 	uint64_t   *r64;			/* likewise, f64 (build only) */
 	int32_t    *e_off;			/* column c's search tree: [e_off[c], e_off[c+1]) */
 	int64_t		c_cost;			/* what the ranks cost (compact_pays) */
+	int64_t		c_depth;		/* the depths of the trees it walks, summed */
+	int32_t		c_walked;		/* and their count */
 	uint32_t   *e32;			/* the thresholds as perfect search trees, f32 */
 	uint64_t   *e64;			/* likewise, f64 */
 	int32_t    *v_off;			/* column c's blocks in v32/v64, -1: none */
@@ -644,6 +653,14 @@ compact_build(HbPtt *t)
 		else
 			t->c_cost += (18 * k - 12 + 9) / 10;
 	}
+	t->c_depth = 0;
+	t->c_walked = 0;
+	for (int i = 0; i < t->n_trees; i++)
+		if (!t->trees[i].general)
+		{
+			t->c_depth += t->trees[i].depth;
+			t->c_walked++;
+		}
 	hb_free(t->r32);
 	hb_free(t->r64);
 	t->r32 = NULL;
@@ -1275,16 +1292,18 @@ column_keys_sse2(const HbPtt *t, const double *xc, int nf, int c, int k,
 	do { \
 		const VEC	piv = LOAD(V); \
 \
-		for (int r = 0; r < 8; r++) \
+		for (int r = lanes; r < 8; r++) \
+			kc[r] = kc[r + 8] = 0; \
+		for (int r = 0; r < lanes; r++) \
 		{ \
-			T			v = r < lanes ? (T) xc[(size_t) r * nf] : (T) 0; \
+			T			v = (T) xc[(size_t) r * nf]; \
 			VEC			x = SET1(v); \
 			unsigned	p = (unsigned) __builtin_popcount(CMP(piv, x, PRED)); \
 			unsigned	q = (unsigned) __builtin_popcount(CMP(LOAD((V) + (LANES) * (p + 1)), x, PRED)); \
 			uint16_t	rank = (uint16_t) ((LANES) * p + q); \
 \
-			kc[r] = r < lanes ? rank : 0; \
-			kc[r + 8] = r >= lanes ? 0 : v != v ? n : rank; \
+			kc[r] = rank; \
+			kc[r + 8] = v != v ? n : rank; \
 		} \
 	} while (0)
 
@@ -1699,6 +1718,148 @@ compact_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
 }
 
 /*
+ * The depths of the trees in [t_begin, t_end) that the compact kernels
+ * walk (not general), summed; *trees gets their count.  The whole model's
+ * was summed at build: a row at a time asks for it on every call.
+ */
+static int64_t
+walked_depth(const HbPtt *t, int t_begin, int t_end, int *trees)
+{
+	int64_t		sum = 0;
+	int			count = 0;
+
+	if (t_begin == 0 && t_end == t->n_trees)
+	{
+		if (trees)
+			*trees = t->c_walked;
+		return t->c_depth;
+	}
+	for (int i = t_begin; i < t_end; i++)
+		if (!t->trees[i].general)
+		{
+			sum += t->trees[i].depth;
+			count++;
+		}
+	if (trees)
+		*trees = count;
+	return sum;
+}
+
+/*
+ * Few rows: fewer than a group of eight.  The compact kernel would walk
+ * eight lanes for fewer real rows, and TT's walk takes a branch per node
+ * that the data decides (mispredicted about every other node).  Here each
+ * row walks eight trees side by side instead: the compact kernel's
+ * branch-free step over the row's own lane of the ranks, eight independent
+ * chains of loads.  The leaves are added in model tree order, as
+ * everywhere, so the sums are the other kernels' bits.  On the anchor
+ * model (500 trees of depth 8) a row alone costs about 20 ns a tree where
+ * TT's walk took 50-90; sixteen trees side by side were no faster (the
+ * loads miss L2 either way).  Used where it pays (few_pays), or wherever
+ * the compact kernel is forced.
+ */
+#define FEW_TREES 8
+#define F_STEP(I) \
+	do { \
+		if (d < dep[I]) \
+		{ \
+			size_t		at_ = off[I] + j[I]; \
+\
+			j[I] = 2 * j[I] + (t->c_thr[at_] < kg[t->c_key[at_]]); \
+		} \
+	} while (0)
+
+static void
+few_rows(const HbPlan *p, const double *x, size_t n, int t_begin, int t_end,
+		 double *margins, bool portable)
+{
+	const HbPtt *t = p->ptt;
+	int			k = p->n_outputs;
+	int			nf = p->n_features;
+	uint16_t	kb[16 * HB_PTT_C_MAX_COLUMNS] HB_PTT_ALIGN16;
+
+	for (size_t r0 = 0; r0 < n; r0 += 8)
+	{
+		int			nr = n - r0 < 8 ? (int) (n - r0) : 8;
+
+		compact_keys(t, x + r0 * nf, nf, nr, kb, portable);
+		for (int r = 0; r < nr; r++)
+		{
+			const uint16_t *kg = kb + r;
+			const double *row = x + (r0 + r) * nf;
+			double	   *m = margins + (r0 + r) * k;
+
+			for (int tb0 = t_begin; tb0 < t_end; tb0 += FEW_TREES)
+			{
+				int			tn = t_end - tb0 < FEW_TREES ? t_end - tb0 : FEW_TREES;
+				size_t		j[FEW_TREES];
+				int64_t		off[FEW_TREES];
+				int			dep[FEW_TREES];
+				int			dmax = 0;
+
+				for (int i = 0; i < FEW_TREES; i++)
+				{
+					const HbPttTree *tr = &t->trees[tb0 + (i < tn ? i : 0)];
+
+					j[i] = 1;
+					off[i] = tr->c_off;
+					/* a general tree takes walk_slow; padding lanes do nothing */
+					dep[i] = i < tn && !tr->general ? tr->depth : 0;
+					if (dep[i] > dmax)
+						dmax = dep[i];
+				}
+				for (int d = 0; d < dmax; d++)
+				{
+					F_STEP(0); F_STEP(1); F_STEP(2); F_STEP(3);
+					F_STEP(4); F_STEP(5); F_STEP(6); F_STEP(7);
+				}
+				for (int i = 0; i < tn; i++)
+				{
+					const HbPttTree *tr = &t->trees[tb0 + i];
+					int64_t		leaf;
+
+					if (tr->general)
+					{
+						int32_t		idx;
+
+						walk_slow(p, tr, row, nf, 1, &idx);
+						leaf = tr->leaf_off + idx;
+					}
+					else
+						leaf = tr->leaf_off + (int64_t) j[i] - ((int64_t) 1 << tr->depth);
+					if (p->sum_f32)
+						m[tr->group] = (double) ((float) m[tr->group] + t->leaf_f[leaf]);
+					else
+						m[tr->group] += t->leaf_d[leaf];
+				}
+			}
+		}
+	}
+}
+#undef F_STEP
+
+/*
+ * Does the few-row kernel pay for n rows over trees [t_begin, t_end)?  Its
+ * rows are ranked first, about eight times c_cost a row (a group's ranks
+ * are made for its real lanes, but a column's setup is paid per group),
+ * and each tree of depth D then costs about 10D cycles less than TT's
+ * walk: on the anchor model (28 columns) one row broke even at about 15
+ * trees, and 30 trees took 30 ns a tree against TT's 52.
+ */
+static bool
+few_pays(const HbPtt *t, size_t n, int t_begin, int t_end)
+{
+	int64_t		saved;
+
+	if (t->c_key == NULL || n >= 8 || ptt_kernel == HB_PTT_KERNEL_WALK8)
+		return false;
+	if (ptt_kernel != HB_PTT_KERNEL_AUTO)
+		return true;
+	saved = 10 * walked_depth(t, t_begin, t_end, NULL);
+	return saved >= 8 * t->c_cost;
+}
+
+/*
  * Is the compact kernel worth it for trees [t_begin, t_end)?  Measured on
  * the bench models (bench/strategies.sh's, one thread): per row, a tree of
  * depth D costs the eight-row walk about 2D + 1 cycles more than this
@@ -1717,7 +1878,8 @@ compact_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
 static bool
 compact_pays(const HbPtt *t, size_t n, int t_begin, int t_end)
 {
-	int64_t		saved = 0;
+	int64_t		saved;
+	int			trees;
 
 	if (t->c_key == NULL || ptt_kernel == HB_PTT_KERNEL_WALK8)
 		return false;
@@ -1726,10 +1888,23 @@ compact_pays(const HbPtt *t, size_t n, int t_begin, int t_end)
 	/* a group is eight rows: below that, most of its work is wasted */
 	if (n < 8)
 		return false;
-	for (int i = t_begin; i < t_end; i++)
-		if (!t->trees[i].general)
-			saved += 2 * t->trees[i].depth + 1;
+	saved = 2 * walked_depth(t, t_begin, t_end, &trees) + trees;
 	return saved >= t->c_cost;
+}
+
+/*
+ * Does PTT beat TT's walk on a batch of n < HB_AUTO_MIN_BATCH rows of the
+ * whole model (hb_plan_strategy)?  Only where the few-row kernel or the
+ * compact kernel pays; the eight-row walk needs a block of keys.
+ */
+bool
+hb_ptt_small_pays(const HbPlan *p, size_t n)
+{
+	const HbPtt *t = p->ptt;
+
+	if (t == NULL)
+		return false;
+	return n < 8 ? few_pays(t, n, 0, t->n_trees) : compact_pays(t, n, 0, t->n_trees);
 }
 
 /*
@@ -2081,10 +2256,22 @@ hb_ptt_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
 	int			tb1;
 	uint32_t	blocks = 0;
 
+	if (few_pays(t, n, t_begin, t_end))
+	{
+		few_rows(p, x, n, t_begin, t_end, margins,
+				 ptt_kernel == HB_PTT_KERNEL_PORTABLE);
+		return;
+	}
 	if (compact_pays(t, n, t_begin, t_end) &&
 		compact_accumulate(p, x, n, t_begin, t_end, margins,
 						   ptt_kernel == HB_PTT_KERNEL_PORTABLE))
 		return;
+	if (n < HB_AUTO_MIN_BATCH && ptt_kernel == HB_PTT_KERNEL_AUTO)
+	{
+		/* below a block of keys TT's walk is the cheaper (same bits) */
+		hb_tt_accumulate(p, x, n, t_begin, t_end, margins);
+		return;
+	}
 
 	/*
 	 * A block's keys are computed once and read by every tree of a tree

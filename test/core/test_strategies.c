@@ -35,7 +35,7 @@
 #define N_ROWS		1000		/* rows scored per model */
 #define BIG_BYTES	((size_t) 1 << 30)
 
-static const size_t batches[] = {1, 7, 64, 1000};
+static const size_t batches[] = {1, 7, 13, 64, 1000};
 
 /* ---------- comparing strategies ---------- */
 
@@ -149,7 +149,7 @@ check_strategies(const char *name, HbModel *m, const double *x, size_t n,
 
 	why[0] = '\0';
 	ok = same_bits("tt", hb_tt_margins, p, x, n, ref, why, sizeof(why));
-	tu_report(ok, "%s: tt in batches of 1/7/64/1000 %s", name, why);
+	tu_report(ok, "%s: tt in batches of 1/7/13/64/1000 %s", name, why);
 
 	memset(&err, 0, sizeof(err));
 	ok = hb_ptt_build(p, m, BIG_BYTES, &err);
