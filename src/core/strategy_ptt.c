@@ -1842,20 +1842,24 @@ few_rows(const HbPlan *p, const double *x, size_t n, int t_begin, int t_end,
  * Does the few-row kernel pay for n rows over trees [t_begin, t_end)?  Its
  * rows are ranked first, about eight times c_cost a row (a group's ranks
  * are made for its real lanes, but a column's setup is paid per group),
- * and each tree of depth D then costs about 10D cycles less than TT's
- * walk: on the anchor model (28 columns) one row broke even at about 15
- * trees, and 30 trees took 30 ns a tree against TT's 52.
+ * and each tree of depth D then costs about 10 (D - 2) cycles less than
+ * TT's walk, whose first levels are well predicted: on the anchor model
+ * (28 columns, depth 8) one row broke even at about 15 trees, and 30
+ * trees took 30 ns a tree against TT's 52; in bench/strategies.sh's grid
+ * (one row, 28 columns) TT stayed ahead at depth 2 whatever the trees,
+ * and at depth 4 with 10 trees.
  */
 static bool
 few_pays(const HbPtt *t, size_t n, int t_begin, int t_end)
 {
 	int64_t		saved;
+	int			trees;
 
 	if (t->c_key == NULL || n >= 8 || ptt_kernel == HB_PTT_KERNEL_WALK8)
 		return false;
 	if (ptt_kernel != HB_PTT_KERNEL_AUTO)
 		return true;
-	saved = 10 * walked_depth(t, t_begin, t_end, NULL);
+	saved = 10 * (walked_depth(t, t_begin, t_end, &trees) - 2 * (int64_t) trees);
 	return saved >= 8 * t->c_cost;
 }
 
