@@ -308,7 +308,7 @@ hb_bar_cut_check(const HbBarCut *bc, HbError *err)
 	if (nan == 3)
 		return true;
 	/* a NaN anywhere would fail every comparison: no row would be kept */
-	if (nan > 0 || !isfinite(bc->slope) || !isfinite(bc->floor) || !isfinite(bc->margin))
+	if (!isfinite(bc->slope) || !isfinite(bc->floor) || !isfinite(bc->margin))
 		return hb_fail(err, HB_ERR_INVALID, "the cut relative to the bar is not finite");
 	if (bc->slope < 0.0 || bc->slope > 1.0)
 		return hb_fail(err, HB_ERR_INVALID,
