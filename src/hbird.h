@@ -505,6 +505,8 @@ typedef struct HbWaiting
 	int			cap;
 	int64		keep;			/* the rows the answer keeps by cheap score */
 	int64		above;			/* rows at or above the cut so far */
+	bool		closed;			/* no row may wait any more (hb_waiting_close) */
+	int64		joined;			/* rows that have waited, since init */
 	MemoryContext cxt;			/* of rows */
 } HbWaiting;
 
@@ -512,6 +514,7 @@ extern void hb_waiting_init(HbWaiting *w, int64 keep, MemoryContext cxt);
 extern bool hb_waiting_may(const HbWaiting *w, double cheap, int64 ordinal);
 extern void hb_waiting_add(HbWaiting *w, const HbWaitRow *r);
 extern void hb_waiting_passed(HbWaiting *w, int64 n);
+extern void hb_waiting_close(HbWaiting *w);
 extern void hb_waiting_in_order(HbWaiting *w);
 
 /* pg_approx.c: approximate top-K over batches of rows */

@@ -30,7 +30,9 @@
  * each batch, from the k best rows scored before it: it rises as the
  * answer does.  Once the bar is at or above the tail's floor, the answer
  * lies where the tuning's statement is about, and the rows still waiting
- * (kept only to fill a small input's answer) are let go at the end.
+ * (kept only to fill a small input's answer) are let go: the bar only
+ * rises, so they are let go as soon as it gets there, and no row waits
+ * after that (on a large input, from the first batch or so).
  */
 #include "postgres.h"
 
@@ -291,6 +293,14 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 
 	grow_batch_buffers(s, n);
 	s->cut_now = hb_bar_cut(&s->bar, s->cut, current_bar(s));
+
+	/*
+	 * Once the bar covers the tail the statement is about it covers it at
+	 * the end too (the bar only rises), where the waiting rows would be
+	 * let go (hb_approx_topk_end): from then on none waits
+	 */
+	if (!s->wait.closed && hb_bar_cut_covers(&s->bar, current_bar(s)))
+		hb_waiting_close(&s->wait);
 	hb_approx_margins(p, s->approx, x, n, s->raw, s->cheap);
 	for (int i = 0; i < n; i++)
 	{

@@ -1124,6 +1124,8 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyInteger("Rows Pruned", NULL, st->rows_pruned, es);
 		if (st->topk_on && st->approx && st->approx->refine_trees > 0)
 			ExplainPropertyInteger("Rows Refined", NULL, st->rows_refined, es);
+		if (st->topk_on && st->approx && st->wait_ok)
+			ExplainPropertyInteger("Rows Waited", NULL, st->rows_waited, es);
 		if (st->rows_lazy > 0)
 			ExplainPropertyInteger("Rows Read Lazily", NULL, st->rows_lazy, es);
 	}

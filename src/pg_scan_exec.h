@@ -170,6 +170,7 @@ typedef struct HbScoreState
 	int64		rows_scored;
 	int64		rows_pruned;
 	int64		rows_refined;	/* through the second stage (approx.h) */
+	int64		rows_waited;	/* below the cut, kept waiting (pg_waiting.c) */
 	int64		rows_lazy;		/* read for a cheap model only (lazy_cols) */
 } HbScoreState;
 

@@ -378,6 +378,7 @@ offer_wait(HbScoreState *st, ScoreCall *c, int b, const double *x,
 		}
 	}
 	hb_waiting_add(&st->waiting, &w);
+	st->rows_waited++;
 }
 
 /*
@@ -469,6 +470,15 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 	/* the fixed cut, or the one relative to the bar of the rows before */
 	double		cut = hb_bar_cut(&st->tuning.bar, st->cut, st->threshold);
 
+	/*
+	 * Rows below the cut wait only to fill a small input's answer: once the
+	 * bar covers the tail the tuning's statement is about, it covers it at
+	 * the end too (the bar only rises), where they would be let go
+	 * (hb_scan_flush_waiting), so from then on none waits
+	 */
+	if (st->wait_ok && !st->waiting.closed &&
+		hb_bar_cut_covers(&st->tuning.bar, st->threshold))
+		hb_waiting_close(&st->waiting);
 	grow_raw(st, n);
 	hb_approx_margins(p, st->approx, x, n, st->raw, cheap);
 	for (int i = 0; i < n; i++)
@@ -478,7 +488,7 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 
 		if (st->wait_ok)
 		{
-			if (!keep)
+			if (!keep && !st->waiting.closed)
 				offer_wait(st, c, c->rows[from + i], x + (size_t) i * nf, v, st->raw[i],
 						   false, st->ordinal + i);
 		}

@@ -52,6 +52,8 @@ hb_waiting_init(HbWaiting *w, int64 keep, MemoryContext cxt)
 	w->n = 0;
 	w->keep = keep;
 	w->above = 0;
+	w->closed = false;
+	w->joined = 0;
 	w->cxt = cxt;
 }
 
@@ -61,6 +63,8 @@ hb_waiting_may(const HbWaiting *w, double cheap, int64 ordinal)
 {
 	HbWaitRow	c = {.cheap = cheap,.ordinal = ordinal};
 
+	if (w->closed)
+		return false;
 	if (w->n < room(w))
 		return true;
 	return w->n > 0 && wait_worse(&w->rows[0], &c);
@@ -100,7 +104,23 @@ hb_waiting_add(HbWaiting *w, const HbWaitRow *r)
 	}
 	w->rows[w->n] = *r;
 	wait_sift_up(w->rows, w->n++);
+	w->joined++;
 	drop_excess(w);
+}
+
+/*
+ * No row will be owed a place: the rows waiting leave (their memory freed)
+ * and no other may wait.  For a caller that knows the answer no longer
+ * needs them (the cut relative to the bar covers it, approx.h): the bar
+ * only rises, so it will cover it at the end too, where they would be let
+ * go unscored; letting them go now saves keeping the best of the rest.
+ */
+void
+hb_waiting_close(HbWaiting *w)
+{
+	while (w->n > 0)
+		pop_root(w);
+	w->closed = true;
 }
 
 /* n more rows are at or above the cut: waiting rows may lose their place. */

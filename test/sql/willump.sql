@@ -137,13 +137,21 @@ FROM (SELECT rank, score, item, row_number() OVER (ORDER BY score DESC) AS r
 	  FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx')) t;
 SELECT s.rows_fully_scored < f.scored AS fewer_rescored, s.rows_fully_scored > 0 AS some_rescored
 FROM hb_topk_stats() s, bar_fixed f;
--- the plain query takes the same cut: fewer rows scored than under the fixed one
+-- the plain query takes the same cut: fewer rows scored than under the fixed
+-- one; and rows below the cut stop waiting once the bar covers the floor
+-- (they would be let go at the end): fewer rows wait than under the fixed
+-- cut, where they wait to the end
 SELECT (SELECT substring(l FROM 'Rows Scored: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
 		WHERE l ~ 'Rows Scored') AS bar_scored \gset
+SELECT (SELECT substring(l FROM 'Rows Waited: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
+		WHERE l ~ 'Rows Waited') AS bar_waited \gset
 UPDATE hbird.tuning SET bar_slope = NULL, bar_floor = NULL, bar_margin = NULL WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
 SELECT (SELECT substring(l FROM 'Rows Scored: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
 		WHERE l ~ 'Rows Scored') AS fixed_scored \gset
-SELECT :bar_scored < :fixed_scored AS plain_fewer_scored;
+SELECT (SELECT substring(l FROM 'Rows Waited: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
+		WHERE l ~ 'Rows Waited') AS fixed_waited \gset
+SELECT :bar_scored < :fixed_scored AS plain_fewer_scored, :bar_waited < :fixed_waited AS plain_fewer_waited,
+	   :bar_waited > 0 AS some_waited_first;
 -- read back: a bar cut that is not a number, or partly missing, or a slope
 -- outside [0, 1], is refused
 SELECT hbt_try($$UPDATE hbird.tuning SET bar_slope = 0.5, bar_floor = 1 WHERE name = 'wrank' AND kind = 'topk' AND k = 10$$);
