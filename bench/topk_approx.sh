@@ -21,6 +21,7 @@
 #   BENCH_REPEAT          timed runs per query and session, the median reported
 #                         (default 3: single runs of these sub-second queries
 #                         moved by 20-30% on the shared benchmark machine)
+#   BENCH_PAIRED_ROUNDS   rounds of the paired step below (default 5)
 #
 # Per model and target, one process (max_parallel_workers_per_gather = 0),
 # every query timed from the second time it runs in its session (the first run
@@ -37,6 +38,10 @@
 #            hb_topk(model, 10, NULL::t, mode => 'exact')
 #   approx   the plain query under hbird.topk_mode = auto (the tuning), and
 #            hb_topk(model, 10, NULL::t, mode => 'approx')
+#   paired   batch, the plain query and hb_topk approx in turn, BENCH_PAIRED_ROUNDS
+#            rounds in one session after a warm-up of each: each round's ratios
+#            batch / approximate, their median and range (the machine's speed
+#            moves by a third over minutes; a round's queries run seconds apart)
 # then precision@10 of both approximate forms against the exact answer on:
 # all rows, each tenth by id, three hash subsets (1/2, 1/5, 1/20 of the ids)
 # (rows drawn like the sample: what the tuning's statement covers), and
@@ -46,6 +51,7 @@ set -euo pipefail
 
 : "${BENCH_OUT:?}" "${BENCH_SAMPLE_CSV:?}"
 BENCH_APPROX_TARGETS=${BENCH_APPROX_TARGETS:-0.99 0.95}
+BENCH_PAIRED_ROUNDS=${BENCH_PAIRED_ROUNDS:-5}
 export BENCH_REPEAT=${BENCH_REPEAT:-3}
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_APPROX_REPORT=${BENCH_APPROX_REPORT:-$BENCH/results/topk_approx_latest.txt}
@@ -153,6 +159,22 @@ for model in $MODELS; do
 		out "topk_approx_${tag}_plain_pruned" "${pruned:-?}"
 		out "topk_approx_${tag}_plain_scored" "${scored:-?}"
 
+		# paired rounds: the three queries in turn, seconds apart, in one session
+		BATCHQ="SELECT count(*) FROM (SELECT (item).id FROM hb_predict_batch('$model', NULL::t) ORDER BY score DESC, (item).id LIMIT 10) q"
+		TOPKQ="SELECT count(*) FROM hb_topk('$model', 10, NULL::t, mode => 'approx')"
+		pargs=(-c "$SERIAL" -c "$BATCHQ" -c "SELECT count(*) FROM ($PLAIN) q" -c "$TOPKQ" -c '\timing on')
+		for ((r = 0; r < BENCH_PAIRED_ROUNDS; r++)); do
+			pargs+=(-c "$BATCHQ" -c "SELECT count(*) FROM ($PLAIN) q" -c "$TOPKQ")
+		done
+		paired=$(psql -X -At -v ON_ERROR_STOP=1 "${pargs[@]}" | psql_times |
+			awk '{ t[NR % 3] = $1 }
+				 NR % 3 == 0 { printf "%s %.4f %.4f\n", t[1], t[1] / t[2], t[1] / t[0] }')
+		pr() { printf '%s\n' "$paired" | awk -v c="$1" '{ print $c }' | median; }
+		rng() { printf '%s\n' "$paired" | awk -v c="$1" 'NR == 1 || $c < lo { lo = $c } NR == 1 || $c > hi { hi = $c } END { printf "%.2f-%.2fx", lo, hi }'; }
+		out "topk_approx_${tag}_paired_plain" "$(pr 2)"
+		out "topk_approx_${tag}_paired_topk" "$(pr 3)"
+		log "  paired rounds: plain $(pr 2)x ($(rng 2)), hb_topk $(pr 3)x ($(rng 3)), batch $(pr 1) ms"
+
 		log "  precision on the query variants"
 		psql -X -q -v ON_ERROR_STOP=1 -o /dev/null -c "$SERIAL" -c "$WARM" -c "SET hbird.topk_mode = exact" \
 			-c "INSERT INTO bench_topk_res SELECT '$model', '$target', n, 'exact', bench_topk_ids('$model', pred, 'plain') FROM bench_variants" \
@@ -191,6 +213,8 @@ for model in $MODELS; do
 			printf '  %-56s %8.3f %8s %9s %9s %s\n' "hb_topk mode 'exact'" "$et" "$cet" "$(x "$b" "$et")" "$(x "$cb" "$cet")" "(exact pruning)"
 			printf '  %-56s %8.3f %8s %9s %9s %s\n' "ORDER BY hb_predict DESC LIMIT 10, tuned (approximate)" "$ap" "$cap" "$(x "$b" "$ap")" "$(x "$cb" "$cap")" "${scored:-?}"
 			printf '  %-56s %8.3f %8s %9s %9s %s\n' "hb_topk mode 'approx'" "$at" "$cat_" "$(x "$b" "$at")" "$(x "$cb" "$cat_")" "${rs%%|*}"
+			echo "  paired, $BENCH_PAIRED_ROUNDS rounds of batch, plain, hb_topk in one session (median and range of the rounds' ratios to batch):"
+			echo "    plain $(pr 2 | awk '{ printf "%.2fx", $1 }') ($(rng 2)), hb_topk $(pr 3 | awk '{ printf "%.2fx", $1 }') ($(rng 3)), batch median $(pr 1 | awk '{ printf "%.3f s", $1 / 1000 }')"
 			echo "  precision@10 against the exact answer (plain query / hb_topk):"
 			printf '%s\n' "$prec" | awk -F'|' '{ printf "    %-34s %s / %s%s\n", $1, $3, $4, $2 == "f" ? "   (not drawn like the sample)" : "" }'
 		} >>"$REPORT"
