@@ -151,6 +151,9 @@ typedef struct HbColumnReader
 	bool		fixed;			/* every bound attribute has an offset */
 	bool		all_float8;		/* every bound value is a float8 */
 	int32	   *boff;			/* fixed: per bound value, its offset */
+	bool		contiguous;		/* fixed, all float8, and bound value i is
+								 * feature slot[0] + i at boff[0] + 8 i: one
+								 * copy a row */
 	bool		direct;			/* numbers into features (no pipeline) */
 	bool		subset;			/* direct, only the features of the
 								 * binding's steps (a cheap model's) */

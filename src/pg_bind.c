@@ -528,6 +528,11 @@ hb_reader_init(HbColumnReader *r, const HbBinding *b, const HbCacheEntry *e,
 		r->bound_at[r->att[i]] = i;
 		r->boff[i] = r->off[r->att[i]];
 	}
+	/* the usual table of double precision features, in model order */
+	r->contiguous = r->fixed && r->all_float8 && n > 0;
+	for (int i = 1; r->contiguous && i < n; i++)
+		r->contiguous = r->slot[i] == r->slot[0] + i &&
+			r->boff[i] == r->boff[0] + i * (int32) sizeof(double);
 	r->ptr = palloc(sizeof(char *) * Max(r->natts, 1));
 	r->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
 	r->nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
@@ -620,7 +625,9 @@ hb_read_tuple(const HbColumnReader *r, const HbBinding *b,
 	if (r->fixed && !hasnulls)
 	{
 		/* double precision columns, the common case: copies, no conversion */
-		if (r->all_float8)
+		if (r->contiguous)
+			memcpy(&x[r->slot[0]], tp + r->boff[0], sizeof(double) * r->n);
+		else if (r->all_float8)
 			for (int i = 0; i < r->n; i++)
 				memcpy(&x[r->slot[i]], tp + r->boff[i], sizeof(double));
 		else
