@@ -330,6 +330,20 @@ SELECT what, bs_same(q) FROM (VALUES
 	('partitions, sum', $$SELECT sum(hb_predict('binary_logistic', p)) FROM bs_part p$$),
 	('partitions, top-K', $$SELECT id FROM bs_part p ORDER BY hb_predict('binary_logistic', p) DESC LIMIT 12$$)) c(what, q);
 
+-- top-K's values beside the score come from the tuple kept for them,
+-- deformed only for the rows handed up: fixed-width ones, one after a text
+-- column, a text one, with NULLs among them and among the features
+CREATE TABLE bs_direct AS
+SELECT CASE WHEN id % 5 = 0 THEN NULL ELSE (id % 300)::int2 END AS flag, *,
+	   CASE WHEN id % 3 = 0 THEN NULL ELSE 'n' || id END AS note, id::int8 * 2 AS id2
+FROM bs;
+ANALYZE bs_direct;
+SELECT what, bs_same(q) FROM (VALUES
+	('top-K, fixed-width values beside it', $$SELECT id, flag FROM bs_direct t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 40$$),
+	('top-K, a value after a text column', $$SELECT id, id2 FROM bs_direct t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 40$$),
+	('top-K, a text value beside it', $$SELECT id, note, flag FROM bs_direct t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 40$$)) c(what, q);
+DROP TABLE bs_direct;
+
 -- row goals: LIMIT 1 scores one row, not a batch
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT hb_predict('binary_logistic', t) FROM bs t LIMIT 1;
