@@ -509,7 +509,6 @@ typedef struct HbWaiting
 	int64		keep;			/* the rows the answer keeps by cheap score */
 	int64		above;			/* rows at or above the cut so far */
 	bool		closed;			/* no row may wait any more (hb_waiting_close) */
-	int64		joined;			/* rows that have waited, since init */
 	MemoryContext cxt;			/* of rows */
 } HbWaiting;
 

@@ -53,7 +53,6 @@ hb_waiting_init(HbWaiting *w, int64 keep, MemoryContext cxt)
 	w->keep = keep;
 	w->above = 0;
 	w->closed = false;
-	w->joined = 0;
 	w->cxt = cxt;
 }
 
@@ -104,7 +103,6 @@ hb_waiting_add(HbWaiting *w, const HbWaitRow *r)
 	}
 	w->rows[w->n] = *r;
 	wait_sift_up(w->rows, w->n++);
-	w->joined++;
 	drop_excess(w);
 }
 
