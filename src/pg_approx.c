@@ -290,16 +290,17 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 	int			nf = s->entry->n_features;
 	int			nfull = 0;
 	MemoryContext scratch = NULL;
+	double		bar = current_bar(s);
 
 	grow_batch_buffers(s, n);
-	s->cut_now = hb_bar_cut(&s->bar, s->cut, current_bar(s));
+	s->cut_now = hb_bar_cut(&s->bar, s->cut, bar);
 
 	/*
 	 * Once the bar covers the tail the statement is about it covers it at
 	 * the end too (the bar only rises), where the waiting rows would be
 	 * let go (hb_approx_topk_end): from then on none waits
 	 */
-	if (!s->wait.closed && hb_bar_cut_covers(&s->bar, current_bar(s)))
+	if (!s->wait.closed && hb_bar_cut_covers(&s->bar, bar))
 		hb_waiting_close(&s->wait);
 	hb_approx_margins(p, s->approx, x, n, s->raw, s->cheap);
 	for (int i = 0; i < n; i++)

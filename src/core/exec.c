@@ -67,16 +67,15 @@ hb_plan_strategy(const HbPlan *p, size_t n)
 	{
 		double		fullness = p->max_depth > 0 ?
 			p->avg_leaf_depth / p->max_depth : 1.0;
+		bool		ptt_fits = p->ptt && p->max_depth <= HB_AUTO_PTT_DEPTH &&
+			fullness >= HB_AUTO_PTT_FULLNESS;
 
 		if (n < HB_AUTO_MIN_BATCH)
-			s = p->ptt && p->max_depth <= HB_AUTO_PTT_DEPTH &&
-				fullness >= HB_AUTO_PTT_FULLNESS && hb_ptt_small_pays(p, n) ?
-				HB_STRATEGY_PTT : HB_STRATEGY_TT;
+			s = ptt_fits && hb_ptt_small_pays(p, n) ? HB_STRATEGY_PTT : HB_STRATEGY_TT;
 		else if (p->gemm && p->max_depth <= HB_AUTO_GEMM_DEPTH &&
 				 n >= HB_AUTO_GEMM_MIN_BATCH)
 			s = HB_STRATEGY_GEMM;
-		else if (p->ptt && p->max_depth <= HB_AUTO_PTT_DEPTH &&
-				 fullness >= HB_AUTO_PTT_FULLNESS)
+		else if (ptt_fits)
 			s = HB_STRATEGY_PTT;
 		else
 			s = HB_STRATEGY_TT;

@@ -479,6 +479,26 @@ blocks_build(HbPtt *t)
 	return 0;
 }
 
+/*
+ * The depths of the trees in [t_begin, t_end) that the compact kernels
+ * walk (not general), summed, and their count (walked_depth).
+ */
+static int64_t
+depth_sum(const HbPtt *t, int t_begin, int t_end, int *trees)
+{
+	int64_t		sum = 0;
+	int			count = 0;
+
+	for (int i = t_begin; i < t_end; i++)
+		if (!t->trees[i].general)
+		{
+			sum += t->trees[i].depth;
+			count++;
+		}
+	*trees = count;
+	return sum;
+}
+
 static int
 compact_build(HbPtt *t)
 {
@@ -653,14 +673,7 @@ compact_build(HbPtt *t)
 		else
 			t->c_cost += (18 * k - 12 + 9) / 10;
 	}
-	t->c_depth = 0;
-	t->c_walked = 0;
-	for (int i = 0; i < t->n_trees; i++)
-		if (!t->trees[i].general)
-		{
-			t->c_depth += t->trees[i].depth;
-			t->c_walked++;
-		}
+	t->c_depth = depth_sum(t, 0, t->n_trees, &t->c_walked);
 	hb_free(t->r32);
 	hb_free(t->r64);
 	t->r32 = NULL;
@@ -1720,29 +1733,18 @@ compact_accumulate(const HbPlan *p, const double *x, size_t n, int t_begin,
 /*
  * The depths of the trees in [t_begin, t_end) that the compact kernels
  * walk (not general), summed; *trees gets their count.  The whole model's
- * was summed at build: a row at a time asks for it on every call.
+ * was summed at build (c_depth, c_walked): a row at a time asks for it on
+ * every call.
  */
 static int64_t
 walked_depth(const HbPtt *t, int t_begin, int t_end, int *trees)
 {
-	int64_t		sum = 0;
-	int			count = 0;
-
 	if (t_begin == 0 && t_end == t->n_trees)
 	{
-		if (trees)
-			*trees = t->c_walked;
+		*trees = t->c_walked;
 		return t->c_depth;
 	}
-	for (int i = t_begin; i < t_end; i++)
-		if (!t->trees[i].general)
-		{
-			sum += t->trees[i].depth;
-			count++;
-		}
-	if (trees)
-		*trees = count;
-	return sum;
+	return depth_sum(t, t_begin, t_end, trees);
 }
 
 /*
