@@ -1,17 +1,21 @@
 #!/bin/bash
-# The cut relative to the bar against the fixed cut alone, on one tuning,
+# A part of a tuned approximate top-K against the same tuning without it,
 # in one cluster: the approximate top-10 of the anchor model over ROWS rows
 # (plain ORDER BY ... LIMIT 10 and hb_topk), tuned on 200,000 other rows at
-# target 0.99, run with the tuning's bar cut and with its bar_* columns set
-# to NULL (what hbird did before), alternated ROUNDS times, against batched
-# full scoring in the same sessions.  docs/willump.md, "Re-scoring fewer
-# rows on big inputs".
+# target 0.99, run with the tuning as stored and with the part's columns
+# set to NULL (what hbird did before it), alternated ROUNDS times, against
+# batched full scoring in the same sessions.  PART is
+#   bar    the cut relative to the bar (bar_*), against the fixed cut alone
+#          (docs/willump.md, "Re-scoring fewer rows on big inputs")
+#   gate   the gate (gate_*), against the same cuts without it
+#          (docs/willump.md, "The gate")
 #
-#   bash bench/bar_cut.sh [ROWS] [ROUNDS]     (defaults 1000000, 3)
+#   bash bench/bar_cut.sh [ROWS] [ROUNDS] [PART]   (defaults 1000000, 3, bar)
 #
 # Installs nothing (make install first; hold /tmp/hbird-install.lock around
 # both on a shared machine).  Data: bench/gen_bench.py's, cached in
-# bench/data/ as for bench/ranking.sh.  Results: bench/results/bar_cut_latest.txt.
+# bench/data/ as for bench/ranking.sh.  Results:
+# bench/results/bar_cut_latest.txt (bar) or gate_latest.txt (gate).
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -35,11 +39,16 @@ if [ "${1:-}" = --in-cluster ]; then
 	log "tuning on t_sample"
 	sql -At -c "SELECT approximation FROM hb_tune('m', 'SELECT * FROM t_sample', kind => 'topk', k => 10, target => 0.99, confidence => 0.95) WHERE chosen" >"$BAR_DIR/chosen"
 	sql -At -F ' ' -c "SELECT bar_slope, bar_floor, bar_margin FROM hbird.tuning WHERE name = 'm' AND kind = 'topk'" >"$BAR_DIR/bar"
-	read -r slope floor margin <"$BAR_DIR/bar"
-	if [ -z "$slope" ]; then
-		echo "the tuning has no cut relative to the bar: nothing to compare" >&2
+	sql -At -F ' ' -c "SELECT gate_slack, cardinality(gate_features) FROM hbird.tuning WHERE name = 'm' AND kind = 'topk'" >"$BAR_DIR/gate"
+	part=$([ "$BAR_PART" = gate ] && echo gate_features gate_params gate_slack || echo bar_slope bar_floor bar_margin)
+	first=${part%% *}
+	if [ -z "$(sql -At -c "SELECT $first FROM hbird.tuning WHERE name = 'm' AND kind = 'topk'")" ]; then
+		echo "the tuning has no $BAR_PART: nothing to compare" >&2
 		exit 1
 	fi
+	sql -c "CREATE TABLE saved AS SELECT ${part// /, } FROM hbird.tuning WHERE name = 'm' AND kind = 'topk'" >/dev/null
+	off=$(for c in $part; do printf '%s = NULL, ' "$c"; done)
+	on=$(for c in $part; do printf '%s = s.%s, ' "$c" "$c"; done)
 	full="SELECT count(*) FROM (SELECT (item).id FROM hb_predict_batch('m', NULL::t) ORDER BY score DESC, (item).id LIMIT 10) q"
 	plain="SELECT count(*) FROM (SELECT id, hb_predict('m', t) AS score FROM t ORDER BY score DESC, ctid LIMIT 10) q"
 	topk="SELECT count(*) FROM hb_topk('m', 10, NULL::t, mode => 'approx')"
@@ -51,19 +60,21 @@ if [ "${1:-}" = --in-cluster ]; then
 			-c "$1" -c "$1" -c "$1" | psql_times | median
 	}
 	for ((r = 1; r <= BAR_ROUNDS; r++)); do
-		for mode in fixed bar; do
-			if [ $mode = fixed ]; then
-				sql -c "UPDATE hbird.tuning SET bar_slope = NULL, bar_floor = NULL, bar_margin = NULL WHERE name = 'm' AND kind = 'topk'"
+		for mode in without with; do
+			if [ $mode = without ]; then
+				sql -c "UPDATE hbird.tuning SET ${off%, } WHERE name = 'm' AND kind = 'topk'"
 			else
-				sql -c "UPDATE hbird.tuning SET bar_slope = $slope, bar_floor = $floor, bar_margin = $margin WHERE name = 'm' AND kind = 'topk'"
+				sql -c "UPDATE hbird.tuning t SET ${on%, } FROM saved s WHERE name = 'm' AND kind = 'topk'"
 			fi
 			echo "$r $mode full $(run "$full")" >>"$BAR_DIR/times"
 			echo "$r $mode plain $(run "$plain")" >>"$BAR_DIR/times"
 			echo "$r $mode topk $(run "$topk")" >>"$BAR_DIR/times"
-			rows=$(psql -X -At -c "$SERIAL" -c "LOAD 'hbird'" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $plain" |
-				sed -n 's/.*Rows Scored: \([0-9]*\).*/\1/p' | head -1)
+			explain=$(psql -X -At -c "$SERIAL" -c "LOAD 'hbird'" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $plain")
+			rows=$(sed -n 's/.*Rows Scored: \([0-9]*\).*/\1/p' <<<"$explain" | head -1)
+			gated=$(sed -n 's/.*Rows Gated Out: \([0-9]*\).*/\1/p' <<<"$explain" | head -1)
 			echo "$r $mode plain_rows ${rows:-?}" >>"$BAR_DIR/times"
-			log "round $r, $mode: $(tail -4 "$BAR_DIR/times" | cut -d' ' -f3- | tr '\n' ' ')"
+			echo "$r $mode plain_gated ${gated:-0}" >>"$BAR_DIR/times"
+			log "round $r, $mode: $(tail -5 "$BAR_DIR/times" | cut -d' ' -f3- | tr '\n' ' ')"
 		done
 	done
 	exit 0
@@ -71,6 +82,8 @@ fi
 
 ROWS=${1:-1000000}
 ROUNDS=${2:-3}
+PART=${3:-bar}
+case $PART in bar | gate) ;; *) echo "PART is bar or gate" >&2; exit 2 ;; esac
 SAMPLE=200000
 DATA=$BENCH/data
 mkdir -p "$DATA" "$BENCH/results"
@@ -80,29 +93,30 @@ DIR=$(mktemp -d)
 chmod 755 "$DIR"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 export BAR_MODEL=$DATA/model.json BAR_CSV=$DATA/bench_$ROWS.csv BAR_SAMPLE_CSV=$DATA/bench_$SAMPLE.csv
-export BAR_DIR=$DIR BAR_ROUNDS=$ROUNDS
+export BAR_DIR=$DIR BAR_ROUNDS=$ROUNDS BAR_PART=$PART
 pg_virtualenv -t -v 15 -o shared_buffers=2GB -o jit=off -o work_mem=64MB -o max_wal_size=4GB \
 	bash "$BENCH/bar_cut.sh" --in-cluster
 med() { awk -v m="$1" -v q="$2" '$2 == m && $3 == q { print $4 }' "$DIR/times" | sort -g |
 	awk '{ v[NR] = $1 } END { printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 {
-	echo "hbird bar cut benchmark: $(date -u '+%Y-%m-%d %H:%M UTC'), $ROWS rows, $ROUNDS rounds, commit $(git -C "$BENCH/.." rev-parse --short HEAD)"
+	echo "hbird $PART benchmark: $(date -u '+%Y-%m-%d %H:%M UTC'), $ROWS rows, $ROUNDS rounds, commit $(git -C "$BENCH/.." rev-parse --short HEAD)"
 	echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "tuned (target 0.99, confidence 0.95, the default seed): $(cat "$DIR/chosen")"
 	echo "cut relative to the bar (slope, floor, margin): $(cat "$DIR/bar")"
-	echo "medians over the rounds of each session's median of 3 runs (ms); rows = the plain query's Rows Scored"
-	printf '  %-28s %10s %10s %10s %12s %12s\n' cut full plain hb_topk "plain rows" "vs full"
-	for mode in fixed bar; do
+	echo "gate (slack, features): $(cat "$DIR/gate")"
+	echo "medians over the rounds of each session's median of 3 runs (ms); rows = the plain query's Rows Scored, gated = its Rows Gated Out"
+	printf '  %-28s %10s %10s %10s %10s %10s %12s\n' "$PART" full plain hb_topk "plain rows" gated "vs full"
+	for mode in without with; do
 		f=$(med $mode full)
 		p=$(med $mode plain)
 		t=$(med $mode topk)
 		rows=$(awk -v m=$mode '$2 == m && $3 == "plain_rows" { print $4 }' "$DIR/times" | tail -1)
-		printf '  %-28s %10s %10s %10s %12s %5.2fx/%4.2fx\n' \
-			"$([ $mode = fixed ] && echo 'fixed cut alone' || echo 'relative to the bar')" \
-			"$f" "$p" "$t" "$rows" "$(awk -v a="$f" -v b="$p" 'BEGIN { print a / b }')" \
+		gated=$(awk -v m=$mode '$2 == m && $3 == "plain_gated" { print $4 }' "$DIR/times" | tail -1)
+		printf '  %-28s %10s %10s %10s %10s %10s %5.2fx/%4.2fx\n' \
+			"$mode" "$f" "$p" "$t" "$rows" "$gated" "$(awk -v a="$f" -v b="$p" 'BEGIN { print a / b }')" \
 			"$(awk -v a="$f" -v b="$t" 'BEGIN { print a / b }')"
 	done
-	echo "every round (round, cut, query, ms):"
+	echo "every round (round, $PART, query, ms):"
 	sed 's/^/  /' "$DIR/times"
-} | tee "$BENCH/results/bar_cut_latest.txt"
+} | tee "$BENCH/results/$([ "$PART" = gate ] && echo gate || echo bar_cut)_latest.txt"
 rm -rf "$DIR"

@@ -267,6 +267,22 @@ ALTER TABLE hbird.tuning
 		((bar_slope IS NULL) = (bar_floor IS NULL) AND
 		 (bar_slope IS NULL) = (bar_margin IS NULL));
 
+/*
+ * A top-K tuning's gate: a linear model on features the cheap model reads
+ * (gate_features; gate_params holds the values of missing features, the
+ * weights and the bias, as approx_params does for a linear cheap model).
+ * Its score plus gate_slack is one more term of the screening score, and
+ * where no row may wait a row below the cut by it skips the cheap model
+ * (src/core/approx.h).  NULL: none.
+ */
+ALTER TABLE hbird.tuning
+	ADD COLUMN gate_features integer[],
+	ADD COLUMN gate_params double precision[],
+	ADD COLUMN gate_slack double precision,
+	ADD CONSTRAINT tuning_gate_check CHECK
+		((gate_features IS NULL) = (gate_params IS NULL) AND
+		 (gate_features IS NULL) = (gate_slack IS NULL));
+
 /* ---- end of two-stage approximate top-K ---- */
 
 /* ---- Scale-out: scoring on shards, models on every node (docs/scale-out.md) ---- */

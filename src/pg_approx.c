@@ -63,6 +63,7 @@ struct HbApproxTopk
 	HbBarCut	bar;			/* the cut relative to the bar, if tuned */
 	double		cut_now;		/* the cut for the batch at hand */
 	int64		refined;		/* rows scored by the second stage */
+	int64		gated;			/* rows let go by the gate (approx.h) */
 	HbWaiting	wait;			/* the rows below the cut that wait: data,
 								 * their features bound in full (or NULL:
 								 * bound again from item) */
@@ -78,6 +79,7 @@ struct HbApproxTopk
 	double	   *fraw;
 	double	   *fscore;
 	int		   *fat;			/* their places in the batch */
+	int		   *gate_at;		/* per row past the gate: its place in the batch */
 	Datum	   *fitem;
 	int			buf_rows;
 	HbLazy	   *lazy;			/* rows bound lazily: kept rows are bound
@@ -156,6 +158,7 @@ grow_batch_buffers(HbApproxTopk *s, int n)
 		pfree(s->fscore);
 		pfree(s->fat);
 		pfree(s->fitem);
+		pfree(s->gate_at);
 	}
 	s->raw = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
 	s->cheap = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
@@ -163,6 +166,7 @@ grow_batch_buffers(HbApproxTopk *s, int n)
 	s->fraw = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
 	s->fscore = MemoryContextAllocHuge(s->cxt, sizeof(double) * n);
 	s->fat = MemoryContextAllocHuge(s->cxt, sizeof(int) * n);
+	s->gate_at = MemoryContextAllocHuge(s->cxt, sizeof(int) * n);
 	s->fitem = MemoryContextAllocHuge(s->cxt, sizeof(Datum) * n);
 	s->buf_rows = n;
 }
@@ -291,6 +295,9 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 	int			nfull = 0;
 	MemoryContext scratch = NULL;
 	double		bar = current_bar(s);
+	const double *cx = x;		/* the rows through the cheap model */
+	int			nc = 0;
+	const int  *at = NULL;		/* their places in the batch, if not 0.. */
 
 	grow_batch_buffers(s, n);
 	s->cut_now = hb_bar_cut(&s->bar, s->cut, bar);
@@ -302,16 +309,46 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 	 */
 	if (!s->wait.closed && hb_bar_cut_covers(&s->bar, bar))
 		hb_waiting_close(&s->wait);
-	hb_approx_margins(p, s->approx, x, n, s->raw, s->cheap);
-	for (int i = 0; i < n; i++)
+	/* a row's screening score is at most its gate score (fscore is free) */
+	if (s->approx->gate != NULL)
+		hb_approx_gate(s->approx, x, n, nf, s->fscore);
+	if (s->wait.closed && s->approx->gate != NULL)
 	{
-		if (s->cheap[i] >= s->cut_now)
+		/*
+		 * No row below the cut can be used any more: the rows below it by
+		 * their gate scores are let go before the cheap model, the others
+		 * gathered (fx is free until the rows above the cut are bound in
+		 * full, below)
+		 */
+		for (int i = 0; i < n; i++)
+			if (s->fscore[i] >= s->cut_now)
+			{
+				memcpy(s->fx + (size_t) nc * nf, x + (size_t) i * nf, sizeof(double) * nf);
+				s->gate_at[nc++] = i;
+			}
+		s->gated += n - nc;
+		cx = s->fx;
+		at = s->gate_at;
+	}
+	else
+		nc = n;
+	hb_approx_margins(p, s->approx, cx, nc, s->raw, s->cheap);
+	for (int j = 0; j < nc; j++)
+	{
+		int			i = at ? at[j] : j;	/* its place in the batch */
+		double		v = s->cheap[j];
+
+		if (s->approx->gate != NULL && s->fscore[i] < v)
+			v = s->fscore[i];	/* the screening score */
+		if (v >= s->cut_now)
 		{
+			s->fraw[nfull] = s->raw[j];
 			s->fat[nfull++] = i;
 			continue;
 		}
-		if (hb_waiting_may(&s->wait, s->cheap[i], s->ordinal + i))
-			add_waiting(s, s->cheap[i], s->raw[i], false, s->ordinal + i,
+		/* (no row is let go by the gate while rows may wait: i is j) */
+		if (hb_waiting_may(&s->wait, v, s->ordinal + i))
+			add_waiting(s, v, s->raw[j], false, s->ordinal + i,
 						s->lazy == NULL ? x + (size_t) i * nf : NULL, items, rows, i,
 						(Datum) 0);
 	}
@@ -340,7 +377,6 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 				hb_lazy_fill(s->lazy, s->fitem[j], s->fx + (size_t) j * nf);
 			else
 				memcpy(s->fx + (size_t) j * nf, x + (size_t) i * nf, sizeof(double) * nf);
-			s->fraw[j] = s->raw[i];
 		}
 		MemoryContextSwitchTo(old);
 		if (s->approx->refine_trees > 0)
@@ -441,11 +477,11 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 			/* rows finished from the second stage, and from the cheap model */
 			int64		from2 = s->wait.above + n_refined;
 
-			stats->pairs_scored = s->ordinal * m + s->refined * (m2 - m) +
+			stats->pairs_scored = (s->ordinal - s->gated) * m + s->refined * (m2 - m) +
 				from2 * (T - m2) + (full - from2) * (T - m);
 		}
 		else
-			stats->pairs_scored = s->ordinal * m + full * (T - m);
+			stats->pairs_scored = (s->ordinal - s->gated) * m + full * (T - m);
 	}
 	pfree(refined);
 	pfree(x);

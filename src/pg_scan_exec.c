@@ -1126,6 +1126,8 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyInteger("Rows Refined", NULL, st->rows_refined, es);
 		if (st->topk_on && st->approx && st->wait_ok)
 			ExplainPropertyInteger("Rows Waited", NULL, st->rows_waited, es);
+		if (st->topk_on && st->approx && st->approx->gate != NULL && st->wait_ok)
+			ExplainPropertyInteger("Rows Gated Out", NULL, st->rows_gated, es);
 		if (st->rows_lazy > 0)
 			ExplainPropertyInteger("Rows Read Lazily", NULL, st->rows_lazy, es);
 	}

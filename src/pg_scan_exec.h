@@ -149,7 +149,10 @@ typedef struct HbScoreState
 	binaryheap *cheap_best;		/* the keep best cheap scores so far */
 	double	   *raw;			/* per bound row: what finishing continues */
 	int		   *kept_at;		/* per kept row: its place among the rows */
-	double	   *score2;			/* per kept row: its second-stage score */
+	int		   *gate_at;		/* per row past the gate: its place in the batch */
+	double	   *score2;			/* per row: its gate score (with a gate, once
+								 * no row waits); then per kept row: its
+								 * second-stage score */
 	bool	   *refined;		/* per waiting row flushed: raw is the second
 								 * stage's */
 	int			raw_cap;
@@ -171,6 +174,8 @@ typedef struct HbScoreState
 	int64		rows_pruned;
 	int64		rows_refined;	/* through the second stage (approx.h) */
 	int64		rows_waited;	/* below the cut, kept waiting (pg_waiting.c) */
+	int64		rows_gated;		/* let go by the gate (approx.h), without
+								 * the cheap model */
 	int64		rows_lazy;		/* read for a cheap model only (lazy_cols) */
 } HbScoreState;
 

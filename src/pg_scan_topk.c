@@ -291,11 +291,13 @@ grow_raw(HbScoreState *st, int n)
 		pfree(st->kept_at);
 		pfree(st->score2);
 		pfree(st->refined);
+		pfree(st->gate_at);
 	}
 	st->raw = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
 	st->kept_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * n);
 	st->score2 = MemoryContextAllocHuge(st->state_cxt, sizeof(double) * n);
 	st->refined = MemoryContextAllocHuge(st->state_cxt, sizeof(bool) * n);
+	st->gate_at = MemoryContextAllocHuge(st->state_cxt, sizeof(int) * n);
 	st->raw_cap = n;
 }
 
@@ -467,6 +469,8 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 	double	   *x = c->x + (size_t) from * nf;
 	double	   *cheap = c->out;
 	int			nk = 0;
+	int			nc = n;			/* rows through the cheap model */
+	const int  *at = NULL;		/* their places in the batch, if not 0.. */
 	/* the fixed cut, or the one relative to the bar of the rows before */
 	double		cut = hb_bar_cut(&st->tuning.bar, st->cut, st->threshold);
 
@@ -480,16 +484,44 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 		hb_bar_cut_covers(&st->tuning.bar, st->threshold))
 		hb_waiting_close(&st->waiting);
 	grow_raw(st, n);
-	hb_approx_margins(p, st->approx, x, n, st->raw, cheap);
-	for (int i = 0; i < n; i++)
+	/* a row's screening score is at most its gate score */
+	if (st->approx->gate != NULL)
+		hb_approx_gate(st->approx, x, n, nf, st->score2);
+	if (st->wait_ok && st->waiting.closed && st->approx->gate != NULL)
 	{
-		double		v = cheap[i];
-		bool		keep = v >= cut;
+		/*
+		 * No row below the cut can be used any more: the rows below it by
+		 * their gate scores are let go before the cheap model, the others
+		 * move to the front, in order, with their places in the batch in
+		 * gate_at
+		 */
+		nc = 0;
+		for (int i = 0; i < n; i++)
+			if (st->score2[i] >= cut)
+			{
+				if (nc != i)
+					memcpy(x + (size_t) nc * nf, x + (size_t) i * nf, sizeof(double) * nf);
+				st->gate_at[nc++] = i;
+			}
+		st->rows_gated += n - nc;
+		at = st->gate_at;
+	}
+	hb_approx_margins(p, st->approx, x, nc, st->raw, cheap);
+	for (int j = 0; j < nc; j++)
+	{
+		int			i = at ? at[j] : j;	/* its place in the batch */
+		double		v = cheap[j];
+		bool		keep;
+
+		if (st->approx->gate != NULL && st->score2[i] < v)
+			v = st->score2[i];	/* the screening score */
+		keep = v >= cut;
 
 		if (st->wait_ok)
 		{
+			/* (no row is let go by the gate while rows may wait: i is j) */
 			if (!keep && !st->waiting.closed)
-				offer_wait(st, c, c->rows[from + i], x + (size_t) i * nf, v, st->raw[i],
+				offer_wait(st, c, c->rows[from + i], x + (size_t) j * nf, v, st->raw[j],
 						   false, st->ordinal + i);
 		}
 		else if (st->cheap_best->bh_size < st->approx_keep)
@@ -506,10 +538,10 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 			continue;
 		/* kept rows move to the front, in order: they only move down */
 		if (c->lazy_cols)
-			hb_scan_read_row_full(c, c->rows[from + i], x + (size_t) nk * nf, x + (size_t) i * nf);
-		else if (nk != i)
-			memcpy(x + (size_t) nk * nf, x + (size_t) i * nf, sizeof(double) * nf);
-		st->raw[nk] = st->raw[i];
+			hb_scan_read_row_full(c, c->rows[from + i], x + (size_t) nk * nf, x + (size_t) j * nf);
+		else if (nk != j)
+			memcpy(x + (size_t) nk * nf, x + (size_t) j * nf, sizeof(double) * nf);
+		st->raw[nk] = st->raw[j];
 		st->kept_at[nk++] = i;
 	}
 	if (st->wait_ok && st->approx->refine_trees > 0 && nk > 0)

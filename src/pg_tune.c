@@ -190,6 +190,42 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 										  get_float(best, desc, "refine_slack", NAN),
 										  &err);
 		}
+		if (ok && column_if(desc, "gate_features") != InvalidAttrNumber)
+		{
+			bool		gnull;
+			Datum		gf = get(best, desc, "gate_features", &gnull);
+
+			if (!gnull && strcmp(kind, "topk") != 0)
+				ok = hb_fail(&err, HB_ERR_INVALID, "only a top-K tuning has a gate");
+			else if (!gnull)
+			{
+				bool		pnull;
+				Datum		gpa = get(best, desc, "gate_params", &pnull);
+				int			ngf = 0,
+							ngp = 0;
+				int32	   *gfv = NULL;
+				double	   *gpv = NULL;
+
+				/* the arrays in the caller's context, the gate in cxt */
+				MemoryContextSwitchTo(old);
+				if (!pnull)
+				{
+					deconstruct_array(DatumGetArrayTypeP(gf), INT4OID, 4, true, TYPALIGN_INT,
+									  &fd, &fn, &ngf);
+					deconstruct_array(DatumGetArrayTypeP(gpa), FLOAT8OID, 8, FLOAT8PASSBYVAL,
+									  TYPALIGN_DOUBLE, &pd, &pn, &ngp);
+					gfv = palloc(sizeof(int32) * (ngf + 1));
+					gpv = palloc(sizeof(double) * (ngp + 1));
+					for (int i = 0; i < ngf; i++)
+						gfv[i] = fn[i] ? -1 : DatumGetInt32(fd[i]);
+					for (int i = 0; i < ngp; i++)
+						gpv[i] = pn[i] ? NAN : DatumGetFloat8(pd[i]);
+				}
+				MemoryContextSwitchTo(cxt);
+				ok = hb_approx_set_gate(e->plan, out->approx, gfv, ngf, gpv, ngp,
+										get_float(best, desc, "gate_slack", NAN), &err);
+			}
+		}
 		MemoryContextSwitchTo(old);
 		out->found = true;
 		out->k = best_k;
@@ -374,7 +410,7 @@ read_sample(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *query,
 }
 
 /* what store() passes write_tuning; the caller's role name is added */
-#define HB_TUNING_VALUES 28
+#define HB_TUNING_VALUES 31
 
 static void write_tuning(const char *name, Oid *types, Datum *values,
 						 char *nulls);
@@ -454,7 +490,8 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 		INT4OID, INT8OID, INT8OID, INT4OID, TEXTOID, INT4OID, INT4ARRAYOID,
 		FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID, TEXTARRAYOID, FLOAT8ARRAYOID,
 		TEXTARRAYOID, FLOAT8ARRAYOID, FLOAT8OID,
-	INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
+	INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID,
+	INT4ARRAYOID, FLOAT8ARRAYOID, FLOAT8OID};
 	Datum		v[HB_TUNING_VALUES];
 	char		vnulls[HB_TUNING_VALUES];
 	const HbApprox *ca = ch->approx;
@@ -562,6 +599,32 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	v[i++] = Float8GetDatum(ch->bar.slope);
 	v[i++] = Float8GetDatum(ch->bar.floor);
 	v[i++] = Float8GetDatum(ch->bar.margin);
+	/* the gate, if any (top-K) */
+	vnulls[i] = vnulls[i + 1] = vnulls[i + 2] = ca->gate != NULL ? ' ' : 'n';
+	if (ca->gate != NULL)
+	{
+		const HbApprox *g = ca->gate;
+		int			ngp = hb_approx_n_params(g);
+		double	   *gp = palloc(sizeof(double) * (ngp + 1));
+		Datum	   *gfd = palloc(sizeof(Datum) * (g->n_feat + 1));
+		Datum	   *gpd = palloc(sizeof(Datum) * (ngp + 1));
+
+		hb_approx_params(g, gp);
+		for (int j = 0; j < g->n_feat; j++)
+			gfd[j] = Int32GetDatum(g->feat[j]);
+		for (int j = 0; j < ngp; j++)
+			gpd[j] = Float8GetDatum(gp[j]);
+		v[i++] = PointerGetDatum(construct_array(gfd, g->n_feat, INT4OID, 4, true, TYPALIGN_INT));
+		v[i++] = PointerGetDatum(construct_array(gpd, ngp, FLOAT8OID, 8, FLOAT8PASSBYVAL,
+												 TYPALIGN_DOUBLE));
+		v[i++] = Float8GetDatum(ca->gate_slack);
+	}
+	else
+	{
+		v[i++] = (Datum) 0;
+		v[i++] = (Datum) 0;
+		v[i++] = (Datum) 0;
+	}
 	if (i != lengthof(v))
 		elog(ERROR, "a tuning is stored from %d values, %d were given",
 			 (int) lengthof(v), i);
@@ -802,11 +865,12 @@ write_tuning(const char *name, Oid *types, Datum *values, char *nulls)
 						  "       accuracy, accuracy_bound, coverage, full_cost_us, approx_cost_us, "
 						  "       expected_speedup, featurize_us, feature_groups, group_cost_us, "
 						  "       refine_trees, refine_scale, refine_shift, refine_slack, "
-						  "       bar_slope, bar_floor, bar_margin, tuned_by) "
+						  "       bar_slope, bar_floor, bar_margin, gate_features, gate_params, gate_slack, "
+						  "       tuned_by) "
 						  "     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, c.approximation, $11, $12, $13, $14, "
 						  "       c.ratio, c.kept, CASE WHEN $3 = 'topk' THEN $15 END, c.threshold, "
 						  "       c.accuracy, c.accuracy_bound, c.coverage, $16, c.cost_us, c.expected_speedup, "
-						  "       $21, $19, $20, $22, $23, $24, $25, $26, $27, $28, $29::text::%s "
+						  "       $21, $19, $20, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32::text::%s "
 						  "     FROM c WHERE c.i = $10 RETURNING 1) "
 						  "INSERT INTO hbird.tuning_candidate (name, version, kind, k, candidate, approximation, "
 						  "  ratio, kept, threshold, accuracy, accuracy_bound, coverage, cost_us, "

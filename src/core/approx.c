@@ -74,6 +74,7 @@ hb_approx_free(HbApprox *a)
 	hb_free(a->tparams);
 	if (a->cheap)
 		hb_plan_free(a->cheap);
+	hb_approx_free(a->gate);
 	hb_free(a);
 }
 
@@ -277,6 +278,73 @@ hb_approx_describe(const HbPlan *p, const HbApprox *a, char *buf, size_t len)
 	if (a->refine_trees > 0 && used < len)
 		snprintf(buf + used, len - used, ", then prefix: %d of %d trees",
 				 a->refine_trees, p->n_trees);
+	used = strlen(buf);
+	if (a->gate != NULL && used < len)
+		snprintf(buf + used, len - used, ", gate: linear on %d features",
+				 a->gate->n_feat);
+}
+
+void
+hb_approx_gate(const HbApprox *a, const double *x, size_t n, int nf,
+			   double *g)
+{
+	const HbApprox *l = a->gate;
+	double		b = l->bias[0];
+
+	for (size_t r = 0; r < n; r++)
+	{
+		const double *row = x + r * (size_t) nf;
+		double		s = b;
+
+		for (int j = 0; j < l->n_feat; j++)
+		{
+			double		v = row[l->feat[j]];
+
+			s += l->weight[j] * (v == v ? v : l->fill[j]);
+		}
+		g[r] = s + a->gate_slack;
+	}
+}
+
+bool
+hb_approx_set_gate(const HbPlan *p, HbApprox *a, const int32_t *feat,
+				   int32_t n_feat, const double *params, int32_t n_params,
+				   double slack, HbError *err)
+{
+	HbApprox   *g;
+	bool	   *used;
+
+	if (p->n_outputs != 1 || a->n_outputs != 1)
+		return hb_fail(err, HB_ERR_INVALID, "a gate needs a model of one output");
+	if (!isfinite(slack))
+		return hb_fail(err, HB_ERR_INVALID, "the gate's slack is not finite");
+	if (n_feat < 1)
+		return hb_fail(err, HB_ERR_INVALID, "a gate needs at least one feature");
+	if (!hb_approx_from_params(p, HB_APPROX_LINEAR, 0, feat, n_feat, params,
+							   n_params, &g, err))
+		return false;
+	used = hb_alloc(sizeof(bool) * (p->n_features + 1));
+	if (used == NULL)
+	{
+		hb_approx_free(g);
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	}
+	hb_approx_features(p, a, used);
+	for (int j = 0; j < n_feat; j++)
+		if (!used[feat[j]])
+		{
+			int			f = feat[j];
+
+			hb_free(used);
+			hb_approx_free(g);
+			return hb_fail(err, HB_ERR_INVALID,
+						   "the gate reads feature %d, which the cheap model does not", f);
+		}
+	hb_free(used);
+	hb_approx_free(a->gate);
+	a->gate = g;
+	a->gate_slack = slack;
+	return true;
 }
 
 bool

@@ -66,6 +66,20 @@ typedef struct HbApprox
 	double		refine_scale;
 	double		refine_shift;
 	double		refine_slack;
+
+	/*
+	 * Top-K's optional gate (single-output models): a linear model (kind
+	 * LINEAR) on features the cheap model reads, fitted to the full
+	 * margins.  Its score plus gate_slack is one more term of the screening
+	 * score, min(gate + slack, cheap[, second]), so the cut and its
+	 * statement are about that one score.  It costs a multiply-add a
+	 * feature where the cheap model costs a tree walk per tree, so where no
+	 * row may wait (hb_waiting_close: the bar covers the tail's floor) a
+	 * row whose gate score is below the cut is dropped without the cheap
+	 * model.  NULL: none.
+	 */
+	struct HbApprox *gate;
+	double		gate_slack;
 } HbApprox;
 
 /*
@@ -138,6 +152,23 @@ extern void hb_approx_finish_rows(const HbPlan *p, const HbApprox *a,
 extern bool hb_approx_set_refine(const HbPlan *p, HbApprox *a, int32_t trees,
 								 double scale, double shift, double slack,
 								 HbError *err);
+
+/*
+ * The gate's scores of n rows, slack included (a->gate set): what the
+ * screening score is at most.
+ */
+extern void hb_approx_gate(const HbApprox *a, const double *x, size_t n,
+						   int nf, double *g);
+
+/*
+ * Check and set a gate read back from the catalog: the LINEAR catalog form
+ * (hb_approx_from_params), one output, only features the cheap model reads
+ * (a row read lazily has no others), a finite slack.
+ */
+extern bool hb_approx_set_gate(const HbPlan *p, HbApprox *a,
+							   const int32_t *feat, int32_t n_feat,
+							   const double *params, int32_t n_params,
+							   double slack, HbError *err);
 
 /*
  * Top-K's cut relative to the bar (tune.c, docs/willump.md).  At query time

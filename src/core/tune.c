@@ -71,6 +71,8 @@ extern void dgels_(const char *trans, const int *m, const int *n,
  */
 #define MAX_REFINE 12
 #define REFINE_SLACKS 5
+#define GATE_MAX_FEATURES 64
+#define GATE_SLACKS 6
 
 /* top-K: misses allowed among the tail rows, each with its own tail size */
 #define TOPK_MENU 5
@@ -1330,7 +1332,8 @@ certify_refined(Work *w, HbTuneCandidate *c, const double *cheap_eval,
 
 /*
  * The screening score of n rows under a's final form: the cheap margin,
- * or min(cheap, second stage + slack) with a second stage.
+ * or min(cheap, second stage + slack) with a second stage, and the gate's
+ * score plus its slack in the min with a gate.
  */
 static bool
 screening(const HbPlan *p, const HbApprox *a, const double *x, size_t n,
@@ -1351,6 +1354,13 @@ screening(const HbPlan *p, const HbApprox *a, const double *x, size_t n,
 		hb_approx_refine(p, a, x, n, raw, s2);
 		for (size_t i = 0; i < n; i++)
 			out[i] = out[i] < s2[i] ? out[i] : s2[i];
+	}
+	if (a->gate != NULL)
+	{
+		/* raw is free again: the gate's scores */
+		hb_approx_gate(a, x, n, p->n_features, raw);
+		for (size_t i = 0; i < n; i++)
+			out[i] = out[i] < raw[i] ? out[i] : raw[i];
 	}
 	hb_free(raw);
 	hb_free(s2);
@@ -1650,6 +1660,277 @@ refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
 	c->approx = a;
 	hb_approx_describe(w->p, a, c->label, sizeof(c->label));
 	return true;
+}
+
+/*
+ * The chosen top-K candidate's cut and bound in its final form (refitted,
+ * its second stage calibrated on the whole fitting half, its gate if any),
+ * on the evaluation half, then its cut relative to the bar.  cheap: n_eval
+ * doubles of scratch.
+ */
+static bool
+certify_final(Work *w, HbTuneCandidate *c, double *cheap, size_t n_half,
+			  HbError *err)
+{
+	HbApprox   *a = c->approx;
+	double	   *g = NULL;
+
+	hb_approx_margins(w->p, a, w->x_eval, w->n_eval, NULL, cheap);
+	if (a->gate != NULL)
+	{
+		/*
+		 * A row's screening score is at most its gate score: the cut, the
+		 * rows through the second stage and the bound are all about the
+		 * one score
+		 */
+		g = hb_alloc(sizeof(double) * (w->n_eval + 1));
+		if (g == NULL)
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		hb_approx_gate(a, w->x_eval, w->n_eval, w->nf, g);
+		for (size_t i = 0; i < w->n_eval; i++)
+			cheap[i] = cheap[i] < g[i] ? cheap[i] : g[i];
+	}
+	c->bar.slope = c->bar.floor = c->bar.margin = NAN;
+	if (a->refine_trees > 0)
+	{
+		size_t		keep_fit = w->n_fit;
+		double	   *s2 = hb_alloc(sizeof(double) * (w->n_eval + 1));
+		bool		done;
+
+		if (s2 == NULL)
+		{
+			hb_free(g);
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		}
+		/* the second stage's prefix calibrated on the whole fitting half too */
+		w->n_fit = n_half;
+		done = refine_margins(w, a, s2, err);
+		w->n_fit = keep_fit;
+		done = done && certify_refined(w, c, cheap, s2, err);
+		hb_free(s2);
+		if (!done)
+		{
+			hb_free(g);
+			return false;
+		}
+	}
+	else if (!certify_topk(w, c, cheap, err))
+	{
+		hb_free(g);
+		return false;
+	}
+	if (g != NULL)
+	{
+		/* the cheap model's cost only for the rows the gate passes */
+		size_t		pass = 0;
+
+		for (size_t i = 0; i < w->n_eval; i++)
+			pass += g[i] >= c->tau;
+		c->gated = (double) pass / (double) w->n_eval;
+		c->expected_ns += c->gate_ns - (1.0 - c->gated) * c->cost_ns;
+		hb_free(g);
+	}
+	return bar_cut_topk(w, c, err);
+}
+
+/* The gate's cost per row, measured like a candidate's. */
+static double
+time_gate(Work *w, const HbApprox *a)
+{
+	double		best = INFINITY;
+
+	for (int rep = 0; rep < 3; rep++)
+	{
+		double		t0 = now_ns();
+
+		hb_approx_gate(a, w->x_eval, w->n_time, w->nf, w->buf);
+		t0 = now_ns() - t0;
+		if (t0 < best)
+			best = t0;
+	}
+	return best / (double) w->n_time;
+}
+
+/*
+ * The expected cost per row on the selection rows of candidate c (cheap
+ * margins cs, second-stage scores s2 or NULL, both as at query time) with
+ * gate scores gs plus slack (no gate: gs NULL), under the cut relative to
+ * the bar as on an input of their size: the bar at their k-th best, the
+ * cut's margin from their `tail` best with e misses.  r: scratch for a
+ * tail.
+ */
+static double
+gate_cost_ns(Work *w, const HbTuneCandidate *c, const double *cs,
+			 const double *s2, const double *gs, double slack, int tail,
+			 int e, double refine_ns, double finish_ns, double *scr, double *r)
+{
+	size_t		n = w->n_sel;
+	HbBarCut	bc = c->bar;
+	double		bar = w->m_sel[w->order_sel[w->spec->k - 1]];
+	double		cut;
+	size_t		pass = 0,
+				through = 0,
+				kept = 0;
+	int			misses;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		double		v = s2 != NULL && s2[i] < cs[i] ? s2[i] : cs[i];
+
+		scr[i] = gs != NULL && gs[i] + slack < v ? gs[i] + slack : v;
+	}
+	bc.floor = w->m_sel[w->order_sel[tail - 1]];
+	bc.margin = bar_margin(w->m_sel, scr, w->order_sel, tail, e, bc.slope,
+						   bc.floor, r, &misses);
+	cut = hb_bar_cut(&bc, NAN, bar);
+	for (size_t i = 0; i < n; i++)
+	{
+		bool		in = gs == NULL || gs[i] + slack >= cut;
+
+		pass += in;
+		through += in && cs[i] >= cut;
+		kept += scr[i] >= cut;
+	}
+	return (gs != NULL ? c->gate_ns : 0.0) +
+		((double) pass * c->cost_ns + (double) through * refine_ns +
+		 (double) kept * finish_ns) / (double) n;
+}
+
+/*
+ * A gate for the chosen top-K candidate c (in its final form, with its cut
+ * relative to the bar): a linear model on the features c reads, fitted to
+ * the full margins on the fitting rows, with a slack from the grid of
+ * quantiles of (screening score - gate score) over the selection rows'
+ * tail.  It acts only where no row may wait, that is under the cut
+ * relative to the bar once the bar covers the tail's floor, so it is
+ * judged there, on the selection rows: *gated when the best slack's
+ * expected cost is a twentieth below c's own (spec->gate AUTO), or always
+ * (TWO).  Which gate and slack are taken does not touch the bound: the
+ * evaluation half bounds whatever screening score results (certify_final).
+ */
+static bool
+choose_gate(Work *w, HbTuneCandidate *c, bool *gated, HbError *err)
+{
+	static const double quantiles[GATE_SLACKS] = {0.5, 0.75, 0.9, 0.95, 0.99, 1.0};
+	HbApprox   *a = c->approx;
+	int			tail = c->tail;
+	int			e = w->menu_e[c->menu];
+	size_t		n = w->n_sel;
+	bool	   *used = NULL;
+	HbApprox   *g = NULL;
+	double	   *cs = NULL,
+			   *raw = NULL,
+			   *s2 = NULL,
+			   *gs = NULL,
+			   *scr = NULL,
+			   *r = NULL;
+	double		refine_ns = 0.0,
+				finish_ns = c->rest_ns,
+				base,
+				best = INFINITY,
+				best_slack = 0.0;
+	int			nu = 0;
+	bool		ok = false;
+
+	*gated = false;
+	if (w->k != 1 || !hb_bar_cut_on(&c->bar) || tail < w->spec->k ||
+		(size_t) tail > n || tail <= e)
+		return true;
+	used = hb_alloc(sizeof(bool) * (w->nf + 1));
+	if (used == NULL)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	hb_approx_features(w->p, a, used);
+	for (int j = 0; j < w->nf; j++)
+		nu += used[j];
+	if (nu == 0 || nu > GATE_MAX_FEATURES)
+	{
+		hb_free(used);
+		return true;
+	}
+	g = hb_approx_new(HB_APPROX_LINEAR, 1, 0, nu);
+	cs = hb_alloc(sizeof(double) * (n + 1));
+	raw = hb_alloc(sizeof(double) * (n + 1));
+	gs = hb_alloc(sizeof(double) * (n + 1));
+	scr = hb_alloc(sizeof(double) * (n + 1));
+	r = hb_alloc(sizeof(double) * (tail + 1));
+	if (a->refine_trees > 0)
+		s2 = hb_alloc(sizeof(double) * (n + 1));
+	if (!g || !cs || !raw || !gs || !scr || !r || (a->refine_trees > 0 && !s2))
+	{
+		hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	nu = 0;
+	for (int j = 0; j < w->nf; j++)
+		if (used[j])
+			g->feat[nu++] = j;
+	/* fitted on the first half of the fitting half: the slack is chosen out of sample */
+	if (!fit_linear(w, g, err))
+		goto out;
+	a->gate = g;
+	a->gate_slack = 0.0;
+	c->gate_ns = time_gate(w, a);
+	hb_approx_gate(a, w->x_sel, n, w->nf, gs);
+	a->gate = NULL;
+
+	hb_approx_margins(w->p, a, w->x_sel, n, raw, cs);
+	if (a->refine_trees > 0)
+	{
+		hb_approx_refine(w->p, a, w->x_sel, n, raw, s2);
+		refine_costs(w, c, a->refine_trees, &refine_ns, &finish_ns);
+	}
+	base = gate_cost_ns(w, c, cs, s2, NULL, 0.0, tail, e, refine_ns, finish_ns, scr, r);
+
+	/* slacks: where the gate and the screening score of the tail rows cross */
+	for (int t = 0; t < tail; t++)
+	{
+		int32_t		i = w->order_sel[t];
+		double		v = s2 != NULL && s2[i] < cs[i] ? s2[i] : cs[i];
+
+		r[t] = v - gs[i];
+	}
+	qsort(r, tail, sizeof(double), hb_cmp_double);
+	{
+		double		slacks[GATE_SLACKS];
+
+		for (int q = 0; q < GATE_SLACKS; q++)
+			slacks[q] = r[(size_t) ((double) (tail - 1) * quantiles[q])];
+		for (int q = 0; q < GATE_SLACKS; q++)
+		{
+			double		ns = gate_cost_ns(w, c, cs, s2, gs, slacks[q], tail, e,
+										  refine_ns, finish_ns, scr, r);
+
+			if (isfinite(slacks[q]) && ns < best)
+			{
+				best = ns;
+				best_slack = slacks[q];
+			}
+		}
+	}
+	ok = true;
+	if (isfinite(best) &&
+		(w->spec->gate == HB_STAGES_TWO || best < 0.95 * base))
+	{
+		say(w, "gate: linear on %d features, slack %.4g: %.3f us a row expected on the selection rows under the cut relative to the bar, against %.3f us without",
+			g->n_feat, best_slack, best / 1000.0, base / 1000.0);
+		a->gate = g;
+		a->gate_slack = best_slack;
+		g = NULL;
+		hb_approx_describe(w->p, a, c->label, sizeof(c->label));
+		*gated = true;
+	}
+	else
+		c->gate_ns = 0.0;
+out:
+	hb_approx_free(g);
+	hb_free(used);
+	hb_free(cs);
+	hb_free(raw);
+	hb_free(s2);
+	hb_free(gs);
+	hb_free(scr);
+	hb_free(r);
+	return ok;
 }
 
 /*
@@ -2090,31 +2371,28 @@ hb_tune_run(const HbPlan *p, const double *x, size_t n, const HbTuneSpec *spec,
 			say(&w, "fitting %s again on the whole fitting half", c->label);
 			if (!refit_chosen(&w, c, n_half, err))
 				goto out;
-			hb_approx_margins(p, c->approx, w.x_eval, w.n_eval, NULL, cheap);
-			if (c->approx->refine_trees > 0)
+			if (!certify_final(&w, c, cheap, n_half, err))
+				goto out;
+			if (spec->gate != HB_STAGES_ONE && hb_bar_cut_on(&c->bar))
 			{
-				/* the second stage's prefix calibrated on the whole fitting half too */
-				size_t		keep_fit = w.n_fit;
-				double	   *s2 = hb_alloc(sizeof(double) * w.n_eval);
-				bool		done;
+				bool		gated;
 
-				if (s2 == NULL)
+				if (!choose_gate(&w, c, &gated, err))
+					goto out;
+				if (gated && !certify_final(&w, c, cheap, n_half, err))
+					goto out;
+				if (gated && !hb_bar_cut_on(&c->bar))
 				{
-					hb_fail(err, HB_ERR_NOMEM, "out of memory");
-					goto out;
+					/* the gate acts only under the cut relative to the bar */
+					say(&w, "gate dropped: the cut relative to the bar does not pay with it");
+					hb_approx_free(c->approx->gate);
+					c->approx->gate = NULL;
+					c->gate_ns = 0.0;
+					hb_approx_describe(p, c->approx, c->label, sizeof(c->label));
+					if (!certify_final(&w, c, cheap, n_half, err))
+						goto out;
 				}
-				w.n_fit = n_half;
-				done = refine_margins(&w, c->approx, s2, err);
-				w.n_fit = keep_fit;
-				done = done && certify_refined(&w, c, cheap, s2, err);
-				hb_free(s2);
-				if (!done)
-					goto out;
 			}
-			else if (!certify_topk(&w, c, cheap, err))
-				goto out;
-			if (!bar_cut_topk(&w, c, err))
-				goto out;
 			c->speedup = c->expected_ns > 0 ? res->full_ns / c->expected_ns : 0.0;
 			say(&w, "chosen %s: re-scores %.2f%%, precision bound %.4f, %.1fx",
 				c->label, 100.0 * c->coverage, c->bound, c->speedup);

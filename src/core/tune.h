@@ -50,6 +50,8 @@ typedef struct HbTuneSpec
 	const double *group_ns;
 	double		featurize_ns;
 	HbTuneStages stages;
+	HbTuneStages gate;			/* top-K's gate (approx.h): AUTO, never
+								 * (ONE), or always where it can act (TWO) */
 } HbTuneSpec;
 
 typedef struct HbTuneCandidate
@@ -69,6 +71,8 @@ typedef struct HbTuneCandidate
 	int32_t		tail;			/* evaluation rows whose misses bound the precision */
 	int32_t		misses;			/* misses allowed among them (the menu's e) */
 	double		screened;		/* share through the second stage, if any */
+	double		gate_ns;		/* the gate, if any: its cost per row */
+	double		gated;			/* and the share it passes at the fixed cut */
 	HbBarCut	bar;			/* the chosen one: the cut relative to the
 								 * bar (approx.h); others: none (NaN) */
 	double		select_ns;		/* expected cost per row on the selection rows:

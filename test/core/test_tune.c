@@ -603,6 +603,16 @@ heldout_topk(const HbPlan *p, const HbTuneResult *r, const HbTuneCandidate *c,
 				free(raw);
 				free(s2);
 			}
+			if (c->approx->gate != NULL)
+			{
+				/* and the gate's score plus its slack */
+				double	   *g = malloc(sizeof(double) * m);
+
+				hb_approx_gate(c->approx, hx, m, nf, g);
+				for (size_t i = 0; i < m; i++)
+					cheap[i] = cheap[i] < g[i] ? cheap[i] : g[i];
+				free(g);
+			}
 			for (size_t i = 0; i < m; i++)
 			{
 				fs[i].v = full[i];
@@ -652,6 +662,135 @@ heldout_topk(const HbPlan *p, const HbTuneResult *r, const HbTuneCandidate *c,
 	}
 }
 
+/*
+ * The gate (approx.h): where a tuning has a cut relative to the bar, TWO
+ * adds one (some seed keeps it), and its statement holds on held-out rows with the gate in the
+ * screening score (heldout_topk); ONE never adds one.  Its scores are the
+ * linear model's plus the slack, and what is read back is checked.
+ */
+static void
+test_gate(const HbPlan *p, const double *x, size_t n, HbTuneSpec *spec)
+{
+	int			nf = hb_plan_n_features(p);
+	HbTuneResult r;
+	HbError		err = {0};
+	const HbTuneCandidate *c = NULL;
+	bool		ok = false;
+
+	spec->gate = HB_STAGES_TWO;
+	for (uint64_t seed = 42; seed < 50 && c == NULL; seed++)
+	{
+		spec->seed = seed;
+		if (!hb_tune_run(p, x, n, spec, NULL, NULL, &r, &err))
+			break;
+		/*
+		 * (the gate is dropped again where the cut relative to the bar
+		 * stops paying with it: which candidate is chosen depends on
+		 * measured times)
+		 */
+		if (r.chosen >= 0 && hb_bar_cut_on(&r.cand[r.chosen].bar) &&
+			r.cand[r.chosen].approx->gate != NULL)
+			c = &r.cand[r.chosen];
+		else
+			hb_tune_result_free(&r);
+	}
+	tu_report(c != NULL && c->approx->gate != NULL && c->bound >= spec->target &&
+			  strstr(c->label, ", gate: linear on ") != NULL,
+			  "top-K tuning with a gate: chosen %s, bound %.3f (%s)",
+			  c ? c->label : "none", c ? c->bound : 0.0, err.msg);
+	if (c != NULL && c->approx->gate != NULL)
+	{
+		const HbApprox *a = c->approx;
+		const HbApprox *g = a->gate;
+		size_t		m = 500;
+		double	   *hx = rows(7000001, m, nf);
+		double	   *gs = malloc(sizeof(double) * m);
+		double		worst = 0.0;
+		bool	   *used = calloc(nf, sizeof(bool));
+		bool		subset = true;
+		int			np = hb_approx_n_params(g);
+		double	   *params = malloc(sizeof(double) * np);
+		HbApprox   *back = NULL;
+		HbError		e2 = {0};
+		int32_t		bad = -1;
+
+		heldout_topk(p, &r, c, spec, "chosen, with a gate");
+		/* the scores: bias + sum of weight * (value, or its fill when missing) + slack */
+		for (size_t i = 0; i < m; i += 7)
+			hx[i * nf + g->feat[0]] = NAN;
+		hb_approx_gate(a, hx, m, nf, gs);
+		for (size_t i = 0; i < m; i++)
+		{
+			double		v = g->bias[0] + a->gate_slack;
+
+			for (int j = 0; j < g->n_feat; j++)
+			{
+				double		xv = hx[i * nf + g->feat[j]];
+
+				v += g->weight[j] * (isnan(xv) ? g->fill[j] : xv);
+			}
+			worst = fmax(worst, fabs(v - gs[i]) / fmax(1.0, fabs(v)));
+		}
+		tu_report(worst < 1e-12, "gate scores are the linear model's plus the slack (worst relative error %.2g)", worst);
+		hb_approx_features(p, a, used);
+		for (int j = 0; j < g->n_feat; j++)
+			subset = subset && used[g->feat[j]];
+		tu_report(subset, "the gate reads only features the cheap model reads (%d)", g->n_feat);
+
+		/* read back: as stored, then a feature the cheap model does not read, a NaN slack */
+		hb_approx_params(g, params);
+		back = a->kind == HB_APPROX_PREFIX ? hb_approx_new(HB_APPROX_PREFIX, 1, a->n_trees, 0) : NULL;
+		if (back != NULL)
+		{
+			ok = hb_approx_set_gate(p, back, g->feat, g->n_feat, params, np, a->gate_slack, &e2);
+			tu_report(ok && back->gate != NULL && back->gate_slack == a->gate_slack,
+					  "a gate is read back (%s)", e2.msg);
+			hb_approx_free(back);
+		}
+		for (int j = 0; j < nf && bad < 0; j++)
+			if (!used[j])
+				bad = j;
+		if (bad >= 0)
+		{
+			HbApprox   *b2 = hb_approx_new(HB_APPROX_PREFIX, 1, 1, 0);
+			int32_t		f1[1] = {bad};
+			double		p1[3] = {0.0, 1.0, 0.0};
+
+			if (a->kind == HB_APPROX_PREFIX)
+				b2->n_trees = a->n_trees;
+			ok = hb_approx_set_gate(p, a->kind == HB_APPROX_PREFIX ? b2 : (HbApprox *) a,
+									f1, 1, p1, 3, 0.0, &e2);
+			tu_report(!ok && strstr(e2.msg, "which the cheap model does not") != NULL,
+					  "a gate on feature %d, which the cheap model does not read, is refused (%s)",
+					  bad, e2.msg);
+			hb_approx_free(b2);
+		}
+		{
+			HbApprox   *b3 = hb_approx_new(HB_APPROX_PREFIX, 1, 1, 0);
+			HbError		e3 = {0};
+
+			ok = hb_approx_set_gate(p, b3, g->feat, g->n_feat, params, np, NAN, &e3);
+			tu_report(!ok && b3->gate == NULL && strstr(e3.msg, "not finite") != NULL,
+					  "a gate with a NaN slack is refused (%s)", e3.msg);
+			hb_approx_free(b3);
+		}
+		free(hx);
+		free(gs);
+		free(used);
+		free(params);
+	}
+	if (c != NULL)
+		hb_tune_result_free(&r);
+	spec->gate = HB_STAGES_ONE;
+	spec->seed = 42;
+	ok = hb_tune_run(p, x, n, spec, NULL, NULL, &r, &err);
+	tu_report(ok && r.chosen >= 0 && r.cand[r.chosen].approx->gate == NULL,
+			  "top-K tuning without a gate: chosen %s", ok && r.chosen >= 0 ? r.cand[r.chosen].label : "none");
+	if (ok)
+		hb_tune_result_free(&r);
+	spec->gate = HB_STAGES_AUTO;
+}
+
 static void
 test_topk_tuning(void)
 {
@@ -659,7 +798,7 @@ test_topk_tuning(void)
 	int			nf = hb_plan_n_features(p);
 	size_t		n = 6000;
 	double	   *x = rows(100001, n, nf);
-	HbTuneSpec	spec = {HB_TUNE_TOPK, 10, 0.9, 0.95, 42, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO};
+	HbTuneSpec	spec = {HB_TUNE_TOPK, 10, 0.9, 0.95, 42, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO};
 	HbTuneResult r1,
 				r2;
 	HbError		err = {0};
@@ -753,6 +892,8 @@ test_topk_tuning(void)
 			  "top-K tuning with one stage: chosen %s", ok1 && r1.chosen >= 0 ? r1.cand[r1.chosen].label : "none");
 	if (ok1)
 		hb_tune_result_free(&r1);
+	spec.stages = HB_STAGES_AUTO;
+	test_gate(p, x, n, &spec);
 	free(x);
 	hb_plan_free(p);
 }
@@ -765,7 +906,7 @@ test_cascade_tuning(const char *name, double target)
 	int			k = hb_plan_n_outputs(p);
 	size_t		n = 20000;
 	double	   *x = rows(100001, n, nf);
-	HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, target, 0.95, 7, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO};
+	HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, target, 0.95, 7, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO};
 	HbTuneResult r1,
 				r2;
 	HbError		err = {0};
@@ -978,7 +1119,7 @@ test_featurization(void)
 	for (int swap = 0; swap < 2; swap++)
 	{
 		double		cost[4] = {10, 10, 10, 2000};
-		HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, 0.02, 0.95, 3, NULL, 4, d.feat_groups, cost, 0, HB_STAGES_AUTO};
+		HbTuneSpec	spec = {HB_TUNE_CASCADE, 0, 0.02, 0.95, 3, NULL, 4, d.feat_groups, cost, 0, HB_STAGES_AUTO, HB_STAGES_AUTO};
 		HbTuneResult r;
 		const HbTuneCandidate *c;
 
@@ -1066,15 +1207,15 @@ test_errors(void)
 		HbErrCode	want;
 		const char *what;
 	}			cases[] = {
-		{rank, {HB_TUNE_TOPK, 5, 0.0, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "target 0"},
-		{rank, {HB_TUNE_TOPK, 5, 1.0, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "target 1"},
-		{rank, {HB_TUNE_TOPK, 5, 0.9, 1.0, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "confidence 1"},
-		{rank, {HB_TUNE_TOPK, 5, 0.9, NAN, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "confidence NaN"},
-		{rank, {HB_TUNE_TOPK, 0, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "k 0"},
-		{rank, {HB_TUNE_TOPK, 60, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "sample too small for k"},
-		{rank, {HB_TUNE_TOPK, 5, 0.99, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "sample too small for the target"},
-		{rank, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 100, HB_ERR_UNSUPPORTED, "cascade of a regression"},
-		{fraud, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO}, 0, HB_ERR_ARGUMENT, "empty sample"},
+		{rank, {HB_TUNE_TOPK, 5, 0.0, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "target 0"},
+		{rank, {HB_TUNE_TOPK, 5, 1.0, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "target 1"},
+		{rank, {HB_TUNE_TOPK, 5, 0.9, 1.0, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "confidence 1"},
+		{rank, {HB_TUNE_TOPK, 5, 0.9, NAN, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "confidence NaN"},
+		{rank, {HB_TUNE_TOPK, 0, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "k 0"},
+		{rank, {HB_TUNE_TOPK, 60, 0.9, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "sample too small for k"},
+		{rank, {HB_TUNE_TOPK, 5, 0.99, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "sample too small for the target"},
+		{rank, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_UNSUPPORTED, "cascade of a regression"},
+		{fraud, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 0, HB_ERR_ARGUMENT, "empty sample"},
 	};
 
 	for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
