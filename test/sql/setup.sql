@@ -36,6 +36,13 @@ EXCEPTION WHEN OTHERS THEN
 	RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
 
+-- The features of row id of the willump fixtures, as
+-- test/fixtures/willump/gen_willump.py computes them.
+CREATE FUNCTION hbt_wu(id bigint, j int) RETURNS float8
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT 2 * (s - floor(s)) - 1 FROM (SELECT sin(id * 12.9898 + j * 78.233) * 43758.5453 AS s) q
+$$;
+
 -- Equal within 1e-6 relative (absolute near zero).
 CREATE FUNCTION hbt_close(a float8, b float8) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$

@@ -10,15 +10,10 @@ SELECT hb_model_upload('grank', :'m');
 \set m `cat :fixtures/willump_fraud.json`
 SELECT hb_model_upload('gfraud', :'m');
 
--- the features of row id, as gen_willump.py computes them
-CREATE FUNCTION gu(id bigint, j int) RETURNS float8
-LANGUAGE sql IMMUTABLE AS $$
-	SELECT 2 * (s - floor(s)) - 1 FROM (SELECT sin(id * 12.9898 + j * 78.233) * 43758.5453 AS s) q
-$$;
 -- ids <= 110000 tune, the 40,000 after them are queried
 CREATE TABLE gitems AS
-SELECT id, gu(id, 0) f0, gu(id, 1) f1, gu(id, 2) f2, gu(id, 3) f3, gu(id, 4) f4,
-	   gu(id, 5) f5, gu(id, 6) f6, gu(id, 7) f7, gu(id, 8) f8, gu(id, 9) f9
+SELECT id, hbt_wu(id, 0) f0, hbt_wu(id, 1) f1, hbt_wu(id, 2) f2, hbt_wu(id, 3) f3, hbt_wu(id, 4) f4,
+	   hbt_wu(id, 5) f5, hbt_wu(id, 6) f6, hbt_wu(id, 7) f7, hbt_wu(id, 8) f8, hbt_wu(id, 9) f9
 FROM generate_series(100001, 150000) id;
 CREATE TABLE gtx AS SELECT id, f0, f1, f2, f3, f4, f5, f6, f7 FROM gitems;
 CREATE FUNCTION plan_count(q text, what text) RETURNS bigint LANGUAGE plpgsql AS $$
@@ -80,7 +75,7 @@ SELECT count(*) FILTER (WHERE loaded = 'ok') > 0 AS some_read,
 	   bool_and(loaded = 'ok' OR loaded LIKE 'XX001: tuning of model "grank" version 1 is invalid: the gate reads feature ' || j || ', which the cheap model does not')
 	   AS others_refused
 FROM reads;
-SELECT r.j AS gj, min(gu(e.id, r.j)) - 1e-6 AS theta
+SELECT r.j AS gj, min(hbt_wu(e.id, r.j)) - 1e-6 AS theta
 FROM reads r, exact e WHERE r.loaded = 'ok'
 GROUP BY r.j ORDER BY theta DESC, r.j LIMIT 1 \gset
 
@@ -103,7 +98,7 @@ JOIN nogate_plain n USING (rank);
 -- exact one, in the same order, with the same scores
 UPDATE hbird.tuning SET gate_features = ARRAY[:gj], gate_params = ARRAY[0, 1e9, -1e9 * :theta], gate_slack = 0
 WHERE name = 'grank' AND kind = 'topk';
-SELECT count(*) FROM gitems WHERE id > 110000 AND gu(id, :gj) < :theta \gset below_
+SELECT count(*) FROM gitems WHERE id > 110000 AND hbt_wu(id, :gj) < :theta \gset below_
 SELECT count(*) AS same_as_exact
 FROM hb_topk('grank', 10, NULL::gitems, 'SELECT * FROM gitems WHERE id > 110000', mode => 'approx') x
 JOIN exact e ON e.rank = x.rank AND e.id = (x.item).id AND e.score = x.score;
@@ -158,4 +153,4 @@ RESET client_min_messages;
 SELECT hb_tune_drop('grank', 'topk'), hb_tune_drop('gfraud', 'cascade');
 SELECT hb_model_drop('grank'), hb_model_drop('gfraud');
 DROP TABLE gitems, gtx, saved, saved_cheap, exact, nogate, nogate_stats, nogate_plain, reads;
-DROP FUNCTION gu(bigint, int), plan_count(text, text);
+DROP FUNCTION plan_count(text, text);

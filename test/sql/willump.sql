@@ -10,15 +10,10 @@ SELECT hb_model_upload('wfraud', :'m');
 \set m `cat :fixtures/willump_multi.json`
 SELECT hb_model_upload('wmulti', :'m');
 
--- the features of row id, as gen_willump.py computes them
-CREATE FUNCTION wu(id bigint, j int) RETURNS float8
-LANGUAGE sql IMMUTABLE AS $$
-	SELECT 2 * (s - floor(s)) - 1 FROM (SELECT sin(id * 12.9898 + j * 78.233) * 43758.5453 AS s) q
-$$;
 -- 30,000 rows the models never saw: ids <= 110000 tune, the rest check
 CREATE TABLE items AS
-SELECT id, wu(id, 0) f0, wu(id, 1) f1, wu(id, 2) f2, wu(id, 3) f3, wu(id, 4) f4,
-	   wu(id, 5) f5, wu(id, 6) f6, wu(id, 7) f7, wu(id, 8) f8, wu(id, 9) f9
+SELECT id, hbt_wu(id, 0) f0, hbt_wu(id, 1) f1, hbt_wu(id, 2) f2, hbt_wu(id, 3) f3, hbt_wu(id, 4) f4,
+	   hbt_wu(id, 5) f5, hbt_wu(id, 6) f6, hbt_wu(id, 7) f7, hbt_wu(id, 8) f8, hbt_wu(id, 9) f9
 FROM generate_series(100001, 130000) id;
 CREATE TABLE tx AS
 SELECT id, f0, f1, f2, f3, f4, f5, f6, f7 FROM items;
@@ -510,4 +505,3 @@ DROP TABLE plain_approx, plain_exact;
 DROP FUNCTION plan_lines(text);
 DROP TABLE tune1, tune2, grp, grp_exact, ctune, mtune, casc_tx, exact_tx, exact_obs, items, tx, obs;
 DROP FUNCTION topk_precision(text, int);
-DROP FUNCTION wu(bigint, int);

@@ -8,23 +8,19 @@
 \set m `cat :fixtures/willump_text.json`
 SELECT hb_model_upload('wtext', :'m');
 
-CREATE FUNCTION wu(id bigint, j int) RETURNS float8
-LANGUAGE sql IMMUTABLE AS $$
-	SELECT 2 * (s - floor(s)) - 1 FROM (SELECT sin(id * 12.9898 + j * 78.233) * 43758.5453 AS s) q
-$$;
 -- the note of row id, as gen_willump.py's text_rows makes it
 CREATE FUNCTION wnote(id bigint) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
 	SELECT string_agg(w, ' ' ORDER BY o)
 	FROM (SELECT (ARRAY['amber', 'basil', 'cedar', 'delta', 'ember', 'fjord', 'glade', 'harbor',
 						'indigo', 'juniper', 'kestrel', 'lagoon', 'meadow', 'nectar', 'orchid',
-						'prairie'])[1 + floor((wu(id, j) + 1) * 8)::int] AS w, j::float8 AS o
+						'prairie'])[1 + floor((hbt_wu(id, j) + 1) * 8)::int] AS w, j::float8 AS o
 		  FROM generate_series(3, 8) j
 		  UNION ALL
-		  SELECT 'alert', 4.5 WHERE wu(id, 0) > 0.2) q
+		  SELECT 'alert', 4.5 WHERE hbt_wu(id, 0) > 0.2) q
 $$;
 CREATE TABLE notes AS
-SELECT id, wu(id, 0) AS a, wu(id, 1) AS b, wu(id, 2) AS c, wnote(id) AS note
+SELECT id, hbt_wu(id, 0) AS a, hbt_wu(id, 1) AS b, hbt_wu(id, 2) AS c, wnote(id) AS note
 FROM generate_series(100001, 112000) id;
 -- the full model's answers, before any shortcut exists
 CREATE TABLE exact_notes AS
@@ -228,4 +224,3 @@ DROP TABLE notes, exact_notes, ttune, eager, eager_agg, eager_batch, eager_cbatc
 	eager_topk, eager_topagg, eager_plain, eager_plain40;
 DROP FUNCTION wnote(bigint);
 DROP FUNCTION scan_rows(text);
-DROP FUNCTION wu(bigint, int);
