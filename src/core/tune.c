@@ -1525,7 +1525,8 @@ bar_cut_topk(Work *w, HbTuneCandidate *c, HbError *err)
 		goto out;
 	slope = fmax(shortfall_slope(w, ssel, tail, 0), shortfall_slope(w, ssel, tail, 1));
 	slope = slope < 0.0 ? 0.0 : slope > 1.0 ? 1.0 : slope;
-	if (!bar_cut_pays(w, ssel, slope, tail, e, r))
+	/* (a gate forced on, for tests and comparisons, needs the cut it acts under) */
+	if (w->spec->gate != HB_STAGES_TWO && !bar_cut_pays(w, ssel, slope, tail, e, r))
 	{
 		ok = true;				/* the fixed cut keeps fewer: it alone */
 		goto out;

@@ -51,7 +51,10 @@ typedef struct HbTuneSpec
 	double		featurize_ns;
 	HbTuneStages stages;
 	HbTuneStages gate;			/* top-K's gate (approx.h): AUTO, never
-								 * (ONE), or always where it can act (TWO) */
+								 * (ONE), or always where it can act (TWO,
+								 * tests and comparisons: with the cut
+								 * relative to the bar it needs, whether
+								 * that pays or not) */
 } HbTuneSpec;
 
 typedef struct HbTuneCandidate
