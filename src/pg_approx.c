@@ -296,7 +296,7 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 	MemoryContext scratch = NULL;
 	double		bar = current_bar(s);
 	const double *cx = x;		/* the rows through the cheap model */
-	int			nc = 0;
+	int			nc = n;
 	const int  *at = NULL;		/* their places in the batch, if not 0.. */
 
 	grow_batch_buffers(s, n);
@@ -320,18 +320,11 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 		 * gathered (fx is free until the rows above the cut are bound in
 		 * full, below)
 		 */
-		for (int i = 0; i < n; i++)
-			if (s->fscore[i] >= s->cut_now)
-			{
-				memcpy(s->fx + (size_t) nc * nf, x + (size_t) i * nf, sizeof(double) * nf);
-				s->gate_at[nc++] = i;
-			}
+		nc = hb_approx_gate_pass(s->fscore, s->cut_now, x, n, nf, s->fx, s->gate_at);
 		s->gated += n - nc;
 		cx = s->fx;
 		at = s->gate_at;
 	}
-	else
-		nc = n;
 	hb_approx_margins(p, s->approx, cx, nc, s->raw, s->cheap);
 	for (int j = 0; j < nc; j++)
 	{

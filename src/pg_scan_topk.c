@@ -495,14 +495,7 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 		 * move to the front, in order, with their places in the batch in
 		 * gate_at
 		 */
-		nc = 0;
-		for (int i = 0; i < n; i++)
-			if (st->score2[i] >= cut)
-			{
-				if (nc != i)
-					memcpy(x + (size_t) nc * nf, x + (size_t) i * nf, sizeof(double) * nf);
-				st->gate_at[nc++] = i;
-			}
+		nc = hb_approx_gate_pass(st->score2, cut, x, n, nf, x, st->gate_at);
 		st->rows_gated += n - nc;
 		at = st->gate_at;
 	}

@@ -87,6 +87,32 @@ get_float(HeapTuple tup, TupleDesc desc, const char *colname, double dflt)
 }
 
 /*
+ * An approximation's catalog form read back (hb_approx_from_params checks
+ * it): the feature list and the doubles, a NULL element as -1 or NaN, which
+ * the checks refuse.  In the current memory context.
+ */
+static void
+catalog_arrays(Datum feats, Datum params, int32 **fv, int *nfeat,
+			   double **pv, int *nparam)
+{
+	Datum	   *fd,
+			   *pd;
+	bool	   *fn,
+			   *pn;
+
+	deconstruct_array(DatumGetArrayTypeP(feats), INT4OID, 4, true, TYPALIGN_INT,
+					  &fd, &fn, nfeat);
+	deconstruct_array(DatumGetArrayTypeP(params), FLOAT8OID, 8, FLOAT8PASSBYVAL,
+					  TYPALIGN_DOUBLE, &pd, &pn, nparam);
+	*fv = palloc(sizeof(int32) * (*nfeat + 1));
+	*pv = palloc(sizeof(double) * (*nparam + 1));
+	for (int i = 0; i < *nfeat; i++)
+		(*fv)[i] = fn[i] ? -1 : DatumGetInt32(fd[i]);
+	for (int i = 0; i < *nparam; i++)
+		(*pv)[i] = pn[i] ? NAN : DatumGetFloat8(pd[i]);
+}
+
+/*
  * The tuning of kind ("topk" / "cascade") for the entry's model version,
  * under the statement's snapshot; for top-K the one tuned for the
  * smallest k >= k_query, else the largest k.  False when there is none
@@ -148,30 +174,17 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 		bool		isnull;
 		char	   *akind = TextDatumGetCString(get(best, desc, "approx_kind", &isnull));
 		int32		ntrees = DatumGetInt32(get(best, desc, "approx_trees", &isnull));
-		ArrayType  *feats = DatumGetArrayTypeP(get(best, desc, "approx_features", &isnull));
-		ArrayType  *params = DatumGetArrayTypeP(get(best, desc, "approx_params", &isnull));
 		HbError		err = {0};
 		MemoryContext old;
-		Datum	   *fd,
-				   *pd;
-		bool	   *fn,
-				   *pn;
 		int			nfeat,
 					nparam;
 		int32	   *fv;
 		double	   *pv;
 		bool		ok;
 
-		deconstruct_array(feats, INT4OID, 4, true, TYPALIGN_INT, &fd, &fn, &nfeat);
-		deconstruct_array(params, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
-						  &pd, &pn, &nparam);
-		fv = palloc(sizeof(int32) * (nfeat + 1));
-		pv = palloc(sizeof(double) * (nparam + 1));
-		for (int i = 0; i < nfeat; i++)
-			fv[i] = fn[i] ? -1 : DatumGetInt32(fd[i]);
-		for (int i = 0; i < nparam; i++)
-			pv[i] = pn[i] ? NAN : DatumGetFloat8(pd[i]);
-
+		catalog_arrays(get(best, desc, "approx_features", &isnull),
+					   get(best, desc, "approx_params", &isnull),
+					   &fv, &nfeat, &pv, &nparam);
 		old = MemoryContextSwitchTo(cxt);
 		ok = hb_approx_from_params(e->plan,
 								   strcmp(akind, "prefix") == 0 ? HB_APPROX_PREFIX :
@@ -209,18 +222,7 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 				/* the arrays in the caller's context, the gate in cxt */
 				MemoryContextSwitchTo(old);
 				if (!pnull)
-				{
-					deconstruct_array(DatumGetArrayTypeP(gf), INT4OID, 4, true, TYPALIGN_INT,
-									  &fd, &fn, &ngf);
-					deconstruct_array(DatumGetArrayTypeP(gpa), FLOAT8OID, 8, FLOAT8PASSBYVAL,
-									  TYPALIGN_DOUBLE, &pd, &pn, &ngp);
-					gfv = palloc(sizeof(int32) * (ngf + 1));
-					gpv = palloc(sizeof(double) * (ngp + 1));
-					for (int i = 0; i < ngf; i++)
-						gfv[i] = fn[i] ? -1 : DatumGetInt32(fd[i]);
-					for (int i = 0; i < ngp; i++)
-						gpv[i] = pn[i] ? NAN : DatumGetFloat8(pd[i]);
-				}
+					catalog_arrays(gf, gpa, &gfv, &ngf, &gpv, &ngp);
 				MemoryContextSwitchTo(cxt);
 				ok = hb_approx_set_gate(e->plan, out->approx, gfv, ngf, gpv, ngp,
 										get_float(best, desc, "gate_slack", NAN), &err);
@@ -480,6 +482,25 @@ group_costs(HbCacheEntry *e, const RawSample *rs, GroupCosts *gc)
 	return true;
 }
 
+/* An approximation's catalog form: its feature list and its doubles. */
+static void
+catalog_form(const HbApprox *a, Datum *feats, Datum *params)
+{
+	int			np = hb_approx_n_params(a);
+	double	   *pv = palloc(sizeof(double) * (np + 1));
+	Datum	   *fd = palloc(sizeof(Datum) * (a->n_feat + 1));
+	Datum	   *pd = palloc(sizeof(Datum) * (np + 1));
+
+	hb_approx_params(a, pv);
+	for (int j = 0; j < a->n_feat; j++)
+		fd[j] = Int32GetDatum(a->feat[j]);
+	for (int j = 0; j < np; j++)
+		pd[j] = Float8GetDatum(pv[j]);
+	*feats = PointerGetDatum(construct_array(fd, a->n_feat, INT4OID, 4, true, TYPALIGN_INT));
+	*params = PointerGetDatum(construct_array(pd, np, FLOAT8OID, 8, FLOAT8PASSBYVAL,
+											  TYPALIGN_DOUBLE));
+}
+
 static void
 store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	  const HbTuneSpec *spec, int32 seed, size_t n, const HbTuneResult *res,
@@ -496,23 +517,15 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	char		vnulls[HB_TUNING_VALUES];
 	const HbApprox *ca = ch->approx;
 	int			i = 0;
-	Datum	   *fd,
-			   *pd,
-			   *ld,
-			   *md;
-	int			np = hb_approx_n_params(ch->approx);
-	double	   *params = palloc(sizeof(double) * (np + 1));
+	Datum	   *ld,
+			   *md,
+				afeats,
+				aparams;
 	int			dims[2] = {res->n_cand, MEASURES};
 	int			lbs[2] = {1, 1};
 	bool	   *mnulls;
 
-	hb_approx_params(ch->approx, params);
-	fd = palloc(sizeof(Datum) * (ch->approx->n_feat + 1));
-	for (int i = 0; i < ch->approx->n_feat; i++)
-		fd[i] = Int32GetDatum(ch->approx->feat[i]);
-	pd = palloc(sizeof(Datum) * (np + 1));
-	for (int i = 0; i < np; i++)
-		pd[i] = Float8GetDatum(params[i]);
+	catalog_form(ch->approx, &afeats, &aparams);
 	ld = palloc(sizeof(Datum) * res->n_cand);
 	md = palloc(sizeof(Datum) * res->n_cand * MEASURES);
 	mnulls = palloc0(sizeof(bool) * res->n_cand * MEASURES);
@@ -554,8 +567,8 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	v[i++] = CStringGetTextDatum(ch->approx->kind == HB_APPROX_PREFIX ? "prefix" :
 								 ch->approx->kind == HB_APPROX_TREES ? "trees" : "linear");
 	v[i++] = Int32GetDatum(ch->approx->n_trees);
-	v[i++] = PointerGetDatum(construct_array(fd, ch->approx->n_feat, INT4OID, 4, true, TYPALIGN_INT));
-	v[i++] = PointerGetDatum(construct_array(pd, np, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	v[i++] = afeats;
+	v[i++] = aparams;
 	v[i++] = Float8GetDatum(spec->kind == HB_TUNE_TOPK ? ch->tau : 0.0);
 	v[i++] = Float8GetDatum(res->full_ns / 1000.0);
 	v[i++] = PointerGetDatum(construct_array(ld, res->n_cand, TEXTOID, -1, false, TYPALIGN_INT));
@@ -603,20 +616,8 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	vnulls[i] = vnulls[i + 1] = vnulls[i + 2] = ca->gate != NULL ? ' ' : 'n';
 	if (ca->gate != NULL)
 	{
-		const HbApprox *g = ca->gate;
-		int			ngp = hb_approx_n_params(g);
-		double	   *gp = palloc(sizeof(double) * (ngp + 1));
-		Datum	   *gfd = palloc(sizeof(Datum) * (g->n_feat + 1));
-		Datum	   *gpd = palloc(sizeof(Datum) * (ngp + 1));
-
-		hb_approx_params(g, gp);
-		for (int j = 0; j < g->n_feat; j++)
-			gfd[j] = Int32GetDatum(g->feat[j]);
-		for (int j = 0; j < ngp; j++)
-			gpd[j] = Float8GetDatum(gp[j]);
-		v[i++] = PointerGetDatum(construct_array(gfd, g->n_feat, INT4OID, 4, true, TYPALIGN_INT));
-		v[i++] = PointerGetDatum(construct_array(gpd, ngp, FLOAT8OID, 8, FLOAT8PASSBYVAL,
-												 TYPALIGN_DOUBLE));
+		catalog_form(ca->gate, &v[i], &v[i + 1]);
+		i += 2;
 		v[i++] = Float8GetDatum(ca->gate_slack);
 	}
 	else

@@ -306,6 +306,22 @@ hb_approx_gate(const HbApprox *a, const double *x, size_t n, int nf,
 	}
 }
 
+int
+hb_approx_gate_pass(const double *g, double cut, const double *x, int n,
+					int nf, double *xo, int *at)
+{
+	int			m = 0;
+
+	for (int i = 0; i < n; i++)
+		if (g[i] >= cut)
+		{
+			if (xo != x || m != i)
+				memcpy(xo + (size_t) m * nf, x + (size_t) i * nf, sizeof(double) * nf);
+			at[m++] = i;
+		}
+	return m;
+}
+
 bool
 hb_approx_set_gate(const HbPlan *p, HbApprox *a, const int32_t *feat,
 				   int32_t n_feat, const double *params, int32_t n_params,

@@ -161,6 +161,14 @@ extern void hb_approx_gate(const HbApprox *a, const double *x, size_t n,
 						   int nf, double *g);
 
 /*
+ * The rows of x (n of them, nf values each) whose gate scores g reach cut,
+ * in order, copied into xo (x itself compacts them in place), their places
+ * among the n in at; returns how many.
+ */
+extern int	hb_approx_gate_pass(const double *g, double cut, const double *x,
+								int n, int nf, double *xo, int *at);
+
+/*
  * Check and set a gate read back from the catalog: the LINEAR catalog form
  * (hb_approx_from_params), one output, only features the cheap model reads
  * (a row read lazily has no others), a finite slack.
