@@ -14,13 +14,15 @@
 #   row by row   SELECT sum(hb_predict(m, r)) FROM r
 #   aggregate    SELECT cardinality(hb_predict_agg(m, r)) FROM r
 #   batch        SELECT count(*) FROM hb_predict_batch(m, NULL::r)
-# and, on the first 20000 rows, hb_predict against hb_predict_class (the
-# class form builds the dense feature vector: the reference for the sparse
-# path of the linear model).
+# and the same three for classes (hb_predict_class, hb_predict_class_agg,
+# hb_predict_class_batch) against scikit-learn's predict.  For the linear
+# model the six run again with hbird.sparse_linear = off: the dense
+# feature vector, hbird's path before the sparse scorer (and the class
+# forms' until 2026-12-03), on the same rows in the same run.
 # Prints key=value lines with seconds and the ratios database / sklearn,
-# and checks the first 2000 rows' probabilities against scikit-learn's
-# (hb_predict_proba: the forest is a two-class model whose hb_predict is the
-# class index).
+# and checks the first 2000 rows' probabilities and classes against
+# scikit-learn's (hb_predict_proba: the forest is a two-class model whose
+# hb_predict is the class index), with the sparse scorer on and off.
 #
 # HB_PIPELINE_PREP=DIR reuses the output of an earlier
 # `bench/pipeline_prep.py DIR ROWS` (data, models, scikit-learn's timings),
@@ -38,6 +40,7 @@ chmod 755 "$TMP"
 echo "# $(date -u +%FT%TZ) rows=$ROWS commit=$(git -C "$BENCH/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
 if [ -n "${HB_PIPELINE_PREP:-}" ]; then
 	cp "$HB_PIPELINE_PREP"/rows.csv "$HB_PIPELINE_PREP"/*.json "$HB_PIPELINE_PREP"/*.p1 \
+		"$HB_PIPELINE_PREP"/*.cls \
 		"$HB_PIPELINE_PREP"/sklearn.kv "$TMP"/
 	[ "$(wc -l <"$TMP/rows.csv")" -ge "$ROWS" ] || { echo "prep has fewer than $ROWS rows" >&2; exit 1; }
 else
@@ -64,23 +67,40 @@ BEGIN
 	RETURN extract(epoch FROM clock_timestamp() - t0);
 END $$;
 SQL
+# the timed forms of model $1, keys suffixed with $2
+forms() {
+	cat <<SQL
+SELECT '${1}_row_s$2=' || round(bench_time(\$q\$SELECT sum(hb_predict('$1', r)) FROM r\$q\$)::numeric, 3);
+SELECT '${1}_agg_s$2=' || round(bench_time(\$q\$SELECT cardinality(hb_predict_agg('$1', r)) FROM r\$q\$)::numeric, 3);
+SELECT '${1}_batch_s$2=' || round(bench_time(\$q\$SELECT count(*) FROM hb_predict_batch('$1', NULL::r)\$q\$)::numeric, 3);
+SELECT '${1}_class_row_s$2=' || round(bench_time(\$q\$SELECT sum(hb_predict_class('$1', r)) FROM r\$q\$)::numeric, 3);
+SELECT '${1}_class_agg_s$2=' || round(bench_time(\$q\$SELECT cardinality(hb_predict_class_agg('$1', r)) FROM r\$q\$)::numeric, 3);
+SELECT '${1}_class_batch_s$2=' || round(bench_time(\$q\$SELECT count(*) FROM hb_predict_class_batch('$1', NULL::r)\$q\$)::numeric, 3);
+SELECT '${1}_check_max_abs_diff$2=' || max(abs((hb_predict_proba('$1', r))[2] - e.p))
+FROM r JOIN exp e ON e.k = r.id + 1;
+SELECT '${1}_check_class_differ$2=' || count(*) FILTER (WHERE hb_predict_class('$1', r) <> e.c)
+FROM r JOIN exp e ON e.k = r.id + 1;
+SQL
+}
 for m in pl_linear pl_forest; do
-	psql -X -At -v ON_ERROR_STOP=1 <<SQL
+	{
+		cat <<SQL
 SET max_parallel_workers_per_gather = 0;
 SELECT 'upload_s_$m=' || round(bench_time(\$q\$SELECT hb_model_upload('$m', pg_read_file('$TMP/$m.json'))\$q\$)::numeric, 3);
 SELECT hb_predict('$m', r) IS NOT NULL AS warm FROM r LIMIT 1;
-SELECT '${m}_row_s=' || round(bench_time(\$q\$SELECT sum(hb_predict('$m', r)) FROM r\$q\$)::numeric, 3);
-SELECT '${m}_agg_s=' || round(bench_time(\$q\$SELECT cardinality(hb_predict_agg('$m', r)) FROM r\$q\$)::numeric, 3);
-SELECT '${m}_batch_s=' || round(bench_time(\$q\$SELECT count(*) FROM hb_predict_batch('$m', NULL::r)\$q\$)::numeric, 3);
--- the dense feature vector on the first 20000 rows (the class form builds it)
--- against the same rows scored by hb_predict
-SELECT '${m}_first20k_row_s=' || round(bench_time(\$q\$SELECT sum(hb_predict('$m', q.r)) FROM (SELECT r FROM r WHERE id < 20000) q\$q\$)::numeric, 3);
-SELECT '${m}_first20k_dense_class_row_s=' || round(bench_time(\$q\$SELECT sum(hb_predict_class('$m', q.r)) FROM (SELECT r FROM r WHERE id < 20000) q\$q\$)::numeric, 3);
-CREATE TEMP TABLE exp (k serial, p float8);
-\copy exp (p) FROM '$TMP/$m.p1'
-SELECT '${m}_check_max_abs_diff=' || max(abs((hb_predict_proba('$m', r))[2] - e.p))
-FROM r JOIN exp e ON e.k = r.id + 1;
+CREATE TEMP TABLE p1 (k serial, p float8);
+\\copy p1 (p) FROM '$TMP/$m.p1'
+CREATE TEMP TABLE c1 (k serial, c integer);
+\\copy c1 (c) FROM '$TMP/$m.cls'
+CREATE TEMP TABLE exp AS SELECT k, p, c FROM p1 JOIN c1 USING (k);
 SQL
+		forms "$m" ""
+		# the dense feature vector: trees read only their columns either way
+		if [ "$m" = pl_linear ]; then
+			echo "SET hbird.sparse_linear = off;"
+			forms "$m" _dense
+		fi
+	} | psql -X -At -v ON_ERROR_STOP=1
 done 2>&1 | grep -v '^t$' | tee "$TMP/db.kv"
 
 # ratios: database seconds / scikit-learn seconds (below 1: the database is faster)
@@ -89,7 +109,10 @@ import sys
 kv = dict(l.strip().split("=", 1) for l in sys.stdin if "=" in l)
 for m in ("pl_linear", "pl_forest"):
     sk = float(kv[m + "_sklearn_s"])
-    for k in ("row", "agg", "batch"):
+    skc = float(kv[m + "_sklearn_predict_s"])
+    for k in ("row", "agg", "batch", "class_row", "class_agg", "class_batch"):
         v = float(kv["%s_%s_s" % (m, k)])
-        print("%s_%s_vs_sklearn=%.2f" % (m, k, v / sk))
+        print("%s_%s_vs_sklearn=%.2f" % (m, k, v / (skc if k.startswith("class") else sk)))
+        if m + "_" + k + "_s_dense" in kv:
+            print("%s_%s_dense_vs_sparse=%.2f" % (m, k, float(kv["%s_%s_s_dense" % (m, k)]) / v))
 '

@@ -7,11 +7,14 @@ Generates ROWS rows (two numeric columns with NULLs, a 50-value city, an
 integer plan, a review of 5-30 words from a 3000-word vocabulary with
 some non-ASCII words), trains two scikit-learn pipelines on 20000 other
 rows, exports them with scripts/hbird_export_sklearn.py and times
-scikit-learn's predict_proba over the ROWS rows (best of 2), writing:
+scikit-learn's predict_proba and predict over the ROWS rows (best of 2),
+writing:
   OUTDIR/rows.csv        the rows (CSV, NULL = empty)
   OUTDIR/<model>.json    the exported pipelines
   OUTDIR/<model>.p1      scikit-learn's positive-class probability of the first 2000 rows
-  OUTDIR/sklearn.kv      <model>_sklearn_s=<seconds>, <model>_transform_s=...
+  OUTDIR/<model>.cls     scikit-learn's predicted class of the first 2000 rows
+  OUTDIR/sklearn.kv      <model>_sklearn_s=<seconds> (predict_proba),
+                         <model>_sklearn_transform_s=..., <model>_sklearn_predict_s=...
 """
 import json
 import os
@@ -95,7 +98,7 @@ def main():
         pipe.fit(Xtr, ytr)
         with open(os.path.join(out, name + ".json"), "w") as f:
             json.dump(export(pipe, columns=COLUMNS), f)
-        best = best_t = 1e9
+        best = best_t = best_c = 1e9
         for _ in range(2):
             t0 = time.perf_counter()
             p = pipe.predict_proba(X)
@@ -103,10 +106,15 @@ def main():
             t0 = time.perf_counter()
             pipe[:-1].transform(X)
             best_t = min(best_t, time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            c = pipe.predict(X)
+            best_c = min(best_c, time.perf_counter() - t0)
         np.savetxt(os.path.join(out, name + ".p1"), p[:2000, 1], fmt="%.17g")
+        np.savetxt(os.path.join(out, name + ".cls"), c[:2000], fmt="%d")
         kv.append("%s_sklearn_s=%.3f" % (name, best))
         kv.append("%s_sklearn_transform_s=%.3f" % (name, best_t))
-        print(kv[-2], kv[-1], flush=True)
+        kv.append("%s_sklearn_predict_s=%.3f" % (name, best_c))
+        print(kv[-3], kv[-2], kv[-1], flush=True)
     with open(os.path.join(out, "sklearn.kv"), "w") as f:
         f.write("\n".join(kv) + "\n")
 

@@ -52,7 +52,8 @@ typedef struct HbCacheEntry
 								 * (pg_classify.c) */
 	HbPipeline *pipeline;		/* featurizers: rows bind to its inputs */
 	struct HbSparseLinear *sparse;	/* linear over text: margins from the
-									 * tokens (featurize_sparse.h), or NULL */
+									 * tokens (featurize_sparse.h), or NULL;
+									 * read it through hb_entry_sparse */
 
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
@@ -254,6 +255,18 @@ extern void hb_bind_values_margins(const HbBinding *b, const HbCacheEntry *e,
 								   double *margins);
 extern void hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 						 const char *model);
+/*
+ * The sparse scorer of a linear model over text, where hbird.sparse_linear
+ * lets it score; NULL: rows bind to the feature vector.  Every caller that
+ * chooses how rows bind asks here, so the setting turns off one path whole.
+ */
+extern bool hb_sparse_on;		/* pg_guc.c: hbird.sparse_linear */
+static inline struct HbSparseLinear *
+hb_entry_sparse(const HbCacheEntry *e)
+{
+	return hb_sparse_on ? e->sparse : NULL;
+}
+
 /* e->sparse only: the row's raw margins (n_outputs), no feature vector */
 extern void hb_bind_row_margins(const HbBinding *b, const HbCacheEntry *e,
 								HeapTupleHeader td, double *margins);
@@ -395,12 +408,14 @@ extern void hb_batch_function_run(FunctionCallInfo fcinfo, HbCacheEntry *e,
 /*
  * pg_batch.c: the scoring aggregates' shared machinery.  A kind says how
  * its model is checked and how a batch of bound rows becomes one value a
- * row (NULL: the predictions, or every target).
+ * row (NULL: the predictions, or every target).  The rows are the raw
+ * margins of a linear model over text (margins: hb_entry_sparse, no
+ * cascade), else the feature vectors.
  */
 typedef struct HbAggState HbAggState;
 typedef void (*HbAggScoreFn) (HbCacheEntry *e, const HbCascade *cascade,
-							  const double *x, int n, double *out,
-							  struct HbLazy *lazy);
+							  const double *x, bool margins, int n,
+							  double *out, struct HbLazy *lazy);
 typedef struct HbAggKind
 {
 	const char *fn;				/* the aggregate, in messages */
@@ -439,6 +454,8 @@ extern void hb_classify(HbCacheEntry *e, const HbCascade *cascade,
 extern void hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade,
 							 const double *x, size_t n, int32 *out,
 							 HbCompleteRows complete, void *arg);
+extern void hb_classify_margins(HbCacheEntry *e, const double *margins,
+								size_t n, int32 *out);
 /* pg_tune.c: tuned approximations */
 typedef enum HbTopkMode
 {

@@ -129,7 +129,8 @@ agg_flush(HbAggState *s)
 	if (s->lazy)
 		hb_lazy_set_rows(s->lazy, s->rows);
 	if (s->kind->score)
-		s->kind->score(s->entry, s->cascade, s->x, s->nbuf, out, s->lazy);
+		s->kind->score(s->entry, s->cascade, s->x, s->margins, s->nbuf, out,
+					   s->lazy);
 	else
 		score_rows(s->entry, s->cascade, s->lazy, s->kind->targets,
 				   s->margins, s->x, s->nbuf, s->scratch, out);
@@ -267,7 +268,7 @@ hb_agg_sfunc(FunctionCallInfo fcinfo, const HbAggKind *kind)
 		if (s->cascade)
 			s->lazy = hb_lazy_for(st->entry, s->cascade->approx, false, aggcxt);
 		/* a linear model over text buffers margins, not 20,000-wide rows */
-		s->margins = st->entry->sparse && kind->score == NULL && s->cascade == NULL;
+		s->margins = hb_entry_sparse(st->entry) != NULL && s->cascade == NULL;
 		s->width = s->margins ? st->entry->n_outputs : st->entry->n_features;
 		if (s->margins)
 			s->batch = HB_MAX_BATCH_ROWS;
@@ -501,7 +502,7 @@ predict_batch_call(FunctionCallInfo fcinfo, bool targets)
 							  MCXT_ALLOC_HUGE);
 	b->cascade = targets ? NULL : hb_cascade_for(b->entry, CurrentMemoryContext);
 	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, false, CurrentMemoryContext) : NULL;
-	b->margins = b->entry->sparse != NULL && b->cascade == NULL;
+	b->margins = hb_entry_sparse(b->entry) != NULL && b->cascade == NULL;
 	hb_batch_function_run(fcinfo, b->entry, rowtype, 2, batch, b->margins, b->lazy,
 						  &b->out, &b->items, predict_batch, predict_batch_finish, b);
 	return (Datum) 0;

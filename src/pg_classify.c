@@ -7,7 +7,10 @@
  * Tree classifiers take the exact early exit of src/core/early_exit.c
  * unless hbird.early_exit is off: the answer is the same either way, only
  * the number of trees walked differs.  The per-tree bounds are built once
- * per compiled plan and live with it in the plan cache.
+ * per compiled plan and live with it in the plan cache.  A linear model
+ * over text takes its class from the margins its tokens give
+ * (hb_classify_margins), as hb_predict does, never from a feature vector
+ * tens of thousands wide.
  */
 #include "postgres.h"
 
@@ -104,6 +107,19 @@ hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade, const double *x,
 				 errmsg("out of memory")));
 }
 
+/*
+ * Classes of n rows of a linear model over text from their raw margins
+ * (bound by hb_bind_row_margins: hb_entry_sparse), as full scoring
+ * predicts them from its margins.  Such a model has no trees to skip.
+ */
+void
+hb_classify_margins(HbCacheEntry *e, const double *margins, size_t n,
+					int32 *out)
+{
+	hb_link_class(e->plan, margins, n, out);
+	class_stats.rows += n;
+}
+
 static Datum
 predict_class(FunctionCallInfo fcinfo, bool record)
 {
@@ -118,6 +134,14 @@ predict_class(FunctionCallInfo fcinfo, bool record)
 		PG_RETURN_NULL();
 	if (timed)
 		INSTR_TIME_SET_CURRENT(start);
+	/* a linear model over text: margins from the tokens, as hb_predict */
+	if (record && hb_entry_sparse(e) && hb_call_cascade(st) == NULL)
+	{
+		hb_call_load_margins(fcinfo, st, 1, st->scratch);
+		hb_classify_margins(e, st->scratch, 1, &cls);
+		hb_stat_row(e, timed ? &start : NULL);
+		PG_RETURN_INT32(cls);
+	}
 	if (record)
 		hb_call_load_record(fcinfo, st, 1);
 	else
@@ -151,11 +175,14 @@ hb_predict_class_array(PG_FUNCTION_ARGS)
 
 static void
 class_agg_score(HbCacheEntry *e, const HbCascade *cascade, const double *x,
-				int n, double *out, HbLazy *lazy)
+				bool margins, int n, double *out, HbLazy *lazy)
 {
 	int32	   *cls = palloc(sizeof(int32) * Max(n, 1));
 
-	hb_classify_lazy(e, cascade, x, n, cls, lazy ? hb_lazy_complete : NULL, lazy);
+	if (margins)
+		hb_classify_margins(e, x, n, cls);
+	else
+		hb_classify_lazy(e, cascade, x, n, cls, lazy ? hb_lazy_complete : NULL, lazy);
 	for (int i = 0; i < n; i++)
 		out[i] = cls[i];
 	pfree(cls);
@@ -187,6 +214,7 @@ typedef struct ClassBatch
 	int32	   *cls;
 	HbCascade  *cascade;		/* tuned cascade (hbird.cascade), or NULL */
 	HbLazy	   *lazy;			/* rows bound lazily for it, or NULL */
+	bool		margins;		/* x holds raw margins (hb_entry_sparse) */
 } ClassBatch;
 
 static void
@@ -201,8 +229,11 @@ class_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 	INSTR_TIME_SET_CURRENT(start);
 	if (b->lazy)
 		hb_lazy_set_rows(b->lazy, items);
-	hb_classify_lazy(b->entry, b->cascade, x, n, b->cls,
-					 b->lazy ? hb_lazy_complete : NULL, b->lazy);
+	if (b->margins)
+		hb_classify_margins(b->entry, x, n, b->cls);
+	else
+		hb_classify_lazy(b->entry, b->cascade, x, n, b->cls,
+						 b->lazy ? hb_lazy_complete : NULL, b->lazy);
 	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -233,9 +264,10 @@ hb_predict_class_batch(PG_FUNCTION_ARGS)
 	b->cascade = hb_cascade_for(b->entry, CurrentMemoryContext);
 	b->lazy = b->cascade ? hb_lazy_for(b->entry, b->cascade->approx, false, CurrentMemoryContext) : NULL;
 	hb_check_classifier(b->entry, "hb_predict_class_batch");
+	b->margins = hb_entry_sparse(b->entry) != NULL && b->cascade == NULL;
 	batch = hb_batch_rows(b->entry);
 	b->cls = palloc_extended(sizeof(int32) * batch, MCXT_ALLOC_HUGE);
-	hb_batch_function_run(fcinfo, b->entry, rowtype, 2, batch, false, b->lazy,
+	hb_batch_function_run(fcinfo, b->entry, rowtype, 2, batch, b->margins, b->lazy,
 						  &b->out, &b->items, class_batch, class_batch_finish, b);
 	return (Datum) 0;
 }

@@ -41,6 +41,7 @@ bool		hb_pushdown_on = true;
 bool		hb_early_exit = true;
 bool		hb_cascade_on = false;
 bool		hb_lazy_on = true;
+bool		hb_sparse_on = true;
 int			hb_topk_mode = HB_TOPK_AUTO;
 
 /* statistics (pg_stats.c) */
@@ -208,6 +209,18 @@ hb_define_gucs(void)
 							 "model's columns. Answers are the same either way.",
 							 &hb_lazy_on,
 							 hb_lazy_on,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.sparse_linear",
+							 "Scores linear models over text from each document's non-zero columns.",
+							 "A linear model whose pipeline has text featurizers adds weight times "
+							 "value for the columns a row's text produces, instead of building its "
+							 "feature vector (tens of thousands of columns).  Off builds the vector, "
+							 "to compare; the answers agree to rounding.",
+							 &hb_sparse_on,
+							 hb_sparse_on,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

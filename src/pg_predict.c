@@ -339,7 +339,7 @@ score(FunctionCallInfo fcinfo, ScoreKind kind, bool record)
 	e = st->entry;
 
 	/* a linear model over text: margins from the tokens (featurize_sparse.h) */
-	if (record && e->sparse &&
+	if (record && hb_entry_sparse(e) &&
 		!(kind == SCORE_PREDICT && hb_cascade_on && hb_call_cascade(st) != NULL))
 	{
 		hb_call_load_margins(fcinfo, st, 1, st->scratch);

@@ -107,6 +107,31 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
 }
 
 /*
+ * The tuned cascade call c of model e scores through (hbird.cascade), or
+ * NULL.  A pinned call is exact, as the coordinator that shipped it asked.
+ */
+static HbCascade *
+call_cascade(const ScoreCall *c, HbCacheEntry *e, MemoryContext cxt)
+{
+	if ((c->kind == HB_CALL_PREDICT || c->kind == HB_CALL_CLASS) && hb_cascade_on &&
+		c->source != HB_SOURCE_ARGS)
+		return hb_cascade_for(e, cxt);
+	return NULL;
+}
+
+/*
+ * Whether call c binds its rows to the raw margins of e, a linear model
+ * over text (hb_entry_sparse), rather than to feature vectors: every kind
+ * of call does, but for arrays (by position) and cascades (the cheap model
+ * reads features).
+ */
+static bool
+binds_margins(const ScoreCall *c, const HbCacheEntry *e, const HbCascade *cascade)
+{
+	return hb_entry_sparse(e) != NULL && !c->is_array && cascade == NULL;
+}
+
+/*
  * The call's model for this scan: the name is evaluated (it may be a
  * parameter that changes between rescans) and looked up as the function
  * would look it up; a name unchanged since the last scan keeps its model.
@@ -164,14 +189,8 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 		hb_check_single_target(e, c->fn);
 	if (c->kind == HB_CALL_TARGETS)
 		hb_check_regression(e, c->fn);
-	/* a pinned call is exact, as the coordinator that shipped it asked */
-	if ((c->kind == HB_CALL_PREDICT || c->kind == HB_CALL_CLASS) && hb_cascade_on &&
-		c->source != HB_SOURCE_ARGS)
-		c->cascade = hb_cascade_for(e, c->cxt);
-	c->sparse = e->sparse != NULL && !c->is_array &&
-		(c->kind == HB_CALL_PROBA || c->kind == HB_CALL_MARGIN ||
-		 c->kind == HB_CALL_TARGETS ||
-		 (c->kind == HB_CALL_PREDICT && c->cascade == NULL));
+	c->cascade = call_cascade(c, e, c->cxt);
+	c->sparse = binds_margins(c, e, c->cascade);
 	c->width = c->sparse ? e->n_outputs : e->n_features;
 	c->nout = Max(e->n_outputs, Max(e->n_classes, 1));
 	c->x_cap = 0;				/* buffers sized for this model */
@@ -202,7 +221,7 @@ resolve_call(HbScoreState *st, ScoreCall *c)
 		 * (complete_rows).  Without featurizers every column is read, as
 		 * the row-at-a-time form does (docs/willump.md)
 		 */
-		hb_scan_read_cheaply(st, c, c->cascade != NULL && !c->sparse ? c->cascade->approx : NULL,
+		hb_scan_read_cheaply(st, c, c->cascade != NULL ? c->cascade->approx : NULL,
 					 false);
 	}
 	if (c->source == HB_SOURCE_ARGS && !c->is_array)
@@ -529,8 +548,11 @@ score_call(HbScoreState *st, ScoreCall *c, bool topk)
 															   e->n_outputs);
 				break;
 			case HB_CALL_CLASS:
-				hb_classify_lazy(e, c->cascade, c->x, nb, c->cls,
-								 c->lazy_cols ? complete_rows : NULL, c);
+				if (c->sparse)
+					hb_classify_margins(e, c->x, nb, c->cls);
+				else
+					hb_classify_lazy(e, c->cascade, c->x, nb, c->cls,
+									 c->lazy_cols ? complete_rows : NULL, c);
 				for (int b = 0; b < nb; b++)
 					c->values[c->rows[b]] = Int32GetDatum(c->cls[b]);
 				break;
@@ -1070,6 +1092,7 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			appendStringInfoString(&buf, ", ");
 		if (c->resolved)
 			appendStringInfo(&buf, "%s v%d (%s)", c->name, c->e->version,
+							 c->sparse ? "sparse text" :
 							 hb_strategy_name(hb_plan_strategy(c->e->plan, st->max_rows)));
 		else if (IsA(name, Const) && !((Const *) name)->constisnull)
 		{
@@ -1082,6 +1105,8 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 				HbCacheEntry *e = hb_cache_acquire(&ref);
 
 				appendStringInfo(&buf, "%s v%d (%s)", mname, e->version,
+								 binds_margins(c, e, call_cascade(c, e, CurrentMemoryContext)) ?
+								 "sparse text" :
 								 hb_strategy_name(hb_plan_strategy(e->plan, hb_batch_rows(e))));
 			}
 			else

@@ -375,7 +375,7 @@ hb_topk(PG_FUNCTION_ARGS)
 	scan.bounds = bounds_for(e, CurrentMemoryContext);
 	scan.heap = &heap;
 	scan.threshold = -INFINITY;
-	scan.margins = e->sparse != NULL;
+	scan.margins = hb_entry_sparse(e) != NULL;
 	hb_scan_batches(e, query, rowtype, scan.margins ? HB_TOPK_BATCH_ROWS : Min(hb_batch_rows(e), HB_TOPK_BATCH_ROWS),
 					scan.margins, NULL, HB_ITEMS_ON_DEMAND, topk_batch, &scan);
 
@@ -497,7 +497,7 @@ hb_topk_agg_sfunc(PG_FUNCTION_ARGS)
 			MemoryContextSwitchTo(old);
 		}
 		s->bounds = bounds_for(st->entry, aggcxt);
-		s->margins = st->entry->sparse != NULL && s->approx == NULL;
+		s->margins = hb_entry_sparse(st->entry) != NULL && s->approx == NULL;
 		s->width = s->margins ? 1 : st->entry->n_features;
 		heap_init(&s->heap, k, st->entry->plan, aggcxt);
 		s->threshold = -INFINITY;

@@ -1,8 +1,9 @@
 -- Linear models over text features score from each document's non-zero
--- columns (featurize_sparse.c) in hb_predict / hb_predict_proba /
--- hb_predict_margin over rows, hb_predict_agg and hb_predict_batch; the
--- class forms still build the dense feature vector.  Both must agree with
--- each other and with scikit-learn (test/fixtures/pipelines).
+-- columns (featurize_sparse.c) in every form over rows: hb_predict,
+-- hb_predict_proba, hb_predict_margin, hb_predict_class, their aggregates
+-- and batched functions, row at a time and in the batching scan.
+-- hbird.sparse_linear = off builds the dense feature vector instead.  Both
+-- must agree with each other and with scikit-learn (test/fixtures/pipelines).
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set pl :abs_srcdir '/fixtures/pipelines/'
 
@@ -37,13 +38,83 @@ FROM sp_rows r JOIN sp_svc_exp e USING (id);
 SELECT count(*) AS n, count(*) FILTER (WHERE NOT hbt_close(hb_predict('sp_ridge', r), e.pred)) AS ridge_bad
 FROM sp_rows r JOIN sp_ridge_exp e USING (id);
 
--- sparse (hb_predict) against dense (hb_predict_class): the same classes,
--- and the three margins of the multiclass model pick the same one
-SELECT count(*) FILTER (WHERE hb_predict('sp_svc', r) <> hb_predict_class('sp_svc', r)) AS svc_differ,
-	   count(*) FILTER (WHERE (hb_predict('sp_logreg', r) > 0.5) <> (hb_predict_class('sp_logreg', r) = 1)) AS logreg_differ,
-	   count(*) FILTER (WHERE (SELECT k - 1 FROM unnest(hb_predict_margin('sp_svc', r)) WITH ORDINALITY AS u(v, k)
-							   ORDER BY v DESC LIMIT 1) <> hb_predict_class('sp_svc', r)) AS argmax_differ
+-- classes from the margins against scikit-learn (the SVC's labels, the
+-- logistic regression's p1 > 0.5), row at a time and in the batching scan
+-- (target list, WHERE); the multiclass margins' first maximum is the class
+CREATE FUNCTION sp_class_bad() RETURNS TABLE (n bigint, svc_bad bigint, logreg_bad bigint, where_svc bigint)
+LANGUAGE sql AS $$
+	SELECT (SELECT count(*) FROM sp_rows),
+		   (SELECT count(*) FILTER (WHERE hb_predict_class('sp_svc', r) <> e.pred)
+			FROM sp_rows r JOIN sp_svc_exp e USING (id)),
+		   (SELECT count(*) FILTER (WHERE hb_predict_class('sp_logreg', r) <> (e.p1 > 0.5)::int)
+			FROM sp_rows r JOIN sp_logreg_exp e USING (id)),
+		   (SELECT count(*) FROM sp_rows r JOIN sp_svc_exp e USING (id)
+			WHERE hb_predict_class('sp_svc', r) = e.pred::int)
+$$;
+SET hbird.batch_scan = off;
+SELECT * FROM sp_class_bad();
+RESET hbird.batch_scan;
+SELECT * FROM sp_class_bad();
+SELECT count(*) FILTER (WHERE (SELECT k - 1 FROM unnest(hb_predict_margin('sp_svc', r)) WITH ORDINALITY AS u(v, k)
+							   ORDER BY v DESC, k LIMIT 1) <> hb_predict_class('sp_svc', r)) AS argmax_differ
 FROM sp_rows r;
+-- the scan says how it binds: the margins of the text, or feature vectors
+-- where hbird.sparse_linear is off
+EXPLAIN (COSTS OFF) SELECT hb_predict_class('sp_svc', r) FROM sp_rows r;
+SET hbird.sparse_linear = off;
+EXPLAIN (COSTS OFF) SELECT hb_predict_class('sp_svc', r) FROM sp_rows r;
+RESET hbird.sparse_linear;
+
+-- every form with the sparse scorer on and off: the same classes, values
+-- within rounding (the dense path sums the same terms in column order).
+-- sp_forms(t) makes t (the batching scan), t_row (row at a time) and t_agg
+-- (the aggregates and batched functions, in id order).
+CREATE FUNCTION sp_forms(t text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	q text := 'SELECT id, hb_predict_class(''sp_svc'', r) AS svc_cls, hb_predict(''sp_svc'', r) AS svc_pred,
+				  hb_predict_class(''sp_logreg'', r) AS lg_cls, (hb_predict_proba(''sp_logreg'', r))[2] AS lg_p1
+			   FROM sp_rows r';
+BEGIN
+	EXECUTE format('CREATE TEMP TABLE %I AS %s', t, q);
+	PERFORM set_config('hbird.batch_scan', 'off', true);
+	EXECUTE format('CREATE TEMP TABLE %I AS %s', t || '_row', q);
+	PERFORM set_config('hbird.batch_scan', 'on', true);
+	EXECUTE format($q$CREATE TEMP TABLE %I AS
+		SELECT (SELECT hb_predict_class_agg('sp_svc', r ORDER BY id) FROM sp_rows r) AS svc,
+			   (SELECT hb_predict_class_agg('sp_logreg', r ORDER BY id) FROM sp_rows r) AS lg,
+			   (SELECT array_agg(class ORDER BY (item).id) FROM hb_predict_class_batch('sp_svc', NULL::sp_rows)) AS svc_batch,
+			   (SELECT array_agg(class ORDER BY (item).id) FROM hb_predict_class_batch('sp_logreg', NULL::sp_rows)) AS lg_batch,
+			   (SELECT hb_predict_agg('sp_logreg', r ORDER BY id) FROM sp_rows r) AS lg_p1$q$, t || '_agg');
+END $$;
+SELECT sp_forms('sp_on');
+SET hbird.sparse_linear = off;
+SELECT sp_forms('sp_off');
+SELECT * FROM sp_class_bad();
+RESET hbird.sparse_linear;
+SELECT count(*) AS n,
+	   count(*) FILTER (WHERE a.svc_cls <> b.svc_cls OR a.svc_cls <> ar.svc_cls OR a.svc_cls <> br.svc_cls
+						OR a.svc_pred <> b.svc_pred OR a.svc_pred <> ar.svc_pred) AS svc_differ,
+	   count(*) FILTER (WHERE a.lg_cls <> b.lg_cls OR a.lg_cls <> ar.lg_cls OR a.lg_cls <> br.lg_cls) AS logreg_differ,
+	   count(*) FILTER (WHERE NOT hbt_close(a.lg_p1, b.lg_p1) OR NOT hbt_close(a.lg_p1, ar.lg_p1)
+						OR NOT hbt_close(a.lg_p1, br.lg_p1)) AS p1_differ,
+	   count(*) FILTER (WHERE a.lg_cls <> (a.lg_p1 > 0.5)::int) AS cls_not_p1
+FROM sp_on a JOIN sp_off b USING (id) JOIN sp_on_row ar USING (id) JOIN sp_off_row br USING (id);
+SELECT a.svc = b.svc AS svc_agg_same, a.lg = b.lg AS logreg_agg_same,
+	   a.svc_batch = a.svc AND a.lg_batch = a.lg AS batch_is_agg,
+	   a.svc_batch = b.svc_batch AND a.lg_batch = b.lg_batch AS batch_same,
+	   a.svc = (SELECT array_agg(pred::int ORDER BY id) FROM sp_svc_exp WHERE id IN (SELECT id FROM sp_rows)) AS svc_sklearn,
+	   a.lg = (SELECT array_agg((e.p1 > 0.5)::int ORDER BY id) FROM sp_logreg_exp e WHERE id IN (SELECT id FROM sp_rows)) AS logreg_sklearn,
+	   (SELECT bool_and(x = (y > 0.5)::int) FROM unnest(a.lg, a.lg_p1) AS u(x, y)) AS logreg_agg_p1,
+	   cardinality(a.svc) AS n
+FROM sp_on_agg a, sp_off_agg b;
+-- a NULL row keeps its place in the class aggregate, with no class
+SELECT cardinality(c) AS n, c[2] IS NULL AS null_row_is_null,
+	   c[1] = (SELECT pred FROM sp_svc_exp WHERE id = 0) AND c[3] = (SELECT pred FROM sp_svc_exp WHERE id = 1) AS others
+FROM (SELECT hb_predict_class_agg('sp_svc', r ORDER BY o) AS c
+	  FROM (SELECT 1 AS o, s AS r FROM sp_rows s WHERE id = 0
+			UNION ALL SELECT 2, NULL::sp_rows
+			UNION ALL SELECT 3, s FROM sp_rows s WHERE id = 1) q) a;
 
 -- the aggregate: scikit-learn's values in input order; a NULL row takes its
 -- place with the intercept alone (every feature missing)
@@ -58,7 +129,7 @@ FROM (SELECT hb_predict_agg('sp_ridge', r ORDER BY o) AS p
 	  FROM (SELECT 1 AS o, s AS r FROM sp_rows s WHERE id = 0
 			UNION ALL SELECT 2, NULL::sp_rows
 			UNION ALL SELECT 3, s FROM sp_rows s WHERE id = 1) q) a;
--- the class aggregate (dense) agrees with the aggregate (sparse)
+-- the class aggregate agrees with the aggregate of hb_predict
 SELECT (SELECT hb_predict_agg('sp_svc', r ORDER BY id) FROM sp_rows r)::int[] =
 	   (SELECT hb_predict_class_agg('sp_svc', r ORDER BY id) FROM sp_rows r) AS svc_agg_same;
 -- aggregates over groups
@@ -86,3 +157,5 @@ FROM sp_typed t JOIN sp_logreg_exp e USING (id);
 -- leave the catalog as the other suites expect it
 SELECT count(hb_model_drop(m)) AS dropped FROM unnest(ARRAY['sp_logreg', 'sp_svc', 'sp_ridge']) AS m;
 DROP TABLE sp_rows, sp_typed, sp_logreg_exp, sp_svc_exp, sp_ridge_exp;
+DROP FUNCTION sp_class_bad(), sp_forms(text);
+DROP TABLE sp_on, sp_on_row, sp_on_agg, sp_off, sp_off_row, sp_off_agg;
