@@ -147,6 +147,10 @@ clf_multi = xgb.XGBClassifier(n_estimators=20, max_depth=3, n_jobs=1, random_sta
 clf_multi.fit(X4, y_multi)
 reg_sk = xgb.XGBRegressor(n_estimators=15, max_depth=3, n_jobs=1, random_state=1)
 reg_sk.fit(X4, y_reg)
+# a learning-to-rank estimator: 40 queries of 10 documents, graded 0-5
+ranker = xgb.XGBRanker(objective="rank:pairwise", n_estimators=25, max_depth=4, n_jobs=1,
+                       random_state=1)
+ranker.fit(X4, np.digitize(y_reg, [-2.0, -1.0, 0.0, 1.0, 2.0]), qid=np.repeat(np.arange(40), 10))
 
 json_path = os.path.join(TMP, "reg.json")
 ubj_path = os.path.join(TMP, "reg.ubj")
@@ -156,6 +160,7 @@ want_bin = booster_bin.predict(xgb.DMatrix(Xtest, feature_names=NAMES4))
 want_reg = booster_reg.predict(xgb.DMatrix(Xtest))
 want_multi = clf_multi.predict_proba(Xtest)
 want_reg_sk = reg_sk.predict(Xtest)
+want_rank = ranker.predict(Xtest)
 
 
 def sklearn_models():
@@ -237,6 +242,18 @@ def formats(driver, sk):
     def t():
         hbird.upload(conn, p + "reg_sk", reg_sk)
         return worst(score_arrays(conn, p + "reg_sk", Xtest), want_reg_sk) <= 0
+    t()
+
+    @case("%s: XGBRanker scores as predict, and ranks as it does" % driver)
+    def t():
+        hbird.upload(conn, p + "rank", ranker)
+        got = score_arrays(conn, p + "rank", Xtest)
+        w = worst(got, want_rank)
+        # the ten best rows in SQL, as the ranker's scores order them (ties by id)
+        top = [r[0] for r in q(conn, "SELECT id FROM hbt_x ORDER BY hb_predict(%s, x) DESC, id "
+                                     "LIMIT 10", (p + "rank",))]
+        want_top = [int(i) for i in np.lexsort((np.arange(len(want_rank)), -want_rank))[:10]]
+        return w <= 0 and top == want_top, "worst excess %.3g, top %s, want %s" % (w, top, want_top)
     t()
 
     for path, fmt in ((json_path, "xgboost-json"), (ubj_path, "xgboost-ubj")):
