@@ -7,7 +7,7 @@ Use Debian's interpreter (python3-xgboost 1.7.4), not a pyenv one.  Writes
 into datadir (default bench/data/strategies/), skipping files already there:
 
     d{D}_t{T}.json   XGBoost binary:logistic, max_depth D in {2,4,6,8,10},
-                     the first T in {10,100,500} trees of one 500-round run
+                     the first T in {10,30,100,500} trees of one 500-round run
                      per depth (hist, eta 0.1), features f0..f27
     rows.f32         65,536 scoring rows: raw float32, row-major, 28 columns,
                      NaN = missing (about 1% of cells)
@@ -27,7 +27,7 @@ N_FEATURES = 28
 N_TRAIN = 50_000
 N_ROWS = 65_536
 DEPTHS = (2, 4, 6, 8, 10)
-TREES = (10, 100, 500)
+TREES = (10, 30, 100, 500)
 MISSING = 0.01
 
 

@@ -10,8 +10,8 @@ command -v gnuplot >/dev/null || { echo "gnuplot is not installed (apt-get insta
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# "| depth | trees | batch | XGBoost | TT | PTT | PTT, eight-row walk | GEMM | PTT / walk |"
-# rows (or the older "| depth | trees | batch | XGBoost | TT | PTT | GEMM |")
+# "| depth | trees | batch | XGBoost | TT | PTT | PTT, eight-row walk | GEMM | PTT / walk | auto |"
+# rows (or the older ones without auto, or without the walk and auto)
 # -> depth xgb tt ptt walk gemm per trees
 /usr/bin/python3 - "$in" "$tmp" <<'PY'
 import re, sys
@@ -26,7 +26,7 @@ rows = {}
 batch_max = 0
 for line in open(src):
     cells = [c.strip() for c in line.strip().strip('|').split('|')]
-    if len(cells) not in (7, 9) or not cells[0].isdigit():
+    if len(cells) not in (7, 9, 10) or not cells[0].isdigit():
         continue
     d, t, b = int(cells[0]), int(cells[1]), int(cells[2])
     batch_max = max(batch_max, b)
@@ -43,7 +43,7 @@ for (t, b), pts in rows.items():
 print(batch_max)
 PY
 batch=$(/usr/bin/python3 -c "
-import re;print(max(int(c[2]) for c in ([x.strip() for x in l.strip().strip('|').split('|')] for l in open('$in')) if len(c) in (7, 9) and c[0].isdigit()))")
+import re;print(max(int(c[2]) for c in ([x.strip() for x in l.strip().strip('|').split('|')] for l in open('$in')) if len(c) in (7, 9, 10) and c[0].isdigit()))")
 gnuplot <<GP
 set terminal pngcairo size 1200,420 font ",10"
 set output "$out"

@@ -61,7 +61,7 @@ static const char *method_names[N_METHODS] = {
 };
 
 static const int depths[] = {2, 4, 6, 8, 10};
-static const int tree_counts[] = {10, 100, 500};
+static const int tree_counts[] = {10, 30, 100, 500};
 static const size_t batches[] = {1, 64, 1024, 65536};
 
 #define N_DEPTHS	(sizeof(depths) / sizeof(depths[0]))
@@ -78,6 +78,8 @@ typedef struct Cell
 } Cell;
 
 static Cell cells[N_DEPTHS][N_TREES][N_BATCHES][N_METHODS];
+/* what hbird.tree_strategy = auto runs for each cell (hb_plan_strategy) */
+static HbStrategy picks[N_DEPTHS][N_TREES][N_BATCHES];
 
 static float *rows_f;			/* N_ROWS x 28, float32 */
 static double *rows_d;			/* the same values as double */
@@ -355,6 +357,8 @@ main(int argc, char **argv)
 				size_t		b = batches[bi];
 				bool		active[N_METHODS];
 
+				picks[di][ti][bi] = hb_plan_strategy(p, b);
+
 				for (int me = 0; me < N_METHODS; me++)
 				{
 					Cell	   *c = &cells[di][ti][bi][me];
@@ -440,7 +444,7 @@ main(int argc, char **argv)
 	{
 		/* the headline: 500 trees of depth 8 at the largest batch */
 		size_t		di = 3,
-					ti = 2,
+					ti = N_TREES - 1,
 					bi = N_BATCHES - 1;
 		double		visits = (double) batches[bi] * tree_counts[ti] * depths[di];
 
@@ -467,9 +471,11 @@ main(int argc, char **argv)
 	}
 
 	printf("## Grid (rows/s, and ratio vs XGBoost)\n\n");
+	printf("\"auto\": the strategy `hbird.tree_strategy = auto` takes for the cell"
+		   " (`hb_plan_strategy`), and its rate over the best of TT, PTT and GEMM.\n\n");
 	printf("| depth | trees | batch | XGBoost | TT | PTT | PTT, eight-row walk | GEMM |"
-		   " PTT / eight-row walk |\n");
-	printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+		   " PTT / eight-row walk | auto |\n");
+	printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (size_t di = 0; di < N_DEPTHS; di++)
 		for (size_t ti = 0; ti < N_TREES; ti++)
 			for (size_t bi = 0; bi < N_BATCHES; bi++)
@@ -491,10 +497,23 @@ main(int argc, char **argv)
 						printf(" %s (%.2f×) |", rate, c->rows_per_s / xr);
 				}
 				if (cells[di][ti][bi][M_PTT].absent)
-					printf(" — |\n");
+					printf(" — |");
 				else
-					printf(" %.2f× |\n", cells[di][ti][bi][M_PTT].rows_per_s /
+					printf(" %.2f× |", cells[di][ti][bi][M_PTT].rows_per_s /
 						   cells[di][ti][bi][M_PTT8].rows_per_s);
+				{
+					HbStrategy	pk = picks[di][ti][bi];
+					int			pm = pk == HB_STRATEGY_GEMM ? M_GEMM :
+						pk == HB_STRATEGY_PTT ? M_PTT : M_TT;
+					double		best = 0;
+
+					for (int me = M_TT; me < N_METHODS; me++)
+						if (me != M_PTT8 && !cells[di][ti][bi][me].absent &&
+							cells[di][ti][bi][me].rows_per_s > best)
+							best = cells[di][ti][bi][me].rows_per_s;
+					printf(" %s (%.2f×) |\n", hb_strategy_name(pk),
+						   cells[di][ti][bi][pm].rows_per_s / best);
+				}
 			}
 	free(rows_d);
 	free(rows_f);

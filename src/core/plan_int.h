@@ -22,8 +22,8 @@
  * Strategy heuristic thresholds (plan.c), calibrated with bench/strategies.sh
  * (docs/strategies.md): one thread, 28 features, depth 2-10, 10-500 trees,
  * batches 1-65536.  TT wins below a few dozen rows; GEMM wins only at
- * depth 2 (its work grows as 4^depth); PTT wins everywhere else by 2-9x
- * as long as trees are not much sparser than perfect.
+ * depth 2 with few trees (its work grows as 4^depth); PTT wins everywhere
+ * else by 2-9x as long as trees are not much sparser than perfect.
  */
 #define HB_PTT_MAX_DEPTH		12	/* PTT layouts are built up to this depth */
 #define HB_GEMM_MAX_DEPTH		6	/* GEMM layouts likewise (forced use only) */
@@ -31,6 +31,16 @@
 									 * has its few-row kernel (strategy_ptt.c) */
 #define HB_AUTO_GEMM_DEPTH		2
 #define HB_AUTO_GEMM_MIN_BATCH	64
+/*
+ * ... and at most this many trees: at depth 2 PTT pays a fixed cost a row
+ * (the compact kernel's column ranks) and then less per tree than GEMM.
+ * Measured (bench/results/strategies.md, batches 64-65536): with
+ * OpenBLAS's Cooperlake kernels GEMM ran at 1.2-1.55x PTT at 10 trees and
+ * PTT at 1.45-1.82x GEMM at 100 and 500 (per row about 43 + 1.1 T ns
+ * against 22 + 2.0 T: even near 24 trees); with its Haswell kernels PTT
+ * won from 10 trees (1.09-1.30x) and ran at 1.64-1.82x GEMM at 30.
+ */
+#define HB_AUTO_GEMM_TREES		16
 #define HB_AUTO_PTT_DEPTH		HB_PTT_MAX_DEPTH
 #define HB_AUTO_PTT_FULLNESS	0.35	/* mean leaf depth / max depth */
 

@@ -502,6 +502,100 @@ test_deep_chain(void)
 	}
 }
 
+/*
+ * The strategy AUTO picks (hb_plan_strategy) follows the calibrated rules
+ * of docs/strategies.md, "Choosing a strategy": GEMM only at depth <= 2
+ * with at most HB_AUTO_GEMM_TREES trees and HB_AUTO_GEMM_MIN_BATCH rows,
+ * PTT for other full trees up to its depth, TT for sparse or too deep
+ * trees; below HB_AUTO_MIN_BATCH rows never GEMM.
+ */
+static void
+test_auto_choice(void)
+{
+	static const struct
+	{
+		int			depth;
+		int			trees;
+		bool		sparse;			/* one chain of the depth, the rest
+									 * stumps: mean leaf depth far below it */
+		size_t		batch;
+		HbStrategy	want;
+	}			cases[] = {
+		{2, 10, false, 64, HB_STRATEGY_GEMM},
+		{2, 10, false, 65536, HB_STRATEGY_GEMM},
+		{2, HB_AUTO_GEMM_TREES, false, 1024, HB_STRATEGY_GEMM},
+		{2, HB_AUTO_GEMM_TREES + 1, false, 1024, HB_STRATEGY_PTT},
+		{2, 100, false, 64, HB_STRATEGY_PTT},
+		{2, 500, false, 65536, HB_STRATEGY_PTT},
+		{1, 10, false, 1024, HB_STRATEGY_GEMM},
+		{2, 10, false, HB_AUTO_GEMM_MIN_BATCH - 1, HB_STRATEGY_PTT},
+		{3, 10, false, 1024, HB_STRATEGY_PTT},
+		{8, 100, false, 1024, HB_STRATEGY_PTT},
+		{HB_AUTO_PTT_DEPTH + 1, 2, false, 1024, HB_STRATEGY_TT},
+		{10, 50, true, 1024, HB_STRATEGY_TT},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		GenOpts		o;
+		HbModel    *m;
+		HbPlan	   *p = NULL;
+		HbError		err = {0};
+		HbStrategy	got;
+
+		memset(&o, 0, sizeof(o));
+		o.depth = cases[i].depth;
+		o.cmp = HB_CMP_LT_F32;
+		o.n_outputs = 1;
+		o.n_features = 28;
+		o.n_trees = cases[i].trees;
+		o.default_left = -1;
+		o.full = true;
+		if (cases[i].sparse)
+		{
+			o.chain = true;
+			o.n_trees = 1;
+		}
+		m = random_model(&o);
+		if (m != NULL && cases[i].sparse)
+		{
+			/* the stumps of another model join the chain */
+			HbModel    *stumps;
+
+			o.chain = false;
+			o.depth = 1;
+			o.n_trees = cases[i].trees - 1;
+			stumps = random_model(&o);
+			m->trees = hb_realloc(m->trees, sizeof(HbTree) * cases[i].trees);
+			memcpy(m->trees + 1, stumps->trees, sizeof(HbTree) * stumps->n_trees);
+			m->n_trees = cases[i].trees;
+			stumps->n_trees = 0;
+			hb_model_free(stumps);
+			o.depth = cases[i].depth;
+			o.n_trees = cases[i].trees;
+		}
+		if (m == NULL || !hb_plan_build(m, &p, &err))
+		{
+			tu_report(false, "auto choice, depth %d, %d trees: plan: %s", o.depth, o.n_trees,
+					  m == NULL ? "generator" : err.msg);
+			hb_model_free(m);
+			continue;
+		}
+		got = hb_plan_strategy(p, cases[i].batch);
+		tu_report(got == cases[i].want &&
+				  (p->avg_leaf_depth / p->max_depth < HB_AUTO_PTT_FULLNESS) == cases[i].sparse,
+				  "auto choice: depth %d, %d %s trees (mean leaf depth %.2f), batch %zu: %s (want %s)",
+				  o.depth, o.n_trees, cases[i].sparse ? "sparse" : "full", p->avg_leaf_depth,
+				  cases[i].batch, hb_strategy_name(got), hb_strategy_name(cases[i].want));
+		/* a batch too small for GEMM or PTT's blocks never takes GEMM */
+		tu_report(hb_plan_strategy(p, HB_AUTO_MIN_BATCH - 1) != HB_STRATEGY_GEMM,
+				  "auto choice: depth %d, %d trees, batch %d: not GEMM", o.depth, o.n_trees,
+				  HB_AUTO_MIN_BATCH - 1);
+		hb_plan_free(p);
+		hb_model_free(m);
+	}
+}
+
 /* max_bytes is honoured: refusals with HB_ERR_LIMIT, and TT's bits after. */
 static void
 test_limits(void)
@@ -894,6 +988,7 @@ main(void)
 	test_wide_models();
 	test_compact_limits();
 	test_deep_chain();
+	test_auto_choice();
 	test_limits();
 	test_nomem();
 	test_fixtures();
