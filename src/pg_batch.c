@@ -551,7 +551,18 @@ hb_compile(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (rsinfo->setDesc->natts != HB_COMPILE_COLS)
 		elog(ERROR, "incorrect number of output columns of hb_compile");
-	n = hb_plan_ops(e->plan, batch, ops, lengthof(ops));
+	if (hb_entry_sparse(e))
+	{
+		/* the sparse scorer's ops, then the plan's link (its last op) */
+		HbPlanOp	plan_ops[8];
+		int			np = hb_plan_ops(e->plan, batch, plan_ops, lengthof(plan_ops));
+
+		n = hb_sparse_linear_ops(hb_entry_sparse(e), batch, ops, lengthof(ops) - 1);
+		if (np > 0)
+			ops[n++] = plan_ops[np - 1];
+	}
+	else
+		n = hb_plan_ops(e->plan, batch, ops, lengthof(ops));
 	{
 		/* where a batch of this size runs; mode gpu without one is an error */
 		HbError		derr = {0};
@@ -568,10 +579,12 @@ hb_compile(PG_FUNCTION_ARGS)
 
 		values[col++] = Int32GetDatum(i + 1);
 		values[col++] = CStringGetTextDatum(ops[i].op);
-		values[col++] = CStringGetTextDatum(hb_strategy_name(ops[i].strategy));
+		values[col++] = CStringGetTextDatum(hb_entry_sparse(e) ? "sparse text" :
+											hb_strategy_name(ops[i].strategy));
 		values[col++] = CStringGetTextDatum(ops[i].in_shape);
 		values[col++] = CStringGetTextDatum(ops[i].out_shape);
 		values[col++] = Int64GetDatum(ops[i].param_bytes);
+		nulls[col] = ops[i].flops < 0;	/* depends on the documents */
 		values[col++] = Float8GetDatum(ops[i].flops);
 		values[col++] = CStringGetTextDatum(on_gpu ? "gpu" : "cpu");
 		Assert(col == HB_COMPILE_COLS);

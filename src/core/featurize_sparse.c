@@ -19,6 +19,7 @@
 #include "featurize_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,41 @@ int32_t
 hb_sparse_linear_n_text_steps(const HbSparseLinear *s)
 {
 	return s ? s->n_text : 0;
+}
+
+int
+hb_sparse_linear_ops(const HbSparseLinear *s, size_t n, HbPlanOp *ops,
+					 int max_ops)
+{
+	int			k = 0;
+
+	if (s->n_dense > 0 && k < max_ops)
+	{
+		HbPlanOp   *o = &ops[k++];
+
+		memset(o, 0, sizeof(*o));
+		o->strategy = HB_STRATEGY_TT;
+		o->op = "dot";
+		snprintf(o->in_shape, sizeof(o->in_shape), "%zux%d", n, (int) s->n_dense);
+		snprintf(o->out_shape, sizeof(o->out_shape), "%zux%d", n, (int) s->k);
+		o->param_bytes = (int64_t) sizeof(double) * (s->n_dense + 1) * s->k;
+		o->flops = 2.0 * n * s->n_dense * s->k;
+	}
+	for (int32_t i = 0; i < s->n_text && k < max_ops; i++)
+	{
+		HbPlanOp   *o = &ops[k++];
+		int32_t		used = s->text[i].step->n_used;
+
+		memset(o, 0, sizeof(*o));
+		o->strategy = HB_STRATEGY_TT;
+		o->op = "text weights";
+		/* the step's width; a row reads only its non-zero columns */
+		snprintf(o->in_shape, sizeof(o->in_shape), "%zux%d (non-zero)", n, (int) used);
+		snprintf(o->out_shape, sizeof(o->out_shape), "%zux%d", n, (int) s->k);
+		o->param_bytes = (int64_t) sizeof(double) * used * s->k;
+		o->flops = -1.0;
+	}
+	return k;
 }
 
 

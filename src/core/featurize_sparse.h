@@ -17,6 +17,7 @@
 
 #include "featurize.h"
 #include "model.h"
+#include "plan.h"
 
 typedef struct HbSparseLinear HbSparseLinear;
 
@@ -33,6 +34,15 @@ extern void hb_sparse_linear_free(HbSparseLinear *s);
 
 /* Text steps scored sparse (for tests and hb_compile-like reports). */
 extern int32_t hb_sparse_linear_n_text_steps(const HbSparseLinear *s);
+
+/*
+ * What scoring n rows does before the link, as hb_plan_ops lists a plan's
+ * ops: a "dot" of the features other steps give, then one "text weights"
+ * op per text step (a row adds the weight rows of its non-zero columns;
+ * flops < 0: they depend on the documents).  Returns the ops written.
+ */
+extern int	hb_sparse_linear_ops(const HbSparseLinear *s, size_t n,
+								 HbPlanOp *ops, int max_ops);
 
 /*
  * Raw margins (n x n_outputs, before the link) of the rows, as

@@ -64,6 +64,13 @@ EXPLAIN (COSTS OFF) SELECT hb_predict_class('sp_svc', r) FROM sp_rows r;
 SET hbird.sparse_linear = off;
 EXPLAIN (COSTS OFF) SELECT hb_predict_class('sp_svc', r) FROM sp_rows r;
 RESET hbird.sparse_linear;
+-- and hb_compile lists the sparse scorer's ops: the other features' dot,
+-- a weight table per text step (its cost depends on the documents), the link
+SELECT step, op, strategy, input_shape, output_shape, param_bytes, est_flops IS NULL AS per_document
+FROM hb_compile('sp_logreg', 100);
+SET hbird.sparse_linear = off;
+SELECT step, op, strategy, input_shape, output_shape FROM hb_compile('sp_logreg', 100);
+RESET hbird.sparse_linear;
 
 -- every form with the sparse scorer on and off: the same classes, values
 -- within rounding (the dense path sums the same terms in column order).
