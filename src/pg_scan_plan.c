@@ -40,8 +40,11 @@
  * (not in a CASE branch, a later COALESCE argument or a FILTERed
  * aggregate).  Batching costs one batch of buffered rows and pays from the
  * second row on; everything else stays row at a time.  Statements that lock
- * rows (FOR UPDATE) or update and delete are left alone: their EvalPlanQual
- * rechecks re-run plan nodes one tuple at a time.
+ * rows of other relations (FOR UPDATE, UPDATE ... FROM: their row marks)
+ * and MERGE are left alone.  An UPDATE or DELETE of one table is batched:
+ * the node hands up the scan's own tuples (their ctid and tableoid), and
+ * an EvalPlanQual recheck re-runs a copy of the plan, the node included,
+ * over the row's new version alone.
  */
 #include "postgres.h"
 
@@ -1716,7 +1719,8 @@ rewrite_stmt(PlannedStmt *stmt, HbPushdown *pd, bool scroll)
 	ListCell   *lc;
 
 	if (!hb_batch_scan ||
-		(stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT) ||
+		(stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT &&
+		 stmt->commandType != CMD_UPDATE && stmt->commandType != CMD_DELETE) ||
 		stmt->rowMarks != NIL || stmt->utilityStmt != NULL)
 		return stmt;
 	any = plan_has_calls(stmt->planTree);

@@ -262,6 +262,52 @@ SELECT count(*) AS rows, count(*) FILTER (WHERE a.p IS DISTINCT FROM b.p OR a.c 
 FROM bs_out a JOIN bs_out b ON b.id = -a.id WHERE a.id > 0;
 DROP TABLE bs_out;
 
+-- UPDATE and DELETE score in batches too, where the statement locks no rows
+-- of other tables: the table ends as it does row at a time.  bs_dml makes
+-- bs_mod from bs, runs the statement with the scan on or off, and returns
+-- the table's rows (and the statement's RETURNING rows) as one digest.
+CREATE FUNCTION bs_dml(stmt text, batch boolean) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	ret text;
+	tab text;
+BEGIN
+	DROP TABLE IF EXISTS bs_mod;
+	CREATE TABLE bs_mod AS SELECT *, NULL::float8 AS p, NULL::integer AS c FROM bs;
+	PERFORM set_config('hbird.batch_scan', batch::text, true);
+	IF stmt ~* 'returning' THEN
+		EXECUTE format('WITH r AS (%s) SELECT md5(string_agg(r::text, '','' ORDER BY r::text)) FROM r', stmt) INTO ret;
+	ELSE
+		EXECUTE stmt;
+	END IF;
+	PERFORM set_config('hbird.batch_scan', 'on', true);
+	SELECT count(*) || ' rows, ' || md5(string_agg(m::text, ',' ORDER BY id)) INTO tab FROM bs_mod m;
+	RETURN tab || coalesce(', returning ' || ret, '');
+END $$;
+CREATE FUNCTION bs_dml_same(stmt text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	a text := bs_dml(stmt, true);
+	b text := bs_dml(stmt, false);
+BEGIN
+	RETURN CASE WHEN a = b THEN 'same' || CASE WHEN bs_batched(stmt) THEN ' (batched)' ELSE ' (row at a time)' END
+				ELSE 'DIFFERENT: ' || a || ' vs ' || b END;
+END $$;
+SELECT bs_dml('SELECT 1', true) LIKE '20000 rows, %' AS made;
+EXPLAIN (COSTS OFF) UPDATE bs_mod m SET p = hb_predict('binary_logistic', m);
+EXPLAIN (COSTS OFF) DELETE FROM bs_mod m WHERE hb_predict('binary_logistic', m) > 0.5;
+SELECT what, bs_dml_same(q) FROM (VALUES
+	('UPDATE SET', $$UPDATE bs_mod m SET p = hb_predict('binary_logistic', m), c = hb_predict_class('multi_softprob', m)$$),
+	('UPDATE SET a feature and its score', $$UPDATE bs_mod m SET amount = coalesce(amount, 0) + 1, p = hb_predict('binary_logistic', m)$$),
+	('UPDATE WHERE on a class', $$UPDATE bs_mod m SET c = 7 WHERE hb_predict_class('multi_softprob', m) = 1$$),
+	('UPDATE RETURNING', $$UPDATE bs_mod m SET p = hb_predict('binary_logistic', m) WHERE grp = 2 RETURNING id, p, hb_predict('reg_squarederror', m)$$),
+	('DELETE WHERE', $$DELETE FROM bs_mod m WHERE hb_predict('binary_logistic', m) > 0.5$$),
+	('DELETE RETURNING', $$DELETE FROM bs_mod m WHERE hb_predict_class('multi_softprob', m) = 2 RETURNING id, hb_predict('binary_logistic', m)$$),
+	('UPDATE FROM (rows of another table locked: row at a time)',
+	 $$UPDATE bs_mod m SET p = hb_predict('binary_logistic', m) FROM bs_keys k WHERE k.id = m.id$$)) c(what, q);
+DROP TABLE bs_mod;
+DROP FUNCTION bs_dml(text, boolean), bs_dml_same(text);
+
 -- pipelines: text and categorical inputs bound by name, the sparse scorer
 \set pl :abs_srcdir '/fixtures/pipelines/'
 CREATE TABLE bs_pl (id integer, age float8, income numeric, city text, plan integer, review text);
@@ -329,6 +375,32 @@ SELECT what, bs_same(q) FROM (VALUES
 	('partitions', $$SELECT id, hb_predict('binary_logistic', p) FROM bs_part p$$),
 	('partitions, sum', $$SELECT sum(hb_predict('binary_logistic', p)) FROM bs_part p$$),
 	('partitions, top-K', $$SELECT id FROM bs_part p ORDER BY hb_predict('binary_logistic', p) DESC LIMIT 12$$)) c(what, q);
+-- an UPDATE of the partitioned table, rows moving between partitions by
+-- their score, as row at a time (the same statement on two copies)
+CREATE TABLE bs_part_b (LIKE bs_part) PARTITION BY LIST (grp);
+CREATE TABLE bs_part_b0 PARTITION OF bs_part_b FOR VALUES IN (0, 1);
+CREATE TABLE bs_part_b1 PARTITION OF bs_part_b FOR VALUES IN (2, 3);
+CREATE TABLE bs_part_a (LIKE bs_part) PARTITION BY LIST (grp);
+CREATE TABLE bs_part_a0 PARTITION OF bs_part_a FOR VALUES IN (0, 1);
+CREATE TABLE bs_part_a1 PARTITION OF bs_part_a FOR VALUES IN (2, 3);
+INSERT INTO bs_part_a SELECT * FROM bs_part;
+INSERT INTO bs_part_b SELECT * FROM bs_part;
+EXPLAIN (COSTS OFF)
+UPDATE bs_part_a p SET grp = CASE WHEN hb_predict('binary_logistic', p) > 0.5 THEN 0 ELSE 3 END,
+	tenure = hb_predict('binary_logistic', p);
+UPDATE bs_part_a p SET grp = CASE WHEN hb_predict('binary_logistic', p) > 0.5 THEN 0 ELSE 3 END,
+	tenure = hb_predict('binary_logistic', p);
+SET hbird.batch_scan = off;
+UPDATE bs_part_b p SET grp = CASE WHEN hb_predict('binary_logistic', p) > 0.5 THEN 0 ELSE 3 END,
+	tenure = hb_predict('binary_logistic', p);
+RESET hbird.batch_scan;
+SELECT (SELECT count(*) FROM bs_part_a0) AS part0, (SELECT count(*) FROM bs_part_a1) AS part1,
+	   (SELECT count(*) FROM bs_part_a0) <> (SELECT count(*) FROM bs_part WHERE grp IN (0, 1)) AS moved,
+	   (SELECT md5(string_agg(a::text, ',' ORDER BY id)) FROM bs_part_a0 a) =
+	   (SELECT md5(string_agg(b::text, ',' ORDER BY id)) FROM bs_part_b0 b) AND
+	   (SELECT md5(string_agg(a::text, ',' ORDER BY id)) FROM bs_part_a1 a) =
+	   (SELECT md5(string_agg(b::text, ',' ORDER BY id)) FROM bs_part_b1 b) AS same;
+DROP TABLE bs_part_a, bs_part_b;
 
 -- top-K's values beside the score come from the tuple kept for them,
 -- deformed only for the rows handed up: fixed-width ones, one after a text
