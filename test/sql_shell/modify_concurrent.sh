@@ -85,3 +85,31 @@ done
 tap $? "UPDATE: the table ends the same with the batching scan as row at a time ($upd_on)"
 [ "$del_on" = "$del_off" ]
 tap $? "DELETE: the table ends the same with the batching scan as row at a time ($del_on)"
+
+# through postgres_fdw: UPDATE and DELETE of a foreign table fetch the
+# remote ctid beside the row, and the node hands it on (a loopback server
+# to this database; the remote statement runs row at a time)
+fdw() {
+	local scan=$1
+	q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS postgres_fdw" \
+		-c "DROP TABLE IF EXISTS probe" -c "CREATE TABLE probe AS SELECT * FROM probe0" \
+		-c "DROP SERVER IF EXISTS loop CASCADE" \
+		-c "CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$sock', port '$port', dbname '$db')" \
+		-c "CREATE USER MAPPING FOR CURRENT_USER SERVER loop OPTIONS (user '$(q -c 'SELECT current_user')')" \
+		-c "CREATE FOREIGN TABLE fprobe (id integer, amount float8, age float8, balance float8, n_tx float8, risk float8, tenure float8, score float8) SERVER loop OPTIONS (table_name 'probe')" >/dev/null
+	fplan=$(q -c "SET hbird.batch_scan = $scan" -c "EXPLAIN (COSTS OFF) UPDATE fprobe f SET score = hb_predict('mc', f)" | grep -c HbirdScore)
+	q -c "SET hbird.batch_scan = $scan" -c "UPDATE fprobe f SET score = hb_predict('mc', f)" \
+		-c "DELETE FROM fprobe f WHERE hb_predict('mc', f) BETWEEN 0.3 AND 0.5" >/dev/null
+	digest=$(q -c "SELECT count(*) || ' ' || md5(string_agg(p::text, ',' ORDER BY id)) FROM probe p")
+	fbad=$(q -c "SELECT count(*) FILTER (WHERE score IS DISTINCT FROM hb_predict('mc', p) OR hb_predict('mc', p) BETWEEN 0.3 AND 0.5) FROM probe p")
+}
+# over this cluster's socket (a TCP loopback would ask for a password)
+sock=$(q -c "SHOW unix_socket_directories" | cut -d, -f1)
+port=$(q -c "SHOW port")
+fdw on
+fdw_on=$digest
+[ "$fplan" = 1 ] && [ "$fbad" = 0 ]
+tap $? "a foreign table: UPDATE SET score and a scored DELETE through the batching scan (HbirdScore in the plan: $fplan; rows scored wrong or left: $fbad)"
+fdw off
+[ "$fplan" = 0 ] && [ "$fbad" = 0 ] && [ "$fdw_on" = "$digest" ]
+tap $? "a foreign table: the remote table ends the same as row at a time ($fdw_on)"
