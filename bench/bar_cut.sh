@@ -23,17 +23,11 @@ PY=/usr/bin/python3
 
 if [ "${1:-}" = --in-cluster ]; then
 	. "$BENCH/lib.sh"
+	anchor_table "$BAR_MODEL" "$BAR_CSV"
 	cols=$(for ((i = 0; i < 28; i++)); do printf 'f%d float8,' "$i"; done)
-	names=$(for ((i = 0; i < 28; i++)); do printf 'f%d,' "$i"; done)
-	sql -v m="$BAR_MODEL" >/dev/null <<-EOF
-		CREATE EXTENSION hbird;
-		\set model \`cat :m\`
-		SELECT hb_model_upload('m', :'model');
-		CREATE TABLE t (id bigserial, ${cols%,});
-		\copy t (${names%,}) FROM '$BAR_CSV' WITH (FORMAT csv, HEADER true)
+	sql >/dev/null <<-EOF
 		CREATE TABLE t_sample (${cols%,});
 		\copy t_sample FROM '$BAR_SAMPLE_CSV' WITH (FORMAT csv, HEADER true)
-		VACUUM (FREEZE, ANALYZE) t;
 		VACUUM (FREEZE, ANALYZE) t_sample;
 	EOF
 	log "tuning on t_sample"

@@ -112,3 +112,21 @@ workers_planned() {
 		sed -n 's/.*Workers Planned: \([0-9]*\).*/\1/p' | head -n 1)
 	echo "${n:-0}"
 }
+
+# anchor_table MODEL CSV [EXTRA]: hbird, MODEL uploaded as 'm', and table t
+# (id bigserial, f0..f27 float8 [, EXTRA]) loaded from CSV (bench/gen_bench.py's
+# rows, with their header), frozen and analyzed
+anchor_table() {
+	local cols names
+	cols=$(for ((i = 0; i < 28; i++)); do printf 'f%d float8,' "$i"; done)
+	names=$(for ((i = 0; i < 28; i++)); do printf 'f%d,' "$i"; done)
+	sql -v m="$1" >/dev/null <<-EOF
+		CREATE EXTENSION hbird;
+		\set model \`cat :m\`
+		SELECT hb_model_upload('m', :'model');
+		CREATE TABLE t (id bigserial, ${cols%,}${3:+, $3});
+		\copy t (${names%,}) FROM '$2' WITH (FORMAT csv, HEADER true)
+		VACUUM (FREEZE, ANALYZE) t;
+	EOF
+}
+

@@ -20,15 +20,8 @@ PY=/usr/bin/python3
 
 if [ "${1:-}" = --in-cluster ]; then
 	. "$BENCH/lib.sh"
-	cols=$(for ((i = 0; i < 28; i++)); do printf 'f%d float8,' "$i"; done)
-	names=$(for ((i = 0; i < 28; i++)); do printf 'f%d,' "$i"; done)
-	sql -v m="$MOD_MODEL" >/dev/null <<-EOF
-		CREATE EXTENSION hbird;
-		\set model \`cat :m\`
-		SELECT hb_model_upload('m', :'model');
-		CREATE TABLE t (id bigserial, ${cols%,}, score float8);
-		\copy t (${names%,}) FROM '$MOD_CSV' WITH (FORMAT csv, HEADER true)
-		VACUUM (FREEZE, ANALYZE) t;
+	anchor_table "$MOD_MODEL" "$MOD_CSV" "score float8"
+	sql >/dev/null <<-EOF
 		-- seconds of a statement run in a subtransaction rolled back after it
 		CREATE FUNCTION bench_dml(stmt text, scan text) RETURNS float8
 		LANGUAGE plpgsql AS \$\$
