@@ -47,7 +47,7 @@ if [ "${1:-}" = --in-cluster ]; then
 		for s in update delete select write; do
 			for scan in on off; do
 				[ "$s" = write ] && [ "$scan" = off ] && continue
-				v=$(psql -X -At -v ON_ERROR_STOP=1 -c "$SERIAL" -c "LOAD 'hbird'" \
+				v=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$SERIAL" -c "LOAD 'hbird'" \
 					-c "SELECT bench_dml(\$q\$${stmts[$s]}\$q\$, '$scan')")
 				echo "$s $scan $v" >>"$MOD_DIR/times"
 				sql -c "VACUUM t" >/dev/null
