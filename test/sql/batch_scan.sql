@@ -388,6 +388,25 @@ SELECT (SELECT count(*) FROM bs_part_a0) AS part0, (SELECT count(*) FROM bs_part
 	   (SELECT md5(string_agg(a::text, ',' ORDER BY id)) FROM bs_part_a1 a) =
 	   (SELECT md5(string_agg(b::text, ',' ORDER BY id)) FROM bs_part_b1 b) AS same;
 DROP TABLE bs_part_a, bs_part_b;
+-- and of a table with an inheritance child (the rows of both, under one
+-- node over their Append)
+CREATE TABLE bs_inh_a AS SELECT id, amount, age, balance, n_tx, risk, tenure, NULL::float8 AS p FROM bs WHERE id <= 10000;
+CREATE TABLE bs_inh_a1 (extra integer) INHERITS (bs_inh_a);
+INSERT INTO bs_inh_a1 SELECT id, amount, age, balance, n_tx, risk, tenure, NULL, id % 3 FROM bs WHERE id > 10000;
+CREATE TABLE bs_inh_b AS SELECT * FROM ONLY bs_inh_a;
+CREATE TABLE bs_inh_b1 (extra integer) INHERITS (bs_inh_b);
+INSERT INTO bs_inh_b1 SELECT * FROM bs_inh_a1;
+SELECT bs_batched($$UPDATE bs_inh_a i SET p = hb_predict('binary_logistic', i)$$) AS batched;
+UPDATE bs_inh_a i SET p = hb_predict('binary_logistic', i);
+SET hbird.batch_scan = off;
+UPDATE bs_inh_b i SET p = hb_predict('binary_logistic', i);
+RESET hbird.batch_scan;
+SELECT (SELECT count(*) FROM bs_inh_a WHERE p IS NOT NULL) AS scored,
+	   (SELECT md5(string_agg(a::text, ',' ORDER BY id)) FROM bs_inh_a1 a) =
+	   (SELECT md5(string_agg(b::text, ',' ORDER BY id)) FROM bs_inh_b1 b) AND
+	   (SELECT md5(string_agg(a::text, ',' ORDER BY id)) FROM ONLY bs_inh_a a) =
+	   (SELECT md5(string_agg(b::text, ',' ORDER BY id)) FROM ONLY bs_inh_b b) AS same;
+DROP TABLE bs_inh_a, bs_inh_b CASCADE;
 
 -- top-K's values beside the score come from the tuple kept for them,
 -- deformed only for the rows handed up: fixed-width ones, one after a text
