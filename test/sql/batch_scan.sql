@@ -257,7 +257,10 @@ SELECT what, bs_same(q) FROM (VALUES
 	('cascade class', $$SELECT id, hb_predict_class('binary_logistic', t) FROM bs t$$),
 	('cascade class filter', $$SELECT count(*) FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1$$),
 	('cascade array', $$SELECT id, hb_predict('binary_logistic', ARRAY[amount, age, balance, n_tx, risk, tenure]) FROM bs t$$),
-	('cascade top-K (no pruning)', $$SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 5$$)) c(what, q);
+	('cascade top-K (no pruning)', $$SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 5$$),
+	('cascade UPDATE', $$UPDATE bs_mod m SET p = hb_predict('binary_logistic', m), c = hb_predict_class('binary_logistic', m)$$),
+	('cascade DELETE', $$DELETE FROM bs_mod m WHERE hb_predict_class('binary_logistic', m) = 1$$)) c(what, q);
+DROP TABLE bs_mod;
 -- (the cascade is in use: its answers differ from the full model's)
 CREATE TEMP TABLE bs_casc AS SELECT id, hb_predict('binary_logistic', t) AS p FROM bs t;
 RESET hbird.cascade;
