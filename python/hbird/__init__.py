@@ -7,7 +7,8 @@
     hbird.grant(conn, "fraud", "analysts")
     hbird.models(conn)                          # hb_models
 
-Works with psycopg (3) and psycopg2 connections.  Server errors raise
+Works with psycopg (3) and psycopg2 connections; hbird.aio has the same
+calls for psycopg's AsyncConnection, awaited.  Server errors raise
 hbird.Error (subclasses by SQLSTATE: PrivilegeError, NotFoundError,
 DataError, NotSupportedError, LimitError) with .sqlstate, .message,
 .detail and .hint.  The scikit-learn exporter is hbird.export_sklearn.

@@ -43,7 +43,7 @@ class Session:
         self.conn = conn
         if _is(conn, "psycopg", "AsyncConnection"):
             raise TypeError("hbird needs a synchronous psycopg connection "
-                            "(psycopg.connect), not an AsyncConnection")
+                            "(psycopg.connect), not an AsyncConnection: use hbird.aio")
         if _is(conn, "psycopg", "Connection"):
             self.driver = "psycopg"
             self.binary_placeholder = "%b"
@@ -88,11 +88,7 @@ class Session:
     def schema(self):
         """The extension's schema, quoted, ready to prefix a function."""
         if self._schema is None:
-            s = self.value(_FIND_SCHEMA)
-            if s is None:
-                raise Error('extension "hbird" is not installed in this database '
-                            "(CREATE EXTENSION hbird)")
-            self._schema = quote_ident(s)
+            self._schema = _schema_of(self.value(_FIND_SCHEMA))
         return self._schema
 
     # ---- one call
@@ -106,7 +102,7 @@ class Session:
                     return self._run_psycopg(fn)
                 return self._run_psycopg2(fn)
         except self._error as e:
-            mapped = self._mapped(e)
+            mapped = mapped_error(e, self.driver)
             if mapped is e:
                 raise
             raise mapped from e
@@ -160,16 +156,79 @@ class Session:
         self.cur.execute("RELEASE SAVEPOINT hbird_call")
         return result
 
-    def _mapped(self, e):
-        if self.driver == "psycopg":
-            state = e.sqlstate
-        else:
-            state = e.pgcode
-        diag = getattr(e, "diag", None)
-        message = getattr(diag, "message_primary", None) if state else None
-        if not state or message is None:
-            return e
-        cls = error_class(state)
-        return cls(message, sqlstate=state,
-                   detail=getattr(diag, "message_detail", None),
-                   hint=getattr(diag, "message_hint", None))
+
+
+def _schema_of(name):
+    """The extension's schema found by _FIND_SCHEMA, quoted."""
+    if name is None:
+        raise Error('extension "hbird" is not installed in this database '
+                    "(CREATE EXTENSION hbird)")
+    return quote_ident(name)
+
+
+def mapped_error(e, driver):
+    """The hbird.Error of a driver's error, or e itself (no SQLSTATE)."""
+    state = e.sqlstate if driver == "psycopg" else e.pgcode
+    diag = getattr(e, "diag", None)
+    message = getattr(diag, "message_primary", None) if state else None
+    if not state or message is None:
+        return e
+    cls = error_class(state)
+    return cls(message, sqlstate=state,
+               detail=getattr(diag, "message_detail", None),
+               hint=getattr(diag, "message_hint", None))
+
+
+class AsyncSession:
+    """A psycopg AsyncConnection, for the length of one call of hbird.aio.
+
+    The same unit as Session.run: its own transaction on an idle
+    connection, a savepoint inside the caller's, nothing but the server's
+    25P02 in a failed one; server errors mapped the same way.
+    """
+
+    driver = "psycopg"
+    binary_placeholder = "%b"
+
+    def __init__(self, conn):
+        if not _is(conn, "psycopg", "AsyncConnection"):
+            raise TypeError("hbird.aio expects a psycopg AsyncConnection, got %s.%s"
+                            " (hbird.upload and the others take synchronous ones)"
+                            % (type(conn).__module__, type(conn).__qualname__))
+        self.conn = conn
+        self.schema = None
+        self._error = sys.modules["psycopg"].Error
+
+    def binary(self, data):
+        return data
+
+    async def run(self, build, fetch):
+        """The statement build(self) gives, (sql, params), as one unit;
+        fetch: "value" (the first column of the first row), "rows"
+        (column names and rows) or None."""
+        psycopg = sys.modules["psycopg"]
+        try:
+            async with self.conn.cursor() as cur:
+                if self.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                    return await self._call(cur, build, fetch)
+                async with self.conn.transaction():
+                    return await self._call(cur, build, fetch)
+        except self._error as e:
+            mapped = mapped_error(e, self.driver)
+            if mapped is e:
+                raise
+            raise mapped from e
+
+    async def _call(self, cur, build, fetch):
+        if self.schema is None:
+            await cur.execute(_FIND_SCHEMA)
+            row = await cur.fetchone()
+            self.schema = _schema_of(None if row is None else row[0])
+        await cur.execute(*build(self))
+        if fetch == "value":
+            row = await cur.fetchone()
+            return None if row is None else row[0]
+        if fetch == "rows":
+            rows = await cur.fetchall()
+            return [d[0] for d in cur.description], rows
+        return None

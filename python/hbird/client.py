@@ -49,14 +49,55 @@ def upload(conn, name, model, format=None, features=None):
     p = payload(model, format, features)
 
     def call(s):
-        fn = _fn(s, "hb_model_upload")
         if s.driver == "psycopg2" and p.size > CHUNK_BYTES:
-            return _upload_in_pieces(s, fn, name, p)
-        data = p.whole()
-        return s.value("SELECT %s(%%s::text, %s, %%s::text, %%s::text[])"
-                       % (fn, s.binary_placeholder),
-                       (name, s.binary(data), p.format, p.features))
+            return _upload_in_pieces(s, _fn(s, "hb_model_upload"), name, p)
+        return s.value(*upload_sql(s, name, p))
     return Session(conn).run(call)
+
+
+# ---- the statements of the calls, shared with hbird.aio: each takes the
+# session (its schema and driver) and returns (sql, params)
+
+def upload_sql(s, name, p):
+    """The upload of payload p as one bytea parameter."""
+    return ("SELECT %s(%%s::text, %s, %%s::text, %%s::text[])"
+            % (_fn(s, "hb_model_upload"), s.binary_placeholder),
+            (name, s.binary(p.whole()), p.format, p.features))
+
+
+def activate_sql(s, name, version):
+    return ("SELECT %s(%%s::text, %%s::integer)" % _fn(s, "hb_model_activate"), (name, version))
+
+
+def drop_sql(s, name, version):
+    fn = _fn(s, "hb_model_drop")
+    if version is None:
+        return ("SELECT %s(%%s::text)" % fn, (name,))
+    return ("SELECT %s(%%s::text, %%s::integer)" % fn, (name, version))
+
+
+def role_sql(s, function, name, role):
+    return ("SELECT %s(%%s::text, %%s::name)" % _fn(s, function), (name, role))
+
+
+def models_sql(s, name):
+    # always with parameters: the schema's name may hold a "%",
+    # which the drivers read as "%%" only when formatting
+    return ("SELECT * FROM %s WHERE (%%s::text IS NULL OR name OPERATOR(pg_catalog.=) %%s::text)"
+            " ORDER BY name, version" % _fn(s, "hb_models"), (name, name))
+
+
+def models_result(columns, rows, as_frame):
+    """hb_models' rows as models() returns them."""
+    if as_frame is not False:
+        try:
+            import pandas
+        except ImportError:
+            if as_frame:
+                raise
+        else:
+            return pandas.DataFrame([tuple(r) for r in rows], columns=columns)
+    return [dict(zip(columns, r)) for r in rows]
 
 
 def _upload_in_pieces(s, fn, name, p):
@@ -81,23 +122,16 @@ def _upload_in_pieces(s, fn, name, p):
 
 def activate(conn, name, version):
     """Make `version` the active version of model `name` (roll back)."""
-    Session(conn).run(lambda s: s.execute(
-        "SELECT %s(%%s::text, %%s::integer)" % _fn(s, "hb_model_activate"), (name, version)))
+    Session(conn).run(lambda s: s.execute(*activate_sql(s, name, version)))
 
 
 def drop(conn, name, version=None):
     """Drop all versions of `name`, or one; returns how many were dropped."""
-    def call(s):
-        fn = _fn(s, "hb_model_drop")
-        if version is None:
-            return s.value("SELECT %s(%%s::text)" % fn, (name,))
-        return s.value("SELECT %s(%%s::text, %%s::integer)" % fn, (name, version))
-    return Session(conn).run(call)
+    return Session(conn).run(lambda s: s.value(*drop_sql(s, name, version)))
 
 
 def _role_call(conn, function, name, role):
-    Session(conn).run(lambda s: s.execute(
-        "SELECT %s(%%s::text, %%s::name)" % _fn(s, function), (name, role)))
+    Session(conn).run(lambda s: s.execute(*role_sql(s, function, name, role)))
 
 
 def grant(conn, name, role):
@@ -120,19 +154,7 @@ def models(conn, name=None, as_frame=None):
     ordered by name and version: a pandas DataFrame when pandas can be
     imported (as_frame=None) or as_frame=True, else a list of dicts."""
     def call(s):
-        # always with parameters: the schema's name may hold a "%",
-        # which the drivers read as "%%" only when formatting
-        sql = ("SELECT * FROM %s WHERE (%%s::text IS NULL OR name OPERATOR(pg_catalog.=) %%s::text)"
-               " ORDER BY name, version" % _fn(s, "hb_models"))
-        rows = s.execute(sql, (name, name)).fetchall()
+        rows = s.execute(*models_sql(s, name)).fetchall()
         return s.columns(), rows
     columns, rows = Session(conn).run(call)
-    if as_frame is not False:
-        try:
-            import pandas
-        except ImportError:
-            if as_frame:
-                raise
-        else:
-            return pandas.DataFrame([tuple(r) for r in rows], columns=columns)
-    return [dict(zip(columns, r)) for r in rows]
+    return models_result(columns, rows, as_frame)

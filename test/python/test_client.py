@@ -15,6 +15,7 @@ Environment: HBIRD_CLI (the installed console script; else skipped),
 HB_CONFORMANCE (default ../shared/conformance).
 """
 import csv
+import inspect
 import json
 import math
 import os
@@ -58,17 +59,32 @@ def skip(what, why):
 
 def case(what):
     """Runs the function as one test: its result is (ok, note) or ok; an
-    exception fails it with the traceback on stderr."""
+    exception fails it with the traceback on stderr.  A coroutine function
+    becomes one too, to be awaited."""
+    def report(r, a):
+        ok, note = r if isinstance(r, tuple) else (r, "")
+        tap(ok, what(*a) if callable(what) else what, note)
+
+    def failed(a):
+        traceback.print_exc()
+        tap(False, what(*a) if callable(what) else what, "exception, see stderr")
+
     def wrap(fn):
+        if inspect.iscoroutinefunction(fn):
+            async def arun(*a, **kw):
+                try:
+                    r = await fn(*a, **kw)
+                except Exception:
+                    return failed(a)
+                report(r, a)
+            return arun
+
         def run(*a, **kw):
             try:
                 r = fn(*a, **kw)
             except Exception:
-                traceback.print_exc()
-                tap(False, what(*a) if callable(what) else what, "exception, see stderr")
-                return
-            ok, note = r if isinstance(r, tuple) else (r, "")
-            tap(ok, what(*a) if callable(what) else what, note)
+                return failed(a)
+            report(r, a)
         return run
     return wrap
 
@@ -1076,6 +1092,117 @@ def cleanup_roles():
     conn.close()
 
 
+# ---- hbird.aio: the same calls awaited on a psycopg AsyncConnection
+
+def async_calls():
+    import asyncio
+    import hbird.aio
+
+    async def run():
+        conn = await psycopg.AsyncConnection.connect("", autocommit=True)
+        sync = connect("psycopg")
+        try:
+            @case("aio: upload of a Booster scores as Booster.predict; models lists it")
+            async def t():
+                v = await hbird.aio.upload(conn, "aio_bin", booster_bin)
+                got = score_arrays(sync, "aio_bin", Xtest)
+                listed = await hbird.aio.models(conn, "aio_bin", as_frame=False)
+                seen = [(m["version"], m["active"]) for m in listed]
+                return v == 1 and worst(got, want_bin) <= 0 and seen == [(1, True)], "version %s, %s" % (v, seen)
+            await t()
+
+            @case("aio: a second version, activate back to the first, drop one version")
+            async def t():
+                v2 = await hbird.aio.upload(conn, "aio_bin", booster_reg)
+                await hbird.aio.activate(conn, "aio_bin", 1)
+                first = worst(score_arrays(sync, "aio_bin", Xtest), want_bin) <= 0
+                dropped = await hbird.aio.drop(conn, "aio_bin", 2)
+                left = [m["version"] for m in await hbird.aio.models(conn, "aio_bin", as_frame=False)]
+                return v2 == 2 and first and dropped == 1 and left == [1], "v2 %s, dropped %s, left %s" % (v2, dropped, left)
+            await t()
+
+            @case("aio: grant, revoke and reassign reach the server (an unknown role: 42704)")
+            async def t():
+                grants = "SELECT count(*) FROM hb_model_grants WHERE name = 'aio_bin' AND grantee::text = %s"
+                await hbird.aio.grant(conn, "aio_bin", ANALYST)
+                may = q(sync, grants, (ANALYST,))
+                await hbird.aio.revoke(conn, "aio_bin", ANALYST)
+                after = q(sync, grants, (ANALYST,))
+                try:
+                    await hbird.aio.reassign(conn, "aio_bin", "hb_no_such_role")
+                    err = None
+                except hbird.Error as e:
+                    err = e.sqlstate
+                return may == [(1,)] and after == [(0,)] and err == "42704", "%s %s %s" % (may, after, err)
+            await t()
+
+            @case("aio: a bad model is an hbird.Error with the server's SQLSTATE, and the connection stays usable")
+            async def t():
+                try:
+                    await hbird.aio.upload(conn, "aio_bad", b"{\"learner\": 1}", format="xgboost-json")
+                    return False, "no error"
+                except hbird.Error as e:
+                    state = e.sqlstate
+                n = await hbird.aio.models(conn, "aio_bad", as_frame=False)
+                return state is not None and state[:2] in ("22", "XX", "0A") and n == [], "%s, %s" % (state, n)
+            await t()
+
+            @case("aio: inside the caller's transaction the caller decides (a rollback leaves nothing)")
+            async def t():
+                async with conn.transaction() as tx:
+                    await hbird.aio.upload(conn, "aio_tx", booster_bin)
+                    seen = len(await hbird.aio.models(conn, "aio_tx", as_frame=False))
+                    raise psycopg.Rollback(tx)
+                after = await hbird.aio.models(conn, "aio_tx", as_frame=False)
+                return seen == 1 and after == [], "seen %d inside, %d after" % (seen, len(after))
+            await t()
+
+            @case("aio: in a failed transaction the server's 25P02 comes back; after rollback() the call works")
+            async def t():
+                c2 = await psycopg.AsyncConnection.connect("")
+                try:
+                    try:
+                        await c2.execute("SELECT 1 / 0")
+                    except psycopg.Error:
+                        pass
+                    try:
+                        await hbird.aio.models(c2, "aio_bin", as_frame=False)
+                        state = None
+                    except hbird.Error as e:
+                        state = e.sqlstate
+                    await c2.rollback()
+                    n = len(await hbird.aio.models(c2, "aio_bin", as_frame=False))
+                    await c2.commit()
+                finally:
+                    await c2.close()
+                return state == "25P02" and n == 1, "%s, then %d" % (state, n)
+            await t()
+
+            @case("aio: a synchronous connection is refused with a TypeError naming what it wants")
+            async def t():
+                try:
+                    await hbird.aio.models(sync)
+                    return False
+                except TypeError as e:
+                    return "AsyncConnection" in str(e), str(e)
+            await t()
+
+            @case("the synchronous calls refuse an AsyncConnection and point to hbird.aio")
+            async def t():
+                try:
+                    hbird.models(conn)
+                    return False
+                except TypeError as e:
+                    return "hbird.aio" in str(e), str(e)
+            await t()
+            await hbird.aio.drop(conn, "aio_bin")
+        finally:
+            await conn.close()
+            sync.close()
+
+    asyncio.run(run())
+
+
 if __name__ == "__main__":
     print("# python client tests (psycopg %s, psycopg2 %s, xgboost %s)"
           % (psycopg.__version__, psycopg2.__version__.split()[0], xgb.__version__), flush=True)
@@ -1091,6 +1218,7 @@ if __name__ == "__main__":
     standins()
     schemas()
     transactions()
+    async_calls()
     exporter_cases()
     pieces()
     ratios = memory()
