@@ -537,6 +537,7 @@ hb_compile(PG_FUNCTION_ARGS)
 	int			batch;
 	int			n;
 	bool		on_gpu;
+	HbSparseLinear *sparse = hb_entry_sparse(e);	/* linear over text */
 
 	if (PG_ARGISNULL(1))
 		batch = hb_batch_rows(e);
@@ -551,13 +552,13 @@ hb_compile(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (rsinfo->setDesc->natts != HB_COMPILE_COLS)
 		elog(ERROR, "incorrect number of output columns of hb_compile");
-	if (hb_entry_sparse(e))
+	if (sparse)
 	{
 		/* the sparse scorer's ops, then the plan's link (its last op) */
 		HbPlanOp	plan_ops[8];
 		int			np = hb_plan_ops(e->plan, batch, plan_ops, lengthof(plan_ops));
 
-		n = hb_sparse_linear_ops(hb_entry_sparse(e), batch, ops, lengthof(ops) - 1);
+		n = hb_sparse_linear_ops(sparse, batch, ops, lengthof(ops) - 1);
 		if (np > 0)
 			ops[n++] = plan_ops[np - 1];
 	}
@@ -579,7 +580,7 @@ hb_compile(PG_FUNCTION_ARGS)
 
 		values[col++] = Int32GetDatum(i + 1);
 		values[col++] = CStringGetTextDatum(ops[i].op);
-		values[col++] = CStringGetTextDatum(hb_entry_sparse(e) ? "sparse text" :
+		values[col++] = CStringGetTextDatum(sparse ? "sparse text" :
 											hb_strategy_name(ops[i].strategy));
 		values[col++] = CStringGetTextDatum(ops[i].in_shape);
 		values[col++] = CStringGetTextDatum(ops[i].out_shape);

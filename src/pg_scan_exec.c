@@ -1105,6 +1105,7 @@ hb_score_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 				HbCacheEntry *e = hb_cache_acquire(&ref);
 
 				appendStringInfo(&buf, "%s v%d (%s)", mname, e->version,
+								 hb_entry_sparse(e) &&
 								 binds_margins(c, e, call_cascade(c, e, CurrentMemoryContext)) ?
 								 "sparse text" :
 								 hb_strategy_name(hb_plan_strategy(e->plan, hb_batch_rows(e))));

@@ -41,10 +41,11 @@
  * aggregate).  Batching costs one batch of buffered rows and pays from the
  * second row on; everything else stays row at a time.  Statements that lock
  * rows of other relations (FOR UPDATE, UPDATE ... FROM: their row marks)
- * and MERGE are left alone.  An UPDATE or DELETE of one table is batched:
- * the node hands up the scan's own tuples (their ctid and tableoid), and
- * an EvalPlanQual recheck re-runs a copy of the plan, the node included,
- * over the row's new version alone.
+ * and MERGE are left alone.  An UPDATE or DELETE of one table is batched
+ * unless it calls a volatile function (stmt_has_volatile): the node hands
+ * up the scan's own tuples (their ctid and tableoid), and an EvalPlanQual
+ * recheck re-runs a copy of the plan, the node included, over the row's
+ * new version alone.
  */
 #include "postgres.h"
 
@@ -1579,37 +1580,72 @@ any_call_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, any_call_walker, ctx);
 }
 
+/*
+ * Whether test holds for an expression of plan or of a plan below it: the
+ * target lists and quals, and a function scan's functions.
+ */
 static bool
-plan_has_calls(Plan *plan)
+plan_any_expr(Plan *plan, bool (*test) (Node *node))
 {
 	ListCell   *lc;
 
 	if (plan == NULL)
 		return false;
-	if (any_call_walker((Node *) plan->targetlist, NULL) ||
-		any_call_walker((Node *) plan->qual, NULL))
+	if (test((Node *) plan->targetlist) || test((Node *) plan->qual))
 		return true;
-	if (plan_has_calls(plan->lefttree) || plan_has_calls(plan->righttree))
+	if (plan_any_expr(plan->lefttree, test) || plan_any_expr(plan->righttree, test))
 		return true;
 	switch (nodeTag(plan))
 	{
 		case T_Append:
 			foreach(lc, ((Append *) plan)->appendplans)
-				if (plan_has_calls(lfirst(lc)))
+				if (plan_any_expr(lfirst(lc), test))
 					return true;
 			break;
 		case T_MergeAppend:
 			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				if (plan_has_calls(lfirst(lc)))
+				if (plan_any_expr(lfirst(lc), test))
 					return true;
 			break;
 		case T_SubqueryScan:
-			return plan_has_calls(((SubqueryScan *) plan)->subplan);
+			return plan_any_expr(((SubqueryScan *) plan)->subplan, test);
 		case T_FunctionScan:
-			return any_call_walker((Node *) ((FunctionScan *) plan)->functions, NULL);
+			return test((Node *) ((FunctionScan *) plan)->functions);
 		default:
 			break;
 	}
+	return false;
+}
+
+static bool
+has_call(Node *node)
+{
+	return any_call_walker(node, NULL);
+}
+
+static bool
+plan_has_calls(Plan *plan)
+{
+	return plan_any_expr(plan, has_call);
+}
+
+/*
+ * Whether the statement calls a volatile function anywhere, its subqueries
+ * included.  An UPDATE or DELETE that does stays row at a time: a batch
+ * evaluates its rows' expressions (the calls' arguments, the quals below
+ * the node) before ModifyTable handles the first of those rows, and a
+ * volatile function sees the statement's earlier changes row at a time.
+ */
+static bool
+stmt_has_volatile(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (plan_any_expr(stmt->planTree, contain_volatile_functions))
+		return true;
+	foreach(lc, stmt->subplans)
+		if (plan_any_expr(lfirst(lc), contain_volatile_functions))
+			return true;
 	return false;
 }
 
@@ -1727,6 +1763,9 @@ rewrite_stmt(PlannedStmt *stmt, HbPushdown *pd, bool scroll)
 	foreach(lc, stmt->subplans)
 		any = any || plan_has_calls(lfirst(lc));
 	if (!any)
+		return stmt;
+	if ((stmt->commandType == CMD_UPDATE || stmt->commandType == CMD_DELETE) &&
+		stmt_has_volatile(stmt))
 		return stmt;
 
 	ctx.stmt = stmt;

@@ -73,7 +73,8 @@ hb_plan_strategy(const HbPlan *p, size_t n)
 		if (n < HB_AUTO_MIN_BATCH)
 			s = ptt_fits && hb_ptt_small_pays(p, n) ? HB_STRATEGY_PTT : HB_STRATEGY_TT;
 		else if (p->gemm && p->max_depth <= HB_AUTO_GEMM_DEPTH &&
-				 p->n_trees <= HB_AUTO_GEMM_TREES && n >= HB_AUTO_GEMM_MIN_BATCH)
+				 (p->n_trees <= HB_AUTO_GEMM_TREES || !ptt_fits) &&
+				 n >= HB_AUTO_GEMM_MIN_BATCH)
 			s = HB_STRATEGY_GEMM;
 		else if (ptt_fits)
 			s = HB_STRATEGY_PTT;

@@ -32,7 +32,8 @@
 #define HB_AUTO_GEMM_DEPTH		2
 #define HB_AUTO_GEMM_MIN_BATCH	64
 /*
- * ... and at most this many trees: at depth 2 PTT pays a fixed cost a row
+ * ... and at most this many trees (unless PTT does not fit the trees at
+ * all, HB_AUTO_PTT_FULLNESS): at depth 2 PTT pays a fixed cost a row
  * (the compact kernel's column ranks) and then less per tree than GEMM.
  * Measured (bench/results/strategies.md, batches 64-65536): with
  * OpenBLAS's Cooperlake kernels GEMM ran at 1.2-1.55x PTT at 10 trees and

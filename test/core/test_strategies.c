@@ -505,9 +505,10 @@ test_deep_chain(void)
 /*
  * The strategy AUTO picks (hb_plan_strategy) follows the calibrated rules
  * of docs/strategies.md, "Choosing a strategy": GEMM only at depth <= 2
- * with at most HB_AUTO_GEMM_TREES trees and HB_AUTO_GEMM_MIN_BATCH rows,
- * PTT for other full trees up to its depth, TT for sparse or too deep
- * trees; below HB_AUTO_MIN_BATCH rows never GEMM.
+ * and HB_AUTO_GEMM_MIN_BATCH rows, with at most HB_AUTO_GEMM_TREES trees
+ * (any number where PTT does not fit), PTT for other full trees up to its
+ * depth, TT for sparse or too deep trees; below HB_AUTO_MIN_BATCH rows
+ * never GEMM.
  */
 static void
 test_auto_choice(void)
@@ -517,7 +518,8 @@ test_auto_choice(void)
 		int			depth;
 		int			trees;
 		bool		sparse;			/* one chain of the depth, the rest
-									 * stumps: mean leaf depth far below it */
+									 * single leaves: mean leaf depth far
+									 * below it */
 		size_t		batch;
 		HbStrategy	want;
 	}			cases[] = {
@@ -533,6 +535,8 @@ test_auto_choice(void)
 		{8, 100, false, 1024, HB_STRATEGY_PTT},
 		{HB_AUTO_PTT_DEPTH + 1, 2, false, 1024, HB_STRATEGY_TT},
 		{10, 50, true, 1024, HB_STRATEGY_TT},
+		/* shallow but too sparse for PTT: GEMM however many trees */
+		{2, 50, true, 1024, HB_STRATEGY_GEMM},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -559,11 +563,11 @@ test_auto_choice(void)
 		m = random_model(&o);
 		if (m != NULL && cases[i].sparse)
 		{
-			/* the stumps of another model join the chain */
+			/* the single leaves of another model join the chain */
 			HbModel    *stumps;
 
 			o.chain = false;
-			o.depth = 1;
+			o.depth = 0;
 			o.n_trees = cases[i].trees - 1;
 			stumps = random_model(&o);
 			m->trees = hb_realloc(m->trees, sizeof(HbTree) * cases[i].trees);

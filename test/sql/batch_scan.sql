@@ -285,6 +285,8 @@ DROP TABLE bs_out;
 -- of other relations: the table ends as it does row at a time (bs_run
 -- runs them on a fresh bs_mod)
 SELECT bs_run('DELETE FROM bs_mod WHERE false', true) LIKE '20000 rows, %' AS made;
+CREATE FUNCTION bs_seen() RETURNS integer
+LANGUAGE sql VOLATILE AS $$SELECT count(*)::integer FROM bs_mod WHERE p IS NOT NULL$$;
 EXPLAIN (COSTS OFF) UPDATE bs_mod m SET p = hb_predict('binary_logistic', m);
 EXPLAIN (COSTS OFF) DELETE FROM bs_mod m WHERE hb_predict('binary_logistic', m) > 0.5;
 SELECT what, bs_same(q) FROM (VALUES
@@ -295,7 +297,18 @@ SELECT what, bs_same(q) FROM (VALUES
 	('DELETE WHERE', $$DELETE FROM bs_mod m WHERE hb_predict('binary_logistic', m) > 0.5$$),
 	('DELETE RETURNING', $$DELETE FROM bs_mod m WHERE hb_predict_class('multi_softprob', m) = 2 RETURNING id, hb_predict('binary_logistic', m)$$),
 	('UPDATE FROM (rows of another table locked: row at a time)',
-	 $$UPDATE bs_mod m SET p = hb_predict('binary_logistic', m) FROM bs_keys k WHERE k.id = m.id$$)) c(what, q);
+	 $$UPDATE bs_mod m SET p = hb_predict('binary_logistic', m) FROM bs_keys k WHERE k.id = m.id$$),
+	-- a volatile function sees the rows the statement changed before its
+	-- row (here: how many are scored so far), so such a statement stays row
+	-- at a time: batched, a batch's call arguments would be evaluated before
+	-- its rows are changed (in this one, the score would differ)
+	('DELETE with a volatile qual (row at a time)',
+	 $$DELETE FROM bs_mod m WHERE hb_predict('binary_logistic', m) > 0.5 AND random() >= 0$$),
+	('UPDATE calling a volatile function (row at a time)',
+	 $$UPDATE bs_mod m SET p = hb_predict('binary_logistic', ARRAY[bs_seen() / 100.0, age, balance, n_tx, risk, tenure]::float8[]),
+							   c = bs_seen() WHERE id <= 300$$)) c(what, q);
+SELECT count(DISTINCT c) > 100 AS seen_grows FROM bs_mod WHERE id <= 300;
+DROP FUNCTION bs_seen();
 DROP TABLE bs_mod;
 
 -- pipelines: text and categorical inputs bound by name, the sparse scorer
