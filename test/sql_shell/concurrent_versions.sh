@@ -7,12 +7,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 fx=test/fixtures
 db=hb_concurrent
-tap() { if [ "$1" = 0 ]; then echo "ok - $2"; else echo "not ok - $2"; fi; }
-q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
-
-dropdb --if-exists "$db" >/dev/null 2>&1
-createdb "$db"
-trap 'dropdb --if-exists "$db" >/dev/null 2>&1' EXIT
+. test/sql_shell/lib/db.sh
+fresh_db
 q -v a="$(cat $fx/binary_logistic.json)" >/dev/null <<'SQL'
 CREATE EXTENSION hbird;
 SELECT hb_model_upload('cv', :'a');
