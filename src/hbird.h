@@ -452,10 +452,8 @@ extern void hb_check_classifier(const HbCacheEntry *e, const char *fn);
 extern void hb_classify(HbCacheEntry *e, const HbCascade *cascade,
 						const double *x, size_t n, int32 *out);
 extern void hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade,
-							 const double *x, size_t n, int32 *out,
-							 HbCompleteRows complete, void *arg);
-extern void hb_classify_margins(HbCacheEntry *e, const double *margins,
-								size_t n, int32 *out);
+							 const double *x, bool margins, size_t n,
+							 int32 *out, HbCompleteRows complete, void *arg);
 /* pg_tune.c: tuned approximations */
 typedef enum HbTopkMode
 {

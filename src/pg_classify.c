@@ -9,8 +9,8 @@
  * the number of trees walked differs.  The per-tree bounds are built once
  * per compiled plan and live with it in the plan cache.  A linear model
  * over text takes its class from the margins its tokens give
- * (hb_classify_margins), as hb_predict does, never from a feature vector
- * tens of thousands wide.
+ * (hb_classify_lazy with margins), as hb_predict does, never from a
+ * feature vector tens of thousands wide.
  */
 #include "postgres.h"
 
@@ -74,20 +74,31 @@ void
 hb_classify(HbCacheEntry *e, const HbCascade *cascade, const double *x,
 			size_t n, int32 *out)
 {
-	hb_classify_lazy(e, cascade, x, n, out, NULL, NULL);
+	hb_classify_lazy(e, cascade, x, false, n, out, NULL, NULL);
 }
 
 /*
  * hb_classify of rows bound lazily for the cascade (pg_lazy.c): complete
  * (when not NULL) gives the full features of the rows its cheap model
- * cannot decide (hb_cascade_run_lazy)
+ * cannot decide (hb_cascade_run_lazy).  With margins, x holds the raw
+ * margins of a linear model over text (hb_bind_row_margins:
+ * hb_entry_sparse, never with a cascade), whose class is the one full
+ * scoring predicts from its margins; such a model has no trees to skip.
  */
 void
 hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade, const double *x,
-				 size_t n, int32 *out, HbCompleteRows complete, void *arg)
+				 bool margins, size_t n, int32 *out, HbCompleteRows complete,
+				 void *arg)
 {
 	const HbClassBounds *b;
 
+	if (margins)
+	{
+		Assert(cascade == NULL);
+		hb_link_class(e->plan, x, n, out);
+		class_stats.rows += n;
+		return;
+	}
 	if (cascade != NULL)
 	{
 		/* tuned cascade (hbird.cascade): the cheap model's confident rows */
@@ -105,19 +116,6 @@ hb_classify_lazy(HbCacheEntry *e, const HbCascade *cascade, const double *x,
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory")));
-}
-
-/*
- * Classes of n rows of a linear model over text from their raw margins
- * (bound by hb_bind_row_margins: hb_entry_sparse), as full scoring
- * predicts them from its margins.  Such a model has no trees to skip.
- */
-void
-hb_classify_margins(HbCacheEntry *e, const double *margins, size_t n,
-					int32 *out)
-{
-	hb_link_class(e->plan, margins, n, out);
-	class_stats.rows += n;
 }
 
 static Datum
@@ -138,7 +136,7 @@ predict_class(FunctionCallInfo fcinfo, bool record)
 	if (record && hb_entry_sparse(e) && hb_call_cascade(st) == NULL)
 	{
 		hb_call_load_margins(fcinfo, st, 1, st->scratch);
-		hb_classify_margins(e, st->scratch, 1, &cls);
+		hb_classify_lazy(e, NULL, st->scratch, true, 1, &cls, NULL, NULL);
 		hb_stat_row(e, timed ? &start : NULL);
 		PG_RETURN_INT32(cls);
 	}
@@ -179,10 +177,7 @@ class_agg_score(HbCacheEntry *e, const HbCascade *cascade, const double *x,
 {
 	int32	   *cls = palloc(sizeof(int32) * Max(n, 1));
 
-	if (margins)
-		hb_classify_margins(e, x, n, cls);
-	else
-		hb_classify_lazy(e, cascade, x, n, cls, lazy ? hb_lazy_complete : NULL, lazy);
+	hb_classify_lazy(e, cascade, x, margins, n, cls, lazy ? hb_lazy_complete : NULL, lazy);
 	for (int i = 0; i < n; i++)
 		out[i] = cls[i];
 	pfree(cls);
@@ -229,11 +224,8 @@ class_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 	INSTR_TIME_SET_CURRENT(start);
 	if (b->lazy)
 		hb_lazy_set_rows(b->lazy, items);
-	if (b->margins)
-		hb_classify_margins(b->entry, x, n, b->cls);
-	else
-		hb_classify_lazy(b->entry, b->cascade, x, n, b->cls,
-						 b->lazy ? hb_lazy_complete : NULL, b->lazy);
+	hb_classify_lazy(b->entry, b->cascade, x, b->margins, n, b->cls,
+					 b->lazy ? hb_lazy_complete : NULL, b->lazy);
 	hb_stat_batch(b->entry, (int64) n, &start, false);
 	for (uint64 i = 0; i < n; i++)
 	{

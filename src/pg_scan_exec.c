@@ -548,11 +548,8 @@ score_call(HbScoreState *st, ScoreCall *c, bool topk)
 															   e->n_outputs);
 				break;
 			case HB_CALL_CLASS:
-				if (c->sparse)
-					hb_classify_margins(e, c->x, nb, c->cls);
-				else
-					hb_classify_lazy(e, c->cascade, c->x, nb, c->cls,
-									 c->lazy_cols ? complete_rows : NULL, c);
+				hb_classify_lazy(e, c->cascade, c->x, c->sparse, nb, c->cls,
+								 c->lazy_cols ? complete_rows : NULL, c);
 				for (int b = 0; b < nb; b++)
 					c->values[c->rows[b]] = Int32GetDatum(c->cls[b]);
 				break;
