@@ -210,6 +210,7 @@ LANGUAGE C STABLE PARALLEL SAFE;
 CREATE AGGREGATE hb_predict_targets_agg(name text, "row" record) (
 	SFUNC = hb_predict_targets_agg_sfunc,
 	STYPE = internal,
+	SSPACE = 1024,			/* see "Group states" below */
 	FINALFUNC = hb_predict_targets_agg_final,
 	PARALLEL = SAFE
 );
@@ -443,3 +444,55 @@ CREATE TRIGGER cascade_delete AFTER DELETE ON hbird.tuning
 	FOR EACH ROW EXECUTE FUNCTION hbird.cascade_delete();
 
 /* ---- end of cascading deletes ---- */
+
+/* ---- Compiled images compressed with lz4 ---- */
+
+/*
+ * An image is not as compact as 0.1.0 assumed: lz4 stores the anchor
+ * model's 8.1 MB image in 1.8 MB, and a backend's first load of it takes
+ * no longer (docs/design.md, "Fast first call in a new backend").  Less to
+ * write also shortens the stretch of an upload that cannot be cancelled
+ * (writing the row's TOAST chunks).  Without lz4 the image stays
+ * uncompressed: pglz is slow on megabytes and cannot be interrupted.
+ * Images stored before keep their form.
+ */
+DO $$
+BEGIN
+	IF EXISTS (SELECT FROM pg_catalog.pg_settings
+			   WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
+		ALTER TABLE hbird.model_version ALTER COLUMN image SET STORAGE EXTENDED;
+		ALTER TABLE hbird.model_version ALTER COLUMN image SET COMPRESSION lz4;
+	END IF;
+END
+$$;
+
+/* ---- end of compressed images ---- */
+
+/* ---- Group states the planner can size ---- */
+
+/*
+ * A group of hb_predict_agg or hb_predict_class_agg keeps a small state and
+ * one prediction a row (its buffers grow with the group).  Without SSPACE
+ * the planner assumes 8 kB a group, as for any internal state, and
+ * HashAggregate spills groups that would fit: 2,000 groups of 100 rows
+ * took 257 batches under the default work_mem, and take one
+ * (test/sql_shell/agg_groups.sh).  HashAggregate still spills on the memory
+ * the groups really use.  hb_topk_agg keeps K whole rows a group: the
+ * default stays.
+ */
+CREATE OR REPLACE AGGREGATE hb_predict_agg(name text, "row" record) (
+	SFUNC = hb_predict_agg_sfunc,
+	STYPE = internal,
+	SSPACE = 1024,
+	FINALFUNC = hb_predict_agg_final,
+	PARALLEL = SAFE
+);
+CREATE OR REPLACE AGGREGATE hb_predict_class_agg(name text, "row" record) (
+	SFUNC = hb_predict_class_agg_sfunc,
+	STYPE = internal,
+	SSPACE = 1024,
+	FINALFUNC = hb_predict_class_agg_final,
+	PARALLEL = SAFE
+);
+
+/* ---- end of group states ---- */

@@ -103,6 +103,8 @@ extern void hb_write_begin(HbCatalogWrite *w, const char *what);
 extern void hb_write_end(HbCatalogWrite *w);
 extern int	hb_write_sql(const char *sql, int nargs, Oid *types, Datum *values,
 						 const char *nulls, int expect);
+extern int	hb_write_sql_large(const char *sql, int nargs, Oid *types,
+							   Datum *values, const char *nulls, int expect);
 extern bool hb_write_lock_model(HbCatalogWrite *w, const char *name,
 								int32 *active);
 extern const char *hb_role_column_type(const char *relname,

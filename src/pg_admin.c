@@ -318,7 +318,7 @@ hb_version_insert(HbCatalogWrite *w, const char *name, HbVersionRows *r,
 		v[13] = Int64GetDatum((int64) r->len);
 		v[14] = CStringGetTextDatum(GetUserNameFromId(w->caller, false));
 		v[15] = PointerGetDatum(r->image);
-		hb_write_sql(psprintf("INSERT INTO hbird.model_version (name, version, format, task, objective, "
+		hb_write_sql_large(psprintf("INSERT INTO hbird.model_version (name, version, format, task, objective, "
 							  "n_features, n_outputs, n_classes, n_trees, max_depth, feature_names, "
 							  "body, sha256, size_bytes, uploaded_by, image) "
 							  "VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, "

@@ -221,6 +221,32 @@ hb_write_sql(const char *sql, int nargs, Oid *types, Datum *values,
 }
 
 /*
+ * hb_write_sql for a statement whose arguments are large (a model's bytes
+ * and image): planned generically, so that its parameters are read where
+ * they are, not copied into the plan as constants (a custom plan folds
+ * them: tens of megabytes copied, uncancellably, before the row is even
+ * formed).
+ */
+int
+hb_write_sql_large(const char *sql, int nargs, Oid *types, Datum *values,
+				   const char *nulls, int expect)
+{
+	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, types,
+										  CURSOR_OPT_GENERIC_PLAN);
+	int			rc;
+
+	if (plan == NULL)
+		elog(ERROR, "hbird catalog statement failed (%s): %s",
+			 SPI_result_code_string(SPI_result), sql);
+	rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	if (rc != expect)
+		elog(ERROR, "hbird catalog statement failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
+	SPI_freeplan(plan);
+	return (int) SPI_processed;
+}
+
+/*
  * The SQL type of a role column that records who did something: name from
  * 0.3.0 on (what the role was called; it outlives the role), regrole in
  * older catalogs, which the library still writes until ALTER EXTENSION

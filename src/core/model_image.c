@@ -217,6 +217,8 @@ hb_model_image_write(const HbModel *m, char **out, size_t *len, HbError *err)
 		put_u32(&b, (uint32_t) m->n_trees);
 		for (int t = 0; t < m->n_trees; t++)
 		{
+			if ((t & 63) == 0)
+				hb_check_interrupts();
 			put_u32(&b, (uint32_t) m->trees[t].n_nodes);
 			put_u32(&b, (uint32_t) m->trees[t].group);
 			put(&b, m->trees[t].nodes, sizeof(HbNode) * m->trees[t].n_nodes);
@@ -559,6 +561,9 @@ hb_model_image_read(const char *bytes, size_t len, HbModel **out, HbError *err)
 		for (int t = 0; t < m->n_trees && !r.bad; t++)
 		{
 			HbTree	   *tree = &m->trees[t];
+
+			if ((t & 63) == 0)
+				hb_check_interrupts();
 
 			tree->n_nodes = (int32_t) get_u32(&r);
 			tree->group = (int32_t) get_u32(&r);

@@ -519,6 +519,8 @@ compact_build(HbPtt *t)
 	{
 		const HbPttTree *tr = &t->trees[i];
 
+		if ((i & 63) == 0)
+			hb_check_interrupts();
 		slots += (int64_t) 1 << tr->depth;
 		if (tr->general)
 			continue;
@@ -546,6 +548,8 @@ compact_build(HbPtt *t)
 	{
 		const HbPttTree *tr = &t->trees[i];
 
+		if ((i & 63) == 0)
+			hb_check_interrupts();
 		if (tr->general)
 			continue;
 		for (int64_t k = 0; k < ((int64_t) 1 << tr->depth) - 1; k++)
@@ -572,6 +576,7 @@ compact_build(HbPtt *t)
 						e = t->r_off[c + 1],
 						first = w;
 
+			hb_check_interrupts();
 			if (f32)
 				qsort(t->r32 + b, e - b, sizeof(uint32_t), compact_cmp32);
 			else
@@ -599,6 +604,8 @@ compact_build(HbPtt *t)
 	{
 		HbPttTree  *tr = &t->trees[i];
 
+		if ((i & 63) == 0)
+			hb_check_interrupts();
 		tr->c_off = slots;
 		slots += (int64_t) 1 << tr->depth;
 		if (tr->general)

@@ -25,6 +25,16 @@ FROM hbird.model_version WHERE name = 'm' AND version = 1;
 SELECT position, feature, type FROM hb_model_features
 WHERE name = 'm' AND version = 1 ORDER BY position;
 
+-- body and image are compressed with lz4 where the server has it (pglz is
+-- slow on megabytes and cannot be interrupted), else stored as they are
+SELECT v.name, pg_column_compression(v.body) IS NOT DISTINCT FROM c.lz4 AS body_as_expected,
+	   pg_column_compression(v.image) IS NOT DISTINCT FROM c.lz4 AS image_as_expected,
+	   (pg_column_size(v.image) < octet_length(v.image)) = (c.lz4 IS NOT NULL) AS image_smaller
+FROM hbird.model_version v,
+	 (SELECT CASE WHEN 'lz4' = ANY (enumvals) THEN 'lz4' END AS lz4
+	  FROM pg_settings WHERE name = 'default_toast_compression') c
+WHERE v.name = 'binary_logistic_deep';
+
 -- dropping the active version hands over to the newest remaining one
 SELECT hb_model_drop('m', 1);
 SELECT version, active FROM hb_models WHERE name = 'm' ORDER BY version;

@@ -44,3 +44,26 @@ for agg in "hb_topk_agg('m', 3, t)" "hb_predict_agg('m', t)" "hb_predict_class_a
 	awk -v r="$ratio" 'BEGIN { exit !(r < 4) }'
 	tap $? "agg groups: $agg under HashAggregate, 40,000 groups ${many} ms vs 5,000 groups ${few} ms (x$ratio, under x4)"
 done
+
+# The planner sizes a group by the aggregate's SSPACE (else 8 kB, as for any
+# internal state): 2,000 groups of 100 rows fit the default work_mem and
+# stay in one batch, and 20,000 groups of 10 spill into fewer batches than
+# array_agg of one float8 a row (what a group keeps).  With the scan and
+# without (then groups buffer rows and score them).
+batches() {
+	q -c "SET max_parallel_workers_per_gather = 0" -c "SET enable_sort = off" \
+		-c "SET work_mem = '4MB'" -c "SET hash_mem_multiplier = 2" -c "SET hbird.batch_scan = $3" \
+		-c "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) SELECT id % $2, $1 FROM t GROUP BY 1" |
+		sed -nE 's/^ *Batches: ([0-9]+) .*/\1/p' | head -1
+}
+base=$(batches "array_agg(amount)" 20000 on)
+for agg in "hb_predict_agg('m', t)" "hb_predict_class_agg('m', t)"; do
+	for scan in on off; do
+		few=$(batches "$agg" 2000 "$scan")
+		many=$(batches "$agg" 20000 "$scan")
+		[ "${few:-0}" = 1 ]
+		tap $? "agg groups: $agg, batching scan $scan: 2,000 groups of 100 rows in one HashAggregate batch at work_mem 4MB (${few:-?} batches)"
+		[ -n "$many" ] && [ -n "$base" ] && [ "$many" -lt "$base" ]
+		tap $? "agg groups: $agg, batching scan $scan: 20,000 groups of 10 rows spill into fewer batches than array_agg of a float8 a row (${many:-?} vs ${base:-?})"
+	done
+done

@@ -211,9 +211,10 @@ b["gbtree_model_param"]["num_trees"] = str(len(b["trees"]))
 open(sys.argv[2], "w").write(json.dumps(m))
 PY
 
-	# 100 ms lands in the parse; later, pglz compressing the bytes into
-	# hbird.model_version.body cannot be interrupted (see
-	# test/reliability/upload_cancel.sh)
+	# 100 ms lands in the parse; later, the INSERT of the catalog row
+	# (forming, compressing and writing its TOAST chunks) checks for
+	# interrupts no more than PostgreSQL's own INSERT of the bytes does
+	# (test/reliability/upload_cancel.sh)
 	my $out = query(
 		$node, $db, <<'SQL',
 SET statement_timeout = 100;
