@@ -18,6 +18,12 @@
 #include "device.h"
 #include "pg_scan.h"
 
+/*
+ * OpenBLAS (pthreads builds) stops its worker threads with this; absent
+ * from other BLAS libraries and OpenBLAS builds, hence weak.
+ */
+extern int	blas_thread_shutdown_(void) __attribute__((weak));
+
 PG_MODULE_MAGIC;
 
 /*
@@ -84,10 +90,17 @@ _PG_init(void)
 
 	/*
 	 * A backend is one of many processes on the machine: OpenBLAS must not
-	 * start a thread per core in each of them.  Parallel query is how a
-	 * statement uses more cores.
+	 * use a thread per core in each of them.  Parallel query is how a
+	 * statement uses more cores.  Setting one thread is not enough: loading
+	 * OpenBLAS already started a worker thread for every other core, and
+	 * each spins for a while before it sleeps (about 120 ms of CPU each in
+	 * a backend that loads hbird without shared_preload_libraries).  Stop
+	 * them; with one thread OpenBLAS never starts them again.  (With the
+	 * preload, OpenBLAS stops them itself before the postmaster forks.)
 	 */
 	openblas_set_num_threads(1);
+	if (blas_thread_shutdown_)
+		blas_thread_shutdown_();
 
 	hb_define_gucs();
 	hb_stat_init();
