@@ -449,8 +449,8 @@ CREATE TRIGGER cascade_delete AFTER DELETE ON hbird.tuning
 
 /*
  * An image is not as compact as 0.1.0 assumed: lz4 stores the anchor
- * model's 8.1 MB image in 1.8 MB, and a backend's first load of it takes
- * no longer (docs/design.md, "Fast first call in a new backend").  Less to
+ * model's 8.1 MB image in 1.8 MB, and a new backend's first call is no
+ * slower (docs/design.md, "Fast first call in a new backend").  Less to
  * write also shortens the stretch of an upload that cannot be cancelled
  * (writing the row's TOAST chunks).  Without lz4 the image stays
  * uncompressed: pglz is slow on megabytes and cannot be interrupted.
