@@ -319,12 +319,12 @@ hb_version_insert(HbCatalogWrite *w, const char *name, HbVersionRows *r,
 		v[14] = CStringGetTextDatum(GetUserNameFromId(w->caller, false));
 		v[15] = PointerGetDatum(r->image);
 		hb_write_sql_large(psprintf("INSERT INTO hbird.model_version (name, version, format, task, objective, "
-							  "n_features, n_outputs, n_classes, n_trees, max_depth, feature_names, "
-							  "body, sha256, size_bytes, uploaded_by, image) "
-							  "VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, "
-							  "$12, $13, $14, $15::text::%s, $16)",
-							  hb_role_column_type("model_version", "uploaded_by")),
-					 16, t, v, nulls, SPI_OK_INSERT);
+									"n_features, n_outputs, n_classes, n_trees, max_depth, feature_names, "
+									"body, sha256, size_bytes, uploaded_by, image) "
+									"VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, "
+									"$12, $13, $14, $15::text::%s, $16)",
+									hb_role_column_type("model_version", "uploaded_by")),
+						   16, t, v, nulls, SPI_OK_INSERT);
 	}
 	{
 		Oid			t[5] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
