@@ -5,6 +5,8 @@ and docs/early_exit.md's figures.
     /usr/bin/python3 bench/bounds_study.py topk MODEL ROWS_F32 N_FEATURES [N] [RANK]
     /usr/bin/python3 bench/bounds_study.py class MODEL ROWS_F32 N_FEATURES [N]
     /usr/bin/python3 bench/bounds_study.py fraud-rows OUT_F32 [N]
+    HB_GROUP_SIZES=2,4,8 /usr/bin/python3 bench/bounds_study.py topk-groups MODEL ROWS_F32 N_FEATURES [N] [RANK]
+    (and class-groups): bounds over groups of nearby rows (group_study)
 
 For the first N rows (default 20,000) of an XGBoost model's scoring rows it
 computes every (row, tree) leaf and, per tree, the largest (smallest) leaf
@@ -31,6 +33,7 @@ missing, 20 columns).  Debian's python3-xgboost 1.7.4 and numpy.
 """
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -307,6 +310,80 @@ def study(kind, model, rows, nf, n, rank):
               " search %.2f." % (t0, t1, dm, sm))
 
 
+def kd_groups(x, g):
+    """Rows split into groups of at most g near one another: recursively at
+    the median of the feature whose ranks spread widest in the part."""
+    r = np.argsort(np.argsort(np.nan_to_num(x, nan=0.0), 0), 0) / len(x)
+    out = []
+    stack = [np.arange(len(x))]
+    while stack:
+        idx = stack.pop()
+        if len(idx) <= g:
+            out.append(idx)
+            continue
+        f = int(np.argmax(r[idx].max(0) - r[idx].min(0)))
+        order = idx[np.argsort(r[idx, f], kind="stable")]
+        stack += [order[:len(order) // 2], order[len(order) // 2:]]
+    return out
+
+
+def group_study(kind, model, rows, nf, n, rank):
+    """Bounds over groups of nearby rows: per tree, the largest leaf whose
+    box meets the box of the group's values (sound for every input in that
+    box, so for each of its rows).  One walk of the parts of a tree that
+    meet the box serves every row of the group; its cost per row is the
+    nodes visited over the group's size, against D for the row's own walk."""
+    b, names, x, leaf, marg, trees = load(model, rows, nf, n)
+    N, T = leaf.shape
+    tabs = [tree_tables(tr, 12) for tr in trees]
+    D = max(t[4] for t in tabs)
+    lv = np.stack([tabs[t][0][leaf[:, t]] for t in range(T)], 1)
+    base = float(np.mean(marg - lv.sum(1)))
+    pref = base + np.concatenate([np.zeros((N, 1)), np.cumsum(lv, 1)], 1)
+    thr = np.sort(marg)[::-1][rank - 1] if kind == "topk" else 0.0
+    boxes = []
+    for tr in trees:
+        out, walk = leaf_boxes(tr)
+        walk(0, np.full(nf, -np.inf), np.full(nf, np.inf), np.ones(nf, bool))
+        boxes.append((np.array([o[0] for o in out]), np.array([o[1] for o in out]),
+                      np.array([o[2] for o in out]), np.array([o[3] for o in out], dtype=np.float64)))
+    print("### %s, %d trees (depth %d), %d rows; %s; checks every 8 trees, perfect bar"
+          % (model.split("/")[-1], T, D, N, "top-K, bar: the %d best rows' last" % rank
+             if kind == "topk" else "classes"))
+    print()
+    print("| rows a group | pairs scored | leaves a group's box meets, a tree (mean) | walk cost a row, in nodes (row's own walk: %d) |" % D)
+    print("|---:|---:|---:|---:|")
+    mx = np.array([bx[3].max() for bx in boxes])
+    mn = np.array([bx[3].min() for bx in boxes])
+    p0 = pairs_needed(pref, suffix(np.tile(mx, (N, 1))), suffix(np.tile(mn, (N, 1))),
+                      range(8, T, 8), thr, kind)
+    print("| (plain bound) | %.1f%% | | |" % (100 * p0))
+    for g in [int(v) for v in os.environ.get("HB_GROUP_SIZES", "1,4,16,64,256").split(",")]:
+        groups = kd_groups(x, g)
+        G = len(groups)
+        gmin = np.array([np.nanmin(np.where(np.isnan(x[i]), np.inf, x[i]), 0) for i in groups])
+        gmax = np.array([np.nanmax(np.where(np.isnan(x[i]), -np.inf, x[i]), 0) for i in groups])
+        gnan = np.array([np.isnan(x[i]).any(0) for i in groups])
+        ub = np.empty((N, T))
+        lb = np.empty((N, T))
+        met = 0.0
+        for t, (lo, hi, nanok, val) in enumerate(boxes):
+            meet = (((lo[None, :, :] <= gmax[:, None, :]) & (gmin[:, None, :] < hi[None, :, :])) |
+                    (gnan[:, None, :] & nanok[None, :, :])).all(2)
+            met += meet.sum() / G
+            u = np.where(meet, val[None, :], -np.inf).max(1)
+            l = np.where(meet, val[None, :], np.inf).min(1)
+            for gi, idx in enumerate(groups):
+                ub[idx, t] = u[gi]
+                lb[idx, t] = l[gi]
+        p = pairs_needed(pref, suffix(ub), suffix(lb), range(8, T, 8), thr, kind)
+        leaves = met / T
+        # a walk of the parts of a tree meeting the box visits about as
+        # many inner nodes as leaves it reaches, and D at the least
+        cost = max(D, 2 * leaves) / (N / G)
+        print("| %d | %.1f%% | %.1f | %.2f |" % (g, 100 * p, leaves, cost))
+
+
 def fraud_rows(out, n):
     rng = np.random.default_rng(17)
     x = rng.normal(size=(n, 20)).astype(np.float32)
@@ -322,7 +399,10 @@ def main():
     model, rows, nf = sys.argv[2], sys.argv[3], int(sys.argv[4])
     n = int(sys.argv[5]) if len(sys.argv) > 5 else 20000
     rank = int(sys.argv[6]) if len(sys.argv) > 6 else 1
-    study(kind, model, rows, nf, n, rank)
+    if kind in ("topk-groups", "class-groups"):
+        group_study(kind.split("-")[0], model, rows, nf, n, rank)
+    else:
+        study(kind, model, rows, nf, n, rank)
 
 
 if __name__ == "__main__":
