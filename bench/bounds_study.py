@@ -130,16 +130,17 @@ def leaf_boxes(tr):
     return out, walk
 
 
+def leaf_box_arrays(tr, nf):
+    """A tree's leaves as arrays: lo, hi, NaN allowed (leaves x features)
+    and value."""
+    out, walk = leaf_boxes(tr)
+    walk(0, np.full(nf, -np.inf), np.full(nf, np.inf), np.ones(nf, bool))
+    return (np.array([o[0] for o in out]), np.array([o[1] for o in out]),
+            np.array([o[2] for o in out]), np.array([o[3] for o in out], dtype=np.float64))
+
+
 def pair_max(ta, tb, nf):
-    boxes = []
-    for tr in (ta, tb):
-        out, walk = leaf_boxes(tr)
-        walk(0, np.full(nf, -np.inf), np.full(nf, np.inf), np.ones(nf, bool))
-        boxes.append(out)
-    lo = [np.array([b[0] for b in bx]) for bx in boxes]
-    hi = [np.array([b[1] for b in bx]) for bx in boxes]
-    nan = [np.array([b[2] for b in bx]) for bx in boxes]
-    val = [np.array([b[3] for b in bx], dtype=np.float64) for bx in boxes]
+    lo, hi, nan, val = zip(leaf_box_arrays(ta, nf), leaf_box_arrays(tb, nf))
     meet = ((np.maximum(lo[0][:, None, :], lo[1][None, :, :]) <
              np.minimum(hi[0][:, None, :], hi[1][None, :, :])) |
             (nan[0][:, None, :] & nan[1][None, :, :])).all(2)
@@ -199,12 +200,7 @@ def box_study(trees, x, pref, lv, thr, kind, nf, T):
                     use[f[i]] += 1
                 depth[L[i]] = depth[tr["right_children"][i]] = d + 1
     top = list(np.argsort(-use))
-    boxes = []
-    for tr in trees:
-        out, walk = leaf_boxes(tr)
-        walk(0, np.full(nf, -np.inf), np.full(nf, np.inf), np.ones(nf, bool))
-        boxes.append((np.array([b[0] for b in out]), np.array([b[1] for b in out]),
-                      np.array([b[3] for b in out], dtype=np.float64)))
+    boxes = [leaf_box_arrays(tr, nf) for tr in trees]
     print("Row-dependent bounds from tables over the row's bins on the m features the"
           " trees' top three levels split on most (quantile bins of the rows; a row"
           " with one of them missing gets the tree's own extreme):")
@@ -225,7 +221,7 @@ def box_study(trees, x, pref, lv, thr, kind, nf, T):
             cell = cell * nb + np.clip(np.searchsorted(e, np.nan_to_num(v), side="right") - 1, 0, nb - 1)
         ub = np.empty((N, T))
         lb = np.empty((N, T))
-        for t, (lo, hi, val) in enumerate(boxes):
+        for t, (lo, hi, _, val) in enumerate(boxes):
             reach = np.ones((cells, len(val)), bool)
             idx = np.arange(cells)
             for gi, (g, e) in enumerate(zip(feats, edges)):
@@ -242,7 +238,9 @@ def box_study(trees, x, pref, lv, thr, kind, nf, T):
         print("| %d | %d | %d | %.1f%% |" % (m, nb, cells, 100 * p))
 
 
-def study(kind, model, rows, nf, n, rank):
+def scored(kind, model, rows, nf, n, rank):
+    """The rows' leaves and running sums, and the perfect bar (top-K: the
+    RANK-th best margin; classes: 0)."""
     b, names, x, leaf, marg, trees = load(model, rows, nf, n)
     N, T = leaf.shape
     tabs = [tree_tables(tr, 12) for tr in trees]
@@ -250,12 +248,18 @@ def study(kind, model, rows, nf, n, rank):
     lv = np.stack([tabs[t][0][leaf[:, t]] for t in range(T)], 1)
     base = float(np.mean(marg - lv.sum(1)))
     pref = base + np.concatenate([np.zeros((N, 1)), np.cumsum(lv, 1)], 1)
+    thr = np.sort(marg)[::-1][rank - 1] if kind == "topk" else 0.0
+    return b, names, x, leaf, marg, trees, tabs, D, lv, base, pref, thr
+
+
+def study(kind, model, rows, nf, n, rank):
+    b, names, x, leaf, marg, trees, tabs, D, lv, base, pref, thr = scored(kind, model, rows, nf, n, rank)
+    N, T = leaf.shape
 
     def level(L, which):
         k = 1 if which == "max" else 2
         return np.stack([tabs[t][k][tabs[t][3][min(L, 12), leaf[:, t]]] for t in range(T)], 1)
 
-    thr = np.sort(marg)[::-1][rank - 1] if kind == "topk" else 0.0
     print("### %s, %d trees (depth %d), %d rows; %s" % (model.split("/")[-1], T, D, N,
           "bar: margin %.4f, the best row" % thr if kind == "topk" and rank == 1
           else "bar: margin %.4f, the %d best rows' last" % (thr, rank) if kind == "topk"
@@ -333,20 +337,9 @@ def group_study(kind, model, rows, nf, n, rank):
     box, so for each of its rows).  One walk of the parts of a tree that
     meet the box serves every row of the group; its cost per row is the
     nodes visited over the group's size, against D for the row's own walk."""
-    b, names, x, leaf, marg, trees = load(model, rows, nf, n)
+    b, names, x, leaf, marg, trees, tabs, D, lv, base, pref, thr = scored(kind, model, rows, nf, n, rank)
     N, T = leaf.shape
-    tabs = [tree_tables(tr, 12) for tr in trees]
-    D = max(t[4] for t in tabs)
-    lv = np.stack([tabs[t][0][leaf[:, t]] for t in range(T)], 1)
-    base = float(np.mean(marg - lv.sum(1)))
-    pref = base + np.concatenate([np.zeros((N, 1)), np.cumsum(lv, 1)], 1)
-    thr = np.sort(marg)[::-1][rank - 1] if kind == "topk" else 0.0
-    boxes = []
-    for tr in trees:
-        out, walk = leaf_boxes(tr)
-        walk(0, np.full(nf, -np.inf), np.full(nf, np.inf), np.ones(nf, bool))
-        boxes.append((np.array([o[0] for o in out]), np.array([o[1] for o in out]),
-                      np.array([o[2] for o in out]), np.array([o[3] for o in out], dtype=np.float64)))
+    boxes = [leaf_box_arrays(tr, nf) for tr in trees]
     print("### %s, %d trees (depth %d), %d rows; %s; checks every 8 trees, perfect bar"
           % (model.split("/")[-1], T, D, N, "top-K, bar: the %d best rows' last" % rank
              if kind == "topk" else "classes"))
