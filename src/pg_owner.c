@@ -206,18 +206,24 @@ hb_write_end(HbCatalogWrite *w)
 	SPI_finish();
 }
 
+/* A catalog statement's SPI result code rc must be expect; rows it processed. */
+static int
+write_result(int rc, int expect, const char *sql)
+{
+	if (rc != expect)
+		elog(ERROR, "hbird catalog statement failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
+	return (int) SPI_processed;
+}
+
 /* Run one catalog statement; the SPI result code must be expect. */
 int
 hb_write_sql(const char *sql, int nargs, Oid *types, Datum *values,
 			 const char *nulls, int expect)
 {
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls,
-										   false, 0);
-
-	if (rc != expect)
-		elog(ERROR, "hbird catalog statement failed (%s): %s",
-			 SPI_result_code_string(rc), sql);
-	return (int) SPI_processed;
+	return write_result(SPI_execute_with_args(sql, nargs, types, values,
+											  nulls, false, 0),
+						expect, sql);
 }
 
 /*
@@ -233,17 +239,15 @@ hb_write_sql_large(const char *sql, int nargs, Oid *types, Datum *values,
 {
 	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, types,
 										  CURSOR_OPT_GENERIC_PLAN);
-	int			rc;
+	int			n;
 
 	if (plan == NULL)
-		elog(ERROR, "hbird catalog statement failed (%s): %s",
+		elog(ERROR, "hbird catalog statement failed to prepare (%s): %s",
 			 SPI_result_code_string(SPI_result), sql);
-	rc = SPI_execute_plan(plan, values, nulls, false, 0);
-	if (rc != expect)
-		elog(ERROR, "hbird catalog statement failed (%s): %s",
-			 SPI_result_code_string(rc), sql);
+	n = write_result(SPI_execute_plan(plan, values, nulls, false, 0),
+					 expect, sql);
 	SPI_freeplan(plan);
-	return (int) SPI_processed;
+	return n;
 }
 
 /*
