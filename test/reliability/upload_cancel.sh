@@ -32,13 +32,21 @@ b["gbtree_model_param"]["num_trees"] = str(len(b["trees"]))
 print(json.dumps(m))
 PY
 chmod 644 "$tmp/big.json"
-full=$(q -v f="$tmp/big.json" <<'SQL'
+upload="SELECT hb_model_upload('big', pg_read_binary_file(:'f'))"
+upload_undo="SELECT hb_model_drop('big') WHERE EXISTS (SELECT 1 FROM hbird.model WHERE name = 'big')"
+insert="INSERT INTO plain_bytes SELECT pg_read_binary_file(:'f')"
+insert_undo="TRUNCATE plain_bytes"
+
+# milliseconds a statement takes uncancelled, then undone
+uncancelled() {
+	q -v f="$tmp/big.json" <<SQL
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
-SELECT hb_model_upload('ok', pg_read_binary_file(:'f')) \g /dev/null
+$1 \g /dev/null
 SELECT round(((extract(epoch FROM clock_timestamp()) - :t0) * 1000)::numeric);
-SELECT hb_model_drop('ok') \g /dev/null
+$2 \g /dev/null
 SQL
-)
+}
+full=$(uncancelled "$upload" "$upload_undo")
 echo "# upload of a $(($(stat -c %s "$tmp/big.json") / 1048576)) MB model: $full ms uncancelled"
 # the worst delay between a statement_timeout and its error, sweeping the
 # timeout over a statement's run in steps of 50 ms (25 ms for short ones)
@@ -66,22 +74,14 @@ SQL
 # PostgreSQL's own INSERT of the same bytes into a column stored as body is:
 # one heap_insert forms, compresses and writes the value's TOAST chunks
 # without checking for interrupts, and the upload cannot do better than that
-q -c "CREATE TABLE plain_bytes (b bytea)" \
-	-c "DO \$\$ BEGIN EXECUTE format('ALTER TABLE plain_bytes ALTER COLUMN b SET STORAGE %s', (SELECT CASE attstorage WHEN 'e' THEN 'EXTERNAL' ELSE 'EXTENDED' END FROM pg_attribute WHERE attrelid = 'hbird.model_version'::regclass AND attname = 'body')); END \$\$" >/dev/null
-comp=$(q -c "SELECT attcompression FROM pg_attribute WHERE attrelid = 'hbird.model_version'::regclass AND attname = 'body'")
+read -r storage comp < <(q -F ' ' -c "SELECT CASE attstorage WHEN 'e' THEN 'EXTERNAL' ELSE 'EXTENDED' END, attcompression FROM pg_attribute WHERE attrelid = 'hbird.model_version'::regclass AND attname = 'body'")
+q -c "CREATE TABLE plain_bytes (b bytea)" -c "ALTER TABLE plain_bytes ALTER COLUMN b SET STORAGE $storage" >/dev/null
 [ "$comp" = l ] && q -c "ALTER TABLE plain_bytes ALTER COLUMN b SET COMPRESSION lz4" >/dev/null
-plain=$(q -v f="$tmp/big.json" <<'SQL'
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
-INSERT INTO plain_bytes SELECT pg_read_binary_file(:'f');
-SELECT round(((extract(epoch FROM clock_timestamp()) - :t0) * 1000)::numeric);
-TRUNCATE plain_bytes;
-SQL
-)
+plain=$(uncancelled "$insert" "$insert_undo")
 echo "# PostgreSQL's INSERT of the same bytes: $plain ms uncancelled"
-read -r pg_worst pg_at < <(sweep "INSERT INTO plain_bytes SELECT pg_read_binary_file(:'f')" "TRUNCATE plain_bytes" "$plain")
+read -r pg_worst pg_at < <(sweep "$insert" "$insert_undo" "$plain")
 echo "# PostgreSQL's INSERT: worst $pg_worst ms, at timeout $pg_at ms"
-read -r worst worst_at < <(sweep "SELECT hb_model_upload('big', pg_read_binary_file(:'f'))" \
-	"SELECT hb_model_drop('big') WHERE EXISTS (SELECT 1 FROM hbird.model WHERE name = 'big')" "$full")
+read -r worst worst_at < <(sweep "$upload" "$upload_undo" "$full")
 echo "# hb_model_upload: worst $worst ms, at timeout $worst_at ms"
 [ "$worst" -le $((pg_worst + 50)) ]
 tap $? "upload: statement_timeout stops hb_model_upload of a 26 MB model within 50 ms of PostgreSQL's own INSERT of its bytes, wherever it fires (worst $worst ms at timeout $worst_at ms; the INSERT's worst $pg_worst ms at $pg_at ms)"
