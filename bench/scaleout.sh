@@ -16,6 +16,12 @@
 #   sum      SELECT sum(hb_predict('m', t)) FROM ...
 #   topk     SELECT id, hb_predict('m', t) FROM ... ORDER BY 2 DESC LIMIT 10
 #   hb_topk  SELECT ... FROM hb_topk('m', 10, NULL::...)
+#   scores   SELECT id, hb_predict('m', x) FROM ..., every row's score read
+#            by the coordinator (a bit_xor of their hashes, which is not
+#            pushed down: the scores come from the shards' plain scans);
+#            also on t_dist with hbird.pushdown = off, the coordinator
+#            scoring the rows the shards send (what the query did before
+#            the scans returned the scores: "off" below)
 # and prints the medians, the ratios (single / two shards) and whether the
 # answers agree, also into bench/results/scaleout_latest.txt.
 #
@@ -107,6 +113,7 @@ SQL[sum]="SELECT sum(hb_predict('m', x)) FROM @T x"
 # is shared by many rows of this model)
 SQL[topk]="WITH y AS (SELECT id, hb_predict('m', x) AS s FROM @T x ORDER BY 2 DESC LIMIT 10) SELECT string_agg(s::text, ' ' ORDER BY s DESC) || ' | ' || coalesce(string_agg(id::text, ' ' ORDER BY id) FILTER (WHERE s > (SELECT min(s) FROM y)), '') FROM y"
 SQL[hb_topk]="WITH y AS (SELECT (item).id, score AS s FROM hb_topk('m', 10, NULL::@T)) SELECT string_agg(s::text, ' ' ORDER BY s DESC) || ' | ' || coalesce(string_agg(id::text, ' ' ORDER BY id) FILTER (WHERE s > (SELECT min(s) FROM y)), '') FROM y"
+SQL[scores]="SELECT bit_xor(hashfloat8(s) # id) || ' ' || count(*) FROM (SELECT id, hb_predict('m', x) AS s FROM @T x) y"
 declare -A MS ANSWER
 
 # cpu NODE: CPU ticks (user + system) used so far by the node's processes:
@@ -122,34 +129,40 @@ cpu() {
 	echo $c
 }
 declare -A CPU
-# timed_runs LABEL TABLE: one session, a warm-up run, then REPS timed runs;
-# CPU seconds per run of each node, taken around the whole session
+# timed_runs LABEL TABLE [KEY SETTING]: one session, a warm-up run, then REPS
+# timed runs; CPU seconds per run of each node, taken around the whole
+# session; KEY (default TABLE) names the results of a run under SETTING
 timed_runs() {
 	local label=$1 tab=$2 query out n before=()
+	local key=${3:-$2}
 	query=${SQL[$label]//@T/$tab}
-	local args=(-c "$query" -c '\timing on')
+	local args=()
+	[ -n "${4:-}" ] && args+=(-c "$4")
+	args+=(-c "$query" -c '\timing on')
 	for _ in $(seq "$REPS"); do args+=(-c "$query"); done
 	for n in coord shard1 shard2; do before+=("$(cpu $n)"); done
 	out=$(q $C "${args[@]}")
 	sleep 0.5					# the backends end, and the postmasters reap them
 	i=0
 	for n in coord shard1 shard2; do
-		CPU[$label/$tab/$n]=$(( ${CPU[$label/$tab/$n]:-0} + $(cpu $n) - ${before[$i]} ))
+		CPU[$label/$key/$n]=$(( ${CPU[$label/$key/$n]:-0} + $(cpu $n) - ${before[$i]} ))
 		i=$((i + 1))
 	done
-	ANSWER[$label/$tab]=$(sed -n 1p <<<"$out")
-	MS[$label/$tab]="${MS[$label/$tab]:-} $(sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' <<<"$out" | tr '\n' ' ')"
+	ANSWER[$label/$key]=$(sed -n 1p <<<"$out")
+	MS[$label/$key]="${MS[$label/$key]:-} $(sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' <<<"$out" | tr '\n' ' ')"
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 for round in $(seq "$ROUNDS"); do
-	for label in sum topk hb_topk; do
+	for label in sum topk hb_topk scores; do
 		log "round $round: $label"
 		timed_runs "$label" t
 		timed_runs "$label" t_dist
 	done
+	timed_runs scores t_dist off "SET hbird.pushdown = off"
 done
 plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[sum]//@T/t_dist}" | grep -c 'Remote SQL: SELECT sum(public.hb_predict_pinned(')
+scan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[scores]//@T/t_dist}" | grep -c 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(')
 
 {
 	echo "bench/scaleout.sh $ROWS: one node against a coordinator with two shards"
@@ -157,11 +170,12 @@ plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[sum]//@T/t_dist}" | grep -c '
 	echo "one process each side (max_parallel_workers_per_gather = 0); $(nproc) cores;"
 	echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "sum pushed down to both shards: $([ "$plan" = 2 ] && echo yes || echo NO)"
+	echo "scores computed by both shards' scans: $([ "$scan" = 2 ] && echo yes || echo NO)"
 	echo "CPU seconds per run (warm-up included), one node: coordinator; two shards: coordinator + shard1 + shard2"
 	printf '%-8s %12s %12s %8s  %-11s %s\n' query "one node ms" "2 shards ms" ratio "same answer" "CPU s: one node | two shards"
 	hz=$(getconf CLK_TCK)
 	runs=$(( (REPS + 1) * ROUNDS ))
-	for label in sum topk hb_topk; do
+	for label in sum topk hb_topk scores; do
 		one=$(median <<<"${MS[$label/t]}")
 		two=$(median <<<"${MS[$label/t_dist]}")
 		a=${ANSWER[$label/t]}
@@ -176,4 +190,15 @@ plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[sum]//@T/t_dist}" | grep -c '
 			'BEGIN { printf "%.2f + %.2f + %.2f", c / h / r, a / h / r, b / h / r }')
 		printf '%-8s %12.1f %12.1f %7.2fx  %-11s %s | %s\n' "$label" "$one" "$two" "$(awk -v a="$one" -v b="$two" 'BEGIN { print a / b }')" "$same" "$cpu1" "$cpu2"
 	done
+	# cpu2 is the last label's: the shards' scans
+	off=$(median <<<"${MS[scores/off]}")
+	two=$(median <<<"${MS[scores/t_dist]}")
+	echo "scores on two shards: the coordinator scoring (hbird.pushdown = off) against the shards' scans"
+	printf '%-8s %12s %12s %8s  %-11s %s\n' "" "off ms" "on ms" ratio "same answer" "CPU s: off | on"
+	printf '%-8s %12.1f %12.1f %7.2fx  %-11s %s | %s\n' off "$off" "$two" \
+		"$(awk -v a="$off" -v b="$two" 'BEGIN { print a / b }')" \
+		"$([ "${ANSWER[scores/off]}" = "${ANSWER[scores/t]}" ] && echo yes || echo NO)" \
+		"$(awk -v c="${CPU[scores/off/coord]}" -v a="${CPU[scores/off/shard1]}" -v b="${CPU[scores/off/shard2]}" -v h="$hz" -v r="$runs" \
+			'BEGIN { printf "%.2f + %.2f + %.2f", c / h / r, a / h / r, b / h / r }')" \
+		"$cpu2"
 } | tee "$OUT"

@@ -439,6 +439,8 @@ hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd)
 	}
 	if (pd->topk_relids != NIL)
 		hb_topk_scans_fix(stmt, pd);
+	if (pd->depends)
+		hb_remote_scores(stmt);
 }
 
 bool

@@ -47,6 +47,9 @@ extern bool hb_pushdown_keeps(const HbPushdown *pd, const Plan *plan);
 extern bool hb_topk_on_shards(FunctionCallInfo fcinfo, HbCacheEntry *e, int k,
 							  Oid rowtype);
 
+/* pg_remote_scores.c: scores in a foreign scan's output, from its shard */
+extern void hb_remote_scores(PlannedStmt *stmt);
+
 /* pg_partsplit.c: aggregates and top-K over partitions, per partition */
 extern bool hb_split_per_partition(Query *q, HbPushdown *pd);
 extern void hb_topk_scans_fix(PlannedStmt *stmt, HbPushdown *pd);

@@ -75,6 +75,7 @@ extern const char *hb_pinned_function_name(HbCallKind kind);
 
 /* pg_scan_plan.c */
 extern void hb_scan_init(void);
+extern List *hb_pinned_calls_every_row(Node *node);
 
 /* pg_batch_stream.c */
 extern void hb_stream_init(void);

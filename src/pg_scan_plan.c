@@ -391,6 +391,27 @@ find_calls(Node *node, List *calls, bool outer_only)
 	return ctx.calls;
 }
 
+/*
+ * The pinned calls in node that are evaluated for every row node is
+ * evaluated for: not in a later CASE branch, COALESCE or AND/OR argument,
+ * or a FILTERed aggregate (pg_remote_scores.c ships only those).
+ */
+List *
+hb_pinned_calls_every_row(Node *node)
+{
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	foreach(lc, find_calls(node, NIL, false))
+	{
+		FoundCall  *fc = lfirst(lc);
+
+		if (fc->pinned && !fc->agg)
+			out = lappend(out, fc->expr);
+	}
+	return out;
+}
+
 /* ---- rewriting expressions ---- */
 
 typedef struct ReplaceCtx

@@ -4,7 +4,8 @@
 # is hash-partitioned into two postgres_fdw partitions on two shard
 # clusters, a streaming standby of the coordinator, and a coordinator that
 # does not preload hbird.  Checks that
-#   - the scoring calls run on the shards (EXPLAIN VERBOSE's Remote SQL);
+#   - the scoring calls run on the shards (EXPLAIN VERBOSE's Remote SQL),
+#     those of a plain target list in the shards' scans;
 #   - sums, filters, per-group aggregates, ORDER BY ... LIMIT and hb_topk
 #     over t_dist equal the same queries over t_local, a single-node copy
 #     (hb_topk's ties too: in the order one node reads the partitions)
@@ -149,6 +150,27 @@ plan=$(explain "SELECT sum(hb_predict('fraud', ARRAY[amount, age, balance, n_tx,
 [ "$(grep -c 'NULL::text\[\], ARRAY\[amount, age' <<<"$plan")" = 2 ] &&
 	[ "$(grep -c 'hb_predict_proba_pinned(.*hb_predict_margin_pinned(.*hb_predict_targets_pinned(' <<<"$plan")" -ge 2 ]
 tap $? "array forms, probabilities, margins and targets are shipped too"
+# scores in a plain scan's output: each shard's scan returns them (its
+# remote query wraps postgres_fdw's), the coordinator scores nothing, and
+# the two scans run at the same time
+plan=$(explain "SELECT id, hb_predict('fraud', t), hb_predict_proba('multi', t) FROM t_dist t WHERE grp <> 3")
+[ "$(grep -c 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(.*shard[12].*public.hb_predict_proba_pinned(.* FROM (SELECT id, .* FROM public.t_part WHERE ((grp <> 3))) s(c1, ' <<<"$plan")" = 2 ] &&
+	[ "$(grep -c 'Async Foreign Scan' <<<"$plan")" = 2 ] && ! grep -q 'HbirdScore' <<<"$plan"
+tap $? "scores in a plain target list are computed by the shards' scans, at the same time (got: $(grep -m1 'Remote SQL' <<<"$plan" | head -c 300))"
+plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_dist t WHERE hb_predict('fraud', t) < random() + 2")
+[ "$(grep -c 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(' <<<"$plan")" = 2 ] &&
+	[ "$(grep -c 'Filter: (.* < (random() + ' <<<"$plan")" = 2 ]
+tap $? "a filter on a score that stays on the coordinator reads the score the shard computed"
+plan=$(explain "SELECT t, hb_predict('fraud', t) FROM t_dist t")
+[ "$(grep -c 'Remote SQL: SELECT id, grp, ' <<<"$plan")" = 2 ] && [ "$(grep -c 'HbirdScore' <<<"$plan")" = 2 ]
+tap $? "beside a whole row the scan keeps its rows and the coordinator scores them, in batches"
+plan=$(explain "SELECT id, CASE WHEN id % 2 = 0 THEN hb_predict('fraud', t) END FROM t_dist t")
+[ "$(grep -c 'Remote SQL: SELECT id, grp, ' <<<"$plan")" = 2 ] && ! grep -q 'pinned(.* FROM (SELECT' <<<"$plan"
+tap $? "a call in a CASE branch is not sent to the shards (they would score rows the query does not)"
+plan=$(explain "SELECT round(stddev(hb_predict('fraud', t))::numeric, 10), percentile_disc(0.5) WITHIN GROUP (ORDER BY hb_predict('reg', t)), count(DISTINCT hb_predict_class('multi', t)) FROM t_dist t WHERE grp <> 2")
+[ "$(grep -c 'Remote SQL: SELECT public.hb_predict_pinned(.*public.hb_predict_class_pinned(.* FROM (SELECT id, .* WHERE ((grp <> 2))) s(c1, ' <<<"$plan")" = 2 ] &&
+	[ "$(grep -c 'Async Foreign Scan' <<<"$plan")" = 2 ] && ! grep -q 'HbirdScore' <<<"$plan"
+tap $? "aggregates the shards cannot combine (stddev, percentile_disc, count DISTINCT): the shards' scans compute their scores"
 
 # ---- the same answers as one node ----
 # cmp_sql SQL_WITH_T: the query over t_dist (pushed down) and over t_local
@@ -196,6 +218,21 @@ plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) (SELECT p.tableoid, hb_predict('reg
 [ "$(grep -c 'Async Foreign Scan' <<<"$plan")" = 2 ] &&
 	[ "$(grep -c 'ORDER BY public.hb_predict_pinned(.*DESC NULLS FIRST, ctid ASC NULLS LAST LIMIT 12' <<<"$plan")" = 2 ]
 tap $? "hb_topk's query (one arm per partition): each shard ranks its rows, at the same time"
+# every row's score, as the shards' scans return them: exactly a single node's
+cmp_sql "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t) || ':' || hb_predict('reg', t) || ':' || hb_predict_proba('multi', t)::text || ':' || hb_predict_class('multi', t) || ':' || hb_predict_margin('fraud', t)::text || ':' || hb_predict_targets('targets', t)::text || ':' || hb_predict('fraud', ARRAY[amount, age, balance, n_tx, risk, tenure]), ',' ORDER BY id)), count(*) FROM @T t"
+tap $? "every form's score in a plain target list equals a single node's, row by row"
+cmp_sql "SELECT md5(string_agg(id || ':' || s, ',' ORDER BY id)), count(*) FROM (SELECT id, round(hb_predict('fraud', t)::numeric, 4) * 2 AS s FROM @T t WHERE hb_predict('fraud', t) < random() + 2 AND id % 3 <> 0) x"
+tap $? "a score inside an expression, with a filter the shards cannot run on it: a single node's rows"
+cmp_sql "SELECT md5(string_agg(id || ':' || coalesce(s::text, '-'), ',' ORDER BY id)) FROM (SELECT id, CASE WHEN id % 2 = 0 THEN hb_predict('fraud', t) END AS s FROM @T t) x"
+tap $? "a call in a CASE branch: a single node's scores"
+cmp_sql "SELECT round(stddev(hb_predict('fraud', t))::numeric, 10), percentile_disc(0.5) WITHIN GROUP (ORDER BY hb_predict('reg', t)), count(DISTINCT hb_predict_class('multi', t)), bit_xor(hashfloat8(hb_predict('fraud', t)) # id) FROM @T t WHERE grp <> 2"
+tap $? "stddev, percentile_disc, count DISTINCT and a hash of every score over the shards' scores: a single node's"
+cmp_sql "SELECT grp, count(*) FILTER (WHERE hb_predict('fraud', t) > 0.5), array_length(array_agg(hb_predict('reg', t)) FILTER (WHERE id % 2 = 0), 1), round(variance(hb_predict('reg', t))::numeric, 9) FROM @T t GROUP BY grp ORDER BY grp"
+tap $? "grouped aggregates with FILTERs over scores: a single node's"
+d=$(q $C -c "PREPARE plain(int) AS SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_dist t WHERE id < \$1" \
+	-c "SET plan_cache_mode = force_generic_plan" -c "EXECUTE plain(1000)" -c "EXECUTE plain(2000)" 2>&1)
+same "$d" "$(q $C -c "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_local t WHERE id < 1000" -c "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_local t WHERE id < 2000" 2>&1)"
+tap $? "a generic plan with a parameter sent to the shards: a single node's scores"
 cmp_sql "SELECT round(sum((hb_predict_proba('multi', t))[2])::numeric, 8), round(sum((hb_predict_margin('fraud', t))[1])::numeric, 8), round(sum((hb_predict_targets('targets', t))[3])::numeric, 8), round(sum(hb_predict('fraud', ARRAY[amount, age, balance, n_tx, risk, tenure]))::numeric, 8) FROM @T t"
 tap $? "probabilities, margins, targets and the array form equal a single node's"
 d=$(q $C -c "SET hbird.pushdown = off" -c "SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM t_dist t")
@@ -301,6 +338,10 @@ tap $? "hb_model_shards shows the shards still at version 1 after an upload on t
 other_version='model "fraud" on shard "shard[12]" is at version 1 \(sha256 [0-9a-f]{12}\), but the coordinator scores version 2 \(sha256 [0-9a-f]{12}\)'
 fails "$other_version" "a shard at another version: an error naming the shard and both versions" \
 	-c "SELECT sum(hb_predict('fraud', t)) FROM t_dist t"
+fails "$other_version" "scores in a plain target list over shards at another version: the same error" \
+	-c "SELECT id, hb_predict('fraud', t) FROM t_dist t"
+fails 'model "fraud" on shard "shard1" is at version 1' "a plain scan of one shard's foreign table names the server in that error" \
+	-c "SELECT id, hb_predict('fraud', t) FROM t_p1 t"
 fails "$other_version" "hb_topk over shards at another version: the same error" \
 	-c "SELECT count(*) FROM hb_topk('fraud', 5, NULL::t_dist)"
 q $C >/dev/null <<'SQL'

@@ -1,0 +1,684 @@
+/*
+ * pg_remote_scores.c
+ *	  Scores in a foreign scan's own output computed by the shard
+ *	  (docs/scale-out.md, "What runs on the shards").
+ *
+ * postgres_fdw 15 sends a plain scan of a foreign table as "SELECT columns
+ * FROM table WHERE shipped quals": it ships expressions as filters, sort
+ * keys and aggregates, never as output columns.  A query such as
+ *
+ *	SELECT id, hb_predict('m', t) FROM t_dist t
+ *
+ * therefore fetched every column the model reads and scored the rows on
+ * the coordinator, one shard after the other (the batching node between
+ * Append and the foreign scans kept them from running asynchronously).
+ *
+ * After standard_planner, before the batching scan's rewrite, a foreign
+ * scan of an hbird server (pg_shard_map.c) whose target list or local
+ * quals hold pinned calls (pg_pushdown.c wrote them) becomes the kind of
+ * foreign scan postgres_fdw makes for a join or an aggregate it pushes
+ * down: scanrelid 0, its tuples described by fdw_scan_tlist (the columns
+ * the coordinator still needs, then one column per call), and a remote
+ * query that wraps postgres_fdw's own:
+ *
+ *	SELECT s.c1, schema.hb_predict_pinned('m'::text, ..., s.c1, s.c2, ...)
+ *	FROM (SELECT id, f0, ... FROM public.t_part WHERE ...) s(c1, c2, ...)
+ *
+ * The shard flattens the subquery and batches the call over its table
+ * (its own batching scan); the coordinator reads the scores as it reads
+ * any column (postgres_fdw asks the shard for extra_float_digits 3, so a
+ * float8 arrives with its exact bits), and the scan stays asynchronous
+ * under an Append.
+ *
+ * Only where nothing else could change: a statement without row marks (no
+ * EvalPlanQual recheck reads the scan's own row), a scan of the base
+ * table (postgres_fdw's three private items, no fdw_scan_tlist, no system
+ * column), no sort in its remote query (a subquery with ORDER BY would
+ * not be flattened, and the rows' order is what the plan above relies
+ * on), every scoring call in its expressions a pinned one with constant
+ * leading arguments over plain columns of the table (or an ARRAY[] of
+ * them), results of a type with an input function.  Anything else keeps
+ * the scan as it was: the rows travel and the coordinator scores them.
+ * The right to score was checked when the calls were pinned and again
+ * for the planning role (pg_pushdown.c, hb_set_rel_pathlist); the shard
+ * checks the version it holds.
+ */
+#include "postgres.h"
+
+#include "access/sysattr.h"
+#include "catalog/pg_type.h"
+#include "foreign/foreign.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/plannodes.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "hbird.h"
+#include "pg_scaleout.h"
+#include "pg_scan.h"
+
+/* postgres_fdw's private items of a base-table scan (its FdwScanPrivateIndex) */
+#define FDW_PRIVATE_SQL			0
+#define FDW_PRIVATE_ATTRS		1
+#define FDW_PRIVATE_FETCH		2
+#define FDW_PRIVATE_BASE_ITEMS	3
+
+/* ---- what ships ---- */
+
+/*
+ * A foreign scan this file may change: a plain scan of a table of an hbird
+ * server as postgres_fdw planned it, with no sort or row lock in its query.
+ */
+static bool
+plain_shard_scan(Plan *plan, PlannedStmt *stmt)
+{
+	ForeignScan *fs = (ForeignScan *) plan;
+	RangeTblEntry *rte;
+	Oid			serverid;
+	const char *sql;
+
+	if (!IsA(plan, ForeignScan) || fs->operation != CMD_SELECT ||
+		fs->scan.scanrelid == 0 || fs->fdw_scan_tlist != NIL || fs->fsSystemCol ||
+		list_length(fs->fdw_private) != FDW_PRIVATE_BASE_ITEMS ||
+		!IsA(list_nth(fs->fdw_private, FDW_PRIVATE_SQL), String))
+		return false;
+	rte = rt_fetch(fs->scan.scanrelid, stmt->rtable);
+	if (rte->rtekind != RTE_RELATION || !hb_shard_table(rte->relid, &serverid) ||
+		serverid != fs->fs_server)
+		return false;
+	/* a sorted subquery would not be flattened on the shard: left alone */
+	sql = strVal(list_nth(fs->fdw_private, FDW_PRIVATE_SQL));
+	return strstr(sql, " ORDER BY ") == NULL && strstr(sql, " FOR UPDATE") == NULL &&
+		strstr(sql, " FOR SHARE") == NULL;
+}
+
+/* a call's argument column: a test of the node that stands for it */
+typedef bool (*ColumnTest) (Node *node, void *arg);
+
+/*
+ * Can the shard compute this pinned call: constant leading arguments, the
+ * values plain columns (or an ARRAY[] of them), a result of a type with
+ * an input function (the score is read back as text).
+ */
+static bool
+call_ships(FuncExpr *f, ColumnTest column, void *arg)
+{
+	Oid			type = f->funcresulttype;
+	ListCell   *lc;
+
+	if (f->funcretset || list_length(f->args) < 6 || type == RECORDOID ||
+		get_typtype(type) == TYPTYPE_PSEUDO)
+		return false;
+	foreach(lc, f->args)
+	{
+		Node	   *a = lfirst(lc);
+
+		if (foreach_current_index(lc) < 5)
+		{
+			if (!IsA(a, Const))
+				return false;
+		}
+		else if (IsA(a, ArrayExpr))
+		{
+			ArrayExpr  *arr = (ArrayExpr *) a;
+			ListCell   *le;
+
+			if (arr->multidims || arr->elements == NIL)
+				return false;
+			foreach(le, arr->elements)
+				if (!column(lfirst(le), arg))
+					return false;
+		}
+		else if (!column(a, arg))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * What a node's expressions read: the calls to ship, the columns read
+ * outside them.  ok goes false on a call that cannot ship, a call that is
+ * not evaluated for every row (a later CASE branch, a FILTERed aggregate:
+ * the shard would score rows the query never scores), or a scoring call
+ * that was not pinned.
+ */
+typedef struct Reads
+{
+	ColumnTest	column;
+	void	   *arg;
+	List	   *every_row;		/* pinned calls evaluated for every row */
+	List	   *calls;			/* FuncExpr *, to ship */
+	List	   *vars;			/* Var *, read outside them */
+	bool		ok;
+} Reads;
+
+static bool
+reads_walker(Node *node, Reads *r)
+{
+	if (node == NULL || !r->ok)
+		return false;
+	if (IsA(node, Var))
+	{
+		if (!list_member(r->vars, node))
+			r->vars = lappend(r->vars, node);
+		return false;
+	}
+	if (IsA(node, FuncExpr))
+	{
+		FuncExpr   *f = (FuncExpr *) node;
+		bool		is_array;
+
+		if (hb_pinned_function(f->funcid))
+		{
+			if (!list_member(r->every_row, f) || !call_ships(f, r->column, r->arg))
+				r->ok = false;
+			else if (!list_member(r->calls, f))
+				r->calls = lappend(r->calls, f);
+			return false;
+		}
+		if (hb_scoring_call(f->funcid, &is_array) != HB_CALL_NONE)
+		{
+			r->ok = false;
+			return false;
+		}
+	}
+	return expression_tree_walker(node, reads_walker, r);
+}
+
+/* The position of an equal node in list, from 1; 0 if none. */
+static int
+position_of(List *list, Node *node)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (equal(lfirst(lc), node))
+			return foreach_current_index(lc) + 1;
+	return 0;
+}
+
+/* ---- a scan's own expressions ---- */
+
+typedef struct ScanShip
+{
+	Index		scanrelid;
+	List	   *retrieved;		/* postgres_fdw's retrieved attnums */
+	List	   *vars;			/* scan tuple: these columns, */
+	List	   *calls;			/* then these scores */
+} ScanShip;
+
+/* A plain column of the scanned table that the remote query returns. */
+static bool
+scan_column(Node *node, void *arg)
+{
+	ScanShip   *ss = arg;
+	Var		   *v = (Var *) node;
+
+	return node != NULL && IsA(node, Var) && v->varno == ss->scanrelid &&
+		v->varlevelsup == 0 && v->varattno > 0 &&
+		list_member_int(ss->retrieved, v->varattno);
+}
+
+/* The scan's expressions read the scan tuple that fdw_scan_tlist describes. */
+static Node *
+scan_tuple_mutator(Node *node, ScanShip *ss)
+{
+	int			pos;
+
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var))
+		pos = position_of(ss->vars, node);
+	else if (IsA(node, FuncExpr) && (pos = position_of(ss->calls, node)) > 0)
+		pos += list_length(ss->vars);
+	else
+		return expression_tree_mutator(node, scan_tuple_mutator, ss);
+	Assert(pos > 0);
+	return (Node *) makeVar(INDEX_VAR, pos, exprType(node), exprTypmod(node),
+							exprCollation(node), 0);
+}
+
+/* A constant as postgres_fdw would send it: a literal with its type. */
+static void
+deparse_const(StringInfo buf, Const *c)
+{
+	char	   *type = format_type_with_typemod(c->consttype, c->consttypmod);
+	Oid			out;
+	bool		varlena;
+
+	if (c->constisnull)
+	{
+		appendStringInfo(buf, "NULL::%s", type);
+		return;
+	}
+	getTypeOutputInfo(c->consttype, &out, &varlena);
+	appendStringInfo(buf, "%s::%s",
+					 quote_literal_cstr(OidOutputFunctionCall(out, c->constvalue)), type);
+}
+
+/* a column of the wrapped query: named by its place in postgres_fdw's */
+static void
+deparse_column(StringInfo buf, ScanShip *ss, Var *v)
+{
+	ListCell   *lc;
+	int			pos = 0;
+
+	foreach(lc, ss->retrieved)
+		if (lfirst_int(lc) == v->varattno)
+			pos = foreach_current_index(lc) + 1;
+	Assert(pos > 0);
+	appendStringInfo(buf, "s.c%d", pos);
+}
+
+/*
+ * The call as the shard runs it, over the wrapped query's columns.  The
+ * origin (fourth argument) becomes the server's name when the planner
+ * left it empty (a partition's call is pinned on the partitioned table):
+ * a shard's errors then name it as the coordinator does.
+ */
+static void
+deparse_call(StringInfo buf, ScanShip *ss, FuncExpr *f, const char *server)
+{
+	ListCell   *lc;
+
+	appendStringInfo(buf, "%s(",
+					 quote_qualified_identifier(get_namespace_name(get_func_namespace(f->funcid)),
+												get_func_name(f->funcid)));
+	foreach(lc, f->args)
+	{
+		Node	   *a = lfirst(lc);
+		int			i = foreach_current_index(lc);
+
+		if (i > 0)
+			appendStringInfoString(buf, ", ");
+		if (i == 3 && !((Const *) a)->constisnull &&
+			TextDatumGetCString(((Const *) a)->constvalue)[0] == '\0')
+			appendStringInfo(buf, "%s::text", quote_literal_cstr(server));
+		else if (IsA(a, Const))
+			deparse_const(buf, (Const *) a);
+		else if (IsA(a, ArrayExpr))
+		{
+			ListCell   *le;
+
+			appendStringInfoString(buf, "ARRAY[");
+			foreach(le, ((ArrayExpr *) a)->elements)
+			{
+				if (foreach_current_index(le) > 0)
+					appendStringInfoString(buf, ", ");
+				deparse_column(buf, ss, lfirst(le));
+			}
+			appendStringInfoChar(buf, ']');
+		}
+		else
+			deparse_column(buf, ss, (Var *) a);
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * Make one foreign scan return its calls' scores (the top of the file).
+ * The calls evaluated for every row it returns are those of its first
+ * local qual, or of its target list when it has no local qual: the target
+ * list is evaluated only for the rows that pass the quals, and each qual
+ * only for the rows that passed the ones before it.
+ */
+static void
+ship_scan(ForeignScan *fs, PlannedStmt *stmt)
+{
+	ScanShip	ss = {0};
+	Reads		r = {scan_column, &ss};
+	RangeTblEntry *rte;
+	const char *server;
+	StringInfoData buf;
+	List	   *tlist = NIL;
+	List	   *attrs = NIL;
+	ListCell   *lc;
+	int			n = 0;
+
+	if (!plain_shard_scan((Plan *) fs, stmt))
+		return;
+	rte = rt_fetch(fs->scan.scanrelid, stmt->rtable);
+	ss.scanrelid = fs->scan.scanrelid;
+	ss.retrieved = (List *) list_nth(fs->fdw_private, FDW_PRIVATE_ATTRS);
+	r.every_row = hb_pinned_calls_every_row(fs->scan.plan.qual != NIL ?
+											linitial(fs->scan.plan.qual) :
+											(Node *) fs->scan.plan.targetlist);
+	r.ok = true;
+	(void) reads_walker((Node *) fs->scan.plan.targetlist, &r);
+	(void) reads_walker((Node *) fs->scan.plan.qual, &r);
+	if (!r.ok || r.calls == NIL)
+		return;
+	foreach(lc, r.vars)
+		if (!scan_column(lfirst(lc), &ss))
+			return;				/* a whole row, a system column, an outer Var */
+	ss.vars = r.vars;
+	ss.calls = r.calls;
+
+	/* the remote query: postgres_fdw's, its columns named by position */
+	server = GetForeignServer(fs->fs_server)->servername;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	foreach(lc, ss.vars)
+	{
+		deparse_column(&buf, &ss, lfirst(lc));
+		appendStringInfoString(&buf, ", ");
+	}
+	foreach(lc, ss.calls)
+	{
+		deparse_call(&buf, &ss, lfirst(lc), server);
+		if (lnext(ss.calls, lc))
+			appendStringInfoString(&buf, ", ");
+	}
+	appendStringInfo(&buf, " FROM (%s) s(", strVal(list_nth(fs->fdw_private, FDW_PRIVATE_SQL)));
+	for (int i = 1; i <= list_length(ss.retrieved); i++)
+		appendStringInfo(&buf, "%sc%d", i > 1 ? ", " : "", i);
+	appendStringInfoChar(&buf, ')');
+
+	/* what the scan tuple holds: the columns, then the scores */
+	foreach(lc, ss.vars)
+	{
+		Var		   *v = lfirst(lc);
+
+		n++;
+		tlist = lappend(tlist, makeTargetEntry((Expr *) copyObject(v), n,
+											   get_attname(rte->relid, v->varattno, false),
+											   false));
+		attrs = lappend_int(attrs, n);
+	}
+	foreach(lc, ss.calls)
+	{
+		n++;
+		tlist = lappend(tlist, makeTargetEntry((Expr *) copyObject(lfirst(lc)), n, NULL, false));
+		attrs = lappend_int(attrs, n);
+	}
+
+	fs->scan.plan.targetlist = (List *) scan_tuple_mutator((Node *) fs->scan.plan.targetlist, &ss);
+	fs->scan.plan.qual = (List *) scan_tuple_mutator((Node *) fs->scan.plan.qual, &ss);
+	/* read only by an EvalPlanQual recheck, which a plan without row marks never runs */
+	fs->fdw_recheck_quals = NIL;
+	fs->fdw_scan_tlist = tlist;
+
+	/*
+	 * A fourth item names the relation for EXPLAIN ("Relations: ..."), as
+	 * in postgres_fdw's own pushed-down scans: the range table index as text.
+	 */
+	fs->fdw_private = list_make4(makeString(buf.data), attrs,
+								 list_nth(fs->fdw_private, FDW_PRIVATE_FETCH),
+								 makeString(psprintf("%u", fs->scan.scanrelid)));
+	fs->scan.scanrelid = 0;
+}
+
+/* ---- an Agg's calls over the scans ---- */
+
+/* An argument of a call: one of the Agg's input columns. */
+static bool
+input_column(Node *node, void *arg)
+{
+	return node != NULL && IsA(node, Var) && ((Var *) node)->varno == OUTER_VAR;
+}
+
+/* An input column as one scan produces it: a plain column of its table. */
+static Node *
+column_of_scan(Plan *scan, AttrNumber k)
+{
+	TargetEntry *te;
+	Var		   *sv;
+
+	if (k < 1 || k > list_length(scan->targetlist))
+		return NULL;
+	te = list_nth(scan->targetlist, k - 1);
+	sv = (Var *) te->expr;
+	if (!IsA(sv, Var) || sv->varno != ((Scan *) scan)->scanrelid || sv->varattno < 1 ||
+		sv->varlevelsup != 0)
+		return NULL;
+	return (Node *) sv;
+}
+
+/* The call as one scan computes it: its arguments that scan's columns. */
+static Node *
+call_for_scan_mutator(Node *node, Plan *scan)
+{
+	if (node == NULL)
+		return NULL;
+	if (input_column(node, NULL))
+		return copyObject(column_of_scan(scan, ((Var *) node)->varattno));
+	return expression_tree_mutator(node, call_for_scan_mutator, scan);
+}
+
+static bool
+call_misfits_scan_walker(Node *node, Plan *scan)
+{
+	if (node == NULL)
+		return false;
+	if (input_column(node, NULL))
+		return column_of_scan(scan, ((Var *) node)->varattno) == NULL;
+	return expression_tree_walker(node, call_misfits_scan_walker, scan);
+}
+
+/* The pinned calls inside the Agg's aggregates evaluated for every input row. */
+static bool
+aggref_calls_walker(Node *node, List **calls)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *a = (Aggref *) node;
+
+		*calls = list_concat(*calls, hb_pinned_calls_every_row((Node *) a->aggfilter));
+		if (a->aggfilter == NULL)
+			*calls = list_concat(*calls, hb_pinned_calls_every_row((Node *) a->args));
+		return false;
+	}
+	return expression_tree_walker(node, aggref_calls_walker, calls);
+}
+
+typedef struct AggReplace
+{
+	List	   *calls;
+	int			first;			/* the input column of the first call */
+} AggReplace;
+
+static Node *
+agg_replace_mutator(Node *node, AggReplace *ar)
+{
+	int			pos;
+
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, FuncExpr) && (pos = position_of(ar->calls, node)) > 0)
+		return (Node *) makeVar(OUTER_VAR, ar->first + pos - 1, exprType(node),
+								exprTypmod(node), exprCollation(node), 0);
+	return expression_tree_mutator(node, agg_replace_mutator, ar);
+}
+
+/* An input column nobody reads any more: the scan sends NULL for it. */
+static void
+scan_drop_unread(Plan *scan, Bitmapset *read)
+{
+	ListCell   *lc;
+
+	foreach(lc, scan->targetlist)
+	{
+		TargetEntry *te = lfirst(lc);
+		Node	   *e = (Node *) te->expr;
+
+		if (!bms_is_member(te->resno, read))
+			te->expr = (Expr *) makeNullConst(exprType(e), exprTypmod(e), exprCollation(e));
+	}
+}
+
+/* One more column of a node that passes its input's columns up. */
+static void
+pass_up(Plan *p, Node *call)
+{
+	int			n = list_length(p->targetlist) + 1;
+
+	p->targetlist = lappend(p->targetlist,
+							makeTargetEntry((Expr *) makeVar(OUTER_VAR, n, exprType(call),
+															 exprTypmod(call),
+															 exprCollation(call), 0),
+											n, NULL, false));
+}
+
+/*
+ * An Agg computes its arguments from its input's columns: sum of a score
+ * is split per partition (pg_partsplit.c), but stddev, percentile_cont,
+ * array_agg, DISTINCT or ordered aggregates of scores read the rows the
+ * scans return and score them above the scans.  When the Agg's input is
+ * the plain scans of shard tables (one, or an Append of them, under Sorts
+ * of the Agg's own), each call over the input's columns becomes one more
+ * column of every scan (the Sorts and the Append pass it up), the Agg
+ * reads that column, and the scans' columns the Agg no longer reads
+ * become NULL: then ship_scan makes each scan's shard compute the scores
+ * and send only them and the columns still read.  Calls outside the
+ * aggregates' arguments (evaluated once a group) or under a FILTER stay.
+ */
+static void
+ship_agg_calls(Agg *agg, PlannedStmt *stmt)
+{
+	Reads		r = {input_column, NULL};
+	Bitmapset  *read = NULL;	/* input columns still read */
+	List	   *passing = NIL;	/* the Sorts and the Append between */
+	List	   *scans;
+	Plan	   *below = agg->plan.lefttree;
+	AggReplace	ar;
+	ListCell   *lc;
+	ListCell   *lp;
+
+	if (agg->groupingSets != NIL || agg->chain != NIL || below == NULL)
+		return;
+	while (IsA(below, Sort))
+	{
+		Sort	   *sort = (Sort *) below;
+
+		for (int i = 0; i < sort->numCols; i++)
+			read = bms_add_member(read, sort->sortColIdx[i]);
+		passing = lappend(passing, below);
+		below = below->lefttree;
+	}
+	if (IsA(below, Append) && ((Append *) below)->appendplans != NIL)
+	{
+		passing = lappend(passing, below);
+		scans = ((Append *) below)->appendplans;
+	}
+	else
+		scans = list_make1(below);
+	/* the scans and the nodes passing their columns up: the same columns */
+	foreach(lc, scans)
+		if (!plain_shard_scan(lfirst(lc), stmt) ||
+			list_length(((Plan *) lfirst(lc))->targetlist) != list_length(below->targetlist))
+			return;
+	foreach(lc, passing)
+		if (list_length(((Plan *) lfirst(lc))->targetlist) != list_length(below->targetlist))
+			return;
+
+	for (int i = 0; i < agg->numCols; i++)
+		read = bms_add_member(read, agg->grpColIdx[i]);
+	(void) aggref_calls_walker((Node *) agg->plan.targetlist, &r.every_row);
+	(void) aggref_calls_walker((Node *) agg->plan.qual, &r.every_row);
+	r.ok = true;
+	(void) reads_walker((Node *) agg->plan.targetlist, &r);
+	(void) reads_walker((Node *) agg->plan.qual, &r);
+	if (!r.ok || r.calls == NIL)
+		return;
+	foreach(lc, r.vars)
+	{
+		Var		   *v = lfirst(lc);
+
+		if (v->varno == OUTER_VAR)
+			read = bms_add_member(read, v->varattno);
+	}
+	/* every scan must give the calls' columns, and the others as columns */
+	foreach(lc, scans)
+	{
+		Plan	   *scan = lfirst(lc);
+		int			k = -1;
+
+		foreach(lp, r.calls)
+			if (call_misfits_scan_walker(lfirst(lp), scan))
+				return;
+		while ((k = bms_next_member(read, k)) >= 0)
+			if (k > list_length(scan->targetlist) ||
+				(column_of_scan(scan, k) == NULL &&
+				 !IsA(((TargetEntry *) list_nth(scan->targetlist, k - 1))->expr, Const)))
+				return;
+	}
+
+	/* each call: one more column of every scan, passed up to the Agg */
+	ar.calls = r.calls;
+	ar.first = list_length(below->targetlist) + 1;
+	foreach(lc, scans)
+	{
+		Plan	   *scan = lfirst(lc);
+		List	   *added = NIL;
+		int			n = list_length(scan->targetlist);
+
+		/* the calls over this scan's columns, before those go */
+		foreach(lp, r.calls)
+			added = lappend(added,
+							makeTargetEntry((Expr *) call_for_scan_mutator(lfirst(lp), scan),
+											++n, NULL, false));
+		scan_drop_unread(scan, read);
+		scan->targetlist = list_concat(scan->targetlist, added);
+	}
+	foreach(lc, passing)
+		foreach(lp, r.calls)
+			pass_up(lfirst(lc), lfirst(lp));
+	agg->plan.targetlist = (List *) agg_replace_mutator((Node *) agg->plan.targetlist, &ar);
+	agg->plan.qual = (List *) agg_replace_mutator((Node *) agg->plan.qual, &ar);
+}
+
+/* ---- the plan ---- */
+
+static void
+ship_walk(Plan *plan, PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return;
+	/* an Agg first: its calls become its scans' */
+	if (IsA(plan, Agg))
+		ship_agg_calls((Agg *) plan, stmt);
+	if (IsA(plan, ForeignScan))
+		ship_scan((ForeignScan *) plan, stmt);
+	ship_walk(plan->lefttree, stmt);
+	ship_walk(plan->righttree, stmt);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				ship_walk(lfirst(lc), stmt);
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				ship_walk(lfirst(lc), stmt);
+			break;
+		case T_SubqueryScan:
+			ship_walk(((SubqueryScan *) plan)->subplan, stmt);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Every foreign scan of the statement whose scores the shard can compute
+ * returns them (the top of the file).  Statements with row marks are left
+ * alone: an EvalPlanQual recheck would read the scan's row as the table's.
+ */
+void
+hb_remote_scores(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->rowMarks != NIL ||
+		(stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT))
+		return;
+	ship_walk(stmt->planTree, stmt);
+	foreach(lc, stmt->subplans)
+		ship_walk(lfirst(lc), stmt);
+}
