@@ -33,9 +33,9 @@
  * Only where nothing else could change: a statement without row marks (no
  * EvalPlanQual recheck reads the scan's own row), a scan of the base
  * table (postgres_fdw's three private items, no fdw_scan_tlist, no system
- * column), no sort in its remote query (a subquery with ORDER BY would
- * not be flattened, and the rows' order is what the plan above relies
- * on), every scoring call in its expressions a pinned one with constant
+ * column), a remote query whose ORDER BY, if any, is of plain columns (it
+ * moves to the wrapping query: split_remote_query), every scoring call
+ * evaluated for every row the scan returns, a pinned one with constant
  * leading arguments over plain columns of the table (or an ARRAY[] of
  * them), results of a type with an input function.  Anything else keeps
  * the scan as it was: the rows travel and the coordinator scores them.
@@ -47,6 +47,7 @@
 
 #include "access/sysattr.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "foreign/foreign.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -67,17 +68,114 @@
 
 /* ---- what ships ---- */
 
+/* The name postgres_fdw gives a column in its query. */
+static char *
+remote_column_name(Oid relid, AttrNumber attno)
+{
+	ListCell   *lc;
+
+	foreach(lc, GetForeignColumnOptions(relid, attno))
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, "column_name") == 0)
+			return pstrdup(quote_identifier(defGetString(d)));
+	}
+	return pstrdup(quote_identifier(get_attname(relid, attno, false)));
+}
+
 /*
- * A foreign scan this file may change: a plain scan of a table of an hbird
- * server as postgres_fdw planned it, with no sort or row lock in its query.
+ * postgres_fdw's query, split for wrapping.  It ends in ORDER BY when the
+ * plan above relies on the scan's order (a Group Aggregate over a Merge
+ * Append, a merge join); a subquery with ORDER BY is not flattened on the
+ * shard, so the order moves to the wrapping query, by the wrapped query's
+ * column positions.  Only an ORDER BY of plain columns as postgres_fdw
+ * writes it ("col ASC NULLS LAST, ...") moves: false for anything else,
+ * and for a query that locks rows.  *inner: the query without its ORDER
+ * BY; *order: the wrapping query's (empty when none).
  */
 static bool
-plain_shard_scan(Plan *plan, PlannedStmt *stmt)
+split_remote_query(ForeignScan *fs, Oid relid, char **inner, char **order)
+{
+	const char *sql = strVal(list_nth(fs->fdw_private, FDW_PRIVATE_SQL));
+	List	   *retrieved = (List *) list_nth(fs->fdw_private, FDW_PRIVATE_ATTRS);
+	const char *p = NULL;
+	const char *q;
+	StringInfoData buf;
+
+	if (strstr(sql, " FOR UPDATE") != NULL || strstr(sql, " FOR SHARE") != NULL)
+		return false;
+	for (q = strstr(sql, " ORDER BY "); q != NULL; q = strstr(q + 1, " ORDER BY "))
+		p = q;
+	if (p == NULL)
+	{
+		*inner = pstrdup(sql);
+		*order = "";
+		return true;
+	}
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, " ORDER BY ");
+	for (q = p + strlen(" ORDER BY ");;)
+	{
+		ListCell   *lc;
+		int			pos = 0;
+		const char *dir;
+		const char *nulls;
+
+		foreach(lc, retrieved)
+		{
+			char	   *name;
+
+			if (lfirst_int(lc) <= 0)
+				continue;
+			name = remote_column_name(relid, lfirst_int(lc));
+			if (strncmp(q, name, strlen(name)) == 0 && q[strlen(name)] == ' ')
+			{
+				pos = foreach_current_index(lc) + 1;
+				q += strlen(name);
+				break;
+			}
+		}
+		if (pos == 0)
+			return false;
+		if (strncmp(q, " ASC", 4) == 0)
+			dir = " ASC", q += 4;
+		else if (strncmp(q, " DESC", 5) == 0)
+			dir = " DESC", q += 5;
+		else
+			return false;
+		if (strncmp(q, " NULLS FIRST", 12) == 0)
+			nulls = " NULLS FIRST", q += 12;
+		else if (strncmp(q, " NULLS LAST", 11) == 0)
+			nulls = " NULLS LAST", q += 11;
+		else
+			return false;
+		appendStringInfo(&buf, "s.c%d%s%s", pos, dir, nulls);
+		if (*q == '\0')
+			break;
+		if (strncmp(q, ", ", 2) != 0)
+			return false;
+		q += 2;
+		appendStringInfoString(&buf, ", ");
+	}
+	*inner = pnstrdup(sql, p - sql);
+	*order = buf.data;
+	return true;
+}
+
+/*
+ * A foreign scan this file may change: a plain scan of a table of an hbird
+ * server as postgres_fdw planned it, whose query split_remote_query can
+ * wrap (into *inner and *order when they are not NULL).
+ */
+static bool
+plain_shard_scan(Plan *plan, PlannedStmt *stmt, char **inner, char **order)
 {
 	ForeignScan *fs = (ForeignScan *) plan;
 	RangeTblEntry *rte;
 	Oid			serverid;
-	const char *sql;
+	char	   *i;
+	char	   *o;
 
 	if (!IsA(plan, ForeignScan) || fs->operation != CMD_SELECT ||
 		fs->scan.scanrelid == 0 || fs->fdw_scan_tlist != NIL || fs->fsSystemCol ||
@@ -88,10 +186,7 @@ plain_shard_scan(Plan *plan, PlannedStmt *stmt)
 	if (rte->rtekind != RTE_RELATION || !hb_shard_table(rte->relid, &serverid) ||
 		serverid != fs->fs_server)
 		return false;
-	/* a sorted subquery would not be flattened on the shard: left alone */
-	sql = strVal(list_nth(fs->fdw_private, FDW_PRIVATE_SQL));
-	return strstr(sql, " ORDER BY ") == NULL && strstr(sql, " FOR UPDATE") == NULL &&
-		strstr(sql, " FOR SHARE") == NULL;
+	return split_remote_query(fs, rte->relid, inner ? inner : &i, order ? order : &o);
 }
 
 /* a call's argument column: a test of the node that stands for it */
@@ -336,8 +431,10 @@ ship_scan(ForeignScan *fs, PlannedStmt *stmt)
 	List	   *attrs = NIL;
 	ListCell   *lc;
 	int			n = 0;
+	char	   *inner;
+	char	   *order;
 
-	if (!plain_shard_scan((Plan *) fs, stmt))
+	if (!plain_shard_scan((Plan *) fs, stmt, &inner, &order))
 		return;
 	rte = rt_fetch(fs->scan.scanrelid, stmt->rtable);
 	ss.scanrelid = fs->scan.scanrelid;
@@ -371,10 +468,10 @@ ship_scan(ForeignScan *fs, PlannedStmt *stmt)
 		if (lnext(ss.calls, lc))
 			appendStringInfoString(&buf, ", ");
 	}
-	appendStringInfo(&buf, " FROM (%s) s(", strVal(list_nth(fs->fdw_private, FDW_PRIVATE_SQL)));
+	appendStringInfo(&buf, " FROM (%s) s(", inner);
 	for (int i = 1; i <= list_length(ss.retrieved); i++)
 		appendStringInfo(&buf, "%sc%d", i > 1 ? ", " : "", i);
-	appendStringInfoChar(&buf, ')');
+	appendStringInfo(&buf, ")%s", order);
 
 	/* what the scan tuple holds: the columns, then the scores */
 	foreach(lc, ss.vars)
@@ -528,9 +625,9 @@ pass_up(Plan *p, Node *call)
  * is split per partition (pg_partsplit.c), but stddev, percentile_cont,
  * array_agg, DISTINCT or ordered aggregates of scores read the rows the
  * scans return and score them above the scans.  When the Agg's input is
- * the plain scans of shard tables (one, or an Append of them, under Sorts
- * of the Agg's own), each call over the input's columns becomes one more
- * column of every scan (the Sorts and the Append pass it up), the Agg
+ * the plain scans of shard tables (one, or an Append or a Merge Append of
+ * them, under Sorts of the Agg's own), each call over the input's columns
+ * becomes one more column of every scan (the nodes between pass it up), the Agg
  * reads that column, and the scans' columns the Agg no longer reads
  * become NULL: then ship_scan makes each scan's shard compute the scores
  * and send only them and the columns still read.  Calls outside the
@@ -541,7 +638,7 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 {
 	Reads		r = {input_column, NULL};
 	Bitmapset  *read = NULL;	/* input columns still read */
-	List	   *passing = NIL;	/* the Sorts and the Append between */
+	List	   *passing = NIL;	/* the nodes between: Sorts, an Append */
 	List	   *scans;
 	Plan	   *below = agg->plan.lefttree;
 	AggReplace	ar;
@@ -564,11 +661,20 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 		passing = lappend(passing, below);
 		scans = ((Append *) below)->appendplans;
 	}
+	else if (IsA(below, MergeAppend) && ((MergeAppend *) below)->mergeplans != NIL)
+	{
+		MergeAppend *ma = (MergeAppend *) below;
+
+		for (int i = 0; i < ma->numCols; i++)
+			read = bms_add_member(read, ma->sortColIdx[i]);
+		passing = lappend(passing, below);
+		scans = ma->mergeplans;
+	}
 	else
 		scans = list_make1(below);
 	/* the scans and the nodes passing their columns up: the same columns */
 	foreach(lc, scans)
-		if (!plain_shard_scan(lfirst(lc), stmt) ||
+		if (!plain_shard_scan(lfirst(lc), stmt, NULL, NULL) ||
 			list_length(((Plan *) lfirst(lc))->targetlist) != list_length(below->targetlist))
 			return;
 	foreach(lc, passing)

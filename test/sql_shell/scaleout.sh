@@ -50,7 +50,10 @@ fails() {
 # same: $1 = $2 (and no error in them), else print both
 same() {
 	if [ "$1" = "$2" ] && [ -n "$1" ] && ! grep -q 'ERROR' <<<"$1"; then return 0; fi
-	printf '# got:  %s\n# want: %s\n' "$1" "$2" | head -c 2000
+	# cut long output, and end the line: the TAP line that follows must
+	# start one of its own to be counted
+	printf '# got:  %s\n# want: %s\n' "$1" "$2" | head -c 2000 | sed 's/^/# /' | cut -c1-400
+	echo
 	return 1
 }
 
@@ -171,6 +174,11 @@ plan=$(explain "SELECT round(stddev(hb_predict('fraud', t))::numeric, 10), perce
 [ "$(grep -c 'Remote SQL: SELECT public.hb_predict_pinned(.*public.hb_predict_class_pinned(.* FROM (SELECT id, .* WHERE ((grp <> 2))) s(c1, ' <<<"$plan")" = 2 ] &&
 	[ "$(grep -c 'Async Foreign Scan' <<<"$plan")" = 2 ] && ! grep -q 'HbirdScore' <<<"$plan"
 tap $? "aggregates the shards cannot combine (stddev, percentile_disc, count DISTINCT): the shards' scans compute their scores"
+grouped="SELECT grp, percentile_cont(0.9) WITHIN GROUP (ORDER BY hb_predict('reg', t)), round(stddev(hb_predict('fraud', t))::numeric, 10), count(DISTINCT hb_predict_class('multi', t)) FROM @T t WHERE id > 100 GROUP BY grp ORDER BY grp"
+plan=$(q $C -c "SET enable_hashagg = off" -c "EXPLAIN (VERBOSE, COSTS OFF) ${grouped//@T/t_dist}")
+[ "$(grep -c 'Remote SQL: SELECT s.c2, public.hb_predict_pinned(.* FROM (SELECT id, .* WHERE ((id > 100))) s(c1, .*) ORDER BY s.c2 ASC NULLS LAST$' <<<"$plan")" = 2 ] &&
+	grep -q 'Merge Append' <<<"$plan" && ! grep -q 'HbirdScore' <<<"$plan"
+tap $? "a Group Aggregate over the shards' sorted scans: the scores come from the scans, the order from the wrapping query (got: $(grep -m1 'Remote SQL' <<<"$plan" | grep -o ') s(c1.*'))"
 
 # ---- the same answers as one node ----
 # cmp_sql SQL_WITH_T: the query over t_dist (pushed down) and over t_local
@@ -229,6 +237,9 @@ cmp_sql "SELECT round(stddev(hb_predict('fraud', t))::numeric, 10), percentile_d
 tap $? "stddev, percentile_disc, count DISTINCT and a hash of every score over the shards' scores: a single node's"
 cmp_sql "SELECT grp, count(*) FILTER (WHERE hb_predict('fraud', t) > 0.5), array_length(array_agg(hb_predict('reg', t)) FILTER (WHERE id % 2 = 0), 1), round(variance(hb_predict('reg', t))::numeric, 9) FROM @T t GROUP BY grp ORDER BY grp"
 tap $? "grouped aggregates with FILTERs over scores: a single node's"
+d=$(q $C -c "SET enable_hashagg = off" -c "${grouped//@T/t_dist}" 2>&1)
+same "$d" "$(q $C -c "${grouped//@T/t_local}" 2>&1)"
+tap $? "percentile_cont, stddev and count DISTINCT per group over the shards' sorted scans: a single node's"
 d=$(q $C -c "PREPARE plain(int) AS SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_dist t WHERE id < \$1" \
 	-c "SET plan_cache_mode = force_generic_plan" -c "EXECUTE plain(1000)" -c "EXECUTE plain(2000)" 2>&1)
 same "$d" "$(q $C -c "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_local t WHERE id < 1000" -c "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_local t WHERE id < 2000" 2>&1)"
