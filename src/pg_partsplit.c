@@ -838,6 +838,39 @@ fix_topk(Plan *plan, PlannedStmt *stmt, HbPushdown *pd)
 	return plan;
 }
 
+/*
+ * A plan node's children: its left and right trees and the plans it lists
+ * (an Append's, a subquery scan's, a custom scan's...).  Post-planning
+ * steps walk plans with it (here, pg_remote_scores.c).
+ */
+List *
+hb_plan_children(Plan *plan)
+{
+	List	   *children = NIL;
+
+	if (plan->lefttree)
+		children = lappend(children, plan->lefttree);
+	if (plan->righttree)
+		children = lappend(children, plan->righttree);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			return list_concat(children, ((Append *) plan)->appendplans);
+		case T_MergeAppend:
+			return list_concat(children, ((MergeAppend *) plan)->mergeplans);
+		case T_SubqueryScan:
+			return lappend(children, ((SubqueryScan *) plan)->subplan);
+		case T_CustomScan:
+			return list_concat(children, ((CustomScan *) plan)->custom_plans);
+		case T_BitmapAnd:
+			return list_concat(children, ((BitmapAnd *) plan)->bitmapplans);
+		case T_BitmapOr:
+			return list_concat(children, ((BitmapOr *) plan)->bitmapplans);
+		default:
+			return children;
+	}
+}
+
 /* Number the nodes fix_topk made (after every existing one). */
 static void
 number_new_nodes(Plan *plan, int *next)
@@ -848,16 +881,8 @@ number_new_nodes(Plan *plan, int *next)
 		return;
 	if (plan->plan_node_id < 0)
 		plan->plan_node_id = (*next)++;
-	number_new_nodes(plan->lefttree, next);
-	number_new_nodes(plan->righttree, next);
-	if (IsA(plan, SubqueryScan))
-		number_new_nodes(((SubqueryScan *) plan)->subplan, next);
-	else if (IsA(plan, Append))
-		foreach(lc, ((Append *) plan)->appendplans)
-			number_new_nodes(lfirst(lc), next);
-	else if (IsA(plan, MergeAppend))
-		foreach(lc, ((MergeAppend *) plan)->mergeplans)
-			number_new_nodes(lfirst(lc), next);
+	foreach(lc, hb_plan_children(plan))
+		number_new_nodes(lfirst(lc), next);
 }
 
 static void
@@ -868,36 +893,8 @@ max_node_id(Plan *plan, int *max)
 	if (plan == NULL)
 		return;
 	*max = Max(*max, plan->plan_node_id);
-	max_node_id(plan->lefttree, max);
-	max_node_id(plan->righttree, max);
-	switch (nodeTag(plan))
-	{
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				max_node_id(lfirst(lc), max);
-			break;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				max_node_id(lfirst(lc), max);
-			break;
-		case T_SubqueryScan:
-			max_node_id(((SubqueryScan *) plan)->subplan, max);
-			break;
-		case T_CustomScan:
-			foreach(lc, ((CustomScan *) plan)->custom_plans)
-				max_node_id(lfirst(lc), max);
-			break;
-		case T_BitmapAnd:
-			foreach(lc, ((BitmapAnd *) plan)->bitmapplans)
-				max_node_id(lfirst(lc), max);
-			break;
-		case T_BitmapOr:
-			foreach(lc, ((BitmapOr *) plan)->bitmapplans)
-				max_node_id(lfirst(lc), max);
-			break;
-		default:
-			break;
-	}
+	foreach(lc, hb_plan_children(plan))
+		max_node_id(lfirst(lc), max);
 }
 
 /*

@@ -84,6 +84,23 @@ remote_column_name(Oid relid, AttrNumber attno)
 	return pstrdup(quote_identifier(get_attname(relid, attno, false)));
 }
 
+/* Whichever of two words *q starts with, past it; NULL for neither. */
+static const char *
+next_word(const char **q, const char *a, const char *b)
+{
+	if (strncmp(*q, a, strlen(a)) == 0)
+	{
+		*q += strlen(a);
+		return a;
+	}
+	if (strncmp(*q, b, strlen(b)) == 0)
+	{
+		*q += strlen(b);
+		return b;
+	}
+	return NULL;
+}
+
 /*
  * postgres_fdw's query, split for wrapping.  It ends in ORDER BY when the
  * plan above relies on the scan's order (a Group Aggregate over a Merge
@@ -136,19 +153,8 @@ split_remote_query(ForeignScan *fs, Oid relid, char **inner, char **order)
 				break;
 			}
 		}
-		if (pos == 0)
-			return false;
-		if (strncmp(q, " ASC", 4) == 0)
-			dir = " ASC", q += 4;
-		else if (strncmp(q, " DESC", 5) == 0)
-			dir = " DESC", q += 5;
-		else
-			return false;
-		if (strncmp(q, " NULLS FIRST", 12) == 0)
-			nulls = " NULLS FIRST", q += 12;
-		else if (strncmp(q, " NULLS LAST", 11) == 0)
-			nulls = " NULLS LAST", q += 11;
-		else
+		if (pos == 0 || (dir = next_word(&q, " ASC", " DESC")) == NULL ||
+			(nulls = next_word(&q, " NULLS FIRST", " NULLS LAST")) == NULL)
 			return false;
 		appendStringInfo(&buf, "s.c%d%s%s", pos, dir, nulls);
 		if (*q == '\0')
@@ -751,24 +757,8 @@ ship_walk(Plan *plan, PlannedStmt *stmt)
 		ship_agg_calls((Agg *) plan, stmt);
 	if (IsA(plan, ForeignScan))
 		ship_scan((ForeignScan *) plan, stmt);
-	ship_walk(plan->lefttree, stmt);
-	ship_walk(plan->righttree, stmt);
-	switch (nodeTag(plan))
-	{
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				ship_walk(lfirst(lc), stmt);
-			break;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				ship_walk(lfirst(lc), stmt);
-			break;
-		case T_SubqueryScan:
-			ship_walk(((SubqueryScan *) plan)->subplan, stmt);
-			break;
-		default:
-			break;
-	}
+	foreach(lc, hb_plan_children(plan))
+		ship_walk(lfirst(lc), stmt);
 }
 
 /*

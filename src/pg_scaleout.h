@@ -54,6 +54,7 @@ extern void hb_remote_scores(PlannedStmt *stmt);
 extern bool hb_split_per_partition(Query *q, HbPushdown *pd);
 extern void hb_topk_scans_fix(PlannedStmt *stmt, HbPushdown *pd);
 extern int	hb_plan_next_node_id(PlannedStmt *stmt);
+extern List *hb_plan_children(Plan *plan);
 
 /* pg_admin.c: writing a version (upload, and receiving from a coordinator) */
 typedef struct HbVersionRows HbVersionRows;
