@@ -21,7 +21,8 @@
  * the coordinator still needs, then one column per call), and a remote
  * query that wraps postgres_fdw's own:
  *
- *	SELECT s.c1, schema.hb_predict_pinned('m'::text, ..., s.c1, s.c2, ...)
+ *	SELECT s.c1, schema.hb_predict_pinned('m'::text, ...,
+ *										  CAST(s.c1 AS integer), ...)
  *	FROM (SELECT id, f0, ... FROM public.t_part WHERE ...) s(c1, c2, ...)
  *
  * The shard flattens the subquery and batches the call over its table
@@ -37,7 +38,8 @@
  * moves to the wrapping query: split_remote_query), every scoring call
  * evaluated for every row the scan returns, a pinned one with constant
  * leading arguments over plain columns of the table (or an ARRAY[] of
- * them), results of a type with an input function.  Anything else keeps
+ * them) that the shard can cast to their declared types, results of a type
+ * with an input function.  Anything else keeps
  * the scan as it was: the rows travel and the coordinator scores them.
  * The right to score was checked when the calls were pinned and again
  * for the planning role (pg_pushdown.c, hb_set_rel_pathlist); the shard
@@ -46,6 +48,7 @@
 #include "postgres.h"
 
 #include "access/sysattr.h"
+#include "access/transam.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
@@ -107,8 +110,9 @@ next_word(const char **q, const char *a, const char *b)
  * Append, a merge join); a subquery with ORDER BY is not flattened on the
  * shard, so the order moves to the wrapping query, by the wrapped query's
  * column positions.  Only an ORDER BY of plain columns as postgres_fdw
- * writes it ("col ASC NULLS LAST, ...") moves: false for anything else,
- * and for a query that locks rows.  *inner: the query without its ORDER
+ * writes it ("col ASC NULLS LAST, ...") moves: false for anything else.
+ * (A query that locks rows belongs to a statement with row marks, which
+ * hb_remote_scores leaves alone.)  *inner: the query without its ORDER
  * BY; *order: the wrapping query's (empty when none).
  */
 static bool
@@ -120,8 +124,6 @@ split_remote_query(ForeignScan *fs, Oid relid, char **inner, char **order)
 	const char *q;
 	StringInfoData buf;
 
-	if (strstr(sql, " FOR UPDATE") != NULL || strstr(sql, " FOR SHARE") != NULL)
-		return false;
 	for (q = strstr(sql, " ORDER BY "); q != NULL; q = strstr(q + 1, " ORDER BY "))
 		p = q;
 	if (p == NULL)
@@ -310,6 +312,19 @@ typedef struct ScanShip
 	List	   *calls;			/* then these scores */
 } ScanShip;
 
+/*
+ * Can a call's argument of this type be cast to it on the shard as the
+ * coordinator reads it?  Not a length-limited string or bit string: their
+ * input function refuses a value too long, an explicit cast cuts it.
+ */
+static bool
+castable(Var *v)
+{
+	return v->vartypmod < 0 ||
+		(v->vartype != BPCHAROID && v->vartype != VARCHAROID &&
+		 v->vartype != BITOID && v->vartype != VARBITOID);
+}
+
 /* A plain column of the scanned table that the remote query returns. */
 static bool
 scan_column(Node *node, void *arg)
@@ -320,6 +335,13 @@ scan_column(Node *node, void *arg)
 	return node != NULL && IsA(node, Var) && v->varno == ss->scanrelid &&
 		v->varlevelsup == 0 && v->varattno > 0 &&
 		list_member_int(ss->retrieved, v->varattno);
+}
+
+/* ... and as a call's argument: one the shard can cast */
+static bool
+scan_argument(Node *node, void *arg)
+{
+	return scan_column(node, arg) && castable((Var *) node);
 }
 
 /* The scan's expressions read the scan tuple that fdw_scan_tlist describes. */
@@ -341,11 +363,20 @@ scan_tuple_mutator(Node *node, ScanShip *ss)
 							exprCollation(node), 0);
 }
 
+/* A type's name as postgres_fdw writes it: qualified unless built in. */
+static char *
+deparse_type(Oid type, int32 typmod)
+{
+	return format_type_extended(type, typmod,
+								FORMAT_TYPE_TYPEMOD_GIVEN |
+								(type >= FirstGenbkiObjectId ? FORMAT_TYPE_FORCE_QUALIFY : 0));
+}
+
 /* A constant as postgres_fdw would send it: a literal with its type. */
 static void
 deparse_const(StringInfo buf, Const *c)
 {
-	char	   *type = format_type_with_typemod(c->consttype, c->consttypmod);
+	char	   *type = deparse_type(c->consttype, c->consttypmod);
 	Oid			out;
 	bool		varlena;
 
@@ -359,9 +390,16 @@ deparse_const(StringInfo buf, Const *c)
 					 quote_literal_cstr(OidOutputFunctionCall(out, c->constvalue)), type);
 }
 
-/* a column of the wrapped query: named by its place in postgres_fdw's */
+/*
+ * A column of the wrapped query, named by its place in postgres_fdw's.  As
+ * a call's argument it is cast to the type the foreign table declares:
+ * the coordinator read the value through that type's input function, and
+ * the shard's column may be declared otherwise (postgres_fdw asks for the
+ * same types, as its shipped filters are evaluated with the shard's; the
+ * cast is nothing where they are the same).
+ */
 static void
-deparse_column(StringInfo buf, ScanShip *ss, Var *v)
+deparse_column(StringInfo buf, ScanShip *ss, Var *v, bool cast)
 {
 	ListCell   *lc;
 	int			pos = 0;
@@ -370,7 +408,10 @@ deparse_column(StringInfo buf, ScanShip *ss, Var *v)
 		if (lfirst_int(lc) == v->varattno)
 			pos = foreach_current_index(lc) + 1;
 	Assert(pos > 0);
-	appendStringInfo(buf, "s.c%d", pos);
+	if (cast)
+		appendStringInfo(buf, "CAST(s.c%d AS %s)", pos, deparse_type(v->vartype, v->vartypmod));
+	else
+		appendStringInfo(buf, "s.c%d", pos);
 }
 
 /*
@@ -408,12 +449,12 @@ deparse_call(StringInfo buf, ScanShip *ss, FuncExpr *f, const char *server)
 			{
 				if (foreach_current_index(le) > 0)
 					appendStringInfoString(buf, ", ");
-				deparse_column(buf, ss, lfirst(le));
+				deparse_column(buf, ss, lfirst(le), true);
 			}
 			appendStringInfoChar(buf, ']');
 		}
 		else
-			deparse_column(buf, ss, (Var *) a);
+			deparse_column(buf, ss, (Var *) a, true);
 	}
 	appendStringInfoChar(buf, ')');
 }
@@ -429,7 +470,7 @@ static void
 ship_scan(ForeignScan *fs, PlannedStmt *stmt)
 {
 	ScanShip	ss = {0};
-	Reads		r = {scan_column, &ss};
+	Reads		r = {scan_argument, &ss};
 	RangeTblEntry *rte;
 	const char *server;
 	StringInfoData buf;
@@ -465,7 +506,7 @@ ship_scan(ForeignScan *fs, PlannedStmt *stmt)
 	appendStringInfoString(&buf, "SELECT ");
 	foreach(lc, ss.vars)
 	{
-		deparse_column(&buf, &ss, lfirst(lc));
+		deparse_column(&buf, &ss, lfirst(lc), false);
 		appendStringInfoString(&buf, ", ");
 	}
 	foreach(lc, ss.calls)
@@ -539,6 +580,15 @@ column_of_scan(Plan *scan, AttrNumber k)
 	return (Node *) sv;
 }
 
+/* ... and as a call's argument (scan_argument) */
+static Node *
+argument_of_scan(Plan *scan, AttrNumber k)
+{
+	Var		   *v = (Var *) column_of_scan(scan, k);
+
+	return v != NULL && castable(v) ? (Node *) v : NULL;
+}
+
 /* The call as one scan computes it: its arguments that scan's columns. */
 static Node *
 call_for_scan_mutator(Node *node, Plan *scan)
@@ -556,7 +606,7 @@ call_misfits_scan_walker(Node *node, Plan *scan)
 	if (node == NULL)
 		return false;
 	if (input_column(node, NULL))
-		return column_of_scan(scan, ((Var *) node)->varattno) == NULL;
+		return argument_of_scan(scan, ((Var *) node)->varattno) == NULL;
 	return expression_tree_walker(node, call_misfits_scan_walker, scan);
 }
 
@@ -678,9 +728,14 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	}
 	else
 		scans = list_make1(below);
-	/* the scans and the nodes passing their columns up: the same columns */
+	/*
+	 * The scans (without local quals: their calls would not be evaluated
+	 * for every row they read) and the nodes passing their columns up: the
+	 * same columns
+	 */
 	foreach(lc, scans)
 		if (!plain_shard_scan(lfirst(lc), stmt, NULL, NULL) ||
+			((Plan *) lfirst(lc))->qual != NIL ||
 			list_length(((Plan *) lfirst(lc))->targetlist) != list_length(below->targetlist))
 			return;
 	foreach(lc, passing)
@@ -771,8 +826,7 @@ hb_remote_scores(PlannedStmt *stmt)
 {
 	ListCell   *lc;
 
-	if (stmt->rowMarks != NIL ||
-		(stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT))
+	if (stmt->rowMarks != NIL || stmt->commandType != CMD_SELECT)
 		return;
 	ship_walk(stmt->planTree, stmt);
 	foreach(lc, stmt->subplans)

@@ -360,6 +360,26 @@ find_calls_walker(Node *node, FindCtx *ctx)
 		}
 		return false;
 	}
+	if (IsA(node, RowCompareExpr))
+	{
+		/* (a, b) < (c, d): the first pair always, later ones only on ties */
+		RowCompareExpr *rc = (RowCompareExpr *) node;
+		ListCell   *l;
+		ListCell   *r;
+
+		forboth(l, rc->largs, r, rc->rargs)
+		{
+			bool		later = l != list_head(rc->largs);
+
+			if (later)
+				ctx->conditional++;
+			if (find_calls_walker(lfirst(l), ctx) || find_calls_walker(lfirst(r), ctx))
+				return true;
+			if (later)
+				ctx->conditional--;
+		}
+		return false;
+	}
 	if (IsA(node, Aggref))
 	{
 		Aggref	   *a = (Aggref *) node;

@@ -240,6 +240,26 @@ tap $? "grouped aggregates with FILTERs over scores: a single node's"
 d=$(q $C -c "SET enable_hashagg = off" -c "${grouped//@T/t_dist}" 2>&1)
 same "$d" "$(q $C -c "${grouped//@T/t_local}" 2>&1)"
 tap $? "percentile_cont, stddev and count DISTINCT per group over the shards' sorted scans: a single node's"
+# a foreign table declaring other types than the shard's (postgres_fdw asks
+# for the same ones): the shard casts the values to the declared types, as
+# the coordinator read them; a length-limited string would be cut by a cast,
+# so its table's scores stay on the coordinator
+q $C >/dev/null <<'SQL'
+CREATE FOREIGN TABLE t_typed (id integer, grp integer, amount numeric(6,1), age real, balance float8,
+	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
+	SERVER shard1 OPTIONS (table_name 't_part');
+CREATE FOREIGN TABLE t_vc (id integer, grp varchar(1), amount float8, age float8, balance float8,
+	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
+	SERVER shard1 OPTIONS (table_name 't_part');
+SQL
+typed="SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)), count(*) FROM t_typed t"
+plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_typed t")
+grep -q 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(.*CAST(s.c3 AS numeric(6,1)), CAST(s.c4 AS real), CAST(s.c5 AS double precision)' <<<"$plan" &&
+	same "$(q $C -c "$typed" 2>&1)" "$(q $C -c "SET hbird.pushdown = off" -c "$typed" 2>&1)"
+tap $? "columns declared with other types than the shard's: cast there, the scores the coordinator computes from the declared types"
+plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_vc t")
+grep -q 'Remote SQL: SELECT id, grp, amount' <<<"$plan" && ! grep -q 'pinned(.* FROM (SELECT' <<<"$plan"
+tap $? "a varchar(1) column among a call's values: the scores stay on the coordinator"
 d=$(q $C -c "PREPARE plain(int) AS SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_dist t WHERE id < \$1" \
 	-c "SET plan_cache_mode = force_generic_plan" -c "EXECUTE plain(1000)" -c "EXECUTE plain(2000)" 2>&1)
 same "$d" "$(q $C -c "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_local t WHERE id < 1000" -c "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_local t WHERE id < 2000" 2>&1)"
