@@ -136,6 +136,8 @@ INSERT INTO bs_case (what, q) VALUES
 ('inside expressions', $$SELECT id, round(hb_predict('binary_logistic', t)::numeric, 3) + 1, hb_predict('binary_logistic', t) > 0.5 AS flag, greatest(hb_predict('binary_logistic', t), hb_predict('reg_squarederror', t)) FROM bs t$$),
 ('CASE condition', $$SELECT id, CASE WHEN hb_predict('binary_logistic', t) > 0.5 THEN 'fraud' ELSE 'ok' END FROM bs t$$),
 ('CASE branch (row at a time)', $$SELECT id, CASE WHEN grp = 1 THEN hb_predict('binary_logistic', t) END FROM bs t$$),
+('row comparison, first pair', $$SELECT id, (hb_predict('binary_logistic', t), grp) < (0.5, 2) FROM bs t$$),
+('row comparison, later pair (row at a time)', $$SELECT id, (grp, hb_predict('binary_logistic', t)) < (2, 0.5) FROM bs t$$),
 ('WHERE on a score', $$SELECT id FROM bs t WHERE hb_predict('binary_logistic', t) > 0.3$$),
 ('WHERE on a class with a filter', $$SELECT id FROM bs t WHERE hb_predict_class('binary_logistic', t) = 1 AND grp = 2$$),
 ('WHERE on a multiclass class', $$SELECT id, hb_predict_class('multi_softprob', t) FROM bs t WHERE hb_predict_class('multi_softprob', t) <> 0$$),
