@@ -34,8 +34,7 @@
  * Only where nothing else could change: a statement without row marks (no
  * EvalPlanQual recheck reads the scan's own row), a scan of the base
  * table (postgres_fdw's three private items, no fdw_scan_tlist, no system
- * column), a remote query whose ORDER BY, if any, is of plain columns (it
- * moves to the wrapping query: split_remote_query), every scoring call
+ * column), every scoring call
  * evaluated for every row the scan returns, a pinned one with constant
  * leading arguments over plain columns of the table (or an ARRAY[] of
  * them) that the shard can cast to their declared types, results of a type
@@ -107,15 +106,19 @@ next_word(const char **q, const char *a, const char *b)
 /*
  * postgres_fdw's query, split for wrapping.  It ends in ORDER BY when the
  * plan above relies on the scan's order (a Group Aggregate over a Merge
- * Append, a merge join); a subquery with ORDER BY is not flattened on the
- * shard, so the order moves to the wrapping query, by the wrapped query's
- * column positions.  Only an ORDER BY of plain columns as postgres_fdw
- * writes it ("col ASC NULLS LAST, ...") moves: false for anything else.
- * (A query that locks rows belongs to a statement with row marks, which
- * hb_remote_scores leaves alone.)  *inner: the query without its ORDER
- * BY; *order: the wrapping query's (empty when none).
+ * Append, a merge join) or the query's LIMIT went to the shard with its
+ * sort (ORDER BY a score LIMIT k).  An ORDER BY of plain columns as
+ * postgres_fdw writes it ("col ASC NULLS LAST, ..." to the end) moves to
+ * the wrapping query, by the wrapped query's column positions, so that the
+ * shard flattens the subquery (it would not flatten a sorted one).  Any
+ * other stays inside with its LIMIT: the wrapping query's subquery scan
+ * hands on the rows in the order it gets them, and the calls of the
+ * wrapping query then score only those rows.  *inner: the query to wrap;
+ * *order: the wrapping query's ORDER BY (empty when none).  (A query that
+ * locks rows belongs to a statement with row marks, which
+ * hb_remote_scores leaves alone.)
  */
-static bool
+static void
 split_remote_query(ForeignScan *fs, Oid relid, char **inner, char **order)
 {
 	const char *sql = strVal(list_nth(fs->fdw_private, FDW_PRIVATE_SQL));
@@ -124,14 +127,12 @@ split_remote_query(ForeignScan *fs, Oid relid, char **inner, char **order)
 	const char *q;
 	StringInfoData buf;
 
+	*inner = pstrdup(sql);
+	*order = "";
 	for (q = strstr(sql, " ORDER BY "); q != NULL; q = strstr(q + 1, " ORDER BY "))
 		p = q;
 	if (p == NULL)
-	{
-		*inner = pstrdup(sql);
-		*order = "";
-		return true;
-	}
+		return;
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, " ORDER BY ");
 	for (q = p + strlen(" ORDER BY ");;)
@@ -157,33 +158,29 @@ split_remote_query(ForeignScan *fs, Oid relid, char **inner, char **order)
 		}
 		if (pos == 0 || (dir = next_word(&q, " ASC", " DESC")) == NULL ||
 			(nulls = next_word(&q, " NULLS FIRST", " NULLS LAST")) == NULL)
-			return false;
+			return;				/* the sort stays inside */
 		appendStringInfo(&buf, "s.c%d%s%s", pos, dir, nulls);
 		if (*q == '\0')
 			break;
 		if (strncmp(q, ", ", 2) != 0)
-			return false;
+			return;
 		q += 2;
 		appendStringInfoString(&buf, ", ");
 	}
 	*inner = pnstrdup(sql, p - sql);
 	*order = buf.data;
-	return true;
 }
 
 /*
  * A foreign scan this file may change: a plain scan of a table of an hbird
- * server as postgres_fdw planned it, whose query split_remote_query can
- * wrap (into *inner and *order when they are not NULL).
+ * server as postgres_fdw planned it.
  */
 static bool
-plain_shard_scan(Plan *plan, PlannedStmt *stmt, char **inner, char **order)
+plain_shard_scan(Plan *plan, PlannedStmt *stmt)
 {
 	ForeignScan *fs = (ForeignScan *) plan;
 	RangeTblEntry *rte;
 	Oid			serverid;
-	char	   *i;
-	char	   *o;
 
 	if (!IsA(plan, ForeignScan) || fs->operation != CMD_SELECT ||
 		fs->scan.scanrelid == 0 || fs->fdw_scan_tlist != NIL || fs->fsSystemCol ||
@@ -191,10 +188,8 @@ plain_shard_scan(Plan *plan, PlannedStmt *stmt, char **inner, char **order)
 		!IsA(list_nth(fs->fdw_private, FDW_PRIVATE_SQL), String))
 		return false;
 	rte = rt_fetch(fs->scan.scanrelid, stmt->rtable);
-	if (rte->rtekind != RTE_RELATION || !hb_shard_table(rte->relid, &serverid) ||
-		serverid != fs->fs_server)
-		return false;
-	return split_remote_query(fs, rte->relid, inner ? inner : &i, order ? order : &o);
+	return rte->rtekind == RTE_RELATION && hb_shard_table(rte->relid, &serverid) &&
+		serverid == fs->fs_server;
 }
 
 /* a call's argument column: a test of the node that stands for it */
@@ -481,7 +476,7 @@ ship_scan(ForeignScan *fs, PlannedStmt *stmt)
 	char	   *inner;
 	char	   *order;
 
-	if (!plain_shard_scan((Plan *) fs, stmt, &inner, &order))
+	if (!plain_shard_scan((Plan *) fs, stmt))
 		return;
 	rte = rt_fetch(fs->scan.scanrelid, stmt->rtable);
 	ss.scanrelid = fs->scan.scanrelid;
@@ -501,6 +496,7 @@ ship_scan(ForeignScan *fs, PlannedStmt *stmt)
 	ss.calls = r.calls;
 
 	/* the remote query: postgres_fdw's, its columns named by position */
+	split_remote_query(fs, rte->relid, &inner, &order);
 	server = GetForeignServer(fs->fs_server)->servername;
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "SELECT ");
@@ -734,7 +730,7 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	 * same columns
 	 */
 	foreach(lc, scans)
-		if (!plain_shard_scan(lfirst(lc), stmt, NULL, NULL) ||
+		if (!plain_shard_scan(lfirst(lc), stmt) ||
 			((Plan *) lfirst(lc))->qual != NIL ||
 			list_length(((Plan *) lfirst(lc))->targetlist) != list_length(below->targetlist))
 			return;

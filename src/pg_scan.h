@@ -3,7 +3,8 @@
  *	  The batching scan: a custom plan node (HbirdScore) that the planner
  *	  hook puts where scoring calls are evaluated, so that plain SQL scores
  *	  rows in batches (pg_scan_plan.c builds it, pg_scan_exec.c runs it);
- *	  what the planner steps ask of a function (pg_scoring_funcs.c).
+ *	  what the planner steps ask of a function (pg_scoring_funcs.c) and of
+ *	  a node's expressions (pg_scan_calls.c).
  *
  * The node sits on one input plan (its outer plan).  Its scan tuple is the
  * input's columns followed by one column per scoring call it computes; its
@@ -73,9 +74,27 @@ extern Oid	hb_scoring_row_function(Oid aggfnoid);
 extern const char *hb_call_function_name(HbCallKind kind, bool agg);
 extern const char *hb_pinned_function_name(HbCallKind kind);
 
+/* pg_scan_calls.c: the calls a node evaluates for every row */
+typedef struct FoundCall
+{
+	FuncExpr   *expr;			/* the call, as the node evaluates it */
+	HbCallKind	kind;
+	bool		is_array;
+	bool		agg;			/* a scoring aggregate's rows: expr calls
+								 * the aggregate on one row's arguments */
+	Oid			display_funcid; /* what EXPLAIN shows it as */
+	bool		pinned;			/* hb_*_pinned: HB_SOURCE_ARGS */
+} FoundCall;
+
+extern List *hb_find_calls(Node *node, List *calls, bool outer_only);
+extern List *hb_find_calls_or_agg(Node *node, List *calls, bool outer_only);
+extern FuncExpr *hb_agg_call_expr(Aggref *a);
+extern bool hb_is_agg_call(Node *node);
+extern Node *hb_display_call(FoundCall *fc, Node *expr);
+extern List *hb_pinned_calls_every_row(Node *node);
+
 /* pg_scan_plan.c */
 extern void hb_scan_init(void);
-extern List *hb_pinned_calls_every_row(Node *node);
 
 /* pg_batch_stream.c */
 extern void hb_stream_init(void);

@@ -198,6 +198,16 @@ tap $? "per-group avg, count, min, max, sum of classes equal a single node's"
 cmp_sql "SELECT string_agg(id || ':' || s, ' ') FROM (SELECT id, hb_predict('reg', t) AS s FROM @T t ORDER BY hb_predict('reg', t) DESC LIMIT 10) x"
 tap $? "ORDER BY score DESC LIMIT 10: the rows and scores of a single node"
 cmp_sql "SELECT string_agg(id::text, ' ') FROM (SELECT id FROM @T t WHERE grp <> 3 ORDER BY hb_predict('fraud', t), id LIMIT 5 OFFSET 3) x"
+# one shard's table: postgres_fdw sends the sort and the LIMIT, and the
+# scores of the rows it returns come with them (the sort stays inside the
+# wrapped query): the coordinator scores nothing
+part0="(SELECT * FROM t_local WHERE satisfies_hash_partition('t_dist'::regclass, 2, 0, id))"
+one_topk="SELECT string_agg(id || ':' || s, ' ') FROM (SELECT id, hb_predict('reg', t) AS s FROM @T t ORDER BY hb_predict('reg', t) DESC, id LIMIT 7) x"
+plan=$(explain "SELECT id, hb_predict('reg', t) FROM t_p1 t ORDER BY hb_predict('reg', t) DESC, id LIMIT 7")
+grep -q 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(.* FROM (SELECT id, .* ORDER BY public.hb_predict_pinned(.* DESC NULLS FIRST, id ASC NULLS LAST LIMIT 7::bigint) s(c1, ' <<<"$plan" &&
+	! grep -q 'HbirdScore' <<<"$plan" &&
+	same "$(q $C -c "${one_topk//@T/t_p1}" 2>&1)" "$(q $C -c "${one_topk//@T/$part0}" 2>&1)"
+tap $? "ORDER BY score LIMIT 7 on one shard's table: its scores come from the shard with its rows, a single node's"
 tap $? "ORDER BY score LIMIT 5 OFFSET 3 with a filter: a single node's rows"
 cmp_sql "SELECT string_agg(rank || ':' || (item).id || ':' || score, ' ') FROM hb_topk('reg', 12, NULL::@T)"
 tap $? "hb_topk over the partitioned table: a single node's ranks, rows and scores"
