@@ -151,6 +151,12 @@ timed_runs() {
 	ANSWER[$label/$key]=$(sed -n 1p <<<"$out")
 	MS[$label/$key]="${MS[$label/$key]:-} $(sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' <<<"$out" | tr '\n' ' ')"
 }
+# cpu_nodes LABEL/KEY: CPU seconds per run of coordinator + shard1 + shard2
+cpu_nodes() {
+	awk -v c="${CPU[$1/coord]}" -v a="${CPU[$1/shard1]}" -v b="${CPU[$1/shard2]}" \
+		-v h="$(getconf CLK_TCK)" -v r="$(( (REPS + 1) * ROUNDS ))" \
+		'BEGIN { printf "%.2f + %.2f + %.2f", c / h / r, a / h / r, b / h / r }'
+}
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 for round in $(seq "$ROUNDS"); do
@@ -186,11 +192,8 @@ scan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[scores]//@T/t_dist}" | grep -
 			same=$([ "$a" = "$b" ] && echo yes || echo NO)
 		fi
 		cpu1=$(awk -v c="${CPU[$label/t/coord]}" -v h="$hz" -v r="$runs" 'BEGIN { printf "%.2f", c / h / r }')
-		cpu2=$(awk -v c="${CPU[$label/t_dist/coord]}" -v a="${CPU[$label/t_dist/shard1]}" -v b="${CPU[$label/t_dist/shard2]}" -v h="$hz" -v r="$runs" \
-			'BEGIN { printf "%.2f + %.2f + %.2f", c / h / r, a / h / r, b / h / r }')
-		printf '%-8s %12.1f %12.1f %7.2fx  %-11s %s | %s\n' "$label" "$one" "$two" "$(awk -v a="$one" -v b="$two" 'BEGIN { print a / b }')" "$same" "$cpu1" "$cpu2"
+		printf '%-8s %12.1f %12.1f %7.2fx  %-11s %s | %s\n' "$label" "$one" "$two" "$(awk -v a="$one" -v b="$two" 'BEGIN { print a / b }')" "$same" "$cpu1" "$(cpu_nodes "$label/t_dist")"
 	done
-	# cpu2 is the last label's: the shards' scans
 	off=$(median <<<"${MS[scores/off]}")
 	two=$(median <<<"${MS[scores/t_dist]}")
 	echo "scores on two shards: the coordinator scoring (hbird.pushdown = off) against the shards' scans"
@@ -198,7 +201,5 @@ scan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[scores]//@T/t_dist}" | grep -
 	printf '%-8s %12.1f %12.1f %7.2fx  %-11s %s | %s\n' off "$off" "$two" \
 		"$(awk -v a="$off" -v b="$two" 'BEGIN { print a / b }')" \
 		"$([ "${ANSWER[scores/off]}" = "${ANSWER[scores/t]}" ] && echo yes || echo NO)" \
-		"$(awk -v c="${CPU[scores/off/coord]}" -v a="${CPU[scores/off/shard1]}" -v b="${CPU[scores/off/shard2]}" -v h="$hz" -v r="$runs" \
-			'BEGIN { printf "%.2f + %.2f + %.2f", c / h / r, a / h / r, b / h / r }')" \
-		"$cpu2"
+		"$(cpu_nodes scores/off)" "$(cpu_nodes scores/t_dist)"
 } | tee "$OUT"

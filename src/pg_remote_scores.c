@@ -517,20 +517,14 @@ ship_scan(ForeignScan *fs, PlannedStmt *stmt)
 	appendStringInfo(&buf, ")%s", order);
 
 	/* what the scan tuple holds: the columns, then the scores */
-	foreach(lc, ss.vars)
+	foreach(lc, list_concat_copy(ss.vars, ss.calls))
 	{
-		Var		   *v = lfirst(lc);
+		Node	   *e = lfirst(lc);
 
 		n++;
-		tlist = lappend(tlist, makeTargetEntry((Expr *) copyObject(v), n,
-											   get_attname(rte->relid, v->varattno, false),
+		tlist = lappend(tlist, makeTargetEntry((Expr *) copyObject(e), n,
+											   IsA(e, Var) ? get_attname(rte->relid, ((Var *) e)->varattno, false) : NULL,
 											   false));
-		attrs = lappend_int(attrs, n);
-	}
-	foreach(lc, ss.calls)
-	{
-		n++;
-		tlist = lappend(tlist, makeTargetEntry((Expr *) copyObject(lfirst(lc)), n, NULL, false));
 		attrs = lappend_int(attrs, n);
 	}
 
