@@ -120,6 +120,9 @@ extern HbCacheEntry *hb_resolve_model(const char *name);
 extern HbCacheEntry *hb_resolve_model_arg(FunctionCallInfo fcinfo, int argno);
 extern bool hb_cache_same(const HbCacheEntry *a, const HbCacheEntry *b);
 extern void hb_cache_pin_for(HbCacheEntry *e, MemoryContext cxt);
+extern Size hb_cache_share_size(const HbCacheEntry *e);
+extern void hb_cache_share_write(const HbCacheEntry *e, void *dst);
+extern void hb_cache_offer(const void *src, Size size);
 
 /* pg_bind.c */
 

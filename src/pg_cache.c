@@ -11,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -65,6 +66,20 @@ evict_unpinned(const HbCacheEntry *keep)
 		}
 		cur = prev;
 	}
+}
+
+/* An entry for ref's version, keyed as entry_matches reads it, in cxt. */
+static HbCacheEntry *
+new_entry(const HbCatalogRef *ref, MemoryContext cxt)
+{
+	HbCacheEntry *e = MemoryContextAllocZero(cxt, sizeof(HbCacheEntry));
+
+	e->cxt = cxt;
+	e->name = MemoryContextStrdup(cxt, ref->name);
+	e->version = ref->version;
+	memcpy(e->sha256, ref->sha256, HB_SHA256_LEN);
+	e->names_key = ref->names_key ? MemoryContextStrdup(cxt, ref->names_key) : NULL;
+	return e;
 }
 
 /* Parse and compile one version; everything lands in a fresh context. */
@@ -124,12 +139,7 @@ compile_entry(const HbCatalogRef *ref)
 	}
 
 	MemoryContextSwitchTo(entry_cxt);
-	e = palloc0(sizeof(HbCacheEntry));
-	e->cxt = entry_cxt;
-	e->name = pstrdup(ref->name);
-	e->version = ref->version;
-	memcpy(e->sha256, ref->sha256, HB_SHA256_LEN);
-	e->names_key = ref->names_key ? pstrdup(ref->names_key) : NULL;
+	e = new_entry(ref, entry_cxt);
 	if (!hb_plan_build(m, &e->plan, &err))
 		hb_report(&err, "could not compile model", ref->name);
 	e->task = m->task;
@@ -153,6 +163,201 @@ compile_entry(const HbCatalogRef *ref)
 	MemoryContextSetParent(entry_cxt, cache_cxt);
 	MemoryContextDelete(work);
 	return e;
+}
+
+/*
+ * Entries shared with parallel workers.  The leader writes an entry it
+ * compiled into the query's shared memory (pg_scan_share.c): the key, what
+ * binding needs, and the plan flat (plan_flat.c).  A worker is offered the
+ * blocks before its first row; a look-up it would compile instead reads
+ * the matching block in place, so the worker neither reads the stored
+ * image nor builds the layouts again.  Workers end with their query, and
+ * the blocks with it.  Models with featurizers are compiled as before.
+ */
+#define SHARED_MAGIC 0x48425345		/* "HBSE" */
+
+typedef struct SharedEntry
+{
+	uint32		magic;
+	int32		version;
+	uint8		sha256[HB_SHA256_LEN];
+	int32		task;
+	int32		n_features;
+	int32		n_outputs;
+	int32		n_classes;
+	bool		has_names_key;
+	uint64		strings_len;	/* name, names_key, feature names, NULs */
+	uint64		plan_off;		/* from the start, MAXALIGNed */
+	uint64		plan_len;
+	/* then int32 feature types, then the strings, then the plan */
+} SharedEntry;
+
+typedef struct Offer
+{
+	const char *base;
+	Size		size;
+} Offer;
+
+static List *offers = NIL;		/* in TopMemoryContext; workers only */
+
+static uint64
+shared_strings_len(const HbCacheEntry *e)
+{
+	uint64		n = strlen(e->name) + 1;
+
+	if (e->names_key)
+		n += strlen(e->names_key) + 1;
+	for (int i = 0; i < e->n_features; i++)
+		n += strlen(e->feature_names[i]) + 1;
+	return n;
+}
+
+static uint64
+shared_plan_off(const HbCacheEntry *e)
+{
+	return MAXALIGN(sizeof(SharedEntry) + sizeof(int32) * (uint64) e->n_features +
+					shared_strings_len(e));
+}
+
+/* The bytes hb_cache_share_write needs for e; 0 where it is not shared. */
+Size
+hb_cache_share_size(const HbCacheEntry *e)
+{
+	size_t		plan_len;
+
+	if (e->pipeline != NULL || e->sparse != NULL)
+		return 0;
+	plan_len = hb_plan_flat_size(e->plan);
+	if (plan_len == 0)
+		return 0;
+	return shared_plan_off(e) + plan_len;
+}
+
+/* s and its NUL at dst; returns what follows */
+static char *
+put_string(char *dst, const char *s)
+{
+	size_t		n = strlen(s) + 1;
+
+	memcpy(dst, s, n);
+	return dst + n;
+}
+
+void
+hb_cache_share_write(const HbCacheEntry *e, void *dst)
+{
+	SharedEntry *h = dst;
+	int32	   *types = (int32 *) (h + 1);
+	char	   *str = (char *) (types + e->n_features);
+
+	memset(h, 0, sizeof(*h));
+	h->magic = SHARED_MAGIC;
+	h->version = e->version;
+	memcpy(h->sha256, e->sha256, HB_SHA256_LEN);
+	h->task = e->task;
+	h->n_features = e->n_features;
+	h->n_outputs = e->n_outputs;
+	h->n_classes = e->n_classes;
+	h->has_names_key = e->names_key != NULL;
+	h->strings_len = shared_strings_len(e);
+	h->plan_off = shared_plan_off(e);
+	h->plan_len = hb_plan_flat_size(e->plan);
+	for (int i = 0; i < e->n_features; i++)
+		types[i] = e->feature_types[i];
+	str = put_string(str, e->name);
+	if (e->names_key)
+		str = put_string(str, e->names_key);
+	for (int i = 0; i < e->n_features; i++)
+		str = put_string(str, e->feature_names[i]);
+	hb_plan_flat_write(e->plan, (char *) dst + h->plan_off);
+}
+
+/*
+ * A worker is offered a block its leader wrote (size bytes at src, which
+ * stays mapped until the worker exits).
+ */
+void
+hb_cache_offer(const void *src, Size size)
+{
+	MemoryContext old;
+	Offer	   *o;
+
+	if (!IsParallelWorker() || size < sizeof(SharedEntry) ||
+		((const SharedEntry *) src)->magic != SHARED_MAGIC)
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	o = palloc(sizeof(Offer));
+	o->base = src;
+	o->size = size;
+	offers = lappend(offers, o);
+	MemoryContextSwitchTo(old);
+}
+
+/* The offered entry for ref, read in place, or NULL. */
+static HbCacheEntry *
+offered_entry(const HbCatalogRef *ref)
+{
+	ListCell   *lc;
+
+	foreach(lc, offers)
+	{
+		Offer	   *o = lfirst(lc);
+		const SharedEntry *h = (const SharedEntry *) o->base;
+		const int32 *types = (const int32 *) (h + 1);
+		const char *str = (const char *) (types + h->n_features);
+		const char *names_key = NULL;
+		MemoryContext entry_cxt;
+		MemoryContext old;
+		HbCacheEntry *e;
+		HbPlan	   *plan = NULL;
+		HbError		err = {0};
+
+		/* (the leader's own block: its parts are where it put them) */
+		if (sizeof(SharedEntry) + sizeof(int32) * (uint64) Max(h->n_features, 0) +
+			h->strings_len > h->plan_off || h->plan_off > o->size ||
+			h->version != ref->version ||
+			memcmp(h->sha256, ref->sha256, HB_SHA256_LEN) != 0 ||
+			strcmp(str, ref->name) != 0)
+			continue;
+		if (h->has_names_key)
+			names_key = str + strlen(str) + 1;
+		if ((names_key == NULL) != (ref->names_key == NULL) ||
+			(names_key != NULL && strcmp(names_key, ref->names_key) != 0))
+			continue;
+
+		entry_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird plan (shared)",
+										  ALLOCSET_SMALL_SIZES);
+		old = MemoryContextSwitchTo(entry_cxt);
+		if (h->plan_off + h->plan_len > o->size ||
+			!hb_plan_flat_view(o->base + h->plan_off, h->plan_len, &plan, &err))
+		{
+			/* not this build's plan: compile as usual */
+			MemoryContextSwitchTo(old);
+			MemoryContextDelete(entry_cxt);
+			continue;
+		}
+		e = new_entry(ref, entry_cxt);
+		e->plan = plan;
+		e->task = h->task;
+		e->n_features = h->n_features;
+		e->n_outputs = h->n_outputs;
+		e->n_classes = h->n_classes;
+		e->feature_names = palloc(sizeof(char *) * Max(h->n_features, 1));
+		e->feature_types = palloc(sizeof(HbFeatureType) * Max(h->n_features, 1));
+		str += strlen(str) + 1;
+		if (names_key)
+			str += strlen(str) + 1;
+		for (int i = 0; i < h->n_features; i++)
+		{
+			e->feature_names[i] = pstrdup(str);
+			str += strlen(str) + 1;
+			e->feature_types[i] = (HbFeatureType) types[i];
+		}
+		MemoryContextSwitchTo(old);
+		MemoryContextSetParent(entry_cxt, cache_cxt);
+		return e;
+	}
+	return NULL;
 }
 
 /* The compiled plan of a catalog version, from the cache or built now. */
@@ -181,9 +386,16 @@ hb_cache_acquire(const HbCatalogRef *ref)
 		}
 	}
 
-	INSTR_TIME_SET_CURRENT(start);
-	e = compile_entry(ref);
-	hb_stat_cache(e, &start);
+	/* a parallel worker reads what its leader compiled, where it can */
+	e = offers != NIL ? offered_entry(ref) : NULL;
+	if (e != NULL)
+		hb_stat_cache(e, NULL);
+	else
+	{
+		INSTR_TIME_SET_CURRENT(start);
+		e = compile_entry(ref);
+		hb_stat_cache(e, &start);
+	}
 	dlist_push_head(&cache_lru, &e->lru);
 	cache_count++;
 	evict_unpinned(e);

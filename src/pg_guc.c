@@ -33,6 +33,7 @@ static int	hb_tree_strategy = HB_STRATEGY_AUTO;
 /* batches */
 int			hb_batch_memory_kb = 64 * 1024;
 bool		hb_batch_scan = true;
+bool		hb_share_plans = true;
 
 /* scale-out: scoring on shards (pg_pushdown.c) */
 bool		hb_pushdown_on = true;
@@ -165,6 +166,18 @@ hb_define_gucs(void)
 							 "the row-at-a-time plans.  The answers are the same.",
 							 &hb_batch_scan,
 							 hb_batch_scan,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.share_plans",
+							 "Parallel workers score with their leader's compiled models.",
+							 "When on, the leader of a parallel query copies each model its "
+							 "batching scans score with, compiled, into the query's shared memory, "
+							 "and its workers read it there instead of compiling it again. "
+							 "The answers are the same either way.",
+							 &hb_share_plans,
+							 hb_share_plans,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

@@ -1163,6 +1163,11 @@ static const CustomExecMethods hb_score_exec_methods = {
 	.EndCustomScan = hb_score_end,
 	.ReScanCustomScan = hb_score_rescan,
 	.ExplainCustomScan = hb_score_explain,
+	/* called where the planner made the node parallel-aware: below a Gather */
+	.EstimateDSMCustomScan = hb_score_estimate_dsm,
+	.InitializeDSMCustomScan = hb_score_init_dsm,
+	.ReInitializeDSMCustomScan = hb_score_reinit_dsm,
+	.InitializeWorkerCustomScan = hb_score_init_worker,
 };
 
 Node *

@@ -3,11 +3,13 @@
  *	  The batching scan's executor state, shared by its files:
  *	  pg_scan_exec.c (batches, binding, scoring, the executor methods),
  *	  pg_scan_topk.c (exact and approximate top-K under ORDER BY ... LIMIT)
- *	  and pg_scan_rows.c (rows read lazily, and read again in full).
+ *	  pg_scan_rows.c (rows read lazily, and read again in full) and
+ *	  pg_scan_share.c (the models, shared with parallel workers).
  */
 #ifndef HB_PG_SCAN_EXEC_H
 #define HB_PG_SCAN_EXEC_H
 
+#include "access/parallel.h"
 #include "lib/binaryheap.h"
 #include "nodes/execnodes.h"
 
@@ -177,6 +179,8 @@ typedef struct HbScoreState
 	int64		rows_gated;		/* let go by the gate (approx.h), without
 								 * the cheap model */
 	int64		rows_lazy;		/* read for a cheap model only (lazy_cols) */
+	List	   *shared;			/* the leader's entries in shared memory
+								 * (pg_scan_share.c) */
 } HbScoreState;
 
 /* pg_scan_rows.c */
@@ -191,5 +195,14 @@ extern void hb_scan_topk_start(HbScoreState *st);
 extern void hb_scan_score_topk(HbScoreState *st, ScoreCall *c, int nb);
 extern void hb_scan_reset_waiting(HbScoreState *st);
 extern bool hb_scan_flush_waiting(HbScoreState *st);
+
+/* pg_scan_share.c: the models, shared with parallel workers */
+extern Size hb_score_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+extern void hb_score_init_dsm(CustomScanState *node, ParallelContext *pcxt,
+							  void *coordinate);
+extern void hb_score_reinit_dsm(CustomScanState *node, ParallelContext *pcxt,
+								void *coordinate);
+extern void hb_score_init_worker(CustomScanState *node, shm_toc *toc,
+								 void *coordinate);
 
 #endif							/* HB_PG_SCAN_EXEC_H */

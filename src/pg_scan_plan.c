@@ -1433,6 +1433,27 @@ stmt_has_hbird_node(PlannedStmt *stmt)
 }
 
 /*
+ * Below a Gather, the scoring nodes are parallel-aware: their leader
+ * shares the compiled models with the workers (pg_scan_share.c), and
+ * EXPLAIN calls them "Parallel Custom Scan".  Whether it does is decided
+ * when the query runs (hbird.share_plans), so plans do not depend on it.
+ */
+static void
+mark_parallel(Plan *plan, bool below_gather)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return;
+	if (IsA(plan, Gather) || IsA(plan, GatherMerge))
+		below_gather = true;
+	if (below_gather && is_score_node(plan))
+		plan->parallel_aware = true;
+	foreach(lc, hb_plan_children(plan))
+		mark_parallel(lfirst(lc), below_gather);
+}
+
+/*
  * The batching scan's rewrite of a finished plan (the top of the file);
  * scroll: the plan must run backward too.
  */
@@ -1476,6 +1497,8 @@ rewrite_stmt(PlannedStmt *stmt, HbPushdown *pd, bool scroll)
 	/* a scrollable cursor needs backward fetches: rows come from a store */
 	if (ctx.nodes > 0 && scroll && !ExecSupportsBackwardScan(stmt->planTree))
 		stmt->planTree = material_over(&ctx, stmt->planTree);
+	if (ctx.nodes > 0 && stmt->parallelModeNeeded)
+		mark_parallel(stmt->planTree, false);
 	return stmt;
 }
 

@@ -306,6 +306,14 @@ hb_plan_free(HbPlan *p)
 	if (p == NULL)
 		return;
 	hb_device_plan_free(p);
+	if (p->borrowed)
+	{
+		/* a view of a flat copy (plan_flat.c): its arrays are the copy's */
+		hb_free(p->ptt);
+		hb_free(p->gemm);
+		hb_free(p);
+		return;
+	}
 	hb_free(p->base_margin);
 	hb_free(p->weights);
 	hb_free(p->bias);

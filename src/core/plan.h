@@ -55,6 +55,18 @@ extern bool hb_plan_build_ex(const HbModel *m, size_t layout_bytes,
 							 HbPlan **out, HbError *err);
 extern void hb_plan_free(HbPlan *p);
 
+/*
+ * A plan as one block of bytes another process reads in place, wherever
+ * it maps it (plan_flat.c: a parallel worker, its leader's plan).  size is
+ * 0 for a plan that cannot be written (itself a view).  A view's arrays
+ * are the block's: it must outlive the plan, which scores with the same
+ * bits as the one written.
+ */
+extern size_t hb_plan_flat_size(const HbPlan *p);
+extern void hb_plan_flat_write(const HbPlan *p, void *dst);
+extern bool hb_plan_flat_view(const void *src, size_t size, HbPlan **out,
+							  HbError *err);
+
 extern int32_t hb_plan_n_features(const HbPlan *p);
 extern int32_t hb_plan_n_outputs(const HbPlan *p);
 extern int32_t hb_plan_n_classes(const HbPlan *p);

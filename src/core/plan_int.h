@@ -94,6 +94,7 @@ struct HbPlan
 	HbFlatNode *nodes;
 	double	   *thr_d;			/* double thresholds (HB_CMP_LE_F64) */
 	double	   *leaf_d;			/* double leaf values (!sum_f32) */
+	/* (read only where !sum_f32: a float32 plan's flat view has neither) */
 	int32_t		n_cat_words;
 	uint32_t   *cat_words;
 	int32_t    *cat_off;		/* per node, only when the model has sets */
@@ -110,7 +111,35 @@ struct HbPlan
 
 	/* copy on a CUDA device (device.c), made at first use; NULL if none */
 	struct HbDevPlan *dev;
+
+	/*
+	 * The arrays are a flat copy's (plan_flat.c: a parallel worker's view
+	 * of its leader's plan): hb_plan_free frees the structs only.
+	 */
+	bool		borrowed;
 };
+
+/*
+ * The pointer fields of a plan's structs, one at a time, for plan_flat.c:
+ * slot is the field, bytes the size of what it points to (0 where it is
+ * NULL).  The callback may point the field elsewhere (a flat copy) before
+ * the next size is taken; sizes may read arrays visited earlier.  false
+ * stops the walk.
+ */
+typedef bool (*HbArrayFn) (void **slot, size_t bytes, void *arg);
+/*
+ * Visit pointer field `field`, holding n elements (none when it is NULL),
+ * in a walk of fn(arg); a false return of fn ends the walk.
+ */
+#define HB_VISIT_ARRAY(fn, arg, field, n) \
+	do { \
+		if (!(fn)((void **) &(field), \
+				  (field) != NULL ? (size_t) (n) * sizeof(*(field)) : 0, (arg))) \
+			return false; \
+	} while (0)
+
+/* the pointer fields of the plan and its layouts a flat copy holds (plan_flat.c) */
+extern bool hb_plan_arrays(HbPlan *p, HbArrayFn fn, void *arg);
 
 /* strategy_ptt.c: perfect-tree traversal; false (HB_ERR_LIMIT) when too big */
 extern bool hb_ptt_build(HbPlan *p, const HbModel *m, size_t max_bytes,
@@ -211,6 +240,10 @@ extern bool hb_ptt_view(const HbPlan *p, HbPttView *v);
 extern void hb_ptt_view_tree(const HbPlan *p, int i, int64_t *node_off,
 							 int64_t *leaf_off, int32_t *depth, int32_t *group);
 
+/* the layout's pointer fields (plan_flat.c); false if a walk stopped */
+extern size_t hb_ptt_struct_size(void);
+extern bool hb_ptt_arrays(HbPtt *t, const HbPlan *p, HbArrayFn fn, void *arg);
+
 /* strategy_gemm.c: Hummingbird's GEMM strategy over OpenBLAS */
 extern bool hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes,
 						  HbError *err);
@@ -219,6 +252,8 @@ extern size_t hb_gemm_bytes(const HbGemm *g);
 extern void hb_gemm_margins(const HbPlan *p, const double *x, size_t n,
 							double *margins);
 extern int	hb_gemm_ops(const HbPlan *p, size_t batch, HbPlanOp *ops, int max_ops);
+extern size_t hb_gemm_struct_size(void);
+extern bool hb_gemm_arrays(HbGemm *g, HbArrayFn fn, void *arg);
 
 /*
  * One op row of a strategy's listing (hb_*_ops, read by hb_plan_ops for

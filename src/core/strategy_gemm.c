@@ -380,6 +380,39 @@ hb_gemm_build(HbPlan *p, const HbModel *m, size_t max_bytes, HbError *err)
 	return true;
 }
 
+/*
+ * Every pointer field of the layout with its size, as built above, for
+ * plan_flat.c (the assertion stops the build when a field is added).
+ */
+size_t
+hb_gemm_struct_size(void)
+{
+	return sizeof(HbGemm);
+}
+
+bool
+hb_gemm_arrays(HbGemm *g, HbArrayFn fn, void *arg)
+{
+	_Static_assert(sizeof(void *) != 8 || sizeof(HbGemm) == 168,
+					 "a field was added to HbGemm: visit it in hb_gemm_arrays");
+
+	if (g->n_used < 0 || g->n_int < 0 || g->n_leaves < 0 || g->n_path < 0)
+		return false;
+	HB_VISIT_ARRAY(fn, arg, g->used, (int64_t) g->n_used + 1);
+	HB_VISIT_ARRAY(fn, arg, g->trees, (int64_t) g->n_trees + 1);
+	HB_VISIT_ARRAY(fn, arg, g->column, g->n_int + 1);
+	HB_VISIT_ARRAY(fn, arg, g->thr_f, g->n_int + 1);
+	HB_VISIT_ARRAY(fn, arg, g->thr_d, g->n_int + 1);
+	HB_VISIT_ARRAY(fn, arg, g->dleft, g->n_int + 1);
+	HB_VISIT_ARRAY(fn, arg, g->src, g->n_int + 1);
+	HB_VISIT_ARRAY(fn, arg, g->leaf_f, g->n_leaves);
+	HB_VISIT_ARRAY(fn, arg, g->leaf_d, g->n_leaves);
+	HB_VISIT_ARRAY(fn, arg, g->lefts, g->n_leaves);
+	HB_VISIT_ARRAY(fn, arg, g->path_off, g->n_leaves + 1);
+	HB_VISIT_ARRAY(fn, arg, g->path, g->n_path + 1);
+	return true;
+}
+
 void
 hb_gemm_free(HbGemm *g)
 {

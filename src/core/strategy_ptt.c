@@ -881,6 +881,62 @@ nomem:
 	return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 }
 
+/*
+ * Every pointer field of the layout with its size, as built above, for
+ * plan_flat.c.  A field added to HbPtt must be added here: the assertion
+ * on its size stops the build until it is.
+ */
+size_t
+hb_ptt_struct_size(void)
+{
+	return sizeof(HbPtt);
+}
+
+bool
+hb_ptt_arrays(HbPtt *t, const HbPlan *p, HbArrayFn fn, void *arg)
+{
+	int64_t		slots = 0;
+	int64_t		n_fit = 0;
+	int64_t		n_e;
+
+	_Static_assert(sizeof(void *) != 8 || sizeof(HbPtt) == 216,
+					 "a field was added to HbPtt: visit it in hb_ptt_arrays");
+
+	/* r32 and r64 are freed at the end of the build */
+	if (t->r32 != NULL || t->r64 != NULL || t->n_trees != p->n_trees ||
+		t->n_used < 0 || t->n_used > p->n_features)
+		return false;
+	HB_VISIT_ARRAY(fn, arg, t->trees, (int64_t) t->n_trees + 1);
+	HB_VISIT_ARRAY(fn, arg, t->used, p->n_features);
+	HB_VISIT_ARRAY(fn, arg, t->fsel, t->n_nodes + 1);
+	HB_VISIT_ARRAY(fn, arg, t->tk32, t->n_nodes + 1);
+	HB_VISIT_ARRAY(fn, arg, t->tk64, t->n_nodes + 1);
+	HB_VISIT_ARRAY(fn, arg, t->src, t->n_nodes + 1);
+	HB_VISIT_ARRAY(fn, arg, t->leaf_f, t->n_leaves);
+	HB_VISIT_ARRAY(fn, arg, t->leaf_d, t->n_leaves);
+	for (int i = 0; t->trees != NULL && i < t->n_trees; i++)
+	{
+		if (t->trees[i].depth < 0 || t->trees[i].depth > HB_PTT_MAX_DEPTH)
+			return false;
+		slots += (int64_t) 1 << t->trees[i].depth;
+	}
+	HB_VISIT_ARRAY(fn, arg, t->c_key, slots + 1);
+	HB_VISIT_ARRAY(fn, arg, t->c_thr, slots + 1);
+	HB_VISIT_ARRAY(fn, arg, t->r_off, (int64_t) t->n_used + 1);
+	HB_VISIT_ARRAY(fn, arg, t->e_off, (int64_t) t->n_used + 1);
+	n_e = t->e_off != NULL ? (int64_t) t->e_off[t->n_used] + 1 : 0;
+	if (n_e < 0)
+		return false;
+	HB_VISIT_ARRAY(fn, arg, t->e32, n_e);
+	HB_VISIT_ARRAY(fn, arg, t->e64, n_e);
+	HB_VISIT_ARRAY(fn, arg, t->v_off, (int64_t) t->n_used + 1);
+	for (int c = 0; t->v_off != NULL && c < t->n_used; c++)
+		n_fit += t->v_off[c] >= 0;
+	HB_VISIT_ARRAY(fn, arg, t->v32, n_fit * HB_PTT_V32_SIZE);
+	HB_VISIT_ARRAY(fn, arg, t->v64, n_fit * HB_PTT_V64_SIZE);
+	return true;
+}
+
 void
 hb_ptt_free(HbPtt *t)
 {

@@ -312,4 +312,53 @@ random_model(const GenOpts *o)
 	return m;
 }
 
+/* n rows of nf random inputs (random_input: NaN, infinities, cuts) */
+static inline double *
+random_inputs(int nf, size_t n)
+{
+	double	   *x = malloc(sizeof(double) * n * nf);
+
+	for (size_t i = 0; i < n * nf; i++)
+		x[i] = random_input();
+	return x;
+}
+
+/*
+ * A linear model of nf features and k outputs (multiclass softmax when k >
+ * 1), its weights sin(1.7 i) * 3, bias g - 0.5, base margin 0.25 g.
+ */
+static inline HbModel *
+linear_model(int nf, int k, bool f32)
+{
+	HbModel    *m = hb_alloc0(sizeof(HbModel));
+
+	m->task = k > 1 ? HB_TASK_MULTICLASS : HB_TASK_REGRESSION;
+	m->estimator = HB_EST_LINEAR;
+	m->n_features = nf;
+	m->features = hb_alloc0(sizeof(HbFeature) * nf);
+	for (int f = 0; f < nf; f++)
+	{
+		char		name[16];
+
+		snprintf(name, sizeof(name), "x%d", f);
+		m->features[f].name = hb_strdup(name);
+	}
+	m->n_outputs = k;
+	m->n_classes = k > 1 ? k : 0;
+	m->link = k > 1 ? HB_LINK_SOFTMAX : HB_LINK_IDENTITY;
+	m->sum_f32 = f32;
+	m->cmp = f32 ? HB_CMP_LT_F32 : HB_CMP_LE_F64;
+	m->base_margin = hb_alloc0(sizeof(double) * k);
+	m->bias = hb_alloc0(sizeof(double) * k);
+	m->weights = hb_alloc0(sizeof(double) * nf * k);
+	for (int g = 0; g < k; g++)
+	{
+		m->base_margin[g] = 0.25 * g;
+		m->bias[g] = -0.5 + g;
+	}
+	for (int i = 0; i < nf * k; i++)
+		m->weights[i] = sin(i * 1.7) * 3.0;
+	return m;
+}
+
 #endif							/* HB_TEST_MODELS_H */

@@ -229,16 +229,6 @@ done:
 	hb_plan_free(p);
 }
 
-static double *
-random_inputs(int nf, size_t n)
-{
-	double	   *x = malloc(sizeof(double) * n * nf);
-
-	for (size_t i = 0; i < n * nf; i++)
-		x[i] = random_input();
-	return x;
-}
-
 static void
 test_random_models(void)
 {

@@ -1,0 +1,135 @@
+/*
+ * pg_scan_share.c
+ *	  The batching scan's models, shared with parallel workers.
+ *
+ * A parallel worker is a new process for every query, and used to compile
+ * every model it scored with: read the stored image (several MB for 500
+ * trees of depth 8), build the layouts and touch all their new pages,
+ * about 95 ms a worker and a query on the anchor model here, while its
+ * leader held the same plan.  Below a Gather, the scoring node is parallel-aware
+ * (pg_scan_plan.c): the leader copies each model its calls name, compiled,
+ * into the query's shared memory, and each worker is offered them
+ * (pg_cache.c) before its first row.  A worker still looks the name up
+ * under its own snapshot and checks its privileges as before; it reads the
+ * leader's block only where the version and content match, and compiles
+ * otherwise.
+ *
+ * The leader looks its models up when the Gather starts its workers, not
+ * at its first row: a model that does not exist, or that the role may not
+ * score, is not shared (the error, if any, still comes at the first row, as
+ * without workers), and one it may score is compiled then if it is not
+ * cached yet (the leader scores with it at its first row anyway).
+ */
+#include "postgres.h"
+
+#include "access/parallel.h"
+#include "utils/builtins.h"
+
+#include "hbird.h"
+#include "pg_scan_exec.h"
+
+/* What the leader shares: the entries, in this layout, in the toc's chunk */
+typedef struct SharedModels
+{
+	int32		n;
+	Size		off[FLEXIBLE_ARRAY_MEMBER];	/* n + 1: each entry, then the end */
+} SharedModels;
+
+/*
+ * The models the calls name, as the leader would resolve them now: pinned
+ * until the node's end.  Pinned calls (a coordinator's, on a shard) name a
+ * version of their own and are left to the workers.
+ */
+static List *
+models_to_share(HbScoreState *st)
+{
+	List	   *entries = NIL;
+
+	for (int j = 0; j < st->n_calls; j++)
+	{
+		ScoreCall  *c = &st->calls[j];
+		HbCatalogRef ref;
+		HbCacheEntry *e;
+		bool		isnull;
+		Datum		d;
+		char	   *name;
+		ListCell   *lc;
+		bool		dup = false;
+
+		if (c->source == HB_SOURCE_ARGS)
+			continue;
+		st->argcxt->ecxt_outertuple = NULL;
+		d = ExecEvalExprSwitchContext(c->name_es, st->argcxt, &isnull);
+		if (isnull)
+			continue;
+		name = TextDatumGetCString(d);
+		if (!hb_catalog_lookup(name, &ref) || !hb_may_score(&ref))
+			continue;
+		e = hb_cache_acquire(&ref);
+		foreach(lc, entries)
+			dup |= hb_cache_same(lfirst(lc), e);
+		if (dup || hb_cache_share_size(e) == 0)
+			continue;
+		hb_cache_pin_for(e, st->state_cxt);
+		entries = lappend(entries, e);
+	}
+	return entries;
+}
+
+static Size
+shared_header_size(int n)
+{
+	return MAXALIGN(offsetof(SharedModels, off) + sizeof(Size) * (n + 1));
+}
+
+Size
+hb_score_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	HbScoreState *st = (HbScoreState *) node;
+	MemoryContext old = MemoryContextSwitchTo(st->state_cxt);
+	Size		size;
+	ListCell   *lc;
+
+	st->shared = hb_share_plans ? models_to_share(st) : NIL;
+	MemoryContextSwitchTo(old);
+	size = shared_header_size(list_length(st->shared));
+	foreach(lc, st->shared)
+		size = add_size(size, MAXALIGN(hb_cache_share_size(lfirst(lc))));
+	return size;
+}
+
+void
+hb_score_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	HbScoreState *st = (HbScoreState *) node;
+	SharedModels *sm = coordinate;
+	Size		off = shared_header_size(list_length(st->shared));
+	ListCell   *lc;
+	int			i = 0;
+
+	sm->n = list_length(st->shared);
+	foreach(lc, st->shared)
+	{
+		HbCacheEntry *e = lfirst(lc);
+
+		sm->off[i++] = off;
+		hb_cache_share_write(e, (char *) coordinate + off);
+		off += MAXALIGN(hb_cache_share_size(e));
+	}
+	sm->off[i] = off;
+}
+
+/* A rescan launches workers again over the same blocks: nothing to redo. */
+void
+hb_score_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+}
+
+void
+hb_score_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	SharedModels *sm = coordinate;
+
+	for (int i = 0; i < sm->n; i++)
+		hb_cache_offer((char *) coordinate + sm->off[i], sm->off[i + 1] - sm->off[i]);
+}
