@@ -113,6 +113,7 @@ extern void hb_no_such_model(const char *name);
 
 /* pg_cache.c */
 extern HbCacheEntry *hb_cache_acquire(const HbCatalogRef *ref);
+extern HbCacheEntry *hb_cache_acquire_quietly(const HbCatalogRef *ref);
 extern void hb_cache_pin(HbCacheEntry *e);
 extern void hb_cache_unpin(HbCacheEntry *e);
 
@@ -120,6 +121,7 @@ extern HbCacheEntry *hb_resolve_model(const char *name);
 extern HbCacheEntry *hb_resolve_model_arg(FunctionCallInfo fcinfo, int argno);
 extern bool hb_cache_same(const HbCacheEntry *a, const HbCacheEntry *b);
 extern void hb_cache_pin_for(HbCacheEntry *e, MemoryContext cxt);
+extern void hb_cache_init(void);
 extern Size hb_cache_share_size(const HbCacheEntry *e);
 extern void hb_cache_share_write(const HbCacheEntry *e, void *dst);
 extern void hb_cache_offer(const void *src, Size size);

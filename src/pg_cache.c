@@ -11,6 +11,9 @@
  */
 #include "postgres.h"
 
+#include <dlfcn.h>
+#include <sys/stat.h>
+
 #include "access/parallel.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
@@ -82,9 +85,15 @@ new_entry(const HbCatalogRef *ref, MemoryContext cxt)
 	return e;
 }
 
-/* Parse and compile one version; everything lands in a fresh context. */
+/*
+ * Parse and compile one version; everything lands in a fresh context.
+ * quiet: from the stored image only, and NULL where anything would have
+ * raised an error (a model with featurizers too, which is not shared), for
+ * a caller that must not raise one (pg_scan_share.c); catalog reads and
+ * memory still raise theirs.
+ */
 static HbCacheEntry *
-compile_entry(const HbCatalogRef *ref)
+compile_entry(const HbCatalogRef *ref, bool quiet)
 {
 	MemoryContext work;
 	MemoryContext entry_cxt;
@@ -111,6 +120,8 @@ compile_entry(const HbCatalogRef *ref)
 	if (image == NULL ||
 		!hb_model_image_read(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err))
 	{
+		if (quiet)
+			goto quit;
 		/* a stale or damaged image only costs a parse of the original */
 		if (err.code == HB_ERR_NOMEM)
 			hb_report(&err, "could not load model", ref->name);
@@ -137,11 +148,17 @@ compile_entry(const HbCatalogRef *ref)
 				hb_report(&err, "could not load model", ref->name);
 		}
 	}
+	if (quiet && m->pipeline != NULL)
+		goto quit;
 
 	MemoryContextSwitchTo(entry_cxt);
 	e = new_entry(ref, entry_cxt);
 	if (!hb_plan_build(m, &e->plan, &err))
+	{
+		if (quiet)
+			goto quit;
 		hb_report(&err, "could not compile model", ref->name);
+	}
 	e->task = m->task;
 	e->n_features = m->n_features;
 	e->n_outputs = m->n_outputs;
@@ -163,6 +180,11 @@ compile_entry(const HbCatalogRef *ref)
 	MemoryContextSetParent(entry_cxt, cache_cxt);
 	MemoryContextDelete(work);
 	return e;
+
+quit:
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(work);
+	return NULL;
 }
 
 /*
@@ -179,6 +201,7 @@ compile_entry(const HbCatalogRef *ref)
 typedef struct SharedEntry
 {
 	uint32		magic;
+	uint64		library[4];		/* the writer's library_id */
 	int32		version;
 	uint8		sha256[HB_SHA256_LEN];
 	int32		task;
@@ -191,6 +214,37 @@ typedef struct SharedEntry
 	uint64		plan_len;
 	/* then int32 feature types, then the strings, then the plan */
 } SharedEntry;
+
+/*
+ * Which build of hbird this process runs: the library file it loaded
+ * (device, inode, size, modification time, taken at load).  A worker
+ * started after hbird was installed again loads the new file, whose plan
+ * layout may differ under the same struct sizes: it compiles its models
+ * itself.  All zero where the file is not known (nothing is shared then).
+ */
+static uint64 library_id[4];
+
+void
+hb_cache_init(void)
+{
+	Dl_info		info;
+	struct stat st;
+
+	if (dladdr((void *) hb_cache_init, &info) != 0 && info.dli_fname != NULL &&
+		stat(info.dli_fname, &st) == 0)
+	{
+		library_id[0] = (uint64) st.st_dev;
+		library_id[1] = (uint64) st.st_ino;
+		library_id[2] = (uint64) st.st_size;
+		library_id[3] = (uint64) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	}
+}
+
+static bool
+library_known(void)
+{
+	return (library_id[0] | library_id[1] | library_id[2] | library_id[3]) != 0;
+}
 
 typedef struct Offer
 {
@@ -225,7 +279,7 @@ hb_cache_share_size(const HbCacheEntry *e)
 {
 	size_t		plan_len;
 
-	if (e->pipeline != NULL || e->sparse != NULL)
+	if (e->pipeline != NULL || e->sparse != NULL || !library_known())
 		return 0;
 	plan_len = hb_plan_flat_size(e->plan);
 	if (plan_len == 0)
@@ -252,6 +306,7 @@ hb_cache_share_write(const HbCacheEntry *e, void *dst)
 
 	memset(h, 0, sizeof(*h));
 	h->magic = SHARED_MAGIC;
+	memcpy(h->library, library_id, sizeof(library_id));
 	h->version = e->version;
 	memcpy(h->sha256, e->sha256, HB_SHA256_LEN);
 	h->task = e->task;
@@ -283,7 +338,8 @@ hb_cache_offer(const void *src, Size size)
 	Offer	   *o;
 
 	if (!IsParallelWorker() || size < sizeof(SharedEntry) ||
-		((const SharedEntry *) src)->magic != SHARED_MAGIC)
+		((const SharedEntry *) src)->magic != SHARED_MAGIC || !library_known() ||
+		memcmp(((const SharedEntry *) src)->library, library_id, sizeof(library_id)) != 0)
 		return;
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	o = palloc(sizeof(Offer));
@@ -360,6 +416,15 @@ offered_entry(const HbCatalogRef *ref)
 	return NULL;
 }
 
+/* A new entry joins the cache, newest first; the oldest unpinned may go. */
+static void
+add_entry(HbCacheEntry *e)
+{
+	dlist_push_head(&cache_lru, &e->lru);
+	cache_count++;
+	evict_unpinned(e);
+}
+
 /* The compiled plan of a catalog version, from the cache or built now. */
 HbCacheEntry *
 hb_cache_acquire(const HbCatalogRef *ref)
@@ -393,12 +458,41 @@ hb_cache_acquire(const HbCatalogRef *ref)
 	else
 	{
 		INSTR_TIME_SET_CURRENT(start);
-		e = compile_entry(ref);
+		e = compile_entry(ref, false);
 		hb_stat_cache(e, &start);
 	}
-	dlist_push_head(&cache_lru, &e->lru);
-	cache_count++;
-	evict_unpinned(e);
+	add_entry(e);
+	return e;
+}
+
+/*
+ * The compiled plan of a catalog version, for a caller that must not raise
+ * an error where scoring would (pg_scan_share.c, before any row): the
+ * cached entry, else compiled from the stored image, else NULL.  Not a
+ * use of the model: no hit is counted (a compilation is).
+ */
+HbCacheEntry *
+hb_cache_acquire_quietly(const HbCatalogRef *ref)
+{
+	dlist_iter	it;
+	HbCacheEntry *e;
+	instr_time	start;
+
+	if (cache_cxt == NULL)
+		cache_cxt = AllocSetContextCreate(TopMemoryContext, "hbird plan cache",
+										  ALLOCSET_SMALL_SIZES);
+	dlist_foreach(it, &cache_lru)
+	{
+		e = dlist_container(HbCacheEntry, lru, it.cur);
+		if (entry_matches(e, ref))
+			return e;
+	}
+	INSTR_TIME_SET_CURRENT(start);
+	e = compile_entry(ref, true);
+	if (e == NULL)
+		return NULL;
+	hb_stat_cache(e, &start);
+	add_entry(e);
 	return e;
 }
 

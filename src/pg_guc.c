@@ -34,6 +34,7 @@ static int	hb_tree_strategy = HB_STRATEGY_AUTO;
 int			hb_batch_memory_kb = 64 * 1024;
 bool		hb_batch_scan = true;
 bool		hb_share_plans = true;
+int			hb_share_plans_max = 32 * 1024;	/* kB */
 
 /* scale-out: scoring on shards (pg_pushdown.c) */
 bool		hb_pushdown_on = true;
@@ -181,6 +182,18 @@ hb_define_gucs(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("hbird.share_plans_max",
+							"Most shared memory a parallel query's scoring node gives its models.",
+							"With hbird.share_plans on, the models a batching scan below a Gather "
+							"shares with its workers take at most this much of the query's shared "
+							"memory; a model beyond it is compiled by each worker.",
+							&hb_share_plans_max,
+							hb_share_plans_max,
+							0, 1024 * 1024,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("hbird.pushdown",
 							 "Scores on the shards: ships scoring calls over foreign tables.",

@@ -66,6 +66,7 @@ typedef enum HbFuncRole
 extern const CustomScanMethods hb_score_scan_methods;
 extern bool hb_batch_scan;
 extern bool hb_share_plans;		/* read by pg_scan_share.c */
+extern int	hb_share_plans_max;	/* kB; likewise */
 
 /* pg_scoring_funcs.c: which of hbird's functions an OID is */
 extern HbCallKind hb_scoring_call(Oid funcid, bool *is_array);

@@ -15,10 +15,16 @@
  * otherwise.
  *
  * The leader looks its models up when the Gather starts its workers, not
- * at its first row: a model that does not exist, or that the role may not
- * score, is not shared (the error, if any, still comes at the first row, as
- * without workers), and one it may score is compiled then if it is not
- * cached yet (the leader scores with it at its first row anyway).
+ * at its first row, and nothing it does then may raise an error the query
+ * would not raise without workers (an empty input scores nothing, and
+ * resolves nothing): only a name that is a constant or a parameter is
+ * read; a model that does not exist, or that the role may not score, is
+ * not shared; one it may score is taken from the cache or compiled from its
+ * stored image quietly (hb_cache_acquire_quietly: not shared where that
+ * would fail).  Errors still come at the first row, as without workers.
+ * The blocks of one node stay within hbird.share_plans_max: shared memory
+ * may be small (a container's /dev/shm), and a model left out is compiled
+ * by each worker, as before.
  */
 #include "postgres.h"
 
@@ -44,10 +50,12 @@ static List *
 models_to_share(HbScoreState *st)
 {
 	List	   *entries = NIL;
+	Size		total = 0;
 
 	for (int j = 0; j < st->n_calls; j++)
 	{
 		ScoreCall  *c = &st->calls[j];
+		Expr	   *expr = c->name_es->expr;
 		HbCatalogRef ref;
 		HbCacheEntry *e;
 		bool		isnull;
@@ -55,8 +63,13 @@ models_to_share(HbScoreState *st)
 		char	   *name;
 		ListCell   *lc;
 		bool		dup = false;
+		Size		size;
 
 		if (c->source == HB_SOURCE_ARGS)
+			continue;
+		/* evaluating anything else may raise an error, or run a subplan */
+		if (!IsA(expr, Const) &&
+			!(IsA(expr, Param) && ((Param *) expr)->paramkind == PARAM_EXTERN))
 			continue;
 		st->argcxt->ecxt_outertuple = NULL;
 		d = ExecEvalExprSwitchContext(c->name_es, st->argcxt, &isnull);
@@ -65,11 +78,15 @@ models_to_share(HbScoreState *st)
 		name = TextDatumGetCString(d);
 		if (!hb_catalog_lookup(name, &ref) || !hb_may_score(&ref))
 			continue;
-		e = hb_cache_acquire(&ref);
+		e = hb_cache_acquire_quietly(&ref);
+		if (e == NULL)
+			continue;
 		foreach(lc, entries)
 			dup |= hb_cache_same(lfirst(lc), e);
-		if (dup || hb_cache_share_size(e) == 0)
+		size = hb_cache_share_size(e);
+		if (dup || size == 0 || total + size > (Size) hb_share_plans_max * 1024)
 			continue;
+		total += size;
 		hb_cache_pin_for(e, st->state_cxt);
 		entries = lappend(entries, e);
 	}

@@ -34,16 +34,25 @@ FROM generate_series(1, 40000) g;
 ANALYZE big;
 SQL
 
-# row at a time: one call per row; batching scan: one call per worker scan
-for scan in off on; do
-	out=$(q -v scan="$scan" <<'SQL'
+# row at a time: one call per row, each worker compiles; batching scan: one
+# call per worker scan, and the workers read the model their leader
+# compiled (pg_scan_share.c), unless sharing is off or the model does not
+# fit hbird.share_plans_max.  Each case in a new session (a cold cache).
+for mode in rows shared unshared capped; do
+	case $mode in
+	rows) set_mode="SET hbird.batch_scan = off;" ;;
+	shared) set_mode="" ;;
+	unshared) set_mode="SET hbird.share_plans = off;" ;;
+	capped) set_mode="SET hbird.share_plans_max = '1kB';" ;;
+	esac
+	out=$(q <<SQL
 SELECT hb_stat_models_reset();
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_leader_participation = off;
-SET hbird.batch_scan = :scan;
+$set_mode
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT sum(hb_predict('par', b)) FROM big b;
 SELECT 'stats', calls, rows, cache_misses + cache_hits, cache_misses FROM hb_stat_models WHERE name = 'par';
@@ -52,15 +61,19 @@ SQL
 	launched=$(sed -n 's/.*Workers Launched: \([0-9]*\).*/\1/p' <<<"$out")
 	stats=$(grep '^stats|' <<<"$out")
 	[ "${launched:-0}" -ge 1 ]
-	tap $? "stat_models parallel, batch_scan $scan: the scan ran in parallel workers (launched: ${launched:-none})"
-	if [ "$scan" = off ]; then
-		# each worker compiles the model
-		want="stats|40000|40000|${launched:-x}|${launched:-x}"
-	else
-		# the leader compiles it to share it with the workers
-		# (pg_scan_share.c), which read it; EXPLAIN looks it up once more
-		want="stats|${launched:-x}|40000|$((${launched:-0} + 2))|1"
-	fi
+	tap $? "stat_models parallel, $mode: the scan ran in parallel workers (launched: ${launched:-none})"
+	l=${launched:-0}
+	case $mode in
+	# each worker compiles the model
+	rows) want="stats|40000|40000|$l|$l" ;;
+	# the leader compiles it to share it, the workers read it; EXPLAIN
+	# looks it up once more in the leader, to show it
+	shared) want="stats|$l|40000|$((l + 2))|1" ;;
+	# each worker compiles it, and the leader for EXPLAIN
+	unshared) want="stats|$l|40000|$((l + 1))|$((l + 1))" ;;
+	# the leader compiles it, finds it too big to share; each worker compiles it
+	capped) want="stats|$l|40000|$((l + 2))|$((l + 1))" ;;
+	esac
 	[ "$stats" = "$want" ]
-	tap $? "stat_models parallel, batch_scan $scan: every row scored in a worker is counted, one lookup per worker, compiled where expected (got '$stats', want '$want')"
+	tap $? "stat_models parallel, $mode: every row scored in a worker is counted, one lookup per worker, compiled where expected (got '$stats', want '$want')"
 done
