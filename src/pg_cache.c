@@ -416,6 +416,25 @@ offered_entry(const HbCatalogRef *ref)
 	return NULL;
 }
 
+/* The cached entry for ref's version, or NULL (the cache made on first use). */
+static HbCacheEntry *
+cached_entry(const HbCatalogRef *ref)
+{
+	dlist_iter	it;
+
+	if (cache_cxt == NULL)
+		cache_cxt = AllocSetContextCreate(TopMemoryContext, "hbird plan cache",
+										  ALLOCSET_SMALL_SIZES);
+	dlist_foreach(it, &cache_lru)
+	{
+		HbCacheEntry *e = dlist_container(HbCacheEntry, lru, it.cur);
+
+		if (entry_matches(e, ref))
+			return e;
+	}
+	return NULL;
+}
+
 /* A new entry joins the cache, newest first; the oldest unpinned may go. */
 static void
 add_entry(HbCacheEntry *e)
@@ -429,26 +448,17 @@ add_entry(HbCacheEntry *e)
 HbCacheEntry *
 hb_cache_acquire(const HbCatalogRef *ref)
 {
-	dlist_iter	it;
-	HbCacheEntry *e;
+	HbCacheEntry *e = cached_entry(ref);
 	instr_time	start;			/* hb_stat_models: compile time */
 
-	if (cache_cxt == NULL)
-		cache_cxt = AllocSetContextCreate(TopMemoryContext, "hbird plan cache",
-										  ALLOCSET_SMALL_SIZES);
-
-	dlist_foreach(it, &cache_lru)
+	if (e != NULL)
 	{
-		e = dlist_container(HbCacheEntry, lru, it.cur);
-		if (entry_matches(e, ref))
-		{
-			dlist_move_head(&cache_lru, &e->lru);
-			hb_stat_cache(e, NULL);
-			/* back to the limit once a statement that outgrew it is over */
-			if (cache_count > hb_plan_cache_entries)
-				evict_unpinned(e);
-			return e;
-		}
+		dlist_move_head(&cache_lru, &e->lru);
+		hb_stat_cache(e, NULL);
+		/* back to the limit once a statement that outgrew it is over */
+		if (cache_count > hb_plan_cache_entries)
+			evict_unpinned(e);
+		return e;
 	}
 
 	/* a parallel worker reads what its leader compiled, where it can */
@@ -474,19 +484,11 @@ hb_cache_acquire(const HbCatalogRef *ref)
 HbCacheEntry *
 hb_cache_acquire_quietly(const HbCatalogRef *ref)
 {
-	dlist_iter	it;
-	HbCacheEntry *e;
+	HbCacheEntry *e = cached_entry(ref);
 	instr_time	start;
 
-	if (cache_cxt == NULL)
-		cache_cxt = AllocSetContextCreate(TopMemoryContext, "hbird plan cache",
-										  ALLOCSET_SMALL_SIZES);
-	dlist_foreach(it, &cache_lru)
-	{
-		e = dlist_container(HbCacheEntry, lru, it.cur);
-		if (entry_matches(e, ref))
-			return e;
-	}
+	if (e != NULL)
+		return e;
 	INSTR_TIME_SET_CURRENT(start);
 	e = compile_entry(ref, true);
 	if (e == NULL)
