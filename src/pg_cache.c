@@ -27,15 +27,23 @@ static MemoryContext cache_cxt = NULL;
 static dlist_head cache_lru = DLIST_STATIC_INIT(cache_lru);	/* newest first */
 static int	cache_count = 0;
 
+/* Is (name, version, sha256, names_key) the key of ref's version? */
+static bool
+key_matches(const char *name, int32 version, const uint8 *sha256,
+			const char *names_key, const HbCatalogRef *ref)
+{
+	if (version != ref->version || strcmp(name, ref->name) != 0 ||
+		memcmp(sha256, ref->sha256, HB_SHA256_LEN) != 0)
+		return false;
+	if ((names_key == NULL) != (ref->names_key == NULL))
+		return false;
+	return names_key == NULL || strcmp(names_key, ref->names_key) == 0;
+}
+
 static bool
 entry_matches(const HbCacheEntry *e, const HbCatalogRef *ref)
 {
-	if (e->version != ref->version || strcmp(e->name, ref->name) != 0 ||
-		memcmp(e->sha256, ref->sha256, HB_SHA256_LEN) != 0)
-		return false;
-	if ((e->names_key == NULL) != (ref->names_key == NULL))
-		return false;
-	return e->names_key == NULL || strcmp(e->names_key, ref->names_key) == 0;
+	return key_matches(e->name, e->version, e->sha256, e->names_key, ref);
 }
 
 /*
@@ -370,15 +378,11 @@ offered_entry(const HbCatalogRef *ref)
 
 		/* (the leader's own block: its parts are where it put them) */
 		if (sizeof(SharedEntry) + sizeof(int32) * (uint64) Max(h->n_features, 0) +
-			h->strings_len > h->plan_off || h->plan_off > o->size ||
-			h->version != ref->version ||
-			memcmp(h->sha256, ref->sha256, HB_SHA256_LEN) != 0 ||
-			strcmp(str, ref->name) != 0)
+			h->strings_len > h->plan_off || h->plan_off > o->size)
 			continue;
 		if (h->has_names_key)
 			names_key = str + strlen(str) + 1;
-		if ((names_key == NULL) != (ref->names_key == NULL) ||
-			(names_key != NULL && strcmp(names_key, ref->names_key) != 0))
+		if (!key_matches(str, h->version, h->sha256, names_key, ref))
 			continue;
 
 		entry_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird plan (shared)",

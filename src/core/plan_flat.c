@@ -111,15 +111,28 @@ size_one(void **slot, size_t bytes, void *arg)
 	return true;
 }
 
+/* Where the arrays start: after the header, the structs and the table. */
 static uint64_t
-structs_end(const HbPlan *p, FlatHeader *h)
+arrays_start(const FlatHeader *h)
 {
+	return flat_align(h->table_off + sizeof(FlatArray) * (uint64_t) h->n_arrays);
+}
+
+/*
+ * Where everything of p goes, into h (offsets, n_arrays, total); the total
+ * bytes, 0 if p cannot be written.
+ */
+static uint64_t
+flat_layout(const HbPlan *p, FlatHeader *h)
+{
+	SizeWalk	w = {0};
 	uint64_t	off = flat_align(sizeof(FlatHeader));
 
+	memset(h, 0, sizeof(*h));
+	if (p == NULL || p->borrowed || !hb_plan_arrays((HbPlan *) p, size_one, &w))
+		return 0;
 	h->plan_off = off;
 	off = flat_align(off + sizeof(HbPlan));
-	h->ptt_off = 0;
-	h->gemm_off = 0;
 	if (p->ptt != NULL)
 	{
 		h->ptt_off = off;
@@ -130,7 +143,10 @@ structs_end(const HbPlan *p, FlatHeader *h)
 		h->gemm_off = off;
 		off = flat_align(off + hb_gemm_struct_size());
 	}
-	return off;
+	h->table_off = off;
+	h->n_arrays = w.n_arrays;
+	h->total = arrays_start(h) + w.bytes;
+	return h->total > SIZE_MAX ? 0 : h->total;
 }
 
 /* The bytes hb_plan_flat_write needs for p; 0 if p cannot be written. */
@@ -138,18 +154,8 @@ size_t
 hb_plan_flat_size(const HbPlan *p)
 {
 	FlatHeader	h;
-	SizeWalk	w = {0};
-	uint64_t	off;
 
-	if (p == NULL || p->borrowed)
-		return 0;
-	off = structs_end(p, &h);
-	if (!hb_plan_arrays((HbPlan *) p, size_one, &w))
-		return 0;
-	off = flat_align(off + sizeof(FlatArray) * (uint64_t) w.n_arrays);
-	if (off + w.bytes > SIZE_MAX)
-		return 0;
-	return (size_t) (off + w.bytes);
+	return (size_t) flat_layout(p, &h);
 }
 
 typedef struct WriteWalk
@@ -160,6 +166,7 @@ typedef struct WriteWalk
 	uint64_t	next;
 } WriteWalk;
 
+/* An array at its place, then zeros up to the next one's. */
 static bool
 write_one(void **slot, size_t bytes, void *arg)
 {
@@ -173,6 +180,7 @@ write_one(void **slot, size_t bytes, void *arg)
 	a->off = w->next;
 	if (bytes > 0)
 		memcpy(w->base + w->next, *slot, bytes);
+	memset(w->base + w->next + bytes, 0, flat_align(bytes) - bytes);
 	w->next += flat_align(bytes);
 	return true;
 }
@@ -185,23 +193,17 @@ void
 hb_plan_flat_write(const HbPlan *p, void *dst)
 {
 	FlatHeader	h;
-	SizeWalk	w = {0};
 	WriteWalk	ww;
 	char	   *base = dst;
-	uint64_t	off;
-	size_t		total = hb_plan_flat_size(p);
 
-	memset(base, 0, total);
-	memset(&h, 0, sizeof(h));
-	off = structs_end(p, &h);
-	(void) hb_plan_arrays((HbPlan *) p, size_one, &w);
+	(void) flat_layout(p, &h);
 	memcpy(h.magic, FLAT_MAGIC, sizeof(h.magic));
 	h.plan_size = (uint32_t) sizeof(HbPlan);
 	h.ptt_size = (uint32_t) hb_ptt_struct_size();
 	h.gemm_size = (uint32_t) hb_gemm_struct_size();
-	h.n_arrays = w.n_arrays;
-	h.total = total;
-	h.table_off = off;
+	/* the header, the structs and the table; the arrays zero their own padding */
+	memset(base, 0, arrays_start(&h));
+	memcpy(base, &h, sizeof(h));
 	memcpy(base + h.plan_off, p, sizeof(HbPlan));
 	if (p->ptt != NULL)
 		memcpy(base + h.ptt_off, p->ptt, hb_ptt_struct_size());
@@ -211,9 +213,8 @@ hb_plan_flat_write(const HbPlan *p, void *dst)
 	ww.base = base;
 	ww.table = (FlatArray *) (base + h.table_off);
 	ww.i = 0;
-	ww.next = flat_align(off + sizeof(FlatArray) * (uint64_t) w.n_arrays);
+	ww.next = arrays_start(&h);
 	(void) hb_plan_arrays((HbPlan *) p, write_one, &ww);
-	memcpy(base, &h, sizeof(h));
 }
 
 typedef struct ViewWalk
@@ -317,7 +318,7 @@ hb_plan_flat_view(const void *src, size_t size, HbPlan **out, HbError *err)
 	w.table = (const FlatArray *) (base + h.table_off);
 	w.n = h.n_arrays;
 	w.i = 0;
-	w.next = flat_align(h.table_off + sizeof(FlatArray) * (uint64_t) h.n_arrays);
+	w.next = arrays_start(&h);
 	w.total = size;
 	if (!hb_plan_arrays(p, view_one, &w) || w.i != w.n || w.next != size)
 		goto bad;
