@@ -496,3 +496,21 @@ CREATE OR REPLACE AGGREGATE hb_predict_class_agg(name text, "row" record) (
 );
 
 /* ---- end of group states ---- */
+
+/* ---- The shared cache of compiled models (docs/operations.md) ---- */
+
+/*
+ * hbird.shared_cache_size of the server's shared memory keeps compiled
+ * models for every backend (src/pg_shared_cache.c).  Sizes and counters
+ * only, no model's name or content: every role may read them.  Zeros where
+ * there is no shared cache (hbird not preloaded, or a size of 0).
+ */
+CREATE FUNCTION hb_stat_shared_cache(
+	OUT size_bytes bigint, OUT used_bytes bigint, OUT entries integer,
+	OUT pinned integer, OUT hits bigint, OUT stored bigint,
+	OUT evicted bigint, OUT not_stored bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'hb_stat_shared_cache'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+
+/* ---- end of the shared cache ---- */

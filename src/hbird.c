@@ -105,6 +105,7 @@ _PG_init(void)
 	hb_define_gucs();
 	hb_stat_init();
 	hb_cache_init();
+	hb_shared_cache_init();
 	hb_owner_init();
 	hb_scan_init();
 	hb_stream_init();

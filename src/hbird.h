@@ -28,6 +28,8 @@
 /* Settings (pg_guc.c defines them all; others are declared beside their use) */
 extern int	hb_max_model_bytes;
 extern int	hb_plan_cache_entries;
+extern int	hb_shared_cache_size;	/* kB of shared memory; 0: none */
+extern bool hb_shared_cache;
 extern bool hb_stat_track;
 extern int	hb_stat_max;
 extern void hb_define_gucs(void);
@@ -55,6 +57,10 @@ typedef struct HbCacheEntry
 									 * tokens (featurize_sparse.h), or NULL;
 									 * read it through hb_entry_sparse */
 
+	int			shared_slot;	/* the shared cache's block the plan lies in
+								 * (its slot + 1, pinned), or 0 */
+	const char *shared_block;	/* that block, and its size */
+	Size		shared_size;
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
 	void	   *stat;			/* pg_stats.c: counters not yet flushed */
@@ -125,6 +131,19 @@ extern void hb_cache_init(void);
 extern Size hb_cache_share_size(const HbCacheEntry *e);
 extern void hb_cache_share_write(const HbCacheEntry *e, void *dst);
 extern void hb_cache_offer(const void *src, Size size);
+
+/* pg_shared_cache.c: blocks in the server's shared memory, across backends */
+typedef bool (*HbSharedMatch) (const char *block, Size size, const void *arg);
+typedef void (*HbSharedWrite) (void *dst, const void *arg);
+extern void hb_shared_cache_init(void);
+extern bool hb_shared_cache_on(void);
+extern int	hb_shared_cache_find(uint64 hash, HbSharedMatch match, const void *arg,
+								 const char **block, Size *size);
+extern int	hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
+								HbSharedWrite write_block, const void *arg,
+								const char **block, Size *block_size);
+extern void hb_shared_cache_release(int slot);
+extern void hb_shared_cache_malloc_like_compiled(void);
 
 /* pg_bind.c */
 

@@ -8,6 +8,11 @@
  * anything: the next statement looks the name up under its own snapshot and
  * lands on a different key.  A statement pins the entry it resolved, which
  * keeps eviction from freeing a plan that is still being scored with.
+ *
+ * A miss looks in two places before compiling: the blocks a parallel
+ * worker's leader wrote for it, and the shared cache of the server
+ * (pg_shared_cache.c), both in one layout (SharedEntry, then the plan flat)
+ * and read in place.  What this backend compiles goes to the shared cache.
  */
 #include "postgres.h"
 
@@ -16,6 +21,8 @@
 
 #include "access/parallel.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -210,6 +217,7 @@ typedef struct SharedEntry
 {
 	uint32		magic;
 	uint64		library[4];		/* the writer's library_id */
+	Oid			database;		/* names are a database's own */
 	int32		version;
 	uint8		sha256[HB_SHA256_LEN];
 	int32		task;
@@ -287,6 +295,9 @@ hb_cache_share_size(const HbCacheEntry *e)
 {
 	size_t		plan_len;
 
+	/* read from the shared cache: that block is the same layout */
+	if (e->shared_block != NULL)
+		return e->shared_size;
 	if (e->pipeline != NULL || e->sparse != NULL || !library_known())
 		return 0;
 	plan_len = hb_plan_flat_size(e->plan);
@@ -312,9 +323,15 @@ hb_cache_share_write(const HbCacheEntry *e, void *dst)
 	int32	   *types = (int32 *) (h + 1);
 	char	   *str = (char *) (types + e->n_features);
 
+	if (e->shared_block != NULL)
+	{
+		memcpy(dst, e->shared_block, e->shared_size);
+		return;
+	}
 	memset(h, 0, sizeof(*h));
 	h->magic = SHARED_MAGIC;
 	memcpy(h->library, library_id, sizeof(library_id));
+	h->database = MyDatabaseId;
 	h->version = e->version;
 	memcpy(h->sha256, e->sha256, HB_SHA256_LEN);
 	h->task = e->task;
@@ -357,6 +374,80 @@ hb_cache_offer(const void *src, Size size)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * Is the block at base (size bytes) this build's entry for ref's version?
+ * Reads only the block's header and key: an HbSharedMatch, run under the
+ * shared cache's lock, so it raises nothing.
+ */
+static bool
+block_matches(const char *base, Size size, const void *arg)
+{
+	const HbCatalogRef *ref = arg;
+	const SharedEntry *h = (const SharedEntry *) base;
+	const char *str;
+	const char *names_key = NULL;
+
+	if (size < sizeof(SharedEntry) || h->magic != SHARED_MAGIC ||
+		memcmp(h->library, library_id, sizeof(library_id)) != 0 ||
+		h->database != MyDatabaseId || h->n_features < 0 ||
+		sizeof(SharedEntry) + sizeof(int32) * (uint64) h->n_features +
+		h->strings_len > h->plan_off || h->plan_off > size ||
+		h->plan_len > size - h->plan_off)
+		return false;
+	str = (const char *) ((const int32 *) (h + 1) + h->n_features);
+	if (h->has_names_key)
+		names_key = str + strlen(str) + 1;
+	return key_matches(str, h->version, h->sha256, names_key, ref);
+}
+
+/*
+ * An entry for ref read in place from a block block_matches accepted, in a
+ * context of its own under the cache's; NULL where the plan is not this
+ * build's (the caller compiles as usual).
+ */
+static HbCacheEntry *
+entry_from_block(const char *base, const HbCatalogRef *ref)
+{
+	const SharedEntry *h = (const SharedEntry *) base;
+	const int32 *types = (const int32 *) (h + 1);
+	const char *str = (const char *) (types + h->n_features);
+	MemoryContext entry_cxt;
+	MemoryContext old;
+	HbCacheEntry *e;
+	HbPlan	   *plan = NULL;
+	HbError		err = {0};
+
+	entry_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird plan (shared)",
+									  ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(entry_cxt);
+	if (!hb_plan_flat_view(base + h->plan_off, h->plan_len, &plan, &err))
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(entry_cxt);
+		return NULL;
+	}
+	e = new_entry(ref, entry_cxt);
+	e->plan = plan;
+	e->task = h->task;
+	e->n_features = h->n_features;
+	e->n_outputs = h->n_outputs;
+	e->n_classes = h->n_classes;
+	e->feature_names = palloc(sizeof(char *) * Max(h->n_features, 1));
+	e->feature_types = palloc(sizeof(HbFeatureType) * Max(h->n_features, 1));
+	str += strlen(str) + 1;
+	if (h->has_names_key)
+		str += strlen(str) + 1;
+	for (int i = 0; i < h->n_features; i++)
+	{
+		e->feature_names[i] = pstrdup(str);
+		str += strlen(str) + 1;
+		e->feature_types[i] = (HbFeatureType) types[i];
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextSetParent(entry_cxt, cache_cxt);	/* made by cached_entry */
+	return e;
+}
+
 /* The offered entry for ref, read in place, or NULL. */
 static HbCacheEntry *
 offered_entry(const HbCatalogRef *ref)
@@ -366,58 +457,136 @@ offered_entry(const HbCatalogRef *ref)
 	foreach(lc, offers)
 	{
 		Offer	   *o = lfirst(lc);
-		const SharedEntry *h = (const SharedEntry *) o->base;
-		const int32 *types = (const int32 *) (h + 1);
-		const char *str = (const char *) (types + h->n_features);
-		const char *names_key = NULL;
-		MemoryContext entry_cxt;
-		MemoryContext old;
 		HbCacheEntry *e;
-		HbPlan	   *plan = NULL;
-		HbError		err = {0};
 
-		/* (the leader's own block: its parts are where it put them) */
-		if (sizeof(SharedEntry) + sizeof(int32) * (uint64) Max(h->n_features, 0) +
-			h->strings_len > h->plan_off || h->plan_off > o->size)
+		if (!block_matches(o->base, o->size, ref))
 			continue;
-		if (h->has_names_key)
-			names_key = str + strlen(str) + 1;
-		if (!key_matches(str, h->version, h->sha256, names_key, ref))
-			continue;
-
-		entry_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird plan (shared)",
-										  ALLOCSET_SMALL_SIZES);
-		old = MemoryContextSwitchTo(entry_cxt);
-		if (h->plan_off + h->plan_len > o->size ||
-			!hb_plan_flat_view(o->base + h->plan_off, h->plan_len, &plan, &err))
-		{
-			/* not this build's plan: compile as usual */
-			MemoryContextSwitchTo(old);
-			MemoryContextDelete(entry_cxt);
-			continue;
-		}
-		e = new_entry(ref, entry_cxt);
-		e->plan = plan;
-		e->task = h->task;
-		e->n_features = h->n_features;
-		e->n_outputs = h->n_outputs;
-		e->n_classes = h->n_classes;
-		e->feature_names = palloc(sizeof(char *) * Max(h->n_features, 1));
-		e->feature_types = palloc(sizeof(HbFeatureType) * Max(h->n_features, 1));
-		str += strlen(str) + 1;
-		if (names_key)
-			str += strlen(str) + 1;
-		for (int i = 0; i < h->n_features; i++)
-		{
-			e->feature_names[i] = pstrdup(str);
-			str += strlen(str) + 1;
-			e->feature_types[i] = (HbFeatureType) types[i];
-		}
-		MemoryContextSwitchTo(old);
-		MemoryContextSetParent(entry_cxt, cache_cxt);
-		return e;
+		e = entry_from_block(o->base, ref);
+		if (e != NULL)
+			return e;
 	}
 	return NULL;
+}
+
+/*
+ * The shared cache (pg_shared_cache.c) holds blocks of the same layout in
+ * the server's shared memory.  An entry read from one pins its block for
+ * as long as the entry lives: its context's deletion releases it, after
+ * the statistics' own callback (callbacks run newest first).
+ */
+static void
+release_shared(void *arg)
+{
+	hb_shared_cache_release((int) (intptr_t) arg);
+}
+
+static void
+hold_shared(HbCacheEntry *e, int slot, const char *base, Size size)
+{
+	MemoryContextCallback *cb = MemoryContextAlloc(e->cxt, sizeof(MemoryContextCallback));
+
+	cb->func = release_shared;
+	cb->arg = (void *) (intptr_t) slot;
+	MemoryContextRegisterResetCallback(e->cxt, cb);
+	e->shared_slot = slot;
+	e->shared_block = base;
+	e->shared_size = size;
+}
+
+static uint64
+shared_hash(const HbCatalogRef *ref)
+{
+	uint64		h = hash_bytes_extended((const unsigned char *) ref->name,
+										strlen(ref->name), MyDatabaseId);
+
+	h = hash_bytes_extended(ref->sha256, HB_SHA256_LEN, h ^ (uint64) ref->version);
+	if (ref->names_key)
+		h = hash_bytes_extended((const unsigned char *) ref->names_key,
+								strlen(ref->names_key), h);
+	return h;
+}
+
+/* ref's version from the shared cache, read in place, or NULL. */
+static HbCacheEntry *
+shared_entry(const HbCatalogRef *ref)
+{
+	const char *base;
+	Size		size;
+	int			slot;
+	HbCacheEntry *e;
+
+	if (!hb_shared_cache_on() || !library_known())
+		return NULL;
+	slot = hb_shared_cache_find(shared_hash(ref), block_matches, ref, &base, &size);
+	if (slot == 0)
+		return NULL;
+	/* the entry's context holds the pin from here: an error frees both */
+	e = NULL;
+	PG_TRY();
+	{
+		e = entry_from_block(base, ref);
+	}
+	PG_CATCH();
+	{
+		hb_shared_cache_release(slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (e == NULL)
+	{
+		hb_shared_cache_release(slot);
+		return NULL;
+	}
+	hold_shared(e, slot, base, size);
+	hb_shared_cache_malloc_like_compiled();
+	return e;
+}
+
+static void
+write_shared(void *dst, const void *arg)
+{
+	hb_cache_share_write(arg, dst);
+}
+
+/*
+ * A version this backend compiled goes to the shared cache, and the
+ * backend reads it there too, its own copy freed; e itself where the cache
+ * is off or has no room for it.
+ */
+static HbCacheEntry *
+share_compiled(HbCacheEntry *e, const HbCatalogRef *ref)
+{
+	const char *base;
+	Size		size;
+	int			slot;
+	HbCacheEntry *s = NULL;
+
+	if (!hb_shared_cache_on() || (size = hb_cache_share_size(e)) == 0)
+		return e;
+	slot = hb_shared_cache_put(shared_hash(ref), size, block_matches, write_shared,
+							   e, &base, &size);
+	if (slot == 0)
+		return e;
+	PG_TRY();
+	{
+		s = entry_from_block(base, ref);
+	}
+	PG_CATCH();
+	{
+		hb_shared_cache_release(slot);
+		MemoryContextDelete(e->cxt);	/* not in the cache yet */
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (s == NULL)
+	{
+		hb_shared_cache_release(slot);
+		return e;
+	}
+	hold_shared(s, slot, base, size);
+	hb_device_plan_free(e->plan);
+	MemoryContextDelete(e->cxt);
+	return s;
 }
 
 /* The cached entry for ref's version, or NULL (the cache made on first use). */
@@ -465,14 +634,19 @@ hb_cache_acquire(const HbCatalogRef *ref)
 		return e;
 	}
 
-	/* a parallel worker reads what its leader compiled, where it can */
+	/*
+	 * A parallel worker reads what its leader compiled, where it can; any
+	 * backend what another compiled into the shared cache.
+	 */
 	e = offers != NIL ? offered_entry(ref) : NULL;
+	if (e == NULL)
+		e = shared_entry(ref);
 	if (e != NULL)
 		hb_stat_cache(e, NULL);
 	else
 	{
 		INSTR_TIME_SET_CURRENT(start);
-		e = compile_entry(ref, false);
+		e = share_compiled(compile_entry(ref, false), ref);
 		hb_stat_cache(e, &start);
 	}
 	add_entry(e);
@@ -493,10 +667,17 @@ hb_cache_acquire_quietly(const HbCatalogRef *ref)
 
 	if (e != NULL)
 		return e;
+	e = shared_entry(ref);
+	if (e != NULL)
+	{
+		add_entry(e);
+		return e;
+	}
 	INSTR_TIME_SET_CURRENT(start);
 	e = compile_entry(ref, true);
 	if (e == NULL)
 		return NULL;
+	e = share_compiled(e, ref);
 	hb_stat_cache(e, &start);
 	add_entry(e);
 	return e;

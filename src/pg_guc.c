@@ -28,6 +28,8 @@
 /* models and plans */
 int			hb_max_model_bytes = 256 * 1024 * 1024;
 int			hb_plan_cache_entries = 32;
+int			hb_shared_cache_size = 64 * 1024;	/* kB */
+bool		hb_shared_cache = true;
 static int	hb_tree_strategy = HB_STRATEGY_AUTO;
 
 /* batches */
@@ -284,6 +286,30 @@ hb_define_gucs(void)
 								PGC_POSTMASTER,
 								0,
 								NULL, NULL, NULL);
+
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("hbird.shared_cache_size",
+								"Shared memory that keeps compiled models for every backend.",
+								"The first backend to compile a model version writes it there, "
+								"and the others read it in place.  0 turns the shared cache off. "
+								"Needs hbird in shared_preload_libraries.",
+								&hb_shared_cache_size,
+								hb_shared_cache_size,
+								0,
+								INT_MAX,
+								PGC_POSTMASTER,
+								GUC_UNIT_KB,
+								NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.shared_cache",
+							 "This session reads and writes compiled models in the shared cache.",
+							 "When off, the session compiles each model version for itself, as "
+							 "without hbird.shared_cache_size.  The answers are the same either way.",
+							 &hb_shared_cache,
+							 hb_shared_cache,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	/*
 	 * The device is probed at the first batch that could use it, in the

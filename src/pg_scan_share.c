@@ -81,6 +81,16 @@ models_to_share(HbScoreState *st)
 		e = hb_cache_acquire_quietly(&ref);
 		if (e == NULL)
 			continue;
+		/*
+		 * In the shared cache, the workers (whose hbird.shared_cache is
+		 * the leader's) find it themselves: pinned here, it stays there
+		 * until the node ends.
+		 */
+		if (e->shared_slot != 0 && hb_shared_cache_on())
+		{
+			hb_cache_pin_for(e, st->state_cxt);
+			continue;
+		}
 		foreach(lc, entries)
 			dup |= hb_cache_same(lfirst(lc), e);
 		size = hb_cache_share_size(e);

@@ -323,6 +323,7 @@ INSERT INTO ep_case (entry, bad, stmt) VALUES
 ('hb_stat_models_reset(name)', 'empty name', $$SELECT hb_stat_models_reset('')$$),
 ('hb_stat_models_reset(name)', 'unknown model', $$SELECT hb_stat_models_reset('nosuch')$$),
 ('hb_stat_models_reset(name)', 'a model', $$SELECT hb_stat_models_reset('binary_logistic')$$),
+('hb_stat_shared_cache', 'no arguments', $$SELECT size_bytes >= 0 AND used_bytes BETWEEN 0 AND size_bytes AND pinned <= entries FROM hb_stat_shared_cache()$$),
 -- scale-out: the pinned forms (name, version, sha256, origin, columns, VARIADIC values)
 ('hb_predict_pinned', 'a row by name, any order', $$SELECT bool_and(hb_predict_pinned('binary_logistic', 1, (SELECT sha256 FROM hb_models WHERE name = 'binary_logistic' AND active), 's1', '{tenure,risk,n_tx,balance,age,amount}', tenure, risk, n_tx, balance, age, amount) = hb_predict('binary_logistic', r)) FROM ep_rows r$$),
 ('hb_predict_pinned', 'an array', $$SELECT round(hb_predict_pinned('binary_logistic', 1, (SELECT sha256 FROM hb_models WHERE name = 'binary_logistic' AND active), 's1', NULL, ARRAY[1, 2, 3, 4, 5, 6]::float8[])::numeric, 6)$$),

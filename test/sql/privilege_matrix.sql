@@ -117,6 +117,7 @@ INSERT INTO pm_fn (fn, stmt) VALUES
 ('hb_stat_models_reset()', $$SELECT hb_stat_models_reset()$$),
 ('hb_stat_models_reset(name)', $$SELECT hb_stat_models_reset('pm_model')$$),
 ('view hb_stat_models', $$SELECT count(*) FROM hb_stat_models$$),
+('hb_stat_shared_cache()', $$SELECT count(*) FROM hb_stat_shared_cache()$$),
 ('view hb_tunings', $$SELECT count(*) FROM hb_tunings$$),
 ('view hb_tuning_candidates', $$SELECT count(*) FROM hb_tuning_candidates$$),
 ('SELECT hbird.tuning', $$SELECT count(*) FROM hbird.tuning$$),

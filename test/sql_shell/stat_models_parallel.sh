@@ -3,7 +3,8 @@
 # out of the scan (parallel_leader_participation = off) every row is scored
 # in a worker, and the view must still show one call and one row per input
 # row; batched, the workers read the model their leader compiled
-# (pg_scan_share.c) and compile nothing.  Needs the preloaded cluster of test/run_sql_tests.sh; prints TAP.
+# (pg_scan_share.c) or find it in the shared cache (pg_shared_cache.c)
+# and compile nothing.  Needs the preloaded cluster of test/run_sql_tests.sh; prints TAP.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 fx=test/fixtures
@@ -37,13 +38,18 @@ SQL
 # row at a time: one call per row, each worker compiles; batching scan: one
 # call per worker scan, and the workers read the model their leader
 # compiled (pg_scan_share.c), unless sharing is off or the model does not
-# fit hbird.share_plans_max.  Each case in a new session (a cold cache).
-for mode in rows shared unshared capped; do
+# fit hbird.share_plans_max.  Each case in a new session (a cold cache),
+# without the shared cache, then with it: the first session's leader
+# compiles and stores the model, its workers read it there, and the next
+# session compiles nothing.
+for mode in rows shared unshared capped cached cached_again; do
+	no_cache="SET hbird.shared_cache = off;"
 	case $mode in
-	rows) set_mode="SET hbird.batch_scan = off;" ;;
-	shared) set_mode="" ;;
-	unshared) set_mode="SET hbird.share_plans = off;" ;;
-	capped) set_mode="SET hbird.share_plans_max = '1kB';" ;;
+	rows) set_mode="$no_cache SET hbird.batch_scan = off;" ;;
+	shared) set_mode="$no_cache" ;;
+	unshared) set_mode="$no_cache SET hbird.share_plans = off;" ;;
+	capped) set_mode="$no_cache SET hbird.share_plans_max = '1kB';" ;;
+	cached | cached_again) set_mode="" ;;
 	esac
 	out=$(q <<SQL
 SELECT hb_stat_models_reset();
@@ -73,6 +79,12 @@ SQL
 	unshared) want="stats|$l|40000|$((l + 1))|$((l + 1))" ;;
 	# the leader compiles it, finds it too big to share; each worker compiles it
 	capped) want="stats|$l|40000|$((l + 2))|$((l + 1))" ;;
+	# the leader compiles it and stores it, the workers read it there
+	# (the leader writes no copy into the query's memory)
+	cached) want="stats|$l|40000|$((l + 2))|1" ;;
+	# already stored: nobody compiles; the leader's look-up at the set-up,
+	# not a use of the model, counts only where it compiles
+	cached_again) want="stats|$l|40000|$((l + 1))|0" ;;
 	esac
 	[ "$stats" = "$want" ]
 	tap $? "stat_models parallel, $mode: every row scored in a worker is counted, one lookup per worker, compiled where expected (got '$stats', want '$want')"

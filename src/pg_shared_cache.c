@@ -1,0 +1,434 @@
+/*
+ * pg_shared_cache.c
+ *	  Compiled models kept in the server's shared memory, across backends.
+ *
+ * Every backend used to build each model it scored with from the compiled
+ * image in the catalog: read several MB, build the layouts, touch all their
+ * new pages (43-55 ms for the anchor model in a fresh connection), and keep
+ * its own copy for as long as it lived.  With hbird in
+ * shared_preload_libraries, hbird.shared_cache_size of the server's main
+ * shared memory (not /dev/shm) holds compiled models written flat
+ * (plan_flat.c): the first backend to compile a version writes it here, and
+ * every other one, parallel workers included, reads it in place.
+ *
+ * This file keeps the blocks and knows nothing of what is in them: a block
+ * is found by a 64-bit hash and a match function of the caller's
+ * (pg_cache.c: name, version, content, database), written by the caller's
+ * write function, and pinned by each backend entry that reads it.  A pinned
+ * block never moves or goes; the least recently used unpinned ones make
+ * room for a new one, and a block that does not fit even then is not
+ * stored (its backend keeps its own copy, as without the cache).  A backend
+ * releases its pins when its cache lets the entry go and when it exits.
+ *
+ * Nothing here raises an error while the lock is held: a block is written
+ * outside it, in a slot marked as being written by this process, and
+ * marked ready after; a process that exits in between frees its slot (an
+ * exit on a signal restarts the whole server, shared memory included).
+ */
+#include "postgres.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "hbird.h"
+
+#define MAX_SLOTS 256			/* blocks at most, whatever their sizes */
+#define BLOCK_ALIGN 64			/* plan_flat.c aligns arrays to 64 bytes */
+
+typedef enum SlotState
+{
+	SLOT_FREE = 0,
+	SLOT_WRITING,
+	SLOT_READY
+} SlotState;
+
+typedef struct Slot
+{
+	SlotState	state;
+	int32		pins;			/* backend entries reading it */
+	int			writer;			/* pid, while SLOT_WRITING */
+	uint64		hash;
+	uint64		last_used;		/* the store's clock at the last find */
+	Size		off;			/* in the arena */
+	Size		size;
+} Slot;
+
+typedef struct Store
+{
+	LWLock	   *lock;
+	Size		arena_size;
+	uint64		clock;
+	/* counters since the server started, for hb_stat_shared_cache */
+	uint64		hits;
+	uint64		stored;
+	uint64		evicted;
+	uint64		not_stored;
+	Slot		slots[MAX_SLOTS];
+} Store;
+
+static Store *store = NULL;
+static char *arena = NULL;
+
+/* this backend's pins per slot, released at exit */
+static int32 my_pins[MAX_SLOTS];
+static bool exit_registered = false;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+arena_bytes(void)
+{
+	return (Size) hb_shared_cache_size * 1024;
+}
+
+static Size
+store_shmem_size(void)
+{
+	return add_size(TYPEALIGN(BLOCK_ALIGN, sizeof(Store)) + BLOCK_ALIGN, arena_bytes());
+}
+
+static void
+store_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(store_shmem_size());
+	RequestNamedLWLockTranche("hbird_shared_cache", 1);
+}
+
+static void
+store_shmem_startup(void)
+{
+	bool		found;
+	char	   *base;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	base = ShmemInitStruct("hbird shared cache", store_shmem_size(), &found);
+	store = (Store *) base;
+	arena = (char *) TYPEALIGN(BLOCK_ALIGN, base + sizeof(Store));
+	if (!found)
+	{
+		memset(store, 0, sizeof(Store));
+		store->lock = &(GetNamedLWLockTranche("hbird_shared_cache"))->lock;
+		store->arena_size = arena_bytes();
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* The shared memory, when loaded by shared_preload_libraries with a size. */
+void
+hb_shared_cache_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress || hb_shared_cache_size == 0)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = store_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = store_shmem_startup;
+}
+
+/*
+ * Called once a backend scores with a model it did not compile.  glibc
+ * hands blocks above M_MMAP_THRESHOLD out as mappings of their own and
+ * gives freed memory above M_TRIM_THRESHOLD back to the kernel, and raises
+ * both (to at most 32 and 64 MB) when a large mapped block is freed.  A
+ * backend that compiles a model frees such blocks, and its batches' buffers
+ * (about 28 MB for 65,536 rows of 28 features) then stay in its heap from
+ * one query to the next.  A backend that only reads the shared cache never
+ * raised them: it handed those buffers back at the end of every query and
+ * faulted them in again (7,206 page faults a query against 621, 470 ms
+ * against 385 ms over 200,000 rows of the anchor model, on a machine where
+ * a fault costs about 11 us: bench/shared_cache.sh).  Set them where
+ * compiling would have left them.
+ */
+void
+hb_shared_cache_malloc_like_compiled(void)
+{
+#ifdef __GLIBC__
+	static bool done = false;
+
+	if (done)
+		return;
+	done = true;
+	(void) mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+	(void) mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+#endif
+}
+
+/* Does this session read and write the shared cache? */
+bool
+hb_shared_cache_on(void)
+{
+	return store != NULL && hb_shared_cache;
+}
+
+/* Let go of every pin and unfinished block of this process. */
+static void
+store_exit(int code, Datum arg)
+{
+	/* (never held here: nothing under it raises an error; but never wait on it twice) */
+	if (LWLockHeldByMe(store->lock))
+		LWLockRelease(store->lock);
+	LWLockAcquire(store->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < MAX_SLOTS; i++)
+	{
+		Slot	   *s = &store->slots[i];
+
+		if (my_pins[i] > 0)
+		{
+			Assert(s->pins >= my_pins[i]);
+			s->pins -= my_pins[i];
+			my_pins[i] = 0;
+		}
+		if (s->state == SLOT_WRITING && s->writer == MyProcPid)
+			s->state = SLOT_FREE;
+	}
+	LWLockRelease(store->lock);
+}
+
+static void
+pin(int i)
+{
+	store->slots[i].pins++;
+	my_pins[i]++;
+	if (!exit_registered)
+	{
+		/* (no error can come from here: it only appends to a fixed list) */
+		before_shmem_exit(store_exit, (Datum) 0);
+		exit_registered = true;
+	}
+}
+
+/*
+ * The ready block with this hash that match accepts, pinned: its slot + 1,
+ * or 0.  match reads the block under the lock; it must raise nothing.
+ */
+int
+hb_shared_cache_find(uint64 hash, HbSharedMatch match, const void *arg,
+					 const char **block, Size *size)
+{
+	int			found = 0;
+
+	LWLockAcquire(store->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < MAX_SLOTS; i++)
+	{
+		Slot	   *s = &store->slots[i];
+
+		if (s->state == SLOT_READY && s->hash == hash &&
+			match(arena + s->off, s->size, arg))
+		{
+			pin(i);
+			s->last_used = ++store->clock;
+			store->hits++;
+			*block = arena + s->off;
+			*size = s->size;
+			found = i + 1;
+			break;
+		}
+	}
+	LWLockRelease(store->lock);
+	return found;
+}
+
+void
+hb_shared_cache_release(int slot)
+{
+	int			i = slot - 1;
+
+	/* (after store_exit, nothing is held any more) */
+	if (i < 0 || i >= MAX_SLOTS || my_pins[i] == 0)
+		return;
+	LWLockAcquire(store->lock, LW_EXCLUSIVE);
+	store->slots[i].pins--;
+	my_pins[i]--;
+	LWLockRelease(store->lock);
+}
+
+static int
+cmp_slot_off(const void *a, const void *b)
+{
+	const Slot *x = *(const Slot *const *) a;
+	const Slot *y = *(const Slot *const *) b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The lowest offset where size bytes fit between the blocks held, or -1. */
+static int64
+find_gap(Size size)
+{
+	const Slot *used[MAX_SLOTS];
+	int			n = 0;
+	Size		end = 0;
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (store->slots[i].state != SLOT_FREE)
+			used[n++] = &store->slots[i];
+	qsort(used, n, sizeof(Slot *), cmp_slot_off);
+	for (int i = 0; i < n; i++)
+	{
+		if (used[i]->off - end >= size)
+			return (int64) end;
+		end = used[i]->off + used[i]->size;
+	}
+	return store->arena_size - end >= size ? (int64) end : -1;
+}
+
+/* Free the least recently used unpinned ready block; false if none. */
+static bool
+evict_one(void)
+{
+	Slot	   *victim = NULL;
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+	{
+		Slot	   *s = &store->slots[i];
+
+		if (s->state == SLOT_READY && s->pins == 0 &&
+			(victim == NULL || s->last_used < victim->last_used))
+			victim = s;
+	}
+	if (victim == NULL)
+		return false;
+	victim->state = SLOT_FREE;
+	store->evicted++;
+	return true;
+}
+
+/*
+ * Store a block of size bytes, written by write_block(dst, arg) outside the
+ * lock: its slot + 1, pinned, with *block and *block_size where it lies; 0
+ * where it was not stored (no room beside the pinned blocks, or the same block being written
+ * by another backend).  A ready block that match accepts is returned,
+ * pinned, instead of writing a second copy.
+ */
+int
+hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
+					HbSharedWrite write_block, const void *arg, const char **block,
+					Size *block_size)
+{
+	Size		need = TYPEALIGN(BLOCK_ALIGN, size);
+	int64		off = -1;
+	int			free_slot = -1;
+	Slot	   *s;
+
+	LWLockAcquire(store->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < MAX_SLOTS; i++)
+	{
+		s = &store->slots[i];
+		if (s->state != SLOT_FREE && s->hash == hash &&
+			(s->state == SLOT_WRITING || match(arena + s->off, s->size, arg)))
+		{
+			int			found = 0;
+
+			if (s->state == SLOT_READY)
+			{
+				pin(i);
+				s->last_used = ++store->clock;
+				*block = arena + s->off;
+				*block_size = s->size;
+				found = i + 1;
+			}
+			LWLockRelease(store->lock);
+			return found;
+		}
+	}
+	if (need <= store->arena_size)
+	{
+		for (;;)
+		{
+			free_slot = -1;
+			for (int i = 0; i < MAX_SLOTS && free_slot < 0; i++)
+				if (store->slots[i].state == SLOT_FREE)
+					free_slot = i;
+			off = free_slot >= 0 ? find_gap(need) : -1;
+			if (off >= 0 || !evict_one())
+				break;
+		}
+	}
+	if (off < 0)
+	{
+		store->not_stored++;
+		LWLockRelease(store->lock);
+		return 0;
+	}
+	s = &store->slots[free_slot];
+	s->state = SLOT_WRITING;
+	s->writer = MyProcPid;
+	s->hash = hash;
+	s->off = (Size) off;
+	s->size = size;
+	s->last_used = ++store->clock;
+	pin(free_slot);
+	LWLockRelease(store->lock);
+
+	write_block(arena + off, arg);
+
+	LWLockAcquire(store->lock, LW_EXCLUSIVE);
+	s->state = SLOT_READY;
+	store->stored++;
+	LWLockRelease(store->lock);
+	*block = arena + off;
+	*block_size = size;
+	return free_slot + 1;
+}
+
+/*
+ * hb_stat_shared_cache(): the cache's size, what it holds and its counters
+ * since the server started; zeros where there is no shared cache (no
+ * preload, or hbird.shared_cache_size = 0).
+ */
+PG_FUNCTION_INFO_V1(hb_stat_shared_cache);
+Datum
+hb_stat_shared_cache(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[8] = {0};
+	bool		nulls[8] = {0};
+	int64		used = 0;
+	int32		entries = 0;
+	int32		pinned = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	for (int i = 0; i < 8; i++)
+		values[i] = (i == 2 || i == 3) ? Int32GetDatum(0) : Int64GetDatum(0);
+	if (store != NULL)
+	{
+		LWLockAcquire(store->lock, LW_SHARED);
+		for (int i = 0; i < MAX_SLOTS; i++)
+		{
+			const Slot *s = &store->slots[i];
+
+			if (s->state == SLOT_FREE)
+				continue;
+			used += TYPEALIGN(BLOCK_ALIGN, s->size);
+			if (s->state == SLOT_READY)
+				entries++;
+			if (s->pins > 0)
+				pinned++;
+		}
+		values[0] = Int64GetDatum((int64) store->arena_size);
+		values[1] = Int64GetDatum(used);
+		values[2] = Int32GetDatum(entries);
+		values[3] = Int32GetDatum(pinned);
+		values[4] = Int64GetDatum((int64) store->hits);
+		values[5] = Int64GetDatum((int64) store->stored);
+		values[6] = Int64GetDatum((int64) store->evicted);
+		values[7] = Int64GetDatum((int64) store->not_stored);
+		LWLockRelease(store->lock);
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
+}
