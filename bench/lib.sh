@@ -43,6 +43,22 @@ median() {
 		      else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# column_median FILE COLUMN CONDITION [FORMAT]: the median of COLUMN over
+# the lines of FILE that the awk CONDITION selects (awk variables a and b:
+# A and B of the environment), printed with FORMAT (default %.2f)
+column_median() {
+	awk -v a="${A:-}" -v b="${B:-}" "$3 { print \$$2 }" "$1" | sort -g |
+		awk -v f="${4:-%.2f}" '{ v[NR] = $1 }
+			END { printf f, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# preloaded_cluster SCRIPT: SCRIPT --in-cluster in a throwaway cluster with
+# hbird preloaded, 1GB of shared buffers, no JIT, up to 8 parallel workers
+preloaded_cluster() {
+	pg_virtualenv -t -v 15 -o shared_buffers=1GB -o jit=off -o max_parallel_workers=8 \
+		-o shared_preload_libraries=hbird bash "$1" --in-cluster
+}
+
 # timed LABEL SETUP_SQL QUERY [WARMUP_QUERY]
 #   One session: run SETUP_SQL, run WARMUP_QUERY (default: QUERY itself) once
 #   to warm up (loads the model, fills caches), then run QUERY under \timing,

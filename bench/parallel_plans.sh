@@ -83,10 +83,9 @@ DIR=$(mktemp -d)
 chmod 755 "$DIR"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 export PP_MODEL=$DATA/model.json PP_CSV=$DATA/bench_$ROWS.csv PP_DIR=$DIR PP_ROUNDS=$ROUNDS
-pg_virtualenv -t -v 15 -o shared_buffers=1GB -o jit=off -o max_parallel_workers=8 \
-	-o shared_preload_libraries=hbird bash "$BENCH/parallel_plans.sh" --in-cluster
-med() { awk -v w="$1" -v s="$2" -v c="${3:-4}" '$2 == w && $3 == s { print $c }' "$DIR/times" | sort -g |
-	awk '{ v[NR] = $1 } END { printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. "$BENCH/lib.sh"
+preloaded_cluster "$BENCH/parallel_plans.sh"
+med() { A=$1 B=$2 column_median "$DIR/times" "${3:-4}" '$2 == a && $3 == b' %.1f; }
 firsts() { awk -v w="$1" -v s="$2-first" '$2 == w && $3 == s { $1 = $2 = $3 = ""; printf "%s", $0 }' "$DIR/first" |
 	tr -s ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; else printf "-" }'; }
 {

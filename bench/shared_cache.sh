@@ -77,11 +77,10 @@ DIR=$(mktemp -d)
 chmod 755 "$DIR"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 export SC_MODEL=$DATA/model.json SC_CSV=$DATA/bench_$ROWS.csv SC_DIR=$DIR SC_ROUNDS=$ROUNDS
-pg_virtualenv -t -v 15 -o shared_buffers=1GB -o jit=off -o max_parallel_workers=8 \
-	-o shared_preload_libraries=hbird bash "$BENCH/shared_cache.sh" --in-cluster
+. "$BENCH/lib.sh"
+preloaded_cluster "$BENCH/shared_cache.sh"
 # med CACHE WHAT [COLUMN]: the median over the rounds
-med() { awk -v c="$1" -v w="$2" -v k="${3:-4}" '$2 == c && $3 == w { print $k }' "$DIR/times" | sort -g |
-	awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+med() { A=$1 B=$2 column_median "$DIR/times" "${3:-4}" '$2 == a && $3 == b'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 {
 	echo "hbird shared cache benchmark: $(date -u '+%Y-%m-%d %H:%M UTC'), $ROWS rows, $ROUNDS rounds, commit $(git -C "$BENCH/.." rev-parse --short HEAD), $(nproc) CPUs"

@@ -140,8 +140,9 @@ extern bool hb_shared_cache_on(void);
 extern int	hb_shared_cache_find(uint64 hash, HbSharedMatch match, const void *arg,
 								 const char **block, Size *size);
 extern int	hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
-								HbSharedWrite write_block, const void *arg,
-								const char **block, Size *block_size);
+								const void *match_arg, HbSharedWrite write_block,
+								const void *write_arg, const char **block,
+								Size *block_size);
 extern void hb_shared_cache_release(int slot);
 extern void hb_shared_cache_malloc_like_compiled(void);
 

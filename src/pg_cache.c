@@ -285,8 +285,9 @@ shared_strings_len(const HbCacheEntry *e)
 static uint64
 shared_plan_off(const HbCacheEntry *e)
 {
-	return MAXALIGN(sizeof(SharedEntry) + sizeof(int32) * (uint64) e->n_features +
-					shared_strings_len(e));
+	/* the plan's arrays 64-aligned wherever the block is */
+	return TYPEALIGN(64, sizeof(SharedEntry) + sizeof(int32) * (uint64) e->n_features +
+					 shared_strings_len(e));
 }
 
 /* The bytes hb_cache_share_write needs for e; 0 where it is not shared. */
@@ -400,13 +401,19 @@ block_matches(const char *base, Size size, const void *arg)
 	return key_matches(str, h->version, h->sha256, names_key, ref);
 }
 
+static void release_shared(void *arg);
+
 /*
  * An entry for ref read in place from a block block_matches accepted, in a
  * context of its own under the cache's; NULL where the plan is not this
- * build's (the caller compiles as usual).
+ * build's (the caller compiles as usual).  slot: the shared cache's pin on
+ * the block (0 for a parallel worker's offer), which the entry's context
+ * holds from the moment *held is set: its deletion, on any path, releases
+ * it.
  */
 static HbCacheEntry *
-entry_from_block(const char *base, const HbCatalogRef *ref)
+entry_from_block(const char *base, Size size, const HbCatalogRef *ref, int slot,
+				 volatile bool *held)
 {
 	const SharedEntry *h = (const SharedEntry *) base;
 	const int32 *types = (const int32 *) (h + 1);
@@ -419,6 +426,16 @@ entry_from_block(const char *base, const HbCatalogRef *ref)
 
 	entry_cxt = AllocSetContextCreate(CurrentMemoryContext, "hbird plan (shared)",
 									  ALLOCSET_SMALL_SIZES);
+	if (slot != 0)
+	{
+		MemoryContextCallback *cb = MemoryContextAlloc(entry_cxt,
+													   sizeof(MemoryContextCallback));
+
+		cb->func = release_shared;
+		cb->arg = (void *) (intptr_t) slot;
+		MemoryContextRegisterResetCallback(entry_cxt, cb);
+		*held = true;
+	}
 	old = MemoryContextSwitchTo(entry_cxt);
 	if (!hb_plan_flat_view(base + h->plan_off, h->plan_len, &plan, &err))
 	{
@@ -428,6 +445,12 @@ entry_from_block(const char *base, const HbCatalogRef *ref)
 	}
 	e = new_entry(ref, entry_cxt);
 	e->plan = plan;
+	if (slot != 0)
+	{
+		e->shared_slot = slot;
+		e->shared_block = base;
+		e->shared_size = size;
+	}
 	e->task = h->task;
 	e->n_features = h->n_features;
 	e->n_outputs = h->n_outputs;
@@ -461,7 +484,7 @@ offered_entry(const HbCatalogRef *ref)
 
 		if (!block_matches(o->base, o->size, ref))
 			continue;
-		e = entry_from_block(o->base, ref);
+		e = entry_from_block(o->base, o->size, ref, 0, NULL);
 		if (e != NULL)
 			return e;
 	}
@@ -480,19 +503,6 @@ release_shared(void *arg)
 	hb_shared_cache_release((int) (intptr_t) arg);
 }
 
-static void
-hold_shared(HbCacheEntry *e, int slot, const char *base, Size size)
-{
-	MemoryContextCallback *cb = MemoryContextAlloc(e->cxt, sizeof(MemoryContextCallback));
-
-	cb->func = release_shared;
-	cb->arg = (void *) (intptr_t) slot;
-	MemoryContextRegisterResetCallback(e->cxt, cb);
-	e->shared_slot = slot;
-	e->shared_block = base;
-	e->shared_size = size;
-}
-
 static uint64
 shared_hash(const HbCatalogRef *ref)
 {
@@ -504,6 +514,32 @@ shared_hash(const HbCatalogRef *ref)
 		h = hash_bytes_extended((const unsigned char *) ref->names_key,
 								strlen(ref->names_key), h);
 	return h;
+}
+
+/*
+ * The entry for ref in the pinned block at base, or NULL (the pin released
+ * then); an error releases the pin too.
+ */
+static HbCacheEntry *
+entry_pinned(const char *base, Size size, const HbCatalogRef *ref, int slot)
+{
+	volatile bool held = false;
+	HbCacheEntry *e = NULL;
+
+	PG_TRY();
+	{
+		e = entry_from_block(base, size, ref, slot, &held);
+	}
+	PG_CATCH();
+	{
+		if (!held)
+			hb_shared_cache_release(slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (e == NULL && !held)
+		hb_shared_cache_release(slot);
+	return e;
 }
 
 /* ref's version from the shared cache, read in place, or NULL. */
@@ -520,25 +556,9 @@ shared_entry(const HbCatalogRef *ref)
 	slot = hb_shared_cache_find(shared_hash(ref), block_matches, ref, &base, &size);
 	if (slot == 0)
 		return NULL;
-	/* the entry's context holds the pin from here: an error frees both */
-	e = NULL;
-	PG_TRY();
-	{
-		e = entry_from_block(base, ref);
-	}
-	PG_CATCH();
-	{
-		hb_shared_cache_release(slot);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	if (e == NULL)
-	{
-		hb_shared_cache_release(slot);
-		return NULL;
-	}
-	hold_shared(e, slot, base, size);
-	hb_shared_cache_malloc_like_compiled();
+	e = entry_pinned(base, size, ref, slot);
+	if (e != NULL)
+		hb_shared_cache_malloc_like_compiled();
 	return e;
 }
 
@@ -551,7 +571,8 @@ write_shared(void *dst, const void *arg)
 /*
  * A version this backend compiled goes to the shared cache, and the
  * backend reads it there too, its own copy freed; e itself where the cache
- * is off or has no room for it.
+ * is off or has no room for it.  Where another backend stored the same
+ * version meanwhile, that block is read and nothing is written.
  */
 static HbCacheEntry *
 share_compiled(HbCacheEntry *e, const HbCatalogRef *ref)
@@ -563,27 +584,22 @@ share_compiled(HbCacheEntry *e, const HbCatalogRef *ref)
 
 	if (!hb_shared_cache_on() || (size = hb_cache_share_size(e)) == 0)
 		return e;
-	slot = hb_shared_cache_put(shared_hash(ref), size, block_matches, write_shared,
-							   e, &base, &size);
+	slot = hb_shared_cache_put(shared_hash(ref), size, block_matches, ref,
+							   write_shared, e, &base, &size);
 	if (slot == 0)
 		return e;
 	PG_TRY();
 	{
-		s = entry_from_block(base, ref);
+		s = entry_pinned(base, size, ref, slot);
 	}
 	PG_CATCH();
 	{
-		hb_shared_cache_release(slot);
 		MemoryContextDelete(e->cxt);	/* not in the cache yet */
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	if (s == NULL)
-	{
-		hb_shared_cache_release(slot);
 		return e;
-	}
-	hold_shared(s, slot, base, size);
 	hb_device_plan_free(e->plan);
 	MemoryContextDelete(e->cxt);
 	return s;
@@ -642,14 +658,17 @@ hb_cache_acquire(const HbCatalogRef *ref)
 	if (e == NULL)
 		e = shared_entry(ref);
 	if (e != NULL)
+	{
+		add_entry(e);			/* first: from here the cache frees it */
 		hb_stat_cache(e, NULL);
+	}
 	else
 	{
 		INSTR_TIME_SET_CURRENT(start);
 		e = share_compiled(compile_entry(ref, false), ref);
+		add_entry(e);
 		hb_stat_cache(e, &start);
 	}
-	add_entry(e);
 	return e;
 }
 
@@ -678,8 +697,8 @@ hb_cache_acquire_quietly(const HbCatalogRef *ref)
 	if (e == NULL)
 		return NULL;
 	e = share_compiled(e, ref);
-	hb_stat_cache(e, &start);
 	add_entry(e);
+	hb_stat_cache(e, &start);
 	return e;
 }
 

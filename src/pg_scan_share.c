@@ -103,10 +103,23 @@ models_to_share(HbScoreState *st)
 	return entries;
 }
 
+/*
+ * Entries start at 64-byte boundaries, from a 64-aligned start in the
+ * chunk (which shm_toc aligns less), so that the plans' arrays are
+ * 64-aligned in memory as in the compiled plan.
+ */
+#define ENTRY_ALIGN 64
+
 static Size
 shared_header_size(int n)
 {
-	return MAXALIGN(offsetof(SharedModels, off) + sizeof(Size) * (n + 1));
+	return TYPEALIGN(ENTRY_ALIGN, offsetof(SharedModels, off) + sizeof(Size) * (n + 1));
+}
+
+static SharedModels *
+shared_models(void *coordinate)
+{
+	return (SharedModels *) TYPEALIGN(ENTRY_ALIGN, coordinate);
 }
 
 Size
@@ -119,9 +132,9 @@ hb_score_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 
 	st->shared = hb_share_plans ? models_to_share(st) : NIL;
 	MemoryContextSwitchTo(old);
-	size = shared_header_size(list_length(st->shared));
+	size = ENTRY_ALIGN + shared_header_size(list_length(st->shared));
 	foreach(lc, st->shared)
-		size = add_size(size, MAXALIGN(hb_cache_share_size(lfirst(lc))));
+		size = add_size(size, TYPEALIGN(ENTRY_ALIGN, hb_cache_share_size(lfirst(lc))));
 	return size;
 }
 
@@ -129,7 +142,7 @@ void
 hb_score_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	HbScoreState *st = (HbScoreState *) node;
-	SharedModels *sm = coordinate;
+	SharedModels *sm = shared_models(coordinate);
 	Size		off = shared_header_size(list_length(st->shared));
 	ListCell   *lc;
 	int			i = 0;
@@ -140,8 +153,8 @@ hb_score_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate
 		HbCacheEntry *e = lfirst(lc);
 
 		sm->off[i++] = off;
-		hb_cache_share_write(e, (char *) coordinate + off);
-		off += MAXALIGN(hb_cache_share_size(e));
+		hb_cache_share_write(e, (char *) sm + off);
+		off += TYPEALIGN(ENTRY_ALIGN, hb_cache_share_size(e));
 	}
 	sm->off[i] = off;
 }
@@ -155,8 +168,8 @@ hb_score_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordina
 void
 hb_score_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
-	SharedModels *sm = coordinate;
+	SharedModels *sm = shared_models(coordinate);
 
 	for (int i = 0; i < sm->n; i++)
-		hb_cache_offer((char *) coordinate + sm->off[i], sm->off[i + 1] - sm->off[i]);
+		hb_cache_offer((char *) sm + sm->off[i], sm->off[i + 1] - sm->off[i]);
 }

@@ -16,9 +16,13 @@
  * (pg_cache.c: name, version, content, database), written by the caller's
  * write function, and pinned by each backend entry that reads it.  A pinned
  * block never moves or goes; the least recently used unpinned ones make
- * room for a new one, and a block that does not fit even then is not
- * stored (its backend keeps its own copy, as without the cache).  A backend
- * releases its pins when its cache lets the entry go and when it exits.
+ * room for a new one (only where that makes room), and a block that does
+ * not fit even then is not stored (its backend keeps its own copy, as
+ * without the cache).  A backend releases its pins when its cache lets the
+ * entry go and when it exits, and pins at most MAX_BACKEND_PINS blocks: one
+ * session's cache, which may hold many versions for as long as it lives,
+ * cannot pin all of them.  Blocks start 64-aligned, as plan_flat.c's
+ * arrays do within them.
  *
  * Nothing here raises an error while the lock is held: a block is written
  * outside it, in a slot marked as being written by this process, and
@@ -37,9 +41,11 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+
 #include "hbird.h"
 
-#define MAX_SLOTS 256			/* blocks at most, whatever their sizes */
+#define MAX_SLOTS 1024			/* blocks at most, whatever their sizes */
+#define MAX_BACKEND_PINS 32		/* blocks one backend may keep pinned */
 #define BLOCK_ALIGN 64			/* plan_flat.c aligns arrays to 64 bytes */
 
 typedef enum SlotState
@@ -78,6 +84,7 @@ static char *arena = NULL;
 
 /* this backend's pins per slot, released at exit */
 static int32 my_pins[MAX_SLOTS];
+static int	my_pin_count = 0;	/* their sum */
 static bool exit_registered = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -86,7 +93,7 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static Size
 arena_bytes(void)
 {
-	return (Size) hb_shared_cache_size * 1024;
+	return mul_size((Size) hb_shared_cache_size, 1024);
 }
 
 static Size
@@ -149,18 +156,25 @@ hb_shared_cache_init(void)
  * raised them: it handed those buffers back at the end of every query and
  * faulted them in again (7,206 page faults a query against 621, 470 ms
  * against 385 ms over 200,000 rows of the anchor model, on a machine where
- * a fault costs about 11 us: bench/shared_cache.sh).  Set them where
- * compiling would have left them.
+ * a fault costs about 11 us: bench/shared_cache.sh).  Set them to the
+ * ceilings glibc's own adjustment reaches, where compiling a large model
+ * leaves them: such a backend, like one that compiled, keeps up to 64 MB of
+ * freed memory in its heap.
  */
 void
 hb_shared_cache_malloc_like_compiled(void)
 {
-#ifdef __GLIBC__
+#if defined(__GLIBC__) && SIZEOF_SIZE_T == 8
 	static bool done = false;
 
 	if (done)
 		return;
 	done = true;
+	/* an administrator's own settings stay (glibc reads them at start) */
+	if (getenv("MALLOC_MMAP_THRESHOLD_") != NULL || getenv("MALLOC_TRIM_THRESHOLD_") != NULL ||
+		getenv("GLIBC_TUNABLES") != NULL)
+		return;
+	/* glibc's own ceilings for the two on 64-bit builds */
 	(void) mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
 	(void) mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 #endif
@@ -189,6 +203,7 @@ store_exit(int code, Datum arg)
 		{
 			Assert(s->pins >= my_pins[i]);
 			s->pins -= my_pins[i];
+			my_pin_count -= my_pins[i];
 			my_pins[i] = 0;
 		}
 		if (s->state == SLOT_WRITING && s->writer == MyProcPid)
@@ -197,17 +212,29 @@ store_exit(int code, Datum arg)
 	LWLockRelease(store->lock);
 }
 
+/*
+ * May this backend pin one more block?  Registers the exit callback first,
+ * outside the lock (it raises FATAL when the list of callbacks is full).
+ * The cap keeps one backend, whose cache may hold many versions for as long
+ * as it lives, from pinning every block; beyond it, it compiles for itself.
+ */
+static bool
+may_pin(void)
+{
+	if (!exit_registered)
+	{
+		before_shmem_exit(store_exit, (Datum) 0);
+		exit_registered = true;
+	}
+	return my_pin_count < MAX_BACKEND_PINS;
+}
+
 static void
 pin(int i)
 {
 	store->slots[i].pins++;
 	my_pins[i]++;
-	if (!exit_registered)
-	{
-		/* (no error can come from here: it only appends to a fixed list) */
-		before_shmem_exit(store_exit, (Datum) 0);
-		exit_registered = true;
-	}
+	my_pin_count++;
 }
 
 /*
@@ -220,6 +247,8 @@ hb_shared_cache_find(uint64 hash, HbSharedMatch match, const void *arg,
 {
 	int			found = 0;
 
+	if (!may_pin())
+		return 0;
 	LWLockAcquire(store->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < MAX_SLOTS; i++)
 	{
@@ -252,6 +281,7 @@ hb_shared_cache_release(int slot)
 	LWLockAcquire(store->lock, LW_EXCLUSIVE);
 	store->slots[i].pins--;
 	my_pins[i]--;
+	my_pin_count--;
 	LWLockRelease(store->lock);
 }
 
@@ -264,23 +294,40 @@ cmp_slot_off(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* The lowest offset where size bytes fit between the blocks held, or -1. */
-static int64
-find_gap(Size size)
+/* the bytes a block takes in the arena: the next one starts 64-aligned */
+static Size
+block_room(const Slot *s)
 {
-	const Slot *used[MAX_SLOTS];
+	return TYPEALIGN(BLOCK_ALIGN, s->size);
+}
+
+/*
+ * The lowest offset where size bytes (a multiple of BLOCK_ALIGN) fit
+ * between the blocks held, or -1; with only_kept, as if every block that
+ * can be evicted (ready and unpinned) were gone.
+ */
+static int64
+find_gap(Size size, bool only_kept)
+{
+	static const Slot *used[MAX_SLOTS];	/* (too big for the stack) */
 	int			n = 0;
 	Size		end = 0;
 
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (store->slots[i].state != SLOT_FREE)
-			used[n++] = &store->slots[i];
+	{
+		const Slot *s = &store->slots[i];
+
+		if (s->state == SLOT_FREE ||
+			(only_kept && s->state == SLOT_READY && s->pins == 0))
+			continue;
+		used[n++] = s;
+	}
 	qsort(used, n, sizeof(Slot *), cmp_slot_off);
 	for (int i = 0; i < n; i++)
 	{
 		if (used[i]->off - end >= size)
 			return (int64) end;
-		end = used[i]->off + used[i]->size;
+		end = used[i]->off + block_room(used[i]);
 	}
 	return store->arena_size - end >= size ? (int64) end : -1;
 }
@@ -307,28 +354,31 @@ evict_one(void)
 }
 
 /*
- * Store a block of size bytes, written by write_block(dst, arg) outside the
- * lock: its slot + 1, pinned, with *block and *block_size where it lies; 0
- * where it was not stored (no room beside the pinned blocks, or the same block being written
- * by another backend).  A ready block that match accepts is returned,
- * pinned, instead of writing a second copy.
+ * Store a block of size bytes, written by write_block(dst, write_arg)
+ * outside the lock: its slot + 1, pinned, with *block and *block_size where
+ * it lies.  A ready block that match(block, size, match_arg) accepts is
+ * returned, pinned, instead of writing a second copy.  0 where nothing was
+ * stored: no room beside the pinned blocks, the same block being written by
+ * another backend, or this backend at its cap of pins.
  */
 int
 hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
-					HbSharedWrite write_block, const void *arg, const char **block,
-					Size *block_size)
+					const void *match_arg, HbSharedWrite write_block,
+					const void *write_arg, const char **block, Size *block_size)
 {
 	Size		need = TYPEALIGN(BLOCK_ALIGN, size);
 	int64		off = -1;
 	int			free_slot = -1;
 	Slot	   *s;
 
+	if (!may_pin())
+		return 0;
 	LWLockAcquire(store->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < MAX_SLOTS; i++)
 	{
 		s = &store->slots[i];
 		if (s->state != SLOT_FREE && s->hash == hash &&
-			(s->state == SLOT_WRITING || match(arena + s->off, s->size, arg)))
+			(s->state == SLOT_WRITING || match(arena + s->off, s->size, match_arg)))
 		{
 			int			found = 0;
 
@@ -344,7 +394,11 @@ hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
 			return found;
 		}
 	}
-	if (need <= store->arena_size)
+	/*
+	 * Evict only where that makes room: not where the pinned blocks leave no
+	 * gap of this size, or no slot, whatever goes.
+	 */
+	if (need <= store->arena_size && find_gap(need, true) >= 0)
 	{
 		for (;;)
 		{
@@ -352,7 +406,7 @@ hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
 			for (int i = 0; i < MAX_SLOTS && free_slot < 0; i++)
 				if (store->slots[i].state == SLOT_FREE)
 					free_slot = i;
-			off = free_slot >= 0 ? find_gap(need) : -1;
+			off = free_slot >= 0 ? find_gap(need, false) : -1;
 			if (off >= 0 || !evict_one())
 				break;
 		}
@@ -373,7 +427,7 @@ hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
 	pin(free_slot);
 	LWLockRelease(store->lock);
 
-	write_block(arena + off, arg);
+	write_block(arena + off, write_arg);
 
 	LWLockAcquire(store->lock, LW_EXCLUSIVE);
 	s->state = SLOT_READY;
@@ -413,7 +467,7 @@ hb_stat_shared_cache(PG_FUNCTION_ARGS)
 
 			if (s->state == SLOT_FREE)
 				continue;
-			used += TYPEALIGN(BLOCK_ALIGN, s->size);
+			used += block_room(s);
 			if (s->state == SLOT_READY)
 				entries++;
 			if (s->pins > 0)

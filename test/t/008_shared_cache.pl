@@ -3,7 +3,10 @@
 # bit for bit, as a backend that compiles it itself and within XGBoost's own
 # predictions; pins keep a block in place while a backend uses it; the
 # least recently used unpinned blocks make room, and a block that cannot get
-# any is not stored while its backend still scores; a backend ended by
+# any is not stored while its backend still scores (and nothing is evicted
+# where that would not make room); sessions compiling one version at once
+# store it once (a second wave that finishes after the first stored it
+# reads that block); one backend pins at most 32 blocks; a backend ended by
 # pg_terminate_backend lets go of its pins; databases do not share entries;
 # a new version is a new entry; hbird.shared_cache_size = 0 turns it off.
 # A cluster of its own: the size is a postmaster setting, and the test sets
@@ -16,6 +19,8 @@ use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
+use JSON::PP;
 use HbirdTest;
 
 # a fixture's inputs as VALUES rows (id, ARRAY[...]) and XGBoost's preds
@@ -46,7 +51,7 @@ my @models = qw(binary_logistic_deep reg_squarederror binary_logistic);
 my %short = (binary_logistic_deep => 'deep', reg_squarederror => 'reg',
 	binary_logistic => 'small');
 
-my $node = hbird_node('shared_cache', conf => "hbird.shared_cache_size = '8MB'");
+my $node = hbird_node('shared_cache', conf => "hbird.shared_cache_size = '16MB'");
 
 my $setup = "CREATE EXTENSION hbird;\n";
 for my $m (@models)
@@ -135,6 +140,82 @@ for my $round (1 .. 2)
 is(misses('deep'), '0', 'shared cache: two new sessions scored deep and compiled nothing');
 is(settled(), '3|0|2|3|0|0', 'shared cache: the two sessions were hits');
 
+# Sessions that compile one version at the same moment store it once: the
+# ones that finish after it is stored read that block, the ones that finish
+# while it is being written keep their own copy.  crowd: deep's trees 20
+# times over (200 trees), long enough to compile that the six sessions all
+# miss the cache and compile at once.
+my $crowd = JSON::PP::decode_json(fixture('binary_logistic_deep.json'));
+my $gb = $crowd->{learner}{gradient_booster}{model};
+my @trees = map { my $k = $_; map { { %$_, id => 0 } } @{ $gb->{trees} } } 1 .. 20;
+$trees[$_]{id} = $_ for 0 .. $#trees;
+$gb->{trees} = \@trees;
+$gb->{tree_info} = [ (0) x @trees ];
+$gb->{gbtree_model_param}{num_trees} = scalar(@trees) . '';
+# (too long for an argument of psql: read from a file)
+my $crowd_file = "$PostgreSQL::Test::Utils::tmp_check/crowd.json";
+PostgreSQL::Test::Utils::append_to_file($crowd_file, JSON::PP::encode_json($crowd));
+($ret, $out, $err) = query($node, 'postgres', <<'SQL',
+\set crowd `cat :'crowd_file'`
+SELECT hb_model_upload('race', :'m') IS NOT NULL;
+CREATE TABLE in_race AS SELECT * FROM in_deep;
+CREATE TABLE want_race AS SELECT * FROM want_deep;
+SELECT hb_model_upload('crowd', :'crowd') IS NOT NULL;
+CREATE TABLE in_crowd AS SELECT * FROM in_deep;
+CREATE TABLE want_crowd AS SELECT * FROM want_deep;
+SQL
+	vars => { m => fixture('binary_logistic_deep.json'), crowd_file => $crowd_file });
+is($ret, 0, 'shared cache: race (deep\'s content under another name) and crowd uploaded') or diag($err);
+my $crowd_private = query($node, 'postgres',
+	"SET hbird.shared_cache = off; SELECT md5(all_scores) FROM scores('crowd');");
+query($node, 'postgres', 'SELECT hb_stat_models_reset()');
+my ($stored_before) = (settled() =~ /^\d+\|\d+\|\d+\|(\d+)\|/);
+my $gate = $node->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(42), pg_advisory_lock(43)');
+my @racers;
+for my $i (1 .. 6)
+{
+	my ($o, $e) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'),
+		  '-c', 'SELECT pg_advisory_lock_shared(' . ($i <= 3 ? 42 : 43) . ')',
+		  '-c', "SELECT md5(all_scores) FROM scores('crowd')" ],
+		'>', \$o, '2>', \$e);
+	push @racers, [ $h, \$o ];
+}
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 6 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+# two waves, the second 30 ms later: it misses the cache while the first
+# compiles, and finishes after the first has stored it
+$gate->query_safe('SELECT pg_advisory_unlock(42); SELECT pg_sleep(0.03); SELECT pg_advisory_unlock(43);');
+$gate->quit;
+my %md5s;
+for my $r (@racers)
+{
+	$r->[0]->finish;
+	$md5s{ (split /\n/, ${ $r->[1] })[-1] // '' }++;
+}
+like($crowd_private, qr/^[0-9a-f]{32}$/, 'shared cache: crowd scored privately');
+is(join(',', keys %md5s), $crowd_private, 'shared cache: six sessions compiling crowd at once all score as compiled privately');
+my ($stored_after) = (settled() =~ /^\d+\|\d+\|\d+\|(\d+)\|/);
+is($stored_after - $stored_before, 1, 'shared cache: the six sessions stored crowd once');
+is(query($node, 'postgres', "SELECT cache_misses >= 2 FROM hb_stat_models WHERE name = 'crowd'"), 't',
+	'shared cache: more than one of them compiled it (they raced)');
+
+# One backend pins at most 32 blocks: a session that keeps 40 models in its
+# own cache compiles the 8 beyond them for itself
+($ret, $out, $err) = query($node, 'postgres', <<'SQL', vars => { m => fixture('linear/linear_tiny.json') });
+CREATE TEMP TABLE src AS SELECT :'m'::text AS m;
+SELECT count(hb_model_upload('lin' || i, (SELECT m FROM src))) FROM generate_series(1, 40) i;
+SQL
+is($ret, 0, 'shared cache: 40 small models uploaded') or diag($err);
+my $many = $node->background_psql('postgres');
+$many->query_safe("SET hbird.plan_cache_entries = 100");
+$many->query_safe("SELECT count(hb_predict('lin' || i, ARRAY[1, 2, 3]::float8[])) FROM generate_series(1, 40) i");
+like(settled(32), qr/^\d+\|32\|/, 'shared cache: a session scoring 40 models pins 32 blocks');
+$many->quit;
+ok(wait_pinned(0), 'shared cache: and lets them go when it ends');
+
 # Room for deep and reg only: small needs the room of the least recently used
 $node->append_conf('postgresql.conf',
 	"hbird.shared_cache_size = '" . int(($size{deep} + $size{reg} + $size{small} - 1024) / 1024) . "kB'");
@@ -194,6 +275,21 @@ SQL
 is($ret, 0, 'shared cache: deep version 2 uploaded and scored') or diag($err);
 is((split /\n/, $out)[-1], (split /\|/, $private{reg})[0],
 	'shared cache: deep version 2 scores as reg does, not from version 1\'s block');
+
+# Pinned blocks leave no room: nothing is evicted for nothing.  Room for
+# less than deep and reg: reg pinned first, at the start, small after it;
+# deep cannot fit beside reg whatever goes, so small stays
+$node->append_conf('postgresql.conf',
+	"hbird.shared_cache_size = '" . int(($size{deep} + $size{reg} - 1024) / 1024) . "kB'");
+$node->restart;
+my $holder = $node->background_psql('postgres');
+$holder->query_safe("SELECT md5(all_scores) FROM scores('reg')");
+query($node, 'postgres', "SELECT * FROM scores('small')");
+is(settled(1), '2|1|0|2|0|0', 'shared cache: reg (pinned) and small stored');
+is(query($node, 'postgres', "SELECT * FROM scores('race')"), $private{deep},
+	'shared cache: race (deep\'s content), with no room beside pinned reg, scores compiled privately');
+is(settled(1), '2|1|0|2|0|1', 'shared cache: race not stored, and small not evicted for it');
+$holder->quit;
 
 # Off: no shared memory, every session compiles
 $node->append_conf('postgresql.conf', "hbird.shared_cache_size = 0");
