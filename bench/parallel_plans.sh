@@ -6,7 +6,9 @@
 # with 1 and 2 workers beside the leader, with 2 workers alone (the
 # leader scoring no row: parallel_leader_participation = off, where the
 # workers' own start counts in full) and serially, the settings alternated
-# ROUNDS times.
+# ROUNDS times.  The sessions keep out of the shared cache of compiled
+# models (hbird.shared_cache = off; bench/shared_cache.sh measures it),
+# where workers would find the model whatever hbird.share_plans says.
 # Each session warms up with one run and times three; each worker's first
 # row (EXPLAIN ANALYZE VERBOSE) shows what it did before it scored.
 #
@@ -41,7 +43,7 @@ if [ "${1:-}" = --in-cluster ]; then
 		local t0 t1 ms
 		t0=$(ticks)
 		ms=$(psql -X -At -v ON_ERROR_STOP=1 -c "$costs" -c "$(setting $1)" \
-			-c "SET hbird.share_plans = $2" -c "LOAD 'hbird'" -c "$query" -c '\timing on' \
+			-c "SET hbird.share_plans = $2" -c "SET hbird.shared_cache = off" -c "LOAD 'hbird'" -c "$query" -c '\timing on' \
 			-c "$query" -c "$query" -c "$query" | psql_times | median)
 		t1=$(ticks)
 		echo "$ms $(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", d * 1000 / hz / 4 }')"
@@ -49,7 +51,7 @@ if [ "${1:-}" = --in-cluster ]; then
 	# first WORKERS SHARE: the workers' first rows out of the scoring node (ms)
 	first() {
 		psql -X -At -v ON_ERROR_STOP=1 -c "$costs" -c "$(setting $1)" \
-			-c "SET hbird.share_plans = $2" -c "LOAD 'hbird'" -c "$query" \
+			-c "SET hbird.share_plans = $2" -c "SET hbird.shared_cache = off" -c "LOAD 'hbird'" -c "$query" \
 			-c "EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) $query" |
 			awk '/HbirdScore/ { s = 1; next } s && /Worker [0-9]+: +actual time=/ {
 				sub(/.*actual time=/, ""); sub(/\.\..*/, ""); printf "%s ", $0 } /Seq Scan/ { s = 0 }'
