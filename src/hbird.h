@@ -57,9 +57,8 @@ typedef struct HbCacheEntry
 									 * tokens (featurize_sparse.h), or NULL;
 									 * read it through hb_entry_sparse */
 
-	int			shared_slot;	/* the shared cache's block the plan lies in
-								 * (its slot + 1, pinned), or 0 */
-	const char *shared_block;	/* that block, and its size */
+	const char *shared_block;	/* the shared cache's block the plan lies
+								 * in (pinned), and its size; or NULL */
 	Size		shared_size;
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;

@@ -363,9 +363,8 @@ hb_cache_offer(const void *src, Size size)
 	MemoryContext old;
 	Offer	   *o;
 
-	if (!IsParallelWorker() || size < sizeof(SharedEntry) ||
-		((const SharedEntry *) src)->magic != SHARED_MAGIC || !library_known() ||
-		memcmp(((const SharedEntry *) src)->library, library_id, sizeof(library_id)) != 0)
+	/* (offered_entry's block_matches checks what the block is) */
+	if (!IsParallelWorker())
 		return;
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	o = palloc(sizeof(Offer));
@@ -447,7 +446,6 @@ entry_from_block(const char *base, Size size, const HbCatalogRef *ref, int slot,
 	e->plan = plan;
 	if (slot != 0)
 	{
-		e->shared_slot = slot;
 		e->shared_block = base;
 		e->shared_size = size;
 	}

@@ -238,6 +238,40 @@ pin(int i)
 }
 
 /*
+ * Under the lock: the slot of the block with this hash that match accepts,
+ * or -1; with writing, a block being written with this hash counts too
+ * (unread: match reads ready blocks only).  match must raise nothing.
+ */
+static int
+lookup_locked(uint64 hash, HbSharedMatch match, const void *arg, bool writing)
+{
+	for (int i = 0; i < MAX_SLOTS; i++)
+	{
+		const Slot *s = &store->slots[i];
+
+		if (s->hash != hash)
+			continue;
+		if ((s->state == SLOT_READY && match(arena + s->off, s->size, arg)) ||
+			(writing && s->state == SLOT_WRITING))
+			return i;
+	}
+	return -1;
+}
+
+/* Under the lock: ready slot i pinned and used now; its slot + 1. */
+static int
+take_locked(int i, const char **block, Size *size)
+{
+	Slot	   *s = &store->slots[i];
+
+	pin(i);
+	s->last_used = ++store->clock;
+	*block = arena + s->off;
+	*size = s->size;
+	return i + 1;
+}
+
+/*
  * The ready block with this hash that match accepts, pinned: its slot + 1,
  * or 0.  match reads the block under the lock; it must raise nothing.
  */
@@ -246,25 +280,16 @@ hb_shared_cache_find(uint64 hash, HbSharedMatch match, const void *arg,
 					 const char **block, Size *size)
 {
 	int			found = 0;
+	int			i;
 
 	if (!may_pin())
 		return 0;
 	LWLockAcquire(store->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < MAX_SLOTS; i++)
+	i = lookup_locked(hash, match, arg, false);
+	if (i >= 0)
 	{
-		Slot	   *s = &store->slots[i];
-
-		if (s->state == SLOT_READY && s->hash == hash &&
-			match(arena + s->off, s->size, arg))
-		{
-			pin(i);
-			s->last_used = ++store->clock;
-			store->hits++;
-			*block = arena + s->off;
-			*size = s->size;
-			found = i + 1;
-			break;
-		}
+		found = take_locked(i, block, size);
+		store->hits++;
 	}
 	LWLockRelease(store->lock);
 	return found;
@@ -369,30 +394,21 @@ hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
 	Size		need = TYPEALIGN(BLOCK_ALIGN, size);
 	int64		off = -1;
 	int			free_slot = -1;
+	int			same;
 	Slot	   *s;
 
 	if (!may_pin())
 		return 0;
 	LWLockAcquire(store->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < MAX_SLOTS; i++)
+	same = lookup_locked(hash, match, match_arg, true);
+	if (same >= 0)
 	{
-		s = &store->slots[i];
-		if (s->state != SLOT_FREE && s->hash == hash &&
-			(s->state == SLOT_WRITING || match(arena + s->off, s->size, match_arg)))
-		{
-			int			found = 0;
+		int			found = 0;
 
-			if (s->state == SLOT_READY)
-			{
-				pin(i);
-				s->last_used = ++store->clock;
-				*block = arena + s->off;
-				*block_size = s->size;
-				found = i + 1;
-			}
-			LWLockRelease(store->lock);
-			return found;
-		}
+		if (store->slots[same].state == SLOT_READY)
+			found = take_locked(same, block, block_size);
+		LWLockRelease(store->lock);
+		return found;
 	}
 	/*
 	 * Evict only where that makes room: not where the pinned blocks leave no
