@@ -58,8 +58,10 @@ typedef struct HbCacheEntry
 									 * read it through hb_entry_sparse */
 
 	const char *shared_block;	/* the shared cache's block the plan lies
-								 * in (pinned), and its size; or NULL */
+								 * in, and its size; or NULL */
 	Size		shared_size;
+	struct HbSharedHold *shared_hold;	/* pg_cache.c: its pin, while a
+										 * transaction uses it */
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
 	void	   *stat;			/* pg_stats.c: counters not yet flushed */
@@ -134,14 +136,20 @@ extern void hb_cache_offer(const void *src, Size size);
 /* pg_shared_cache.c: blocks in the server's shared memory, across backends */
 typedef bool (*HbSharedMatch) (const char *block, Size size, const void *arg);
 typedef void (*HbSharedWrite) (void *dst, const void *arg);
+typedef struct HbSharedBlock
+{
+	const char *base;			/* where it lies */
+	Size		size;
+	uint64		stamp;			/* which store put it there */
+} HbSharedBlock;
 extern void hb_shared_cache_init(void);
 extern bool hb_shared_cache_on(void);
 extern int	hb_shared_cache_find(uint64 hash, HbSharedMatch match, const void *arg,
-								 const char **block, Size *size);
+								 HbSharedBlock *block);
 extern int	hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
 								const void *match_arg, HbSharedWrite write_block,
-								const void *write_arg, const char **block,
-								Size *block_size);
+								const void *write_arg, HbSharedBlock *block);
+extern bool hb_shared_cache_repin(int slot, uint64 stamp);
 extern void hb_shared_cache_release(int slot);
 extern void hb_shared_cache_malloc_like_compiled(void);
 

@@ -13,6 +13,9 @@
  * worker's leader wrote for it, and the shared cache of the server
  * (pg_shared_cache.c), both in one layout (SharedEntry, then the plan flat)
  * and read in place.  What this backend compiles goes to the shared cache.
+ * An entry read from the shared cache pins its block only while a
+ * transaction uses it, and pins it again before the next one does (or
+ * finds it gone and looks again).
  */
 #include "postgres.h"
 
@@ -20,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "access/parallel.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -53,6 +57,16 @@ entry_matches(const HbCacheEntry *e, const HbCatalogRef *ref)
 	return key_matches(e->name, e->version, e->sha256, e->names_key, ref);
 }
 
+/* Out of the cache and freed (its hold on a shared block let go). */
+static void
+drop_entry(HbCacheEntry *e)
+{
+	dlist_delete(&e->lru);
+	cache_count--;
+	hb_device_plan_free(e->plan);	/* GPU memory is not in cxt */
+	MemoryContextDelete(e->cxt);
+}
+
 /*
  * Drop the oldest unpinned entries beyond hbird.plan_cache_entries, never
  * keep: the entry about to be returned, not pinned yet.  With every other
@@ -76,12 +90,7 @@ evict_unpinned(const HbCacheEntry *keep)
 		HbCacheEntry *e = dlist_container(HbCacheEntry, lru, cur);
 
 		if (e->pins == 0 && e != keep)
-		{
-			dlist_delete(&e->lru);
-			cache_count--;
-			hb_device_plan_free(e->plan);	/* GPU memory is not in cxt */
-			MemoryContextDelete(e->cxt);
-		}
+			drop_entry(e);
 		cur = prev;
 	}
 }
@@ -400,7 +409,111 @@ block_matches(const char *base, Size size, const void *arg)
 	return key_matches(str, h->version, h->sha256, names_key, ref);
 }
 
-static void release_shared(void *arg);
+/*
+ * An entry's hold on its block in the shared cache.  It is pinned while a
+ * transaction uses the entry: from the look-up that finds the entry until
+ * the transaction ends, or until the last statement still holding the
+ * entry then lets it go.  In between the entry stays in this backend's
+ * cache unpinned, and the next look-up pins the block again, or finds it
+ * gone (evicted, its slot perhaps holding another block by then) and
+ * drops the entry.  The entry's context holds it: its deletion, on any
+ * path, lets go of the pin.
+ */
+typedef struct HbSharedHold
+{
+	int			slot;			/* the shared cache's slot + 1 */
+	uint64		stamp;			/* the block the entry reads there */
+	bool		pinned;			/* pinned in the shared cache now */
+	bool		let_go;			/* the transaction ended while in use */
+	HbCacheEntry *entry;		/* NULL until made */
+	dlist_node	node;			/* in holds */
+	MemoryContextCallback cb;
+} HbSharedHold;
+
+static dlist_head holds = DLIST_STATIC_INIT(holds);
+
+static void
+hold_unpin(HbSharedHold *h)
+{
+	if (h->pinned)
+		hb_shared_cache_release(h->slot);
+	h->pinned = false;
+	h->let_go = false;
+}
+
+static void
+hold_free(void *arg)
+{
+	HbSharedHold *h = (HbSharedHold *) arg;
+
+	dlist_delete(&h->node);
+	hold_unpin(h);
+}
+
+/*
+ * At the end of a transaction, its pins go: an idle session keeps no block
+ * from being evicted.  An entry a statement still holds (a portal not yet
+ * dropped on abort) is let go when that statement unpins it.
+ */
+static void
+holds_xact_callback(XactEvent event, void *arg)
+{
+	dlist_iter	it;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE && event != XACT_EVENT_PARALLEL_COMMIT &&
+		event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	dlist_foreach(it, &holds)
+	{
+		HbSharedHold *h = dlist_container(HbSharedHold, node, it.cur);
+
+		if (h->entry != NULL && h->entry->pins > 0)
+			h->let_go = h->pinned;
+		else
+			hold_unpin(h);
+	}
+}
+
+/* A new hold on the block pinned in slot, owned by cxt. */
+static HbSharedHold *
+hold_new(MemoryContext cxt, int slot, uint64 stamp)
+{
+	static bool registered = false;
+	HbSharedHold *h;
+
+	if (!registered)
+	{
+		RegisterXactCallback(holds_xact_callback, NULL);
+		registered = true;
+	}
+	h = MemoryContextAllocZero(cxt, sizeof(HbSharedHold));
+	h->slot = slot;
+	h->stamp = stamp;
+	h->pinned = true;
+	h->cb.func = hold_free;
+	h->cb.arg = h;
+	dlist_push_head(&holds, &h->node);
+	MemoryContextRegisterResetCallback(cxt, &h->cb);
+	return h;
+}
+
+/*
+ * Is e's plan readable in this transaction?  An entry from the shared cache
+ * pins its block again where it let it go; false where the block is gone.
+ */
+static bool
+entry_usable(HbCacheEntry *e)
+{
+	HbSharedHold *h = e->shared_hold;
+
+	if (h == NULL)
+		return true;
+	h->let_go = false;			/* used in this transaction */
+	if (!h->pinned)
+		h->pinned = hb_shared_cache_repin(h->slot, h->stamp);
+	return h->pinned;
+}
 
 /*
  * An entry for ref read in place from a block block_matches accepted, in a
@@ -411,15 +524,17 @@ static void release_shared(void *arg);
  * it.
  */
 static HbCacheEntry *
-entry_from_block(const char *base, Size size, const HbCatalogRef *ref, int slot,
+entry_from_block(const HbSharedBlock *b, const HbCatalogRef *ref, int slot,
 				 volatile bool *held)
 {
+	const char *base = b->base;
 	const SharedEntry *h = (const SharedEntry *) base;
 	const int32 *types = (const int32 *) (h + 1);
 	const char *str = (const char *) (types + h->n_features);
 	MemoryContext entry_cxt;
 	MemoryContext old;
 	HbCacheEntry *e;
+	HbSharedHold *hold = NULL;
 	HbPlan	   *plan = NULL;
 	HbError		err = {0};
 
@@ -427,12 +542,7 @@ entry_from_block(const char *base, Size size, const HbCatalogRef *ref, int slot,
 									  ALLOCSET_SMALL_SIZES);
 	if (slot != 0)
 	{
-		MemoryContextCallback *cb = MemoryContextAlloc(entry_cxt,
-													   sizeof(MemoryContextCallback));
-
-		cb->func = release_shared;
-		cb->arg = (void *) (intptr_t) slot;
-		MemoryContextRegisterResetCallback(entry_cxt, cb);
+		hold = hold_new(entry_cxt, slot, b->stamp);
 		*held = true;
 	}
 	old = MemoryContextSwitchTo(entry_cxt);
@@ -444,10 +554,12 @@ entry_from_block(const char *base, Size size, const HbCatalogRef *ref, int slot,
 	}
 	e = new_entry(ref, entry_cxt);
 	e->plan = plan;
-	if (slot != 0)
+	if (hold != NULL)
 	{
 		e->shared_block = base;
-		e->shared_size = size;
+		e->shared_size = b->size;
+		e->shared_hold = hold;
+		hold->entry = e;
 	}
 	e->task = h->task;
 	e->n_features = h->n_features;
@@ -478,11 +590,12 @@ offered_entry(const HbCatalogRef *ref)
 	foreach(lc, offers)
 	{
 		Offer	   *o = lfirst(lc);
+		HbSharedBlock b = {o->base, o->size, 0};
 		HbCacheEntry *e;
 
 		if (!block_matches(o->base, o->size, ref))
 			continue;
-		e = entry_from_block(o->base, o->size, ref, 0, NULL);
+		e = entry_from_block(&b, ref, 0, NULL);
 		if (e != NULL)
 			return e;
 	}
@@ -491,16 +604,8 @@ offered_entry(const HbCatalogRef *ref)
 
 /*
  * The shared cache (pg_shared_cache.c) holds blocks of the same layout in
- * the server's shared memory.  An entry read from one pins its block for
- * as long as the entry lives: its context's deletion releases it, after
- * the statistics' own callback (callbacks run newest first).
+ * the server's shared memory, keyed by this hash.
  */
-static void
-release_shared(void *arg)
-{
-	hb_shared_cache_release((int) (intptr_t) arg);
-}
-
 static uint64
 shared_hash(const HbCatalogRef *ref)
 {
@@ -519,14 +624,14 @@ shared_hash(const HbCatalogRef *ref)
  * then); an error releases the pin too.
  */
 static HbCacheEntry *
-entry_pinned(const char *base, Size size, const HbCatalogRef *ref, int slot)
+entry_pinned(const HbSharedBlock *b, const HbCatalogRef *ref, int slot)
 {
 	volatile bool held = false;
 	HbCacheEntry *e = NULL;
 
 	PG_TRY();
 	{
-		e = entry_from_block(base, size, ref, slot, &held);
+		e = entry_from_block(b, ref, slot, &held);
 	}
 	PG_CATCH();
 	{
@@ -544,17 +649,16 @@ entry_pinned(const char *base, Size size, const HbCatalogRef *ref, int slot)
 static HbCacheEntry *
 shared_entry(const HbCatalogRef *ref)
 {
-	const char *base;
-	Size		size;
+	HbSharedBlock b;
 	int			slot;
 	HbCacheEntry *e;
 
 	if (!hb_shared_cache_on() || !library_known())
 		return NULL;
-	slot = hb_shared_cache_find(shared_hash(ref), block_matches, ref, &base, &size);
+	slot = hb_shared_cache_find(shared_hash(ref), block_matches, ref, &b);
 	if (slot == 0)
 		return NULL;
-	e = entry_pinned(base, size, ref, slot);
+	e = entry_pinned(&b, ref, slot);
 	if (e != NULL)
 		hb_shared_cache_malloc_like_compiled();
 	return e;
@@ -575,7 +679,7 @@ write_shared(void *dst, const void *arg)
 static HbCacheEntry *
 share_compiled(HbCacheEntry *e, const HbCatalogRef *ref)
 {
-	const char *base;
+	HbSharedBlock b;
 	Size		size;
 	int			slot;
 	HbCacheEntry *s = NULL;
@@ -583,12 +687,12 @@ share_compiled(HbCacheEntry *e, const HbCatalogRef *ref)
 	if (!hb_shared_cache_on() || (size = hb_cache_share_size(e)) == 0)
 		return e;
 	slot = hb_shared_cache_put(shared_hash(ref), size, block_matches, ref,
-							   write_shared, e, &base, &size);
+							   write_shared, e, &b);
 	if (slot == 0)
 		return e;
 	PG_TRY();
 	{
-		s = entry_pinned(base, size, ref, slot);
+		s = entry_pinned(&b, ref, slot);
 	}
 	PG_CATCH();
 	{
@@ -603,7 +707,11 @@ share_compiled(HbCacheEntry *e, const HbCatalogRef *ref)
 	return s;
 }
 
-/* The cached entry for ref's version, or NULL (the cache made on first use). */
+/*
+ * The cached entry for ref's version, readable in this transaction, or NULL
+ * (the cache made on first use).  An entry whose shared block is gone
+ * leaves the cache.
+ */
 static HbCacheEntry *
 cached_entry(const HbCatalogRef *ref)
 {
@@ -616,8 +724,14 @@ cached_entry(const HbCatalogRef *ref)
 	{
 		HbCacheEntry *e = dlist_container(HbCacheEntry, lru, it.cur);
 
-		if (entry_matches(e, ref))
+		if (!entry_matches(e, ref))
+			continue;
+		if (entry_usable(e))
 			return e;
+		/* (unpinned: a statement holding it would hold its block too) */
+		Assert(e->pins == 0);
+		drop_entry(e);
+		return NULL;
 	}
 	return NULL;
 }
@@ -711,6 +825,9 @@ hb_cache_unpin(HbCacheEntry *e)
 {
 	Assert(e->pins > 0);
 	e->pins--;
+	/* the last statement of an ended transaction lets go of the block */
+	if (e->pins == 0 && e->shared_hold != NULL && e->shared_hold->let_go)
+		hold_unpin(e->shared_hold);
 }
 
 /*

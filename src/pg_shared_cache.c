@@ -14,15 +14,24 @@
  * This file keeps the blocks and knows nothing of what is in them: a block
  * is found by a 64-bit hash and a match function of the caller's
  * (pg_cache.c: name, version, content, database), written by the caller's
- * write function, and pinned by each backend entry that reads it.  A pinned
- * block never moves or goes; the least recently used unpinned ones make
- * room for a new one (only where that makes room), and a block that does
- * not fit even then is not stored (its backend keeps its own copy, as
- * without the cache).  A backend releases its pins when its cache lets the
- * entry go and when it exits, and pins at most MAX_BACKEND_PINS blocks: one
- * session's cache, which may hold many versions for as long as it lives,
- * cannot pin all of them.  Blocks start 64-aligned, as plan_flat.c's
- * arrays do within them.
+ * write function, and pinned by each backend that reads it while its
+ * transaction uses it.  A pinned block never moves or goes; the least
+ * recently used unpinned ones make room for a new one (only where that
+ * makes room), and a block that does not fit even then is not stored (its
+ * backend keeps its own copy, as without the cache).
+ *
+ * A backend keeps its entry for a block between transactions without a
+ * pin (an idle session of a pool must not keep blocks from being evicted),
+ * and pins it again before its next use: hb_shared_cache_repin succeeds
+ * only where the slot still holds the block it had, which the slot's stamp
+ * (given at each store, never reused) tells.  A backend pins at most
+ * MAX_BACKEND_PINS blocks at once, and lets go of its pins when it exits.
+ * Blocks start 64-aligned, as plan_flat.c's arrays do within them.
+ *
+ * Pins and the clock of last uses are atomic: a pin taken under the lock
+ * held shared cannot race an eviction (which holds it exclusive), and a
+ * release needs no lock (at worst an eviction just missed a block freed
+ * meanwhile).
  *
  * Nothing here raises an error while the lock is held: a block is written
  * outside it, in a slot marked as being written by this process, and
@@ -38,6 +47,7 @@
 #include "access/htup_details.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -45,7 +55,7 @@
 #include "hbird.h"
 
 #define MAX_SLOTS 1024			/* blocks at most, whatever their sizes */
-#define MAX_BACKEND_PINS 32		/* blocks one backend may keep pinned */
+#define MAX_BACKEND_PINS 32		/* blocks one backend may pin at once */
 #define BLOCK_ALIGN 64			/* plan_flat.c aligns arrays to 64 bytes */
 
 typedef enum SlotState
@@ -58,10 +68,11 @@ typedef enum SlotState
 typedef struct Slot
 {
 	SlotState	state;
-	int32		pins;			/* backend entries reading it */
+	pg_atomic_uint32 pins;		/* backends' transactions reading it */
 	int			writer;			/* pid, while SLOT_WRITING */
 	uint64		hash;
-	uint64		last_used;		/* the store's clock at the last find */
+	uint64		stamp;			/* which block: one number per store */
+	pg_atomic_uint64 last_used; /* the store's clock at the last use */
 	Size		off;			/* in the arena */
 	Size		size;
 } Slot;
@@ -70,7 +81,8 @@ typedef struct Store
 {
 	LWLock	   *lock;
 	Size		arena_size;
-	uint64		clock;
+	pg_atomic_uint64 clock;
+	uint64		stamps;			/* stamps given so far */
 	/* counters since the server started, for hb_stat_shared_cache */
 	uint64		hits;
 	uint64		stored;
@@ -129,6 +141,12 @@ store_shmem_startup(void)
 		memset(store, 0, sizeof(Store));
 		store->lock = &(GetNamedLWLockTranche("hbird_shared_cache"))->lock;
 		store->arena_size = arena_bytes();
+		pg_atomic_init_u64(&store->clock, 0);
+		for (int i = 0; i < MAX_SLOTS; i++)
+		{
+			pg_atomic_init_u32(&store->slots[i].pins, 0);
+			pg_atomic_init_u64(&store->slots[i].last_used, 0);
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -201,8 +219,8 @@ store_exit(int code, Datum arg)
 
 		if (my_pins[i] > 0)
 		{
-			Assert(s->pins >= my_pins[i]);
-			s->pins -= my_pins[i];
+			Assert(pg_atomic_read_u32(&s->pins) >= (uint32) my_pins[i]);
+			pg_atomic_fetch_sub_u32(&s->pins, my_pins[i]);
 			my_pin_count -= my_pins[i];
 			my_pins[i] = 0;
 		}
@@ -215,8 +233,8 @@ store_exit(int code, Datum arg)
 /*
  * May this backend pin one more block?  Registers the exit callback first,
  * outside the lock (it raises FATAL when the list of callbacks is full).
- * The cap keeps one backend, whose cache may hold many versions for as long
- * as it lives, from pinning every block; beyond it, it compiles for itself.
+ * The cap keeps one backend, whose transaction may score with many models,
+ * from pinning every block; beyond it, it compiles for itself.
  */
 static bool
 may_pin(void)
@@ -229,12 +247,16 @@ may_pin(void)
 	return my_pin_count < MAX_BACKEND_PINS;
 }
 
+/* Under the lock, shared or exclusive: slot i pinned and used now. */
 static void
 pin(int i)
 {
-	store->slots[i].pins++;
+	Slot	   *s = &store->slots[i];
+
+	pg_atomic_fetch_add_u32(&s->pins, 1);
 	my_pins[i]++;
 	my_pin_count++;
+	pg_atomic_write_u64(&s->last_used, pg_atomic_add_fetch_u64(&store->clock, 1));
 }
 
 /*
@@ -260,14 +282,14 @@ lookup_locked(uint64 hash, HbSharedMatch match, const void *arg, bool writing)
 
 /* Under the lock: ready slot i pinned and used now; its slot + 1. */
 static int
-take_locked(int i, const char **block, Size *size)
+take_locked(int i, HbSharedBlock *found)
 {
 	Slot	   *s = &store->slots[i];
 
 	pin(i);
-	s->last_used = ++store->clock;
-	*block = arena + s->off;
-	*size = s->size;
+	found->base = arena + s->off;
+	found->size = s->size;
+	found->stamp = s->stamp;
 	return i + 1;
 }
 
@@ -277,7 +299,7 @@ take_locked(int i, const char **block, Size *size)
  */
 int
 hb_shared_cache_find(uint64 hash, HbSharedMatch match, const void *arg,
-					 const char **block, Size *size)
+					 HbSharedBlock *block)
 {
 	int			found = 0;
 	int			i;
@@ -288,11 +310,32 @@ hb_shared_cache_find(uint64 hash, HbSharedMatch match, const void *arg,
 	i = lookup_locked(hash, match, arg, false);
 	if (i >= 0)
 	{
-		found = take_locked(i, block, size);
+		found = take_locked(i, block);
 		store->hits++;
 	}
 	LWLockRelease(store->lock);
 	return found;
+}
+
+/*
+ * Pin slot again for a backend entry that read the block stamped stamp
+ * there and let it go: true where the slot still holds that block.
+ */
+bool
+hb_shared_cache_repin(int slot, uint64 stamp)
+{
+	int			i = slot - 1;
+	bool		held;
+
+	if (i < 0 || i >= MAX_SLOTS || !may_pin())
+		return false;
+	/* shared: an eviction, which holds it exclusive, cannot come between */
+	LWLockAcquire(store->lock, LW_SHARED);
+	held = store->slots[i].state == SLOT_READY && store->slots[i].stamp == stamp;
+	if (held)
+		pin(i);
+	LWLockRelease(store->lock);
+	return held;
 }
 
 void
@@ -303,11 +346,9 @@ hb_shared_cache_release(int slot)
 	/* (after store_exit, nothing is held any more) */
 	if (i < 0 || i >= MAX_SLOTS || my_pins[i] == 0)
 		return;
-	LWLockAcquire(store->lock, LW_EXCLUSIVE);
-	store->slots[i].pins--;
 	my_pins[i]--;
 	my_pin_count--;
-	LWLockRelease(store->lock);
+	pg_atomic_fetch_sub_u32(&store->slots[i].pins, 1);
 }
 
 static int
@@ -340,10 +381,10 @@ find_gap(Size size, bool only_kept)
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 	{
-		const Slot *s = &store->slots[i];
+		Slot	   *s = &store->slots[i];
 
 		if (s->state == SLOT_FREE ||
-			(only_kept && s->state == SLOT_READY && s->pins == 0))
+			(only_kept && s->state == SLOT_READY && pg_atomic_read_u32(&s->pins) == 0))
 			continue;
 		used[n++] = s;
 	}
@@ -367,8 +408,9 @@ evict_one(void)
 	{
 		Slot	   *s = &store->slots[i];
 
-		if (s->state == SLOT_READY && s->pins == 0 &&
-			(victim == NULL || s->last_used < victim->last_used))
+		if (s->state == SLOT_READY && pg_atomic_read_u32(&s->pins) == 0 &&
+			(victim == NULL ||
+			 pg_atomic_read_u64(&s->last_used) < pg_atomic_read_u64(&victim->last_used)))
 			victim = s;
 	}
 	if (victim == NULL)
@@ -380,16 +422,16 @@ evict_one(void)
 
 /*
  * Store a block of size bytes, written by write_block(dst, write_arg)
- * outside the lock: its slot + 1, pinned, with *block and *block_size where
- * it lies.  A ready block that match(block, size, match_arg) accepts is
- * returned, pinned, instead of writing a second copy.  0 where nothing was
- * stored: no room beside the pinned blocks, the same block being written by
- * another backend, or this backend at its cap of pins.
+ * outside the lock: its slot + 1, pinned, with *block where it lies.  A
+ * ready block that match(block, size, match_arg) accepts is returned,
+ * pinned, instead of writing a second copy.  0 where nothing was stored: no
+ * room beside the pinned blocks, the same block being written by another
+ * backend, or this backend at its cap of pins.
  */
 int
 hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
 					const void *match_arg, HbSharedWrite write_block,
-					const void *write_arg, const char **block, Size *block_size)
+					const void *write_arg, HbSharedBlock *block)
 {
 	Size		need = TYPEALIGN(BLOCK_ALIGN, size);
 	int64		off = -1;
@@ -406,7 +448,7 @@ hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
 		int			found = 0;
 
 		if (store->slots[same].state == SLOT_READY)
-			found = take_locked(same, block, block_size);
+			found = take_locked(same, block);
 		LWLockRelease(store->lock);
 		return found;
 	}
@@ -439,7 +481,7 @@ hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
 	s->hash = hash;
 	s->off = (Size) off;
 	s->size = size;
-	s->last_used = ++store->clock;
+	s->stamp = ++store->stamps;
 	pin(free_slot);
 	LWLockRelease(store->lock);
 
@@ -449,8 +491,9 @@ hb_shared_cache_put(uint64 hash, Size size, HbSharedMatch match,
 	s->state = SLOT_READY;
 	store->stored++;
 	LWLockRelease(store->lock);
-	*block = arena + off;
-	*block_size = size;
+	block->base = arena + off;
+	block->size = size;
+	block->stamp = s->stamp;
 	return free_slot + 1;
 }
 
@@ -479,14 +522,14 @@ hb_stat_shared_cache(PG_FUNCTION_ARGS)
 		LWLockAcquire(store->lock, LW_SHARED);
 		for (int i = 0; i < MAX_SLOTS; i++)
 		{
-			const Slot *s = &store->slots[i];
+			Slot	   *s = &store->slots[i];
 
 			if (s->state == SLOT_FREE)
 				continue;
 			used += block_room(s);
 			if (s->state == SLOT_READY)
 				entries++;
-			if (s->pins > 0)
+			if (pg_atomic_read_u32(&s->pins) > 0)
 				pinned++;
 		}
 		values[0] = Int64GetDatum((int64) store->arena_size);

@@ -1,14 +1,17 @@
 # The shared cache of compiled models (src/pg_shared_cache.c): a model one
 # backend compiled is read in place by every other, with the same scores,
 # bit for bit, as a backend that compiles it itself and within XGBoost's own
-# predictions; pins keep a block in place while a backend uses it; the
-# least recently used unpinned blocks make room, and a block that cannot get
-# any is not stored while its backend still scores (and nothing is evicted
-# where that would not make room); sessions compiling one version at once
-# store it once (a second wave that finishes after the first stored it
-# reads that block); one backend pins at most 32 blocks; a backend ended by
-# pg_terminate_backend lets go of its pins; databases do not share entries;
-# a new version is a new entry; hbird.shared_cache_size = 0 turns it off.
+# predictions; pins keep a block in place while a transaction uses it, and
+# go at its end (an idle session pins nothing; its entry pins the block
+# again at its next use, or finds it evicted, its slot holding another
+# model, and looks again); the least recently used unpinned blocks make
+# room, and a block that cannot get any is not stored while its backend
+# still scores (and nothing is evicted where that would not make room);
+# sessions compiling one version at once store it once (a second wave that
+# finishes after the first stored it reads that block); one backend pins at
+# most 32 blocks; a backend ended by pg_terminate_backend lets go of its
+# pins; databases do not share entries; a new version is a new entry;
+# hbird.shared_cache_size = 0 turns it off.
 # A cluster of its own: the size is a postmaster setting, and the test sets
 # it from the sizes of the blocks it measures first.
 use strict;
@@ -202,8 +205,8 @@ is($stored_after - $stored_before, 1, 'shared cache: the six sessions stored cro
 is(query($node, 'postgres', "SELECT cache_misses >= 2 FROM hb_stat_models WHERE name = 'crowd'"), 't',
 	'shared cache: more than one of them compiled it (they raced)');
 
-# One backend pins at most 32 blocks: a session that keeps 40 models in its
-# own cache compiles the 8 beyond them for itself
+# One backend pins at most 32 blocks: a transaction that scores with 40
+# models compiles the 8 beyond them for itself
 ($ret, $out, $err) = query($node, 'postgres', <<'SQL', vars => { m => fixture('linear/linear_tiny.json') });
 CREATE TEMP TABLE src AS SELECT :'m'::text AS m;
 SELECT count(hb_model_upload('lin' || i, (SELECT m FROM src))) FROM generate_series(1, 40) i;
@@ -211,8 +214,18 @@ SQL
 is($ret, 0, 'shared cache: 40 small models uploaded') or diag($err);
 my $many = $node->background_psql('postgres');
 $many->query_safe("SET hbird.plan_cache_entries = 100");
+$many->query_safe("BEGIN");
 $many->query_safe("SELECT count(hb_predict('lin' || i, ARRAY[1, 2, 3]::float8[])) FROM generate_series(1, 40) i");
-like(settled(32), qr/^\d+\|32\|/, 'shared cache: a session scoring 40 models pins 32 blocks');
+like(settled(32), qr/^\d+\|32\|/, 'shared cache: a transaction scoring with 40 models pins 32 blocks');
+$many->query_safe("COMMIT");
+ok(wait_pinned(0), 'shared cache: and lets them go when it commits');
+my ($hits_before) = (stats() =~ /^\d+\|\d+\|(\d+)\|/);
+$many->query_safe("BEGIN");
+is($many->query_safe("SELECT sum(hb_predict('lin' || i, ARRAY[1, 2, 3]::float8[])) = 40 * hb_predict('lin1', ARRAY[1, 2, 3]::float8[]) FROM generate_series(1, 40) i"),
+	't', 'shared cache: the same session scores the 40 again, same scores');
+like(settled(32), qr/^\d+\|32\|/, 'shared cache: its next transaction pins the 32 blocks again');
+my ($hits_after) = (stats() =~ /^\d+\|\d+\|(\d+)\|/);
+is($hits_after, $hits_before, 'shared cache: from the entries it kept, without looking them up again');
 $many->quit;
 ok(wait_pinned(0), 'shared cache: and lets them go when it ends');
 
@@ -234,11 +247,11 @@ is(query($node, 'postgres', "SELECT * FROM scores('deep')"), $private{deep},
 	'shared cache: deep, still cached, same scores');
 is(settled(), '2|0|2|3|1|0', 'shared cache: deep stayed through the eviction');
 
-# A session holding deep and small pins them: reg finds no room
+# A transaction that read deep and small pins them: reg finds no room
 query($node, 'postgres', 'SELECT hb_stat_models_reset()');
 my $bg = $node->background_psql('postgres');
-$bg->query_safe("SELECT md5(all_scores) FROM scores('deep'); SELECT md5(all_scores) FROM scores('small');");
-is(settled(2), '2|2|4|3|1|0', 'shared cache: an open session pins the two blocks it read');
+$bg->query_safe("BEGIN; SELECT md5(all_scores) FROM scores('deep'); SELECT md5(all_scores) FROM scores('small');");
+is(settled(2), '2|2|4|3|1|0', 'shared cache: an open transaction pins the two blocks it read');
 is(query($node, 'postgres', "SELECT * FROM scores('reg')"), $private{reg},
 	'shared cache: reg, with no room beside two pinned blocks, scores compiled privately');
 is(settled(2), '2|2|4|3|1|1', 'shared cache: reg was not stored, nothing pinned was evicted');
@@ -283,13 +296,63 @@ $node->append_conf('postgresql.conf',
 	"hbird.shared_cache_size = '" . int(($size{deep} + $size{reg} - 1024) / 1024) . "kB'");
 $node->restart;
 my $holder = $node->background_psql('postgres');
-$holder->query_safe("SELECT md5(all_scores) FROM scores('reg')");
+$holder->query_safe("BEGIN; SELECT md5(all_scores) FROM scores('reg')");
 query($node, 'postgres', "SELECT * FROM scores('small')");
 is(settled(1), '2|1|0|2|0|0', 'shared cache: reg (pinned) and small stored');
 is(query($node, 'postgres', "SELECT * FROM scores('race')"), $private{deep},
 	'shared cache: race (deep\'s content), with no room beside pinned reg, scores compiled privately');
 is(settled(1), '2|1|0|2|0|1', 'shared cache: race not stored, and small not evicted for it');
 $holder->quit;
+
+# An idle session pins nothing, and its entries do not outlive their
+# blocks.  A fresh cache with room for race (deep's content, deep's size:
+# deep is reg's content since its version 2) and reg, not small too: the
+# idle session stores race first (slot 1, at the start of the arena); small
+# comes after it; reg then evicts race, the least recently used, and takes
+# its slot and its place.  The idle session's entry for race must find its
+# block gone, not read reg's there.
+$node->append_conf('postgresql.conf',
+	"hbird.shared_cache_size = '" . int(($size{deep} + $size{reg} + $size{small} - 1024) / 1024) . "kB'");
+$node->restart;
+query($node, 'postgres', 'SELECT hb_stat_models_reset()');
+my $idle = $node->background_psql('postgres', on_error_stop => 0);
+is($idle->query_safe("SELECT * FROM scores('race')"), $private{deep},
+	'shared cache: a session scored race and stored it');
+is(settled(0), '1|0|0|1|0|0', 'shared cache: race stored, not pinned once its transaction ended');
+is($idle->query_safe("SELECT * FROM scores('race')"), $private{deep},
+	'shared cache: the session scores race again, same scores');
+is(settled(0), '1|0|0|1|0|0', 'shared cache: from its own entry, the block pinned again (no look-up, no hit)');
+# (the scan holds race when the division fails: the transaction ends
+# before the statement lets go of it)
+my (undef, $failed) = $idle->query(
+	"SELECT hb_predict('race', x) / (id - 3) FROM in_race ORDER BY id");
+is($failed, 1, 'shared cache: a statement of the idle session fails while scoring race');
+$idle->{stderr} = '';
+is(settled(0), '1|0|0|1|0|0', 'shared cache: its failed transaction lets go of its pins too');
+# A statement may still hold an entry when its transaction ends: a
+# PL/pgSQL function's simple expressions live until then, and are freed
+# after hbird's end-of-transaction callback.  The entry lets its block go
+# when they are, not at the next transaction's end: the same message
+# commits and then looks (one Query message, \; between its statements).
+$idle->query_safe(<<'SQL');
+CREATE FUNCTION race_one(a float8[]) RETURNS float8 LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN hb_predict('race', a);
+END $$;
+SQL
+is($idle->query_safe(
+		"BEGIN \\; SELECT race_one(x) = hb_predict('race', x) FROM in_race WHERE id = 1 \\; "
+		  . "COMMIT \\; SELECT pinned FROM hb_stat_shared_cache()"),
+	"t\n0", 'shared cache: a PL/pgSQL function scored race, and once committed nothing is pinned');
+query($node, 'postgres', "SELECT * FROM scores('small')");
+query($node, 'postgres', "SELECT * FROM scores('reg')");
+# (small goes too where reg needs more than race's room)
+is(settled(0), $size{reg} <= $size{deep} ? '2|0|0|3|1|0' : '1|0|0|3|2|0',
+	'shared cache: small stored, then reg in the place of race');
+is($idle->query_safe("SELECT * FROM scores('race')"), $private{deep},
+	'shared cache: the idle session, its block of race evicted and its slot reused by reg, scores race as compiled');
+is(misses('race'), '2', 'shared cache: it compiled race again (its entry was dropped, the block gone)');
+$idle->quit;
 
 # Off: no shared memory, every session compiles
 $node->append_conf('postgresql.conf', "hbird.shared_cache_size = 0");
