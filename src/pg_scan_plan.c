@@ -1497,8 +1497,13 @@ rewrite_stmt(PlannedStmt *stmt, HbPushdown *pd, bool scroll)
 	/* a scrollable cursor needs backward fetches: rows come from a store */
 	if (ctx.nodes > 0 && scroll && !ExecSupportsBackwardScan(stmt->planTree))
 		stmt->planTree = material_over(&ctx, stmt->planTree);
+	/* (a Gather may sit in an initplan or subplan, as in the plan's tree) */
 	if (ctx.nodes > 0 && stmt->parallelModeNeeded)
+	{
 		mark_parallel(stmt->planTree, false);
+		foreach(lc, stmt->subplans)
+			mark_parallel(lfirst(lc), false);
+	}
 	return stmt;
 }
 

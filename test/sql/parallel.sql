@@ -59,6 +59,12 @@ CREATE TEMP TABLE par_capped AS SELECT id, hb_predict('binary_logistic', b) AS p
 SELECT count(*) AS rows, count(*) FILTER (WHERE par_capped.p <> ser.p) AS differ
 FROM par_capped JOIN ser USING (id);
 RESET hbird.share_plans_max;
+-- A Gather in an initplan: its scoring node is parallel-aware too (shares
+-- the leader's model), and counts the serial answer
+EXPLAIN (COSTS OFF)
+SELECT (SELECT count(*) FROM big b WHERE hb_predict('binary_logistic', b) > 0.5) AS n;
+SELECT (SELECT count(*) FROM big b WHERE hb_predict('binary_logistic', b) > 0.5) =
+	   (SELECT count(*) FROM ser WHERE p > 0.5) AS same_count;
 -- Setting up the workers raises no error the plan without them would not:
 -- over no row, a model name that fails to evaluate is never read
 EXPLAIN (COSTS OFF)

@@ -41,14 +41,20 @@ SQL
 # fit hbird.share_plans_max.  Each case in a new session (a cold cache),
 # without the shared cache, then with it: the first session's leader
 # compiles and stores the model, its workers read it there, and the next
-# session compiles nothing.
-for mode in rows shared unshared capped cached cached_again; do
+# session compiles nothing.  initplan: shared as in "shared", the Gather in
+# an initplan.
+for mode in rows shared unshared capped initplan cached cached_again; do
 	no_cache="SET hbird.shared_cache = off;"
+	query="SELECT sum(hb_predict('par', b)) FROM big b"
 	case $mode in
 	rows) set_mode="$no_cache SET hbird.batch_scan = off;" ;;
 	shared) set_mode="$no_cache" ;;
 	unshared) set_mode="$no_cache SET hbird.share_plans = off;" ;;
 	capped) set_mode="$no_cache SET hbird.share_plans_max = '1kB';" ;;
+	initplan)
+		set_mode="$no_cache"
+		query="SELECT (SELECT sum(hb_predict('par', b)) FROM big b)"
+		;;
 	cached | cached_again) set_mode="" ;;
 	esac
 	out=$(q <<SQL
@@ -60,7 +66,7 @@ SET max_parallel_workers_per_gather = 2;
 SET parallel_leader_participation = off;
 $set_mode
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-SELECT sum(hb_predict('par', b)) FROM big b;
+$query;
 SELECT 'stats', calls, rows, cache_misses + cache_hits, cache_misses FROM hb_stat_models WHERE name = 'par';
 SQL
 )
@@ -74,7 +80,7 @@ SQL
 	rows) want="stats|40000|40000|$l|$l" ;;
 	# the leader compiles it to share it, the workers read it; EXPLAIN
 	# looks it up once more in the leader, to show it
-	shared) want="stats|$l|40000|$((l + 2))|1" ;;
+	shared | initplan) want="stats|$l|40000|$((l + 2))|1" ;;
 	# each worker compiles it, and the leader for EXPLAIN
 	unshared) want="stats|$l|40000|$((l + 1))|$((l + 1))" ;;
 	# the leader compiles it, finds it too big to share; each worker compiles it
