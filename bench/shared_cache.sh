@@ -13,7 +13,10 @@
 #      session's 5 runs after one warm-up;
 #  (c) the same over ROWS rows;
 #  (d) ROWS rows serially (no workers): scoring from the shared block
-#      against the backend's own copy, once both are loaded.
+#      against the backend's own copy, once both are loaded;
+#  (e) one-row transactions (pgbench, 2 clients, 5 s, the first call's
+#      statement): each transaction pins the block again, or uses the
+#      backend's own copy; microseconds a transaction (1 / the rate).
 # The order of on and off alternates from round to round.
 #
 #   bash bench/shared_cache.sh [ROWS] [ROUNDS]   (defaults 200000, 11)
@@ -46,6 +49,11 @@ if [ "${1:-}" = --in-cluster ]; then
 			-c "SET max_parallel_workers_per_gather = ${3:-2}" -c "$q" \
 			-c '\timing on' -c "$q" -c "$q" -c "$q" -c "$q" -c "$q" | psql_times | median
 	}
+	echo "$first_call;" >"$SC_DIR/tx.sql"
+	short_tx() {
+		PGOPTIONS="-c hbird.shared_cache=$1" pgbench -n -c 2 -j 2 -T 5 -f "$SC_DIR/tx.sql" 2>/dev/null |
+			awk '/^tps/ { printf "%.2f\n", 1e6 / $3 }'
+	}
 	for ((r = 1; r <= SC_ROUNDS; r++)); do
 		order="on off"
 		[ $((r % 2)) = 0 ] && order="off on"
@@ -57,6 +65,7 @@ if [ "${1:-}" = --in-cluster ]; then
 			echo "$r $cache p1k $(parallel t1k $cache)" >>"$SC_DIR/times"
 			echo "$r $cache pall $(parallel t $cache)" >>"$SC_DIR/times"
 			echo "$r $cache serial $(parallel t $cache 0)" >>"$SC_DIR/times"
+			echo "$r $cache tx $(short_tx $cache)" >>"$SC_DIR/times"
 		done
 		log "round $r: $(grep "^$r " "$SC_DIR/times" | cut -d' ' -f2-4 | tr '\n' ' ')"
 	done
@@ -86,12 +95,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 	echo "hbird shared cache benchmark: $(date -u '+%Y-%m-%d %H:%M UTC'), $ROWS rows, $ROUNDS rounds, commit $(git -C "$BENCH/.." rev-parse --short HEAD), $(nproc) CPUs"
 	echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "anchor model (500 trees, depth 8); medians over the rounds; off = hbird.shared_cache = off (each backend compiles)"
-	for what in first p1k pall serial; do
+	for what in first p1k pall serial tx; do
 		case $what in
 		first) name="(a) first hb_predict of a new connection (ms)" ;;
 		p1k) name="(b) 1,000 rows, 2 workers and the leader (ms)" ;;
 		pall) name="(c) $ROWS rows, 2 workers and the leader (ms)" ;;
 		serial) name="(d) $ROWS rows, serial (ms)" ;;
+		tx) name="(e) one-row transactions, 2 clients (us each)" ;;
 		esac
 		on=$(med on $what)
 		off=$(med off $what)
@@ -101,7 +111,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 	echo "first calls' results (every round, on and off): $(awk '$3 == "first" { print $6 }' "$DIR/times" | sort -u | tr '\n' ' ')"
 	echo "sums over the $ROWS rows (on, off): $(tr '\n' ' ' <"$DIR/sums")"
 	echo "hb_stat_shared_cache() at the end (size, used, entries, pinned, hits, stored, evicted, not stored): $(cat "$DIR/stat")"
-	echo "every measurement (round, cache, what, ms [, plan bytes, result]):"
+	echo "every measurement (round, cache, what, ms or us [, plan bytes, result]):"
 	sed 's/^/  /' "$DIR/times"
 } | tee "$BENCH/results/shared_cache_latest.txt"
 rm -rf "$DIR"
