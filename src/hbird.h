@@ -130,7 +130,7 @@ extern bool hb_cache_same(const HbCacheEntry *a, const HbCacheEntry *b);
 extern void hb_cache_pin_for(HbCacheEntry *e, MemoryContext cxt);
 extern void hb_cache_init(void);
 extern Size hb_cache_share_size(const HbCacheEntry *e);
-extern void hb_cache_share_write(const HbCacheEntry *e, void *dst);
+extern void hb_cache_share_write(const HbCacheEntry *e, Size size, void *dst);
 extern void hb_cache_offer(const void *src, Size size);
 
 /* pg_shared_cache.c: blocks in the server's shared memory, across backends */

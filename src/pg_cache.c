@@ -326,8 +326,9 @@ put_string(char *dst, const char *s)
 	return dst + n;
 }
 
+/* e at dst, in the size bytes hb_cache_share_size gave for it */
 void
-hb_cache_share_write(const HbCacheEntry *e, void *dst)
+hb_cache_share_write(const HbCacheEntry *e, Size size, void *dst)
 {
 	SharedEntry *h = dst;
 	int32	   *types = (int32 *) (h + 1);
@@ -351,7 +352,7 @@ hb_cache_share_write(const HbCacheEntry *e, void *dst)
 	h->has_names_key = e->names_key != NULL;
 	h->strings_len = shared_strings_len(e);
 	h->plan_off = shared_plan_off(e);
-	h->plan_len = hb_plan_flat_size(e->plan);
+	h->plan_len = size - h->plan_off;
 	for (int i = 0; i < e->n_features; i++)
 		types[i] = e->feature_types[i];
 	str = put_string(str, e->name);
@@ -664,10 +665,18 @@ shared_entry(const HbCatalogRef *ref)
 	return e;
 }
 
+typedef struct ShareWrite
+{
+	const HbCacheEntry *e;
+	Size		size;
+} ShareWrite;
+
 static void
 write_shared(void *dst, const void *arg)
 {
-	hb_cache_share_write(arg, dst);
+	const ShareWrite *w = arg;
+
+	hb_cache_share_write(w->e, w->size, dst);
 }
 
 /*
@@ -680,14 +689,15 @@ static HbCacheEntry *
 share_compiled(HbCacheEntry *e, const HbCatalogRef *ref)
 {
 	HbSharedBlock b;
-	Size		size;
+	ShareWrite	w;
 	int			slot;
 	HbCacheEntry *s = NULL;
 
-	if (!hb_shared_cache_on() || (size = hb_cache_share_size(e)) == 0)
+	w.e = e;
+	if (!hb_shared_cache_on() || (w.size = hb_cache_share_size(e)) == 0)
 		return e;
-	slot = hb_shared_cache_put(shared_hash(ref), size, block_matches, ref,
-							   write_shared, e, &b);
+	slot = hb_shared_cache_put(shared_hash(ref), w.size, block_matches, ref,
+							   write_shared, &w, &b);
 	if (slot == 0)
 		return e;
 	PG_TRY();

@@ -41,10 +41,18 @@ typedef struct SharedModels
 	Size		off[FLEXIBLE_ARRAY_MEMBER];	/* n + 1: each entry, then the end */
 } SharedModels;
 
+/* An entry the leader shares, and its bytes (taken once: a walk of the plan) */
+typedef struct SharedModel
+{
+	HbCacheEntry *e;
+	Size		size;
+} SharedModel;
+
 /*
- * The models the calls name, as the leader would resolve them now: pinned
- * until the node's end.  Pinned calls (a coordinator's, on a shard) name a
- * version of their own and are left to the workers.
+ * The models the calls name, as the leader would resolve them now
+ * (SharedModels): pinned until the node's end.  Pinned calls (a
+ * coordinator's, on a shard) name a version of their own and are left to
+ * the workers.
  */
 static List *
 models_to_share(HbScoreState *st)
@@ -63,6 +71,7 @@ models_to_share(HbScoreState *st)
 		char	   *name;
 		ListCell   *lc;
 		bool		dup = false;
+		SharedModel *sm;
 		Size		size;
 
 		if (c->source == HB_SOURCE_ARGS)
@@ -92,13 +101,18 @@ models_to_share(HbScoreState *st)
 			continue;
 		}
 		foreach(lc, entries)
-			dup |= hb_cache_same(lfirst(lc), e);
+			dup |= hb_cache_same(((SharedModel *) lfirst(lc))->e, e);
+		if (dup)
+			continue;
 		size = hb_cache_share_size(e);
-		if (dup || size == 0 || total + size > (Size) hb_share_plans_max * 1024)
+		if (size == 0 || total + size > (Size) hb_share_plans_max * 1024)
 			continue;
 		total += size;
 		hb_cache_pin_for(e, st->state_cxt);
-		entries = lappend(entries, e);
+		sm = palloc(sizeof(SharedModel));
+		sm->e = e;
+		sm->size = size;
+		entries = lappend(entries, sm);
 	}
 	return entries;
 }
@@ -134,7 +148,7 @@ hb_score_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 	MemoryContextSwitchTo(old);
 	size = ENTRY_ALIGN + shared_header_size(list_length(st->shared));
 	foreach(lc, st->shared)
-		size = add_size(size, TYPEALIGN(ENTRY_ALIGN, hb_cache_share_size(lfirst(lc))));
+		size = add_size(size, TYPEALIGN(ENTRY_ALIGN, ((SharedModel *) lfirst(lc))->size));
 	return size;
 }
 
@@ -150,11 +164,11 @@ hb_score_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate
 	sm->n = list_length(st->shared);
 	foreach(lc, st->shared)
 	{
-		HbCacheEntry *e = lfirst(lc);
+		SharedModel *m = lfirst(lc);
 
 		sm->off[i++] = off;
-		hb_cache_share_write(e, (char *) sm + off);
-		off += TYPEALIGN(ENTRY_ALIGN, hb_cache_share_size(e));
+		hb_cache_share_write(m->e, m->size, (char *) sm + off);
+		off += TYPEALIGN(ENTRY_ALIGN, m->size);
 	}
 	sm->off[i] = off;
 }
