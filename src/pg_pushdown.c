@@ -87,6 +87,7 @@ typedef struct PinCtx
 	HbPushdown *pd;
 	List	   *remote;			/* rtindexes of distributed relations */
 	List	   *local;			/* rtindexes known not to be */
+	Bitmapset  *nullable;		/* rtindexes an outer join may null */
 	int			pinned;			/* calls rewritten */
 } PinCtx;
 
@@ -178,9 +179,15 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 		Datum	   *d;
 		int			n = 0;
 
-		/* a whole row of a distributed relation of this query level */
+		/*
+		 * a whole row of a distributed relation of this query level; not
+		 * where an outer join may make that row up: the made-up row is NULL
+		 * and scores NULL, while its columns, all NULL, would score as a
+		 * row of missing values
+		 */
 		if (!IsA(arg, Var) || v->varattno != 0 || v->varlevelsup != 0 ||
-			IS_SPECIAL_VARNO(v->varno) || !rte_distributed(ctx, v->varno))
+			IS_SPECIAL_VARNO(v->varno) || bms_is_member(v->varno, ctx->nullable) ||
+			!rte_distributed(ctx, v->varno))
 			return NULL;
 		ctx->pd->depends = true;
 		if (!hb_catalog_lookup(TextDatumGetCString(((Const *) name)->constvalue), &ref) ||
@@ -305,10 +312,47 @@ note_single_topk(Query *q, HbPushdown *pd)
 		pd->topk_relids = lappend_oid(pd->topk_relids, rte->relid);
 }
 
+/*
+ * The range table indexes under a node of a query's join tree; those on the
+ * side of an outer join that it may null are added to *nullable.
+ */
+static Bitmapset *
+jointree_rels(Node *jt, Bitmapset **nullable)
+{
+	ListCell   *lc;
+	Bitmapset  *rels = NULL;
+
+	if (jt == NULL)
+		return NULL;
+	if (IsA(jt, RangeTblRef))
+		return bms_make_singleton(((RangeTblRef *) jt)->rtindex);
+	if (IsA(jt, FromExpr))
+	{
+		foreach(lc, ((FromExpr *) jt)->fromlist)
+			rels = bms_join(rels, jointree_rels(lfirst(lc), nullable));
+		return rels;
+	}
+	if (IsA(jt, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) jt;
+		Bitmapset  *l = jointree_rels(j->larg, nullable);
+		Bitmapset  *r = jointree_rels(j->rarg, nullable);
+
+		if (j->jointype == JOIN_LEFT || j->jointype == JOIN_FULL)
+			*nullable = bms_union(*nullable, r);
+		if (j->jointype == JOIN_RIGHT || j->jointype == JOIN_FULL)
+			*nullable = bms_union(*nullable, l);
+		rels = bms_join(l, r);
+		if (j->rtindex != 0)
+			rels = bms_add_member(rels, j->rtindex);
+	}
+	return rels;
+}
+
 static bool
 pin_query(Query *q, HbPushdown *pd)
 {
-	PinCtx		ctx = {q, pd, NIL, NIL, 0};
+	PinCtx		ctx = {q, pd, NIL, NIL, NULL, 0};
 	ListCell   *lc;
 
 	/* subqueries in FROM and WITH first: each is a query of its own */
@@ -326,6 +370,7 @@ pin_query(Query *q, HbPushdown *pd)
 		if (IsA(cte->ctequery, Query))
 			(void) pin_query((Query *) cte->ctequery, pd);
 	}
+	(void) jointree_rels((Node *) q->jointree, &ctx.nullable);
 	q->targetList = (List *) pin_mutator((Node *) q->targetList, &ctx);
 	q->jointree = (FromExpr *) pin_mutator((Node *) q->jointree, &ctx);
 	q->havingQual = pin_mutator(q->havingQual, &ctx);

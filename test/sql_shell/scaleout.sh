@@ -247,6 +247,14 @@ cmp_sql "SELECT round(stddev(hb_predict('fraud', t))::numeric, 10), percentile_d
 tap $? "stddev, percentile_disc, count DISTINCT and a hash of every score over the shards' scores: a single node's"
 cmp_sql "SELECT grp, count(*) FILTER (WHERE hb_predict('fraud', t) > 0.5), array_length(array_agg(hb_predict('reg', t)) FILTER (WHERE id % 2 = 0), 1), round(variance(hb_predict('reg', t))::numeric, 9) FROM @T t GROUP BY grp ORDER BY grp"
 tap $? "grouped aggregates with FILTERs over scores: a single node's"
+# the table on the nullable side of an outer join: a row the join makes up
+# (all NULL) is a NULL row, scored NULL, not a row of missing values
+cmp_sql "SELECT md5(string_agg(x.i || ':' || coalesce(hb_predict('fraud', t)::text, '-') || ':' || coalesce(hb_predict_class('multi', t)::text, '-'), ',' ORDER BY x.i)), count(hb_predict('reg', t)) FROM generate_series(1, 40) x(i) LEFT JOIN @T t ON t.id = x.i * 100"
+tap $? "scores of the nullable side of a LEFT JOIN (10 rows made up by the join): a single node's"
+cmp_sql "SELECT md5(string_agg(x.i || ':' || coalesce(hb_predict('fraud', t)::text, '-'), ',' ORDER BY x.i)) FROM @T t RIGHT JOIN generate_series(1, 40) x(i) ON t.id = x.i * 100"
+tap $? "scores of the nullable side of a RIGHT JOIN: a single node's"
+cmp_sql "SELECT md5(string_agg(coalesce(x.i::text, '-') || ':' || coalesce(t.id::text, '-') || ':' || coalesce(hb_predict('fraud', t)::text, '-'), ',' ORDER BY t.id, x.i)), count(*) FROM @T t FULL JOIN generate_series(1, 40) x(i) ON t.id = x.i * 200"
+tap $? "scores over a FULL JOIN (both sides made up): a single node's"
 d=$(q $C -c "SET enable_hashagg = off" -c "${grouped//@T/t_dist}" 2>&1)
 same "$d" "$(q $C -c "${grouped//@T/t_local}" 2>&1)"
 tap $? "percentile_cont, stddev and count DISTINCT per group over the shards' sorted scans: a single node's"
