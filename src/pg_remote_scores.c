@@ -54,6 +54,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
+#include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -788,6 +789,301 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	agg->plan.qual = (List *) agg_replace_mutator((Node *) agg->plan.qual, &ar);
 }
 
+/* ---- a join's calls over one side's scans ---- */
+
+/*
+ * A join's target list is evaluated above the join, so a query such as
+ *
+ *	SELECT c.name, hb_predict('m', t) FROM t_dist t JOIN customers c USING (cid)
+ *
+ * scored the rows of t_dist on the coordinator, after they had travelled.
+ * A call over the columns of one side of a join becomes one more column
+ * of that side's scans instead, passed up by the nodes between (Hash,
+ * Sort, Material, Memoize, Append, Merge Append, lower joins), and the
+ * join reads that column: then ship_scan makes each shard's scan compute
+ * it.  The scans then score every row they return, also rows the join
+ * drops (what the coordinator would have read anyway), and a row that
+ * joins several times once.  Not where the join may null that side (the
+ * made-up rows would get NULL, not the call's value over NULLs), nor over
+ * parameterized scans, scans with local quals or anything else between.
+ */
+
+/* the plain Var a node's output column k is, or NULL */
+static Var *
+output_var(Plan *p, AttrNumber k)
+{
+	TargetEntry *te;
+
+	if (k < 1 || k > list_length(p->targetlist))
+		return NULL;
+	te = list_nth(p->targetlist, k - 1);
+	return IsA(te->expr, Var) && ((Var *) te->expr)->varlevelsup == 0 ?
+		(Var *) te->expr : NULL;
+}
+
+/* May a call over side (OUTER_VAR, INNER_VAR) of a join of this type go down it? */
+static bool
+side_kept(JoinType jt, int side)
+{
+	switch (jt)
+	{
+		case JOIN_INNER:
+			return true;
+		case JOIN_LEFT:
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			return side == OUTER_VAR;
+		case JOIN_RIGHT:
+			return side == INNER_VAR;
+		default:
+			return false;		/* FULL: either side may be made up */
+	}
+}
+
+typedef struct Down
+{
+	Plan	   *p;				/* the node whose outputs the call reads */
+	int			varno;			/* of the Vars to map: OUTER_VAR or INNER_VAR */
+	int			side;			/* OUTER_VAR or INNER_VAR below a join, else 0 */
+	bool		ok;
+} Down;
+
+/*
+ * The call over node p's outputs (Vars of varno, by output position) as an
+ * expression over what p reads: its child's outputs as Vars of OUTER_VAR
+ * (d->side tells a join's side), or a scan's own columns.
+ */
+static Node *
+down_mutator(Node *node, Down *d)
+{
+	if (node == NULL || !d->ok)
+		return node;
+	if (IsA(node, Var) && ((Var *) node)->varno == d->varno)
+	{
+		Var		   *v = output_var(d->p, ((Var *) node)->varattno);
+		Var		   *nv;
+
+		if (v == NULL)
+		{
+			d->ok = false;
+			return node;
+		}
+		nv = copyObject(v);
+		if (IsA(d->p, NestLoop) || IsA(d->p, HashJoin) || IsA(d->p, MergeJoin))
+		{
+			if (v->varno != OUTER_VAR && v->varno != INNER_VAR)
+				d->ok = false;
+			else if (d->side == 0)
+				d->side = v->varno;
+			else if (d->side != v->varno)
+				d->ok = false;	/* columns of both sides */
+			nv->varno = OUTER_VAR;
+		}
+		else if (!IsA(d->p, ForeignScan) && v->varno != OUTER_VAR)
+			d->ok = false;
+		return (Node *) nv;
+	}
+	return expression_tree_mutator(node, down_mutator, d);
+}
+
+/*
+ * Make call (over p's outputs, Vars of varno) one more output column of p,
+ * computed by the shard scans below it; its position, or 0 where it cannot
+ * go down.  With apply false nothing changes (a check first: the nodes of
+ * a path that fails later stay as they were).
+ */
+static int
+ship_down(Plan *p, int varno, Node *call, PlannedStmt *stmt, bool apply)
+{
+	Down		d = {p, varno, 0, true};
+	Node	   *below;
+	int			pos = 0;
+	int			n;
+
+	below = down_mutator(copyObject(call), &d);
+	if (!d.ok)
+		return 0;
+	n = list_length(p->targetlist) + 1;
+	if (IsA(p, ForeignScan))
+	{
+		ForeignScan *fs = (ForeignScan *) p;
+		ScanShip	ss = {0};
+
+		if (!plain_shard_scan(p, stmt) || p->qual != NIL || fs->fdw_exprs != NIL)
+			return 0;
+		ss.scanrelid = fs->scan.scanrelid;
+		ss.retrieved = (List *) list_nth(fs->fdw_private, FDW_PRIVATE_ATTRS);
+		if (!IsA(below, FuncExpr) || !call_ships((FuncExpr *) below, scan_argument, &ss))
+			return 0;
+		if (apply)
+			p->targetlist = lappend(p->targetlist,
+									makeTargetEntry((Expr *) below, n, NULL, false));
+		return n;
+	}
+	if (IsA(p, Append) || IsA(p, MergeAppend))
+	{
+		List	   *kids = IsA(p, Append) ? ((Append *) p)->appendplans :
+			((MergeAppend *) p)->mergeplans;
+		ListCell   *lc;
+
+		if (kids == NIL)
+			return 0;
+		/* each child's output k is the node's: the call over each child */
+		foreach(lc, kids)
+		{
+			int			k = ship_down(lfirst(lc), OUTER_VAR, below, stmt, false);
+
+			if (k == 0 || (pos != 0 && k != pos))
+				return 0;
+			pos = k;
+		}
+		if (apply)
+			foreach(lc, kids)
+				(void) ship_down(lfirst(lc), OUTER_VAR, below, stmt, true);
+	}
+	else if (IsA(p, NestLoop) || IsA(p, HashJoin) || IsA(p, MergeJoin))
+	{
+		Plan	   *kid = d.side == OUTER_VAR ? p->lefttree : p->righttree;
+
+		/* not the side the join may null */
+		if (d.side == 0 || !side_kept(((Join *) p)->jointype, d.side))
+			return 0;
+		if ((pos = ship_down(kid, OUTER_VAR, below, stmt, false)) == 0)
+			return 0;
+		if (apply)
+			(void) ship_down(kid, OUTER_VAR, below, stmt, true);
+		varno = d.side;
+	}
+	else if (IsA(p, Hash) || IsA(p, Sort) || IsA(p, IncrementalSort) ||
+			 IsA(p, Material) || IsA(p, Memoize))
+	{
+		if ((pos = ship_down(p->lefttree, OUTER_VAR, below, stmt, false)) == 0)
+			return 0;
+		if (apply)
+			(void) ship_down(p->lefttree, OUTER_VAR, below, stmt, true);
+		varno = OUTER_VAR;
+	}
+	else
+		return 0;
+	/*
+	 * Nodes other than joins do not project: their tuples are their
+	 * input's, so the new column must take the same place in both
+	 */
+	if (!IsA(p, NestLoop) && !IsA(p, HashJoin) && !IsA(p, MergeJoin) && pos != n)
+		return 0;
+	if (apply)
+		p->targetlist = lappend(p->targetlist,
+								makeTargetEntry((Expr *) makeVar(varno, pos, exprType(call),
+																 exprTypmod(call),
+																 exprCollation(call), 0),
+												n, NULL, false));
+	return n;
+}
+
+/* Rename one join side's Vars as the Vars of a node above it. */
+static Node *
+side_to_outer_mutator(Node *node, void *side)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varno == *(int *) side)
+	{
+		Var		   *v = copyObject((Var *) node);
+
+		v->varno = OUTER_VAR;
+		return (Node *) v;
+	}
+	return expression_tree_mutator(node, side_to_outer_mutator, side);
+}
+
+/*
+ * A call of join j over its side's columns, made a column of that side:
+ * its position there, or 0.
+ */
+static int
+ship_down_side(Join *j, int side, Node *call, PlannedStmt *stmt)
+{
+	Plan	   *kid = side == OUTER_VAR ? j->plan.lefttree : j->plan.righttree;
+	Node	   *over_kid;
+
+	if (!side_kept(j->jointype, side))
+		return 0;
+	over_kid = side_to_outer_mutator(call, &side);
+	if (ship_down(kid, OUTER_VAR, over_kid, stmt, false) == 0)
+		return 0;
+	return ship_down(kid, OUTER_VAR, over_kid, stmt, true);
+}
+
+typedef struct JoinReplace
+{
+	List	   *calls;
+	List	   *vars;			/* the Var each call becomes */
+} JoinReplace;
+
+static Node *
+join_replace_mutator(Node *node, JoinReplace *jr)
+{
+	int			pos;
+
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, FuncExpr) && (pos = position_of(jr->calls, node)) > 0)
+		return copyObject(list_nth(jr->vars, pos - 1));
+	return expression_tree_mutator(node, join_replace_mutator, jr);
+}
+
+/* Does node read anything but Vars of one side of a join? */
+static bool
+join_call_column(Node *node, void *arg)
+{
+	return node != NULL && IsA(node, Var) &&
+		(((Var *) node)->varno == OUTER_VAR || ((Var *) node)->varno == INNER_VAR);
+}
+
+static void
+ship_join_calls(Join *j, PlannedStmt *stmt)
+{
+	List	   *every_row = hb_pinned_calls_every_row((Node *) j->plan.targetlist);
+	JoinReplace jr = {NIL, NIL};
+	ListCell   *lc;
+
+	foreach(lc, every_row)
+	{
+		FuncExpr   *f = lfirst(lc);
+		bool		one_side = true;
+		int			side = 0;
+		int			pos;
+		ListCell   *la;
+
+		if (position_of(jr.calls, (Node *) f) > 0 || !call_ships(f, join_call_column, NULL))
+			continue;
+		/* the side its columns come from (the call is over the join's inputs) */
+		foreach(la, pull_var_clause((Node *) f, 0))
+		{
+			Var		   *v = lfirst(la);
+
+			if (side != 0 && side != v->varno)
+				one_side = false;
+			side = v->varno;
+		}
+		if (!one_side || side == 0)
+			continue;
+		pos = ship_down_side(j, side, (Node *) f, stmt);
+		if (pos == 0)
+			continue;
+		jr.calls = lappend(jr.calls, f);
+		jr.vars = lappend(jr.vars, makeVar(side, pos, exprType((Node *) f),
+										   exprTypmod((Node *) f),
+										   exprCollation((Node *) f), 0));
+	}
+	if (jr.calls == NIL)
+		return;
+	/* the join's quals read the same column where they call the same */
+	j->plan.targetlist = (List *) join_replace_mutator((Node *) j->plan.targetlist, &jr);
+	j->plan.qual = (List *) join_replace_mutator((Node *) j->plan.qual, &jr);
+	j->joinqual = (List *) join_replace_mutator((Node *) j->joinqual, &jr);
+}
+
 /* ---- the plan ---- */
 
 static void
@@ -800,6 +1096,9 @@ ship_walk(Plan *plan, PlannedStmt *stmt)
 	/* an Agg first: its calls become its scans' */
 	if (IsA(plan, Agg))
 		ship_agg_calls((Agg *) plan, stmt);
+	/* a join's calls over one side: that side's scans' */
+	if (IsA(plan, NestLoop) || IsA(plan, HashJoin) || IsA(plan, MergeJoin))
+		ship_join_calls((Join *) plan, stmt);
 	if (IsA(plan, ForeignScan))
 		ship_scan((ForeignScan *) plan, stmt);
 	foreach(lc, hb_plan_children(plan))

@@ -255,6 +255,53 @@ cmp_sql "SELECT md5(string_agg(x.i || ':' || coalesce(hb_predict('fraud', t)::te
 tap $? "scores of the nullable side of a RIGHT JOIN: a single node's"
 cmp_sql "SELECT md5(string_agg(coalesce(x.i::text, '-') || ':' || coalesce(t.id::text, '-') || ':' || coalesce(hb_predict('fraud', t)::text, '-'), ',' ORDER BY t.id, x.i)), count(*) FROM @T t FULL JOIN generate_series(1, 40) x(i) ON t.id = x.i * 200"
 tap $? "scores over a FULL JOIN (both sides made up): a single node's"
+# scores over one side of a join: that side's scans compute them on the
+# shards (each scan returns them as a column, the nodes between pass it up)
+q $C >/dev/null <<'SQL'
+CREATE TABLE dims (grp integer, label text);
+INSERT INTO dims SELECT g, 'g' || g FROM generate_series(0, 5) g;
+ANALYZE dims;
+SQL
+join_q="SELECT t.id, hb_predict('fraud', t) AS s, round(hb_predict('reg', t)::numeric, 6) AS r, d.label FROM @T t JOIN dims d ON d.grp = t.grp"
+plan=$(explain "${join_q//@T/t_dist}")
+[ "$(grep -c 'Remote SQL: SELECT s.c1, .*public.hb_predict_pinned(.*public.hb_predict_pinned(.* FROM (SELECT id, grp, ' <<<"$plan")" = 2 ] &&
+	[ "$(grep -c 'Async Foreign Scan' <<<"$plan")" = 2 ] && ! grep -q 'HbirdScore' <<<"$plan" &&
+	grep -q 'Hash Join' <<<"$plan"
+tap $? "scores over one side of a join are computed by that side's scans on the shards (got: $(grep -m1 'Remote SQL' <<<"$plan" | head -c 200))"
+cmp_sql "SELECT md5(string_agg(id || ':' || s || ':' || r || ':' || label, ',' ORDER BY id)), count(*) FROM ($join_q) x"
+tap $? "scores over one side of a hash join: a single node's"
+for j in "enable_hashjoin = off|merge join" "enable_hashjoin = off; SET enable_mergejoin = off|nested loop"; do
+	set_j=${j%%|*}
+	d=$(q $C -c "SET $set_j" -c "SELECT md5(string_agg(id || ':' || s || ':' || r || ':' || label, ',' ORDER BY id)), count(*) FROM (${join_q//@T/t_dist}) x" 2>&1)
+	plan=$(q $C -c "SET $set_j" -c "EXPLAIN (VERBOSE, COSTS OFF) ${join_q//@T/t_dist}")
+	same "$d" "$(q $C -c "SELECT md5(string_agg(id || ':' || s || ':' || r || ':' || label, ',' ORDER BY id)), count(*) FROM (${join_q//@T/t_local}) x" 2>&1)" &&
+		[ "$(grep -c 'Remote SQL: SELECT s.c1, .*public.hb_predict_pinned(' <<<"$plan")" = 2 ] &&
+		grep -qi "${j##*|}" <<<"$plan" && ! grep -q 'HbirdScore' <<<"$plan"
+	tap $? "scores over one side of a ${j##*|}: the shards compute them, a single node's"
+done
+# three tables, the call two joins up, the score in the join's filter too;
+# t the preserved side of a LEFT JOIN
+join3="SELECT t.id, hb_predict('reg', t) AS s, d.label, e.label AS l2 FROM dims d JOIN @T t ON t.grp = d.grp JOIN dims e ON e.grp = (t.id % 6) WHERE hb_predict('reg', t) > d.grp - 3"
+plan=$(explain "${join3//@T/t_dist}")
+[ "$(grep -c 'Remote SQL: SELECT .*public.hb_predict_pinned(' <<<"$plan")" = 2 ] && ! grep -q 'HbirdScore' <<<"$plan"
+tap $? "a call two joins up, and in a join's filter: computed by the shards"
+cmp_sql "SELECT md5(string_agg(id || ':' || s || ':' || label || ':' || l2, ',' ORDER BY id)), count(*) FROM (${join3}) x"
+tap $? "a call two joins up, and in a join's filter: a single node's"
+left_q="SELECT t.id, hb_predict('fraud', t) AS s, coalesce(d.label, '-') AS label FROM @T t LEFT JOIN dims d ON d.grp = t.grp AND d.grp < 3"
+plan=$(explain "${left_q//@T/t_dist}")
+[ "$(grep -c 'Remote SQL: SELECT s.c1, .*public.hb_predict_pinned(' <<<"$plan")" = 2 ]
+tap $? "scores of the preserved side of a LEFT JOIN: computed by the shards"
+cmp_sql "SELECT md5(string_agg(id || ':' || s || ':' || label, ',' ORDER BY id)), count(*) FROM ($left_q) x"
+tap $? "scores of the preserved side of a LEFT JOIN: a single node's"
+# an array form on the side a LEFT JOIN may null: pinned, but not sent
+# down (the made-up rows score as missing values above the join, as on
+# one node)
+null_arr="SELECT md5(string_agg(x.i || ':' || coalesce(hb_predict('fraud', ARRAY[t.amount, t.age, t.balance, t.n_tx, t.risk, t.tenure])::text, '-'), ',' ORDER BY x.i)) FROM generate_series(1, 40) x(i) LEFT JOIN @T t ON t.id = x.i * 100"
+plan=$(explain "${null_arr//@T/t_dist}")
+! grep -q 'Remote SQL: SELECT s.c1' <<<"$plan"
+tap $? "an array form over the nullable side of a LEFT JOIN is not computed by the scans"
+cmp_sql "$null_arr"
+tap $? "an array form over the nullable side of a LEFT JOIN: a single node's"
 d=$(q $C -c "SET enable_hashagg = off" -c "${grouped//@T/t_dist}" 2>&1)
 same "$d" "$(q $C -c "${grouped//@T/t_local}" 2>&1)"
 tap $? "percentile_cont, stddev and count DISTINCT per group over the shards' sorted scans: a single node's"
