@@ -1040,11 +1040,124 @@ join_call_column(Node *node, void *arg)
 		(((Var *) node)->varno == OUTER_VAR || ((Var *) node)->varno == INNER_VAR);
 }
 
+/* The output positions of one join side (or a node's input) that expressions read */
+typedef struct SideReads
+{
+	int			varno;
+	Bitmapset  *read;
+} SideReads;
+
+static bool
+side_reads_walker(Node *node, SideReads *r)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var) && ((Var *) node)->varno == r->varno)
+	{
+		r->read = bms_add_member(r->read, ((Var *) node)->varattno);
+		return false;
+	}
+	return expression_tree_walker(node, side_reads_walker, r);
+}
+
+static void
+add_sort_columns(Bitmapset **read, int n, AttrNumber *cols)
+{
+	for (int i = 0; i < n; i++)
+		*read = bms_add_member(*read, cols[i]);
+}
+
+/*
+ * The columns the nodes between a join and its side's scans read (which
+ * do not project: a column is at the same place all the way down), and the
+ * scans; false where the chain holds anything else.
+ */
+static bool
+chain_reads(Plan *p, Bitmapset **read, List **scans)
+{
+	SideReads	r = {OUTER_VAR, NULL};
+	ListCell   *lc;
+
+	switch (nodeTag(p))
+	{
+		case T_ForeignScan:
+			*scans = lappend(*scans, p);
+			return true;
+		case T_Append:
+			foreach(lc, ((Append *) p)->appendplans)
+				if (!chain_reads(lfirst(lc), read, scans))
+					return false;
+			return true;
+		case T_MergeAppend:
+			add_sort_columns(read, ((MergeAppend *) p)->numCols,
+							 ((MergeAppend *) p)->sortColIdx);
+			foreach(lc, ((MergeAppend *) p)->mergeplans)
+				if (!chain_reads(lfirst(lc), read, scans))
+					return false;
+			return true;
+		case T_Sort:
+		case T_IncrementalSort:
+			add_sort_columns(read, ((Sort *) p)->numCols, ((Sort *) p)->sortColIdx);
+			break;
+		case T_Hash:
+			(void) side_reads_walker((Node *) ((Hash *) p)->hashkeys, &r);
+			break;
+		case T_Memoize:
+			(void) side_reads_walker((Node *) ((Memoize *) p)->param_exprs, &r);
+			break;
+		case T_Material:
+			break;
+		default:
+			return false;
+	}
+	*read = bms_join(*read, r.read);
+	return chain_reads(p->lefttree, read, scans);
+}
+
+/*
+ * Once a side's calls are its scans' columns, the columns they read need
+ * not travel where nothing else reads them: the scans send NULL for them
+ * (scan_drop_unread; ship_scan then leaves them out of the shard's
+ * answer).  Only where the nodes between are those chain_reads knows.
+ */
+static void
+drop_unread_side(Join *j, int side)
+{
+	SideReads	r = {side, NULL};
+	List	   *scans = NIL;
+	ListCell   *lc;
+
+	(void) side_reads_walker((Node *) j->plan.targetlist, &r);
+	(void) side_reads_walker((Node *) j->plan.qual, &r);
+	(void) side_reads_walker((Node *) j->joinqual, &r);
+	if (IsA(j, HashJoin))
+	{
+		(void) side_reads_walker((Node *) ((HashJoin *) j)->hashclauses, &r);
+		if (side == OUTER_VAR)
+		{
+			SideReads	k = {OUTER_VAR, NULL};
+
+			(void) side_reads_walker((Node *) ((HashJoin *) j)->hashkeys, &k);
+			r.read = bms_join(r.read, k.read);
+		}
+	}
+	else if (IsA(j, MergeJoin))
+		(void) side_reads_walker((Node *) ((MergeJoin *) j)->mergeclauses, &r);
+	else if (IsA(j, NestLoop) && side == OUTER_VAR)
+		foreach(lc, ((NestLoop *) j)->nestParams)
+			(void) side_reads_walker((Node *) ((NestLoopParam *) lfirst(lc))->paramval, &r);
+	if (!chain_reads(side == OUTER_VAR ? j->plan.lefttree : j->plan.righttree, &r.read, &scans))
+		return;
+	foreach(lc, scans)
+		scan_drop_unread(lfirst(lc), r.read);
+}
+
 static void
 ship_join_calls(Join *j, PlannedStmt *stmt)
 {
 	List	   *every_row = hb_pinned_calls_every_row((Node *) j->plan.targetlist);
 	JoinReplace jr = {NIL, NIL};
+	bool		shipped[2] = {false, false};	/* outer, inner */
 	ListCell   *lc;
 
 	foreach(lc, every_row)
@@ -1071,6 +1184,7 @@ ship_join_calls(Join *j, PlannedStmt *stmt)
 		pos = ship_down_side(j, side, (Node *) f, stmt);
 		if (pos == 0)
 			continue;
+		shipped[side == INNER_VAR] = true;
 		jr.calls = lappend(jr.calls, f);
 		jr.vars = lappend(jr.vars, makeVar(side, pos, exprType((Node *) f),
 										   exprTypmod((Node *) f),
@@ -1082,6 +1196,51 @@ ship_join_calls(Join *j, PlannedStmt *stmt)
 	j->plan.targetlist = (List *) join_replace_mutator((Node *) j->plan.targetlist, &jr);
 	j->plan.qual = (List *) join_replace_mutator((Node *) j->plan.qual, &jr);
 	j->joinqual = (List *) join_replace_mutator((Node *) j->joinqual, &jr);
+	if (shipped[0])
+		drop_unread_side(j, OUTER_VAR);
+	if (shipped[1])
+		drop_unread_side(j, INNER_VAR);
+}
+
+/*
+ * An Agg over a join (under its Sorts): each call in its aggregates'
+ * arguments over one side's columns becomes a column of that side's scans,
+ * as a join's own calls do, and the Agg reads it.
+ */
+static void
+ship_agg_join_calls(Agg *agg, PlannedStmt *stmt)
+{
+	Plan	   *below = agg->plan.lefttree;
+	List	   *every_row = NIL;
+	JoinReplace jr = {NIL, NIL};
+	ListCell   *lc;
+
+	if (agg->groupingSets != NIL || agg->chain != NIL || below == NULL)
+		return;
+	while (IsA(below, Sort))
+		below = below->lefttree;
+	if (!IsA(below, NestLoop) && !IsA(below, HashJoin) && !IsA(below, MergeJoin))
+		return;
+	(void) aggref_calls_walker((Node *) agg->plan.targetlist, &every_row);
+	(void) aggref_calls_walker((Node *) agg->plan.qual, &every_row);
+	foreach(lc, every_row)
+	{
+		FuncExpr   *f = lfirst(lc);
+		int			pos;
+
+		if (position_of(jr.calls, (Node *) f) > 0 || !call_ships(f, input_column, NULL) ||
+			ship_down(agg->plan.lefttree, OUTER_VAR, (Node *) f, stmt, false) == 0)
+			continue;
+		pos = ship_down(agg->plan.lefttree, OUTER_VAR, (Node *) f, stmt, true);
+		jr.calls = lappend(jr.calls, f);
+		jr.vars = lappend(jr.vars, makeVar(OUTER_VAR, pos, exprType((Node *) f),
+										   exprTypmod((Node *) f),
+										   exprCollation((Node *) f), 0));
+	}
+	if (jr.calls == NIL)
+		return;
+	agg->plan.targetlist = (List *) join_replace_mutator((Node *) agg->plan.targetlist, &jr);
+	agg->plan.qual = (List *) join_replace_mutator((Node *) agg->plan.qual, &jr);
 }
 
 /* ---- the plan ---- */
@@ -1093,9 +1252,12 @@ ship_walk(Plan *plan, PlannedStmt *stmt)
 
 	if (plan == NULL)
 		return;
-	/* an Agg first: its calls become its scans' */
+	/* an Agg first: its calls become its scans' (over a join: one side's) */
 	if (IsA(plan, Agg))
+	{
 		ship_agg_calls((Agg *) plan, stmt);
+		ship_agg_join_calls((Agg *) plan, stmt);
+	}
 	/* a join's calls over one side: that side's scans' */
 	if (IsA(plan, NestLoop) || IsA(plan, HashJoin) || IsA(plan, MergeJoin))
 		ship_join_calls((Join *) plan, stmt);
