@@ -22,6 +22,12 @@
 #            also on t_dist with hbird.pushdown = off, the coordinator
 #            scoring the rows the shards send (what the query did before
 #            the scans returned the scores: "off" below)
+#   join     every row's score beside a column of a small local table it
+#            is joined with (dims, 10 rows; the same hash of the scores):
+#            on t_dist the scored side's scans compute the scores and send
+#            only them and the join key; also with hbird.pushdown = off
+#            (the rows travel, the coordinator scores them above the join:
+#            what such a query did before)
 # and prints the medians, the ratios (single / two shards) and whether the
 # answers agree, also into bench/results/scaleout_latest.txt.
 #
@@ -98,6 +104,7 @@ CREATE FOREIGN TABLE t_p1 PARTITION OF t_dist FOR VALUES WITH (modulus 2, remain
 CREATE FOREIGN TABLE t_p2 PARTITION OF t_dist FOR VALUES WITH (modulus 2, remainder 1)
 	SERVER shard2 OPTIONS (table_name 't_part');
 INSERT INTO t_dist SELECT * FROM t;
+CREATE TABLE dims AS SELECT g AS k, 'label ' || g AS label FROM generate_series(0, 9) g;
 SELECT count(*) FROM hb_model_distribute('m');
 VACUUM ANALYZE t;
 ANALYZE t_dist;
@@ -114,6 +121,7 @@ SQL[sum]="SELECT sum(hb_predict('m', x)) FROM @T x"
 SQL[topk]="WITH y AS (SELECT id, hb_predict('m', x) AS s FROM @T x ORDER BY 2 DESC LIMIT 10) SELECT string_agg(s::text, ' ' ORDER BY s DESC) || ' | ' || coalesce(string_agg(id::text, ' ' ORDER BY id) FILTER (WHERE s > (SELECT min(s) FROM y)), '') FROM y"
 SQL[hb_topk]="WITH y AS (SELECT (item).id, score AS s FROM hb_topk('m', 10, NULL::@T)) SELECT string_agg(s::text, ' ' ORDER BY s DESC) || ' | ' || coalesce(string_agg(id::text, ' ' ORDER BY id) FILTER (WHERE s > (SELECT min(s) FROM y)), '') FROM y"
 SQL[scores]="SELECT bit_xor(hashfloat8(s) # id) || ' ' || count(*) FROM (SELECT id, hb_predict('m', x) AS s FROM @T x) y"
+SQL[join]="SELECT bit_xor(hashfloat8(s) # id # hashtext(label)) || ' ' || count(*) FROM (SELECT x.id, hb_predict('m', x) AS s, d.label FROM @T x JOIN dims d ON d.k = x.id % 10) y"
 declare -A MS ANSWER
 
 # cpu NODE: CPU ticks (user + system) used so far by the node's processes:
@@ -160,15 +168,17 @@ cpu_nodes() {
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 for round in $(seq "$ROUNDS"); do
-	for label in sum topk hb_topk scores; do
+	for label in sum topk hb_topk scores join; do
 		log "round $round: $label"
 		timed_runs "$label" t
 		timed_runs "$label" t_dist
 	done
 	timed_runs scores t_dist off "SET hbird.pushdown = off"
+	timed_runs join t_dist off "SET hbird.pushdown = off"
 done
 plan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[sum]//@T/t_dist}" | grep -c 'Remote SQL: SELECT sum(public.hb_predict_pinned(')
 scan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[scores]//@T/t_dist}" | grep -c 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(')
+join_scan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[join]//@T/t_dist}" | grep -c 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(')
 
 {
 	echo "bench/scaleout.sh $ROWS: one node against a coordinator with two shards"
@@ -177,11 +187,12 @@ scan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[scores]//@T/t_dist}" | grep -
 	echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "sum pushed down to both shards: $([ "$plan" = 2 ] && echo yes || echo NO)"
 	echo "scores computed by both shards' scans: $([ "$scan" = 2 ] && echo yes || echo NO)"
+	echo "the join's scores computed by both shards' scans (sending only the id beside them): $([ "$join_scan" = 2 ] && echo yes || echo NO)"
 	echo "CPU seconds per run (warm-up included), one node: coordinator; two shards: coordinator + shard1 + shard2"
 	printf '%-8s %12s %12s %8s  %-11s %s\n' query "one node ms" "2 shards ms" ratio "same answer" "CPU s: one node | two shards"
 	hz=$(getconf CLK_TCK)
 	runs=$(( (REPS + 1) * ROUNDS ))
-	for label in sum topk hb_topk scores; do
+	for label in sum topk hb_topk scores join; do
 		one=$(median <<<"${MS[$label/t]}")
 		two=$(median <<<"${MS[$label/t_dist]}")
 		a=${ANSWER[$label/t]}
@@ -194,12 +205,14 @@ scan=$(q $C -c "EXPLAIN (VERBOSE, COSTS OFF) ${SQL[scores]//@T/t_dist}" | grep -
 		cpu1=$(awk -v c="${CPU[$label/t/coord]}" -v h="$hz" -v r="$runs" 'BEGIN { printf "%.2f", c / h / r }')
 		printf '%-8s %12.1f %12.1f %7.2fx  %-11s %s | %s\n' "$label" "$one" "$two" "$(awk -v a="$one" -v b="$two" 'BEGIN { print a / b }')" "$same" "$cpu1" "$(cpu_nodes "$label/t_dist")"
 	done
-	off=$(median <<<"${MS[scores/off]}")
-	two=$(median <<<"${MS[scores/t_dist]}")
-	echo "scores on two shards: the coordinator scoring (hbird.pushdown = off) against the shards' scans"
-	printf '%-8s %12s %12s %8s  %-11s %s\n' "" "off ms" "on ms" ratio "same answer" "CPU s: off | on"
-	printf '%-8s %12.1f %12.1f %7.2fx  %-11s %s | %s\n' off "$off" "$two" \
-		"$(awk -v a="$off" -v b="$two" 'BEGIN { print a / b }')" \
-		"$([ "${ANSWER[scores/off]}" = "${ANSWER[scores/t]}" ] && echo yes || echo NO)" \
-		"$(cpu_nodes scores/off)" "$(cpu_nodes scores/t_dist)"
+	echo "on two shards: the coordinator scoring (hbird.pushdown = off) against the shards' scans"
+	printf '%-8s %12s %12s %8s  %-11s %s\n' query "off ms" "on ms" ratio "same answer" "CPU s: off | on"
+	for label in scores join; do
+		off=$(median <<<"${MS[$label/off]}")
+		two=$(median <<<"${MS[$label/t_dist]}")
+		printf '%-8s %12.1f %12.1f %7.2fx  %-11s %s | %s\n' "$label" "$off" "$two" \
+			"$(awk -v a="$off" -v b="$two" 'BEGIN { print a / b }')" \
+			"$([ "${ANSWER[$label/off]}" = "${ANSWER[$label/t]}" ] && echo yes || echo NO)" \
+			"$(cpu_nodes $label/off)" "$(cpu_nodes $label/t_dist)"
+	done
 } | tee "$OUT"

@@ -31,6 +31,9 @@
  * float8 arrives with its exact bits), and the scan stays asynchronous
  * under an Append.
  *
+ * A join's calls over one side, and an Agg's over a join, become that
+ * side's scans' columns first (ship_join_calls, ship_agg_join_calls).
+ *
  * Only where nothing else could change: a statement without row marks (no
  * EvalPlanQual recheck reads the scan's own row), a scan of the base
  * table (postgres_fdw's three private items, no fdw_scan_tlist, no system
@@ -954,6 +957,16 @@ ship_down(Plan *p, int varno, Node *call, PlannedStmt *stmt, bool apply)
 			(void) ship_down(kid, OUTER_VAR, below, stmt, true);
 		varno = d.side;
 	}
+	else if (IsA(p, Result) && p->lefttree != NULL && p->qual == NIL &&
+			 ((Result *) p)->resconstantqual == NULL)
+	{
+		/* a projection (a sort key computed below a Sort) */
+		if ((pos = ship_down(p->lefttree, OUTER_VAR, below, stmt, false)) == 0)
+			return 0;
+		if (apply)
+			(void) ship_down(p->lefttree, OUTER_VAR, below, stmt, true);
+		varno = OUTER_VAR;
+	}
 	else if (IsA(p, Hash) || IsA(p, Sort) || IsA(p, IncrementalSort) ||
 			 IsA(p, Material) || IsA(p, Memoize))
 	{
@@ -966,10 +979,11 @@ ship_down(Plan *p, int varno, Node *call, PlannedStmt *stmt, bool apply)
 	else
 		return 0;
 	/*
-	 * Nodes other than joins do not project: their tuples are their
-	 * input's, so the new column must take the same place in both
+	 * Nodes other than joins and Results do not project: their tuples are
+	 * their input's, so the new column must take the same place in both
 	 */
-	if (!IsA(p, NestLoop) && !IsA(p, HashJoin) && !IsA(p, MergeJoin) && pos != n)
+	if (!IsA(p, NestLoop) && !IsA(p, HashJoin) && !IsA(p, MergeJoin) && !IsA(p, Result) &&
+		pos != n)
 		return 0;
 	if (apply)
 		p->targetlist = lappend(p->targetlist,
@@ -1068,9 +1082,11 @@ add_sort_columns(Bitmapset **read, int n, AttrNumber *cols)
 }
 
 /*
- * The columns the nodes between a join and its side's scans read (which
- * do not project: a column is at the same place all the way down), and the
- * scans; false where the chain holds anything else.
+ * The columns of the scans below a join's side that are read: *read, the
+ * side's columns read above, becomes those of the scans, adding what the
+ * nodes between read (they keep a column's place, but for a Result, which
+ * projects: what its columns read are read below it); the scans go to
+ * *scans.  False where the chain holds anything else.
  */
 static bool
 chain_reads(Plan *p, Bitmapset **read, List **scans)
@@ -1080,20 +1096,31 @@ chain_reads(Plan *p, Bitmapset **read, List **scans)
 
 	switch (nodeTag(p))
 	{
+		case T_Result:
+			if (p->lefttree == NULL || p->qual != NIL ||
+				((Result *) p)->resconstantqual != NULL)
+				return false;
+			foreach(lc, p->targetlist)
+				if (bms_is_member(((TargetEntry *) lfirst(lc))->resno, *read))
+					(void) side_reads_walker((Node *) ((TargetEntry *) lfirst(lc))->expr, &r);
+			*read = r.read;
+			return chain_reads(p->lefttree, read, scans);
 		case T_ForeignScan:
 			*scans = lappend(*scans, p);
 			return true;
 		case T_Append:
-			foreach(lc, ((Append *) p)->appendplans)
-				if (!chain_reads(lfirst(lc), read, scans))
-					return false;
-			return true;
 		case T_MergeAppend:
-			add_sort_columns(read, ((MergeAppend *) p)->numCols,
-							 ((MergeAppend *) p)->sortColIdx);
-			foreach(lc, ((MergeAppend *) p)->mergeplans)
-				if (!chain_reads(lfirst(lc), read, scans))
+			/* the scans themselves, which then read the same columns */
+			if (IsA(p, MergeAppend))
+				add_sort_columns(read, ((MergeAppend *) p)->numCols,
+								 ((MergeAppend *) p)->sortColIdx);
+			foreach(lc, IsA(p, Append) ? ((Append *) p)->appendplans :
+					((MergeAppend *) p)->mergeplans)
+			{
+				if (!IsA(lfirst(lc), ForeignScan))
 					return false;
+				*scans = lappend(*scans, lfirst(lc));
+			}
 			return true;
 		case T_Sort:
 		case T_IncrementalSort:

@@ -280,6 +280,16 @@ for j in "enable_hashjoin = off; SET enable_nestloop = off|merge join" "enable_h
 		grep -qi "${j##*|}" <<<"$plan" && ! grep -q 'HbirdScore' <<<"$plan"
 	tap $? "scores over one side of a ${j##*|}: the shards compute them, a single node's"
 done
+# a merge join on an expression of the scored side: a Result computes the
+# sort key between the Sort and the scans (it projects: the call passes
+# through it, and so do the columns the key reads)
+join_expr="SELECT t.id, hb_predict('fraud', t) AS s, d.label FROM @T t JOIN dims d ON d.grp = t.id % 6 ORDER BY t.id"
+d=$(q $C -c "SET enable_hashjoin = off; SET enable_nestloop = off" -c "${join_expr//@T/t_dist}" 2>&1)
+plan=$(q $C -c "SET enable_hashjoin = off; SET enable_nestloop = off" -c "EXPLAIN (VERBOSE, COSTS OFF) ${join_expr//@T/t_dist}")
+same "$d" "$(q $C -c "${join_expr//@T/t_local}" 2>&1)" &&
+	[ "$(grep -c 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(' <<<"$plan")" = 2 ] &&
+	grep -q 'Merge Join' <<<"$plan" && grep -q 'Result' <<<"$plan" && ! grep -q 'HbirdScore' <<<"$plan"
+tap $? "a merge join on an expression of the scored side (a Result between): the shards compute the scores and send only the id, a single node's"
 # three tables, the call two joins up, the score in the join's filter too
 join3="SELECT t.id, hb_predict('reg', t) AS s, d.label, e.label AS l2 FROM dims d JOIN @T t ON t.grp = d.grp JOIN dims e ON e.grp = (t.id % 6) WHERE hb_predict('reg', t) > d.grp - 3 ORDER BY t.id"
 plan=$(explain "${join3//@T/t_dist}")
