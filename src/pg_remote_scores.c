@@ -1240,12 +1240,18 @@ ship_agg_join_calls(Agg *agg, PlannedStmt *stmt)
 	Plan	   *below = agg->plan.lefttree;
 	List	   *every_row = NIL;
 	JoinReplace jr = {NIL, NIL};
+	SideReads	r = {OUTER_VAR, NULL};
+	bool		shipped[2] = {false, false};	/* the join's outer, inner */
 	ListCell   *lc;
 
 	if (agg->groupingSets != NIL || agg->chain != NIL || below == NULL)
 		return;
+	add_sort_columns(&r.read, agg->numCols, agg->grpColIdx);
 	while (IsA(below, Sort))
+	{
+		add_sort_columns(&r.read, ((Sort *) below)->numCols, ((Sort *) below)->sortColIdx);
 		below = below->lefttree;
+	}
 	if (!IsA(below, NestLoop) && !IsA(below, HashJoin) && !IsA(below, MergeJoin))
 		return;
 	(void) aggref_calls_walker((Node *) agg->plan.targetlist, &every_row);
@@ -1263,11 +1269,37 @@ ship_agg_join_calls(Agg *agg, PlannedStmt *stmt)
 		jr.vars = lappend(jr.vars, makeVar(OUTER_VAR, pos, exprType((Node *) f),
 										   exprTypmod((Node *) f),
 										   exprCollation((Node *) f), 0));
+		/* (the join's new column names the side it came from) */
+		{
+			Var		   *jv = output_var(below, list_length(below->targetlist));
+
+			if (jv != NULL)
+				shipped[jv->varno == INNER_VAR] = true;
+		}
 	}
 	if (jr.calls == NIL)
 		return;
 	agg->plan.targetlist = (List *) join_replace_mutator((Node *) agg->plan.targetlist, &jr);
 	agg->plan.qual = (List *) join_replace_mutator((Node *) agg->plan.qual, &jr);
+
+	/*
+	 * The join's outputs the Agg (and its Sorts) no longer read are NULL:
+	 * then the side's columns only the calls read need not travel
+	 */
+	(void) side_reads_walker((Node *) agg->plan.targetlist, &r);
+	(void) side_reads_walker((Node *) agg->plan.qual, &r);
+	foreach(lc, below->targetlist)
+	{
+		TargetEntry *te = lfirst(lc);
+		Node	   *e = (Node *) te->expr;
+
+		if (!bms_is_member(te->resno, r.read))
+			te->expr = (Expr *) makeNullConst(exprType(e), exprTypmod(e), exprCollation(e));
+	}
+	if (shipped[0])
+		drop_unread_side((Join *) below, OUTER_VAR);
+	if (shipped[1])
+		drop_unread_side((Join *) below, INNER_VAR);
 }
 
 /* ---- the plan ---- */

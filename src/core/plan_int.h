@@ -330,6 +330,9 @@ hb_cat_in_set(const HbPlan *p, int flags, int64_t idx, double x)
 	if (x >= HB_MAX_CATEGORY)
 		return false;
 	c = (uint32_t) x;
+	/* an empty set (a damaged or odd model): no words, maybe no array */
+	if (p->cat_nwords[idx] == 0)
+		return false;
 	if (flags & HB_FN_CAT_LIST)
 		return hb_cat_in_list(p->cat_words + p->cat_off[idx],
 							  p->cat_nwords[idx], c);

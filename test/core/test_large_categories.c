@@ -564,19 +564,21 @@ test_membership(const char *what, const Split *sp0, int n_trees, bool xgb)
 int
 main(void)
 {
+	/* (the last, empty: no category is in it, and no words hold it) */
 	const Split xgb_sets[] = {
-		{0, 4, set_a, 0}, {0, 3, set_b, 0}, {0, 1, set_c, 0}, {0, 2, set_d, 0}
+		{0, 4, set_a, 0}, {0, 3, set_b, 0}, {0, 1, set_c, 0}, {0, 2, set_d, 0},
+		{0, 0, NULL, 0}
 	};
 	const Split lgb_sets[] = {
 		{0, 4, set_a, 0}, {0, 3, set_e, 0}, {0, 1, set_f, 0}, {0, 2, set_d, 0},
-		{0, 3, set_g, 0}
+		{0, 3, set_g, 0}, {0, 0, NULL, 0}
 	};
 
 	test_fixture();
 	test_many_nodes("one id near 2^24 per node", near_top, 1);
 	test_many_nodes("ids t and 2^24 - 1 - t per node", far_apart, 2);
-	test_membership("membership, XGBoost (float32)", xgb_sets, 4, true);
-	test_membership("membership, truncated toward zero (float64)", lgb_sets, 5, false);
+	test_membership("membership, XGBoost (float32)", xgb_sets, 5, true);
+	test_membership("membership, truncated toward zero (float64)", lgb_sets, 6, false);
 
 	printf("# passed %d failed %d\n", tu_n_test - tu_n_fail, tu_n_fail);
 	printf("1..%d\n", tu_n_test);
