@@ -622,23 +622,29 @@ aggref_calls_walker(Node *node, List **calls)
 	return expression_tree_walker(node, aggref_calls_walker, calls);
 }
 
-typedef struct AggReplace
+/* Calls to shipped columns: each call (equal() to one) becomes its Var. */
+typedef struct CallVars
 {
 	List	   *calls;
-	int			first;			/* the input column of the first call */
-} AggReplace;
+	List	   *vars;			/* the Var each call becomes */
+} CallVars;
 
 static Node *
-agg_replace_mutator(Node *node, AggReplace *ar)
+call_vars_mutator(Node *node, CallVars *cv)
 {
 	int			pos;
 
 	if (node == NULL)
 		return NULL;
-	if (IsA(node, FuncExpr) && (pos = position_of(ar->calls, node)) > 0)
-		return (Node *) makeVar(OUTER_VAR, ar->first + pos - 1, exprType(node),
-								exprTypmod(node), exprCollation(node), 0);
-	return expression_tree_mutator(node, agg_replace_mutator, ar);
+	if (IsA(node, FuncExpr) && (pos = position_of(cv->calls, node)) > 0)
+		return copyObject(list_nth(cv->vars, pos - 1));
+	return expression_tree_mutator(node, call_vars_mutator, cv);
+}
+
+static Var *
+call_var(int varno, AttrNumber pos, Node *call)
+{
+	return makeVar(varno, pos, exprType(call), exprTypmod(call), exprCollation(call), 0);
 }
 
 /* An input column nobody reads any more: the scan sends NULL for it. */
@@ -664,10 +670,7 @@ pass_up(Plan *p, Node *call)
 	int			n = list_length(p->targetlist) + 1;
 
 	p->targetlist = lappend(p->targetlist,
-							makeTargetEntry((Expr *) makeVar(OUTER_VAR, n, exprType(call),
-															 exprTypmod(call),
-															 exprCollation(call), 0),
-											n, NULL, false));
+							makeTargetEntry((Expr *) call_var(OUTER_VAR, n, call), n, NULL, false));
 }
 
 /*
@@ -691,7 +694,7 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	List	   *passing = NIL;	/* the nodes between: Sorts, an Append */
 	List	   *scans;
 	Plan	   *below = agg->plan.lefttree;
-	AggReplace	ar;
+	CallVars	cv = {NIL, NIL};
 	ListCell   *lc;
 	ListCell   *lp;
 
@@ -769,8 +772,10 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	}
 
 	/* each call: one more column of every scan, passed up to the Agg */
-	ar.calls = r.calls;
-	ar.first = list_length(below->targetlist) + 1;
+	cv.calls = r.calls;
+	foreach(lp, r.calls)
+		cv.vars = lappend(cv.vars, call_var(OUTER_VAR, list_length(below->targetlist) + 1 +
+											foreach_current_index(lp), lfirst(lp)));
 	foreach(lc, scans)
 	{
 		Plan	   *scan = lfirst(lc);
@@ -788,8 +793,8 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	foreach(lc, passing)
 		foreach(lp, r.calls)
 			pass_up(lfirst(lc), lfirst(lp));
-	agg->plan.targetlist = (List *) agg_replace_mutator((Node *) agg->plan.targetlist, &ar);
-	agg->plan.qual = (List *) agg_replace_mutator((Node *) agg->plan.qual, &ar);
+	agg->plan.targetlist = (List *) call_vars_mutator((Node *) agg->plan.targetlist, &cv);
+	agg->plan.qual = (List *) call_vars_mutator((Node *) agg->plan.qual, &cv);
 }
 
 /* ---- a join's calls over one side's scans ---- */
@@ -987,10 +992,7 @@ ship_down(Plan *p, int varno, Node *call, PlannedStmt *stmt, bool apply)
 		return 0;
 	if (apply)
 		p->targetlist = lappend(p->targetlist,
-								makeTargetEntry((Expr *) makeVar(varno, pos, exprType(call),
-																 exprTypmod(call),
-																 exprCollation(call), 0),
-												n, NULL, false));
+								makeTargetEntry((Expr *) call_var(varno, pos, call), n, NULL, false));
 	return n;
 }
 
@@ -1026,24 +1028,6 @@ ship_down_side(Join *j, int side, Node *call, PlannedStmt *stmt)
 	if (ship_down(kid, OUTER_VAR, over_kid, stmt, false) == 0)
 		return 0;
 	return ship_down(kid, OUTER_VAR, over_kid, stmt, true);
-}
-
-typedef struct JoinReplace
-{
-	List	   *calls;
-	List	   *vars;			/* the Var each call becomes */
-} JoinReplace;
-
-static Node *
-join_replace_mutator(Node *node, JoinReplace *jr)
-{
-	int			pos;
-
-	if (node == NULL)
-		return NULL;
-	if (IsA(node, FuncExpr) && (pos = position_of(jr->calls, node)) > 0)
-		return copyObject(list_nth(jr->vars, pos - 1));
-	return expression_tree_mutator(node, join_replace_mutator, jr);
 }
 
 /* Does node read anything but Vars of one side of a join? */
@@ -1183,7 +1167,7 @@ static void
 ship_join_calls(Join *j, PlannedStmt *stmt)
 {
 	List	   *every_row = hb_pinned_calls_every_row((Node *) j->plan.targetlist);
-	JoinReplace jr = {NIL, NIL};
+	CallVars	jr = {NIL, NIL};
 	bool		shipped[2] = {false, false};	/* outer, inner */
 	ListCell   *lc;
 
@@ -1213,16 +1197,14 @@ ship_join_calls(Join *j, PlannedStmt *stmt)
 			continue;
 		shipped[side == INNER_VAR] = true;
 		jr.calls = lappend(jr.calls, f);
-		jr.vars = lappend(jr.vars, makeVar(side, pos, exprType((Node *) f),
-										   exprTypmod((Node *) f),
-										   exprCollation((Node *) f), 0));
+		jr.vars = lappend(jr.vars, call_var(side, pos, (Node *) f));
 	}
 	if (jr.calls == NIL)
 		return;
 	/* the join's quals read the same column where they call the same */
-	j->plan.targetlist = (List *) join_replace_mutator((Node *) j->plan.targetlist, &jr);
-	j->plan.qual = (List *) join_replace_mutator((Node *) j->plan.qual, &jr);
-	j->joinqual = (List *) join_replace_mutator((Node *) j->joinqual, &jr);
+	j->plan.targetlist = (List *) call_vars_mutator((Node *) j->plan.targetlist, &jr);
+	j->plan.qual = (List *) call_vars_mutator((Node *) j->plan.qual, &jr);
+	j->joinqual = (List *) call_vars_mutator((Node *) j->joinqual, &jr);
 	if (shipped[0])
 		drop_unread_side(j, OUTER_VAR);
 	if (shipped[1])
@@ -1239,7 +1221,7 @@ ship_agg_join_calls(Agg *agg, PlannedStmt *stmt)
 {
 	Plan	   *below = agg->plan.lefttree;
 	List	   *every_row = NIL;
-	JoinReplace jr = {NIL, NIL};
+	CallVars	jr = {NIL, NIL};
 	SideReads	r = {OUTER_VAR, NULL};
 	bool		shipped[2] = {false, false};	/* the join's outer, inner */
 	ListCell   *lc;
@@ -1266,9 +1248,7 @@ ship_agg_join_calls(Agg *agg, PlannedStmt *stmt)
 			continue;
 		pos = ship_down(agg->plan.lefttree, OUTER_VAR, (Node *) f, stmt, true);
 		jr.calls = lappend(jr.calls, f);
-		jr.vars = lappend(jr.vars, makeVar(OUTER_VAR, pos, exprType((Node *) f),
-										   exprTypmod((Node *) f),
-										   exprCollation((Node *) f), 0));
+		jr.vars = lappend(jr.vars, call_var(OUTER_VAR, pos, (Node *) f));
 		/* (the join's new column names the side it came from) */
 		{
 			Var		   *jv = output_var(below, list_length(below->targetlist));
@@ -1279,8 +1259,8 @@ ship_agg_join_calls(Agg *agg, PlannedStmt *stmt)
 	}
 	if (jr.calls == NIL)
 		return;
-	agg->plan.targetlist = (List *) join_replace_mutator((Node *) agg->plan.targetlist, &jr);
-	agg->plan.qual = (List *) join_replace_mutator((Node *) agg->plan.qual, &jr);
+	agg->plan.targetlist = (List *) call_vars_mutator((Node *) agg->plan.targetlist, &jr);
+	agg->plan.qual = (List *) call_vars_mutator((Node *) agg->plan.qual, &jr);
 
 	/*
 	 * The join's outputs the Agg (and its Sorts) no longer read are NULL:

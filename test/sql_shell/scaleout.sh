@@ -290,28 +290,30 @@ same "$d" "$(q $C -c "${join_expr//@T/t_local}" 2>&1)" &&
 	[ "$(grep -c 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(' <<<"$plan")" = 2 ] &&
 	grep -q 'Merge Join' <<<"$plan" && grep -q 'Result' <<<"$plan" && ! grep -q 'HbirdScore' <<<"$plan"
 tap $? "a merge join on an expression of the scored side (a Result between): the shards compute the scores and send only the id, a single node's"
+# shipped WHAT SQL_WITH_T PATTERN: on t_dist, both shards' Remote SQL
+# matches PATTERN and the coordinator scores nothing; the answer is a
+# single node's
+shipped() {
+	plan=$(explain "${2//@T/t_dist}")
+	[ "$(grep -c "$3" <<<"$plan")" = 2 ] && ! grep -q 'HbirdScore' <<<"$plan"
+	tap $? "$1: computed by the shards"
+	cmp_sql "$2"
+	tap $? "$1: a single node's"
+}
 # three tables, the call two joins up, the score in the join's filter too
-join3="SELECT t.id, hb_predict('reg', t) AS s, d.label, e.label AS l2 FROM dims d JOIN @T t ON t.grp = d.grp JOIN dims e ON e.grp = (t.id % 6) WHERE hb_predict('reg', t) > d.grp - 3 ORDER BY t.id"
-plan=$(explain "${join3//@T/t_dist}")
-[ "$(grep -c 'Remote SQL: SELECT .*public.hb_predict_pinned(' <<<"$plan")" = 2 ] && ! grep -q 'HbirdScore' <<<"$plan"
-tap $? "a call two joins up, and in a join's filter: computed by the shards"
-cmp_sql "$join3"
-tap $? "a call two joins up, and in a join's filter: a single node's"
+shipped "a call two joins up, and in a join's filter" \
+	"SELECT t.id, hb_predict('reg', t) AS s, d.label, e.label AS l2 FROM dims d JOIN @T t ON t.grp = d.grp JOIN dims e ON e.grp = (t.id % 6) WHERE hb_predict('reg', t) > d.grp - 3 ORDER BY t.id" \
+	'Remote SQL: SELECT .*public.hb_predict_pinned('
 # t the preserved side of a LEFT JOIN whose condition reads one of its
 # columns (which must still travel)
-left_q="SELECT t.id, hb_predict('fraud', t) AS s, coalesce(d.label, '-') AS label FROM @T t LEFT JOIN dims d ON d.grp = t.grp AND d.grp < 3 AND t.amount > d.grp - 2 ORDER BY t.id"
-plan=$(explain "${left_q//@T/t_dist}")
-[ "$(grep -c 'Remote SQL: SELECT s.c1, s.c2, s.c3, public.hb_predict_pinned(' <<<"$plan")" = 2 ]
-tap $? "scores of the preserved side of a LEFT JOIN: computed by the shards"
-cmp_sql "$left_q"
-tap $? "scores of the preserved side of a LEFT JOIN: a single node's"
-# aggregates over a join: the calls in their arguments go down one side
-agg_join="SELECT d.label, round(avg(hb_predict('reg', t))::numeric, 8), count(*), max(hb_predict_class('multi', t)) FROM @T t JOIN dims d ON d.grp = t.grp GROUP BY d.label ORDER BY d.label"
-plan=$(explain "${agg_join//@T/t_dist}")
-[ "$(grep -c 'Remote SQL: SELECT s.c[0-9]*, public.hb_predict_pinned(.*public.hb_predict_class_pinned(' <<<"$plan")" = 2 ] && ! grep -q 'HbirdScore' <<<"$plan"
-tap $? "aggregates of scores over a join: the shards compute the scores, and send only them and the join key"
-cmp_sql "$agg_join"
-tap $? "aggregates of scores over a join: a single node's"
+shipped "scores of the preserved side of a LEFT JOIN (id, grp and amount travel)" \
+	"SELECT t.id, hb_predict('fraud', t) AS s, coalesce(d.label, '-') AS label FROM @T t LEFT JOIN dims d ON d.grp = t.grp AND d.grp < 3 AND t.amount > d.grp - 2 ORDER BY t.id" \
+	'Remote SQL: SELECT s.c1, s.c2, s.c3, public.hb_predict_pinned('
+# aggregates over a join: the calls in their arguments go down one side,
+# which sends only the scores and the join key
+shipped "aggregates of scores over a join" \
+	"SELECT d.label, round(avg(hb_predict('reg', t))::numeric, 8), count(*), max(hb_predict_class('multi', t)) FROM @T t JOIN dims d ON d.grp = t.grp GROUP BY d.label ORDER BY d.label" \
+	'Remote SQL: SELECT s.c[0-9]*, public.hb_predict_pinned(.*public.hb_predict_class_pinned('
 # an array form on the side a LEFT JOIN may null: pinned, but not sent
 # down (the made-up rows score as missing values above the join, as on one
 # node); a hash join (a nested loop would scan t_dist with a parameter,
