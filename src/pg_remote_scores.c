@@ -807,7 +807,8 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
  * scored the rows of t_dist on the coordinator, after they had travelled.
  * A call over the columns of one side of a join becomes one more column
  * of that side's scans instead, passed up by the nodes between (Hash,
- * Sort, Material, Memoize, Append, Merge Append, lower joins), and the
+ * Sort, Material, Memoize, a projecting Result, Append, Merge Append,
+ * lower joins), and the
  * join reads that column: then ship_scan makes each shard's scan compute
  * it.  The scans then score every row they return, also rows the join
  * drops (what the coordinator would have read anyway), and a row that
