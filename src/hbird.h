@@ -57,11 +57,10 @@ typedef struct HbCacheEntry
 									 * tokens (featurize_sparse.h), or NULL;
 									 * read it through hb_entry_sparse */
 
-	const char *shared_block;	/* the shared cache's block the plan lies
-								 * in, and its size; or NULL */
-	Size		shared_size;
-	struct HbSharedHold *shared_hold;	/* pg_cache.c: its pin, while a
-										 * transaction uses it */
+	struct HbSharedHold *shared_hold;	/* pg_cache.c: the shared cache's
+										 * block the plan lies in (pinned
+										 * while a transaction uses it), or
+										 * NULL */
 	int			pins;			/* statements using it right now */
 	dlist_node	lru;
 	void	   *stat;			/* pg_stats.c: counters not yet flushed */

@@ -299,6 +299,29 @@ shared_plan_off(const HbCacheEntry *e)
 					 shared_strings_len(e));
 }
 
+/*
+ * An entry's hold on its block in the shared cache.  It is pinned while a
+ * transaction uses the entry: from the look-up that finds the entry until
+ * the transaction ends, or until the last statement still holding the
+ * entry then lets it go.  In between the entry stays in this backend's
+ * cache unpinned, and the next look-up pins the block again, or finds it
+ * gone (evicted, its slot perhaps holding another block by then) and
+ * drops the entry.  The entry's context holds it: its deletion, on any
+ * path, lets go of the pin.
+ */
+typedef struct HbSharedHold
+{
+	int			slot;			/* the shared cache's slot + 1 */
+	uint64		stamp;			/* the block the entry reads there */
+	const char *base;			/* where the block lies, and its size */
+	Size		size;
+	bool		pinned;			/* pinned in the shared cache now */
+	bool		let_go;			/* the transaction ended while in use */
+	HbCacheEntry *entry;		/* NULL until made */
+	dlist_node	node;			/* in holds */
+	MemoryContextCallback cb;
+} HbSharedHold;
+
 /* The bytes hb_cache_share_write needs for e; 0 where it is not shared. */
 Size
 hb_cache_share_size(const HbCacheEntry *e)
@@ -306,8 +329,8 @@ hb_cache_share_size(const HbCacheEntry *e)
 	size_t		plan_len;
 
 	/* read from the shared cache: that block is the same layout */
-	if (e->shared_block != NULL)
-		return e->shared_size;
+	if (e->shared_hold != NULL)
+		return e->shared_hold->size;
 	if (e->pipeline != NULL || e->sparse != NULL || !library_known())
 		return 0;
 	plan_len = hb_plan_flat_size(e->plan);
@@ -334,9 +357,9 @@ hb_cache_share_write(const HbCacheEntry *e, Size size, void *dst)
 	int32	   *types = (int32 *) (h + 1);
 	char	   *str = (char *) (types + e->n_features);
 
-	if (e->shared_block != NULL)
+	if (e->shared_hold != NULL)
 	{
-		memcpy(dst, e->shared_block, e->shared_size);
+		memcpy(dst, e->shared_hold->base, e->shared_hold->size);
 		return;
 	}
 	memset(h, 0, sizeof(*h));
@@ -410,27 +433,6 @@ block_matches(const char *base, Size size, const void *arg)
 	return key_matches(str, h->version, h->sha256, names_key, ref);
 }
 
-/*
- * An entry's hold on its block in the shared cache.  It is pinned while a
- * transaction uses the entry: from the look-up that finds the entry until
- * the transaction ends, or until the last statement still holding the
- * entry then lets it go.  In between the entry stays in this backend's
- * cache unpinned, and the next look-up pins the block again, or finds it
- * gone (evicted, its slot perhaps holding another block by then) and
- * drops the entry.  The entry's context holds it: its deletion, on any
- * path, lets go of the pin.
- */
-typedef struct HbSharedHold
-{
-	int			slot;			/* the shared cache's slot + 1 */
-	uint64		stamp;			/* the block the entry reads there */
-	bool		pinned;			/* pinned in the shared cache now */
-	bool		let_go;			/* the transaction ended while in use */
-	HbCacheEntry *entry;		/* NULL until made */
-	dlist_node	node;			/* in holds */
-	MemoryContextCallback cb;
-} HbSharedHold;
-
 static dlist_head holds = DLIST_STATIC_INIT(holds);
 
 static void
@@ -476,9 +478,9 @@ holds_xact_callback(XactEvent event, void *arg)
 	}
 }
 
-/* A new hold on the block pinned in slot, owned by cxt. */
+/* A new hold on block b, pinned in slot, owned by cxt. */
 static HbSharedHold *
-hold_new(MemoryContext cxt, int slot, uint64 stamp)
+hold_new(MemoryContext cxt, int slot, const HbSharedBlock *b)
 {
 	static bool registered = false;
 	HbSharedHold *h;
@@ -490,7 +492,9 @@ hold_new(MemoryContext cxt, int slot, uint64 stamp)
 	}
 	h = MemoryContextAllocZero(cxt, sizeof(HbSharedHold));
 	h->slot = slot;
-	h->stamp = stamp;
+	h->stamp = b->stamp;
+	h->base = b->base;
+	h->size = b->size;
 	h->pinned = true;
 	h->cb.func = hold_free;
 	h->cb.arg = h;
@@ -543,7 +547,7 @@ entry_from_block(const HbSharedBlock *b, const HbCatalogRef *ref, int slot,
 									  ALLOCSET_SMALL_SIZES);
 	if (slot != 0)
 	{
-		hold = hold_new(entry_cxt, slot, b->stamp);
+		hold = hold_new(entry_cxt, slot, b);
 		*held = true;
 	}
 	old = MemoryContextSwitchTo(entry_cxt);
@@ -557,8 +561,6 @@ entry_from_block(const HbSharedBlock *b, const HbCatalogRef *ref, int slot,
 	e->plan = plan;
 	if (hold != NULL)
 	{
-		e->shared_block = base;
-		e->shared_size = b->size;
 		e->shared_hold = hold;
 		hold->entry = e;
 	}

@@ -663,6 +663,14 @@ scan_drop_unread(Plan *scan, Bitmapset *read)
 	}
 }
 
+/* The columns a node's keys name (sort, merge, grouping keys), read. */
+static void
+add_sort_columns(Bitmapset **read, int n, AttrNumber *cols)
+{
+	for (int i = 0; i < n; i++)
+		*read = bms_add_member(*read, cols[i]);
+}
+
 /* One more column of a node that passes its input's columns up. */
 static void
 pass_up(Plan *p, Node *call)
@@ -702,10 +710,7 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 		return;
 	while (IsA(below, Sort))
 	{
-		Sort	   *sort = (Sort *) below;
-
-		for (int i = 0; i < sort->numCols; i++)
-			read = bms_add_member(read, sort->sortColIdx[i]);
+		add_sort_columns(&read, ((Sort *) below)->numCols, ((Sort *) below)->sortColIdx);
 		passing = lappend(passing, below);
 		below = below->lefttree;
 	}
@@ -716,12 +721,10 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	}
 	else if (IsA(below, MergeAppend) && ((MergeAppend *) below)->mergeplans != NIL)
 	{
-		MergeAppend *ma = (MergeAppend *) below;
-
-		for (int i = 0; i < ma->numCols; i++)
-			read = bms_add_member(read, ma->sortColIdx[i]);
+		add_sort_columns(&read, ((MergeAppend *) below)->numCols,
+						 ((MergeAppend *) below)->sortColIdx);
 		passing = lappend(passing, below);
-		scans = ma->mergeplans;
+		scans = ((MergeAppend *) below)->mergeplans;
 	}
 	else
 		scans = list_make1(below);
@@ -739,8 +742,7 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 		if (list_length(((Plan *) lfirst(lc))->targetlist) != list_length(below->targetlist))
 			return;
 
-	for (int i = 0; i < agg->numCols; i++)
-		read = bms_add_member(read, agg->grpColIdx[i]);
+	add_sort_columns(&read, agg->numCols, agg->grpColIdx);
 	(void) aggref_calls_walker((Node *) agg->plan.targetlist, &r.every_row);
 	(void) aggref_calls_walker((Node *) agg->plan.qual, &r.every_row);
 	r.ok = true;
@@ -1057,13 +1059,6 @@ side_reads_walker(Node *node, SideReads *r)
 		return false;
 	}
 	return expression_tree_walker(node, side_reads_walker, r);
-}
-
-static void
-add_sort_columns(Bitmapset **read, int n, AttrNumber *cols)
-{
-	for (int i = 0; i < n; i++)
-		*read = bms_add_member(*read, cols[i]);
 }
 
 /*

@@ -95,7 +95,7 @@ models_to_share(HbScoreState *st)
 		 * the leader's) find it themselves: pinned here, it stays there
 		 * until the node ends.
 		 */
-		if (e->shared_block != NULL && hb_shared_cache_on())
+		if (e->shared_hold != NULL && hb_shared_cache_on())
 		{
 			hb_cache_pin_for(e, st->state_cxt);
 			continue;
