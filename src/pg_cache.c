@@ -128,6 +128,8 @@ compile_entry(const HbCatalogRef *ref, bool quiet)
 	HbFormat	format = HB_FORMAT_AUTO;
 	bytea	   *body;
 	bytea	   *image;
+	size_t		pipeline_at = 0;
+	HbPipeline *pipeline = NULL;
 
 	/*
 	 * The entry's context starts under a scratch context, so an error
@@ -139,11 +141,28 @@ compile_entry(const HbCatalogRef *ref, bool quiet)
 									  ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(work);
 
-	/* the compiled image when it is one this build reads, else the bytes */
+	/*
+	 * The compiled image when it is one this build reads, else the bytes.
+	 * A pipeline in the image is read into the entry's memory, where it
+	 * stays (a copy from m's read and checked it twice): the rest of m goes
+	 * with the scratch context.
+	 */
 	image = hb_catalog_bytes(ref->name, ref->version, "image");
-	if (image == NULL ||
-		!hb_model_image_read(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err))
+	if (image != NULL &&
+		hb_model_image_read_split(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image),
+								  &m, &pipeline_at, &err) &&
+		pipeline_at != 0 && !quiet)
 	{
+		MemoryContextSwitchTo(entry_cxt);
+		if (!hb_model_image_read_pipeline(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image),
+										  pipeline_at, m->n_features,
+										  &pipeline, &err))
+			m = NULL;			/* freed with work; the original is read */
+		MemoryContextSwitchTo(work);
+	}
+	if (m == NULL)
+	{
+		pipeline_at = 0;
 		if (quiet)
 			goto quit;
 		/* a stale or damaged image only costs a parse of the original */
@@ -172,7 +191,7 @@ compile_entry(const HbCatalogRef *ref, bool quiet)
 				hb_report(&err, "could not load model", ref->name);
 		}
 	}
-	if (quiet && m->pipeline != NULL)
+	if (quiet && (m->pipeline != NULL || pipeline_at != 0))
 		goto quit;
 
 	MemoryContextSwitchTo(entry_cxt);
@@ -187,6 +206,7 @@ compile_entry(const HbCatalogRef *ref, bool quiet)
 	e->n_features = m->n_features;
 	e->n_outputs = m->n_outputs;
 	e->n_classes = m->n_classes;
+	e->pipeline = pipeline;
 	if (m->pipeline && !hb_pipeline_copy(m->pipeline, &e->pipeline, &err))
 		hb_report(&err, "could not compile model", ref->name);
 	/* rebuilt with every plan, never stored in the image */

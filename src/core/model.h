@@ -220,6 +220,12 @@ extern bool hb_model_image_write(const HbModel *m, char **out, size_t *len,
 								 HbError *err);
 extern bool hb_model_image_read(const char *bytes, size_t len, HbModel **out,
 								HbError *err);
+extern bool hb_model_image_read_split(const char *bytes, size_t len,
+									  HbModel **out, size_t *pipeline_at,
+									  HbError *err);
+extern bool hb_model_image_read_pipeline(const char *bytes, size_t len,
+										 size_t pipeline_at, int32_t n_features,
+										 HbPipeline **out, HbError *err);
 extern bool hb_pipeline_copy(const HbPipeline *p, HbPipeline **out,
 							 HbError *err);
 

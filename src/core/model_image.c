@@ -492,8 +492,67 @@ get_pipeline(Rd *r, bool *nomem)
  * with a real error code on allocation failure or corruption found after the
  * header matched.
  */
+static bool image_read(const char *bytes, size_t len, HbModel **out,
+					   size_t *pipeline_at, HbError *err);
+
 bool
 hb_model_image_read(const char *bytes, size_t len, HbModel **out, HbError *err)
+{
+	return image_read(bytes, len, out, NULL, err);
+}
+
+/*
+ * An image's model without its pipeline; *pipeline_at is where the image
+ * holds one (read it with hb_model_image_read_pipeline), 0 where it holds
+ * none.  For a caller that keeps the pipeline in other memory than the
+ * model (a backend's cache: the pipeline with the plan, the trees freed
+ * once compiled): reading it there costs less than copying it.
+ */
+bool
+hb_model_image_read_split(const char *bytes, size_t len, HbModel **out,
+						  size_t *pipeline_at, HbError *err)
+{
+	return image_read(bytes, len, out, pipeline_at, err);
+}
+
+/*
+ * The pipeline of an image hb_model_image_read_split read, at pipeline_at,
+ * for a model of n_features features: read and checked as
+ * hb_model_image_read checks it.
+ */
+bool
+hb_model_image_read_pipeline(const char *bytes, size_t len, size_t pipeline_at,
+							 int32_t n_features, HbPipeline **out, HbError *err)
+{
+	Rd			r = {bytes + pipeline_at, bytes + len, false};
+	bool		nomem = false;
+	HbPipeline *p;
+
+	*out = NULL;
+	if (pipeline_at == 0 || pipeline_at >= len)
+		return hb_fail(err, HB_ERR_INVALID, "stored model image is corrupt");
+	p = get_pipeline(&r, &nomem);
+	if (!r.bad && (p == NULL || r.p != r.end))
+		r.bad = true;
+	if (nomem || r.bad)
+	{
+		hb_pipeline_free(p);
+		if (nomem)
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		return hb_fail(err, HB_ERR_INVALID, "stored model image is corrupt");
+	}
+	if (!hb_pipeline_validate(p, n_features, err))
+	{
+		hb_pipeline_free(p);
+		return false;
+	}
+	*out = p;
+	return true;
+}
+
+static bool
+image_read(const char *bytes, size_t len, HbModel **out, size_t *pipeline_at,
+		   HbError *err)
 {
 	Rd			r = {bytes, bytes + len, false};
 	HbModel    *m;
@@ -581,10 +640,23 @@ hb_model_image_read(const char *bytes, size_t len, HbModel **out, HbError *err)
 				m->cat_words = get_array(&r, m->n_cat_words, sizeof(uint32_t), &nomem);
 		}
 	}
-	if (!r.bad)
+	if (!r.bad && pipeline_at != NULL)
+	{
+		/* the pipeline's flag word: 1 where one follows (not read here) */
+		size_t		at = (size_t) (r.p - bytes);
+
+		*pipeline_at = 0;
+		if (get_u32(&r) == 1 && !r.bad)
+			*pipeline_at = at;
+		else if (r.p != r.end)
+			r.bad = true;
+	}
+	else if (!r.bad)
+	{
 		m->pipeline = get_pipeline(&r, &nomem);
-	if (!r.bad && r.p != r.end)
-		r.bad = true;
+		if (!r.bad && r.p != r.end)
+			r.bad = true;
+	}
 
 	if (nomem || r.bad)
 	{

@@ -188,6 +188,99 @@ read_fixture(const char *name, char **bytes_out, size_t *len_out)
 	return m;
 }
 
+/*
+ * The image read in two parts, as a backend's cache reads it (the model in
+ * scratch memory, the pipeline where the plan stays): the same scores as
+ * the whole read; a pipeline part cut short or read from the wrong place
+ * is refused as corrupt (the backend then parses the original).
+ */
+static void
+check_split_read(const char *name, const char *img, size_t img_len)
+{
+	HbModel    *m = NULL;
+	HbPipeline *p = NULL;
+	size_t		at = 0;
+	HbError		err = {0};
+
+	if (!hb_model_image_read_split(img, img_len, &m, &at, &err) || at == 0 ||
+		m->pipeline != NULL)
+	{
+		tu_report(false, "%s: split read: %s (pipeline at %zu)", name, err.msg, at);
+		hb_model_free(m);
+		return;
+	}
+	if (!hb_model_image_read_pipeline(img, img_len, at, m->n_features,
+									  &m->pipeline, &err))
+		tu_report(false, "%s: split read's pipeline: %s", name, err.msg);
+	else
+		check_model(name, m, "split image");
+
+	memset(&err, 0, sizeof(err));
+	tu_report(!hb_model_image_read_pipeline(img, img_len - 4, at, m->n_features, &p, &err) &&
+			  err.code == HB_ERR_INVALID && p == NULL,
+			  "%s: a pipeline cut short is refused: %s", name, err.msg);
+	memset(&err, 0, sizeof(err));
+	tu_report(!hb_model_image_read_pipeline(img, img_len, at + 4, m->n_features, &p, &err) &&
+			  err.code == HB_ERR_INVALID && p == NULL,
+			  "%s: a pipeline read from the wrong place is refused: %s", name, err.msg);
+	memset(&err, 0, sizeof(err));
+	tu_report(!hb_model_image_read_pipeline(img, img_len, at, m->n_features + 1, &p, &err) &&
+			  err.code != HB_OK && p == NULL,
+			  "%s: a pipeline for another feature count is refused: %s", name, err.msg);
+	hb_model_free(m);
+}
+
+/*
+ * A model without featurizers read in two parts: no pipeline part, and the
+ * same trees as the whole read.
+ */
+static void
+test_split_without_pipeline(void)
+{
+	size_t		len,
+				img_len,
+				at = 1;
+	char	   *bytes = tu_read_file("test/fixtures/binary_logistic.json", &len);
+	char	   *img = NULL;
+	HbModel    *m = NULL;
+	HbModel    *whole = NULL;
+	HbModel    *split = NULL;
+	HbError		err = {0};
+	bool		same;
+
+	if (bytes == NULL || !hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
+		!hb_model_image_write(m, &img, &img_len, &err) ||
+		!hb_model_image_read(img, img_len, &whole, &err) ||
+		!hb_model_image_read_split(img, img_len, &split, &at, &err))
+	{
+		tu_report(false, "binary_logistic: split read: %s", err.msg);
+		goto done;
+	}
+	same = split->n_trees == whole->n_trees && split->n_features == whole->n_features &&
+		split->pipeline == NULL && at == 0;
+	for (int t = 0; same && t < split->n_trees; t++)
+		same = split->trees[t].n_nodes == whole->trees[t].n_nodes &&
+			memcmp(split->trees[t].nodes, whole->trees[t].nodes,
+				   sizeof(HbNode) * split->trees[t].n_nodes) == 0;
+	tu_report(same, "binary_logistic: the split read has no pipeline part and the same %d trees",
+			  split->n_trees);
+	/* a byte past the end: corrupt, as the whole read finds it */
+	memset(&err, 0, sizeof(err));
+	img = hb_realloc(img, img_len + 1);
+	img[img_len] = 0;
+	hb_model_free(split);
+	split = NULL;
+	tu_report(!hb_model_image_read_split(img, img_len + 1, &split, &at, &err) &&
+			  err.code == HB_ERR_INVALID && split == NULL,
+			  "binary_logistic: a byte after the image is refused: %s", err.msg);
+done:
+	hb_model_free(split);
+	hb_model_free(whole);
+	hb_model_free(m);
+	hb_free(img);
+	free(bytes);
+}
+
 static void
 test_fixtures(void)
 {
@@ -206,7 +299,10 @@ test_fixtures(void)
 			!hb_model_image_read(img, img_len, &m2, &err))
 			tu_report(false, "%s: image round trip: %s", names[f], err.msg);
 		else
+		{
 			check_model(names[f], m2, "image");
+			check_split_read(names[f], img, img_len);
+		}
 		hb_free(img);
 		hb_model_free(m2);
 		hb_model_free(m);
@@ -511,6 +607,7 @@ main(void)
 {
 	tu_load_pipeline_rows(&rows);
 	test_fixtures();
+	test_split_without_pipeline();
 	test_all_steps();
 	test_strict();
 	test_errors();

@@ -90,6 +90,20 @@ END $$;
 SELECT m, pl_check_proba(m) FROM unnest(ARRAY['logreg_tfidf', 'rf_hashing', 'gb_multiclass',
 											  'strict_dt', 'xgb_onehot']) AS m;
 SELECT m, pl_check_pred(m) FROM unnest(ARRAY['ridge_char', 'svc_words', 'etr_hashing', 'gbr_sgd']) AS m;
+-- a backend reads a pipeline from the stored image straight into its
+-- cache; where that part of the image is damaged (here cut short), it
+-- parses the original bytes instead: the same answers, no error
+CREATE TABLE pl_images AS
+SELECT name, version, image FROM hbird.model_version
+WHERE name IN ('logreg_tfidf', 'rf_hashing');
+UPDATE hbird.model_version v SET image = substr(v.image, 1, length(v.image) - 4)
+FROM pl_images i WHERE (v.name, v.version) = (i.name, i.version);
+\c
+SELECT m, pl_check_proba(m) AS damaged_image FROM unnest(ARRAY['logreg_tfidf', 'rf_hashing']) AS m;
+UPDATE hbird.model_version v SET image = i.image
+FROM pl_images i WHERE (v.name, v.version) = (i.name, i.version);
+DROP TABLE pl_images;
+\c
 -- binary: hb_predict is the positive class's probability
 SELECT count(*) FILTER (WHERE NOT hbt_close(hb_predict('logreg_tfidf', r), e.p1)) AS bad
 FROM pl_rows r JOIN logreg_tfidf_exp e USING (id);
