@@ -31,8 +31,9 @@
  * float8 arrives with its exact bits), and the scan stays asynchronous
  * under an Append.
  *
- * A join's calls over one side, and an Agg's over a join, become that
- * side's scans' columns first (ship_join_calls, ship_agg_join_calls).
+ * A join's calls over one side, and an Agg's over its input (scans, or
+ * one side of a join), become those scans' columns first
+ * (ship_join_calls, ship_agg_calls).
  *
  * Only where nothing else could change: a statement without row marks (no
  * EvalPlanQual recheck reads the scan's own row), a scan of the base
@@ -548,60 +549,13 @@ ship_scan(ForeignScan *fs, PlannedStmt *stmt)
 	fs->scan.scanrelid = 0;
 }
 
-/* ---- an Agg's calls over the scans ---- */
+/* ---- calls that become columns below (an Agg's, a join's) ---- */
 
 /* An argument of a call: one of the Agg's input columns. */
 static bool
 input_column(Node *node, void *arg)
 {
 	return node != NULL && IsA(node, Var) && ((Var *) node)->varno == OUTER_VAR;
-}
-
-/* An input column as one scan produces it: a plain column of its table. */
-static Node *
-column_of_scan(Plan *scan, AttrNumber k)
-{
-	TargetEntry *te;
-	Var		   *sv;
-
-	if (k < 1 || k > list_length(scan->targetlist))
-		return NULL;
-	te = list_nth(scan->targetlist, k - 1);
-	sv = (Var *) te->expr;
-	if (!IsA(sv, Var) || sv->varno != ((Scan *) scan)->scanrelid || sv->varattno < 1 ||
-		sv->varlevelsup != 0)
-		return NULL;
-	return (Node *) sv;
-}
-
-/* ... and as a call's argument (scan_argument) */
-static Node *
-argument_of_scan(Plan *scan, AttrNumber k)
-{
-	Var		   *v = (Var *) column_of_scan(scan, k);
-
-	return v != NULL && castable(v) ? (Node *) v : NULL;
-}
-
-/* The call as one scan computes it: its arguments that scan's columns. */
-static Node *
-call_for_scan_mutator(Node *node, Plan *scan)
-{
-	if (node == NULL)
-		return NULL;
-	if (input_column(node, NULL))
-		return copyObject(column_of_scan(scan, ((Var *) node)->varattno));
-	return expression_tree_mutator(node, call_for_scan_mutator, scan);
-}
-
-static bool
-call_misfits_scan_walker(Node *node, Plan *scan)
-{
-	if (node == NULL)
-		return false;
-	if (input_column(node, NULL))
-		return argument_of_scan(scan, ((Var *) node)->varattno) == NULL;
-	return expression_tree_walker(node, call_misfits_scan_walker, scan);
 }
 
 /* The pinned calls inside the Agg's aggregates evaluated for every input row. */
@@ -669,134 +623,6 @@ add_sort_columns(Bitmapset **read, int n, AttrNumber *cols)
 {
 	for (int i = 0; i < n; i++)
 		*read = bms_add_member(*read, cols[i]);
-}
-
-/* One more column of a node that passes its input's columns up. */
-static void
-pass_up(Plan *p, Node *call)
-{
-	int			n = list_length(p->targetlist) + 1;
-
-	p->targetlist = lappend(p->targetlist,
-							makeTargetEntry((Expr *) call_var(OUTER_VAR, n, call), n, NULL, false));
-}
-
-/*
- * An Agg computes its arguments from its input's columns: sum of a score
- * is split per partition (pg_partsplit.c), but stddev, percentile_cont,
- * array_agg, DISTINCT or ordered aggregates of scores read the rows the
- * scans return and score them above the scans.  When the Agg's input is
- * the plain scans of shard tables (one, or an Append or a Merge Append of
- * them, under Sorts of the Agg's own), each call over the input's columns
- * becomes one more column of every scan (the nodes between pass it up), the Agg
- * reads that column, and the scans' columns the Agg no longer reads
- * become NULL: then ship_scan makes each scan's shard compute the scores
- * and send only them and the columns still read.  Calls outside the
- * aggregates' arguments (evaluated once a group) or under a FILTER stay.
- */
-static void
-ship_agg_calls(Agg *agg, PlannedStmt *stmt)
-{
-	Reads		r = {input_column, NULL};
-	Bitmapset  *read = NULL;	/* input columns still read */
-	List	   *passing = NIL;	/* the nodes between: Sorts, an Append */
-	List	   *scans;
-	Plan	   *below = agg->plan.lefttree;
-	CallVars	cv = {NIL, NIL};
-	ListCell   *lc;
-	ListCell   *lp;
-
-	if (agg->groupingSets != NIL || agg->chain != NIL || below == NULL)
-		return;
-	while (IsA(below, Sort))
-	{
-		add_sort_columns(&read, ((Sort *) below)->numCols, ((Sort *) below)->sortColIdx);
-		passing = lappend(passing, below);
-		below = below->lefttree;
-	}
-	if (IsA(below, Append) && ((Append *) below)->appendplans != NIL)
-	{
-		passing = lappend(passing, below);
-		scans = ((Append *) below)->appendplans;
-	}
-	else if (IsA(below, MergeAppend) && ((MergeAppend *) below)->mergeplans != NIL)
-	{
-		add_sort_columns(&read, ((MergeAppend *) below)->numCols,
-						 ((MergeAppend *) below)->sortColIdx);
-		passing = lappend(passing, below);
-		scans = ((MergeAppend *) below)->mergeplans;
-	}
-	else
-		scans = list_make1(below);
-	/*
-	 * The scans (without local quals: their calls would not be evaluated
-	 * for every row they read) and the nodes passing their columns up: the
-	 * same columns
-	 */
-	foreach(lc, scans)
-		if (!plain_shard_scan(lfirst(lc), stmt) ||
-			((Plan *) lfirst(lc))->qual != NIL ||
-			list_length(((Plan *) lfirst(lc))->targetlist) != list_length(below->targetlist))
-			return;
-	foreach(lc, passing)
-		if (list_length(((Plan *) lfirst(lc))->targetlist) != list_length(below->targetlist))
-			return;
-
-	add_sort_columns(&read, agg->numCols, agg->grpColIdx);
-	(void) aggref_calls_walker((Node *) agg->plan.targetlist, &r.every_row);
-	(void) aggref_calls_walker((Node *) agg->plan.qual, &r.every_row);
-	r.ok = true;
-	(void) reads_walker((Node *) agg->plan.targetlist, &r);
-	(void) reads_walker((Node *) agg->plan.qual, &r);
-	if (!r.ok || r.calls == NIL)
-		return;
-	foreach(lc, r.vars)
-	{
-		Var		   *v = lfirst(lc);
-
-		if (v->varno == OUTER_VAR)
-			read = bms_add_member(read, v->varattno);
-	}
-	/* every scan must give the calls' columns, and the others as columns */
-	foreach(lc, scans)
-	{
-		Plan	   *scan = lfirst(lc);
-		int			k = -1;
-
-		foreach(lp, r.calls)
-			if (call_misfits_scan_walker(lfirst(lp), scan))
-				return;
-		while ((k = bms_next_member(read, k)) >= 0)
-			if (k > list_length(scan->targetlist) ||
-				(column_of_scan(scan, k) == NULL &&
-				 !IsA(((TargetEntry *) list_nth(scan->targetlist, k - 1))->expr, Const)))
-				return;
-	}
-
-	/* each call: one more column of every scan, passed up to the Agg */
-	cv.calls = r.calls;
-	foreach(lp, r.calls)
-		cv.vars = lappend(cv.vars, call_var(OUTER_VAR, list_length(below->targetlist) + 1 +
-											foreach_current_index(lp), lfirst(lp)));
-	foreach(lc, scans)
-	{
-		Plan	   *scan = lfirst(lc);
-		List	   *added = NIL;
-		int			n = list_length(scan->targetlist);
-
-		/* the calls over this scan's columns, before those go */
-		foreach(lp, r.calls)
-			added = lappend(added,
-							makeTargetEntry((Expr *) call_for_scan_mutator(lfirst(lp), scan),
-											++n, NULL, false));
-		scan_drop_unread(scan, read);
-		scan->targetlist = list_concat(scan->targetlist, added);
-	}
-	foreach(lc, passing)
-		foreach(lp, r.calls)
-			pass_up(lfirst(lc), lfirst(lp));
-	agg->plan.targetlist = (List *) call_vars_mutator((Node *) agg->plan.targetlist, &cv);
-	agg->plan.qual = (List *) call_vars_mutator((Node *) agg->plan.qual, &cv);
 }
 
 /* ---- a join's calls over one side's scans ---- */
@@ -1207,31 +1033,41 @@ ship_join_calls(Join *j, PlannedStmt *stmt)
 		drop_unread_side(j, INNER_VAR);
 }
 
+/* ---- an Agg's calls over its input ---- */
+
 /*
- * An Agg over a join (under its Sorts): each call in its aggregates'
- * arguments over one side's columns becomes a column of that side's scans,
- * as a join's own calls do, and the Agg reads it.
+ * An Agg computes its arguments from its input's columns: sum of a score
+ * is split per partition (pg_partsplit.c), but stddev, percentile_cont,
+ * array_agg, DISTINCT or ordered aggregates of scores read the rows below
+ * and score them above.  Each call in the aggregates' arguments (evaluated
+ * for every input row: not under a FILTER) over the input's columns goes
+ * down as a join's calls do (ship_down): one more column of the shard
+ * scans below, passed up by the nodes between (Sorts, an Append or Merge
+ * Append of the scans, one side of a join, ...), and the Agg reads it.
+ * Then the columns nothing reads any more stay on the shards: the scans'
+ * where only non-joining nodes stand between (chain_reads), else the
+ * join's outputs the Agg no longer reads, and with them its sides'
+ * columns nothing else reads (a side that sent calls down).  Calls outside
+ * the arguments (evaluated once a group), and those that cannot go down,
+ * stay where they are.
  */
 static void
-ship_agg_join_calls(Agg *agg, PlannedStmt *stmt)
+ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 {
-	Plan	   *below = agg->plan.lefttree;
+	Plan	   *input = agg->plan.lefttree;
+	Plan	   *below;			/* input, under the Agg's Sorts */
 	List	   *every_row = NIL;
-	CallVars	jr = {NIL, NIL};
+	List	   *scans = NIL;
+	CallVars	cv = {NIL, NIL};
 	SideReads	r = {OUTER_VAR, NULL};
-	bool		shipped[2] = {false, false};	/* the join's outer, inner */
+	bool		shipped[2] = {false, false};	/* a join's outer, inner side */
 	ListCell   *lc;
 
-	if (agg->groupingSets != NIL || agg->chain != NIL || below == NULL)
+	if (agg->groupingSets != NIL || agg->chain != NIL || input == NULL)
 		return;
-	add_sort_columns(&r.read, agg->numCols, agg->grpColIdx);
+	below = input;
 	while (IsA(below, Sort))
-	{
-		add_sort_columns(&r.read, ((Sort *) below)->numCols, ((Sort *) below)->sortColIdx);
 		below = below->lefttree;
-	}
-	if (!IsA(below, NestLoop) && !IsA(below, HashJoin) && !IsA(below, MergeJoin))
-		return;
 	(void) aggref_calls_walker((Node *) agg->plan.targetlist, &every_row);
 	(void) aggref_calls_walker((Node *) agg->plan.qual, &every_row);
 	foreach(lc, every_row)
@@ -1239,43 +1075,51 @@ ship_agg_join_calls(Agg *agg, PlannedStmt *stmt)
 		FuncExpr   *f = lfirst(lc);
 		int			pos;
 
-		if (position_of(jr.calls, (Node *) f) > 0 || !call_ships(f, input_column, NULL) ||
-			ship_down(agg->plan.lefttree, OUTER_VAR, (Node *) f, stmt, false) == 0)
+		if (position_of(cv.calls, (Node *) f) > 0 || !call_ships(f, input_column, NULL) ||
+			ship_down(input, OUTER_VAR, (Node *) f, stmt, false) == 0)
 			continue;
-		pos = ship_down(agg->plan.lefttree, OUTER_VAR, (Node *) f, stmt, true);
-		jr.calls = lappend(jr.calls, f);
-		jr.vars = lappend(jr.vars, call_var(OUTER_VAR, pos, (Node *) f));
-		/* (the join's new column names the side it came from) */
+		pos = ship_down(input, OUTER_VAR, (Node *) f, stmt, true);
+		cv.calls = lappend(cv.calls, f);
+		cv.vars = lappend(cv.vars, call_var(OUTER_VAR, pos, (Node *) f));
+		if (IsA(below, NestLoop) || IsA(below, HashJoin) || IsA(below, MergeJoin))
 		{
+			/* the join's new column names the side it came from */
 			Var		   *jv = output_var(below, list_length(below->targetlist));
 
 			if (jv != NULL)
 				shipped[jv->varno == INNER_VAR] = true;
 		}
 	}
-	if (jr.calls == NIL)
+	if (cv.calls == NIL)
 		return;
-	agg->plan.targetlist = (List *) call_vars_mutator((Node *) agg->plan.targetlist, &jr);
-	agg->plan.qual = (List *) call_vars_mutator((Node *) agg->plan.qual, &jr);
+	agg->plan.targetlist = (List *) call_vars_mutator((Node *) agg->plan.targetlist, &cv);
+	agg->plan.qual = (List *) call_vars_mutator((Node *) agg->plan.qual, &cv);
 
-	/*
-	 * The join's outputs the Agg (and its Sorts) no longer read are NULL:
-	 * then the side's columns only the calls read need not travel
-	 */
+	/* what the Agg reads of its input now: grouping keys, Vars outside the calls */
+	add_sort_columns(&r.read, agg->numCols, agg->grpColIdx);
 	(void) side_reads_walker((Node *) agg->plan.targetlist, &r);
 	(void) side_reads_walker((Node *) agg->plan.qual, &r);
-	foreach(lc, below->targetlist)
+	if (IsA(below, NestLoop) || IsA(below, HashJoin) || IsA(below, MergeJoin))
 	{
-		TargetEntry *te = lfirst(lc);
-		Node	   *e = (Node *) te->expr;
+		/* the join's outputs nobody reads are NULL, then its sides' columns */
+		for (Plan *p = input; p != below; p = p->lefttree)
+			add_sort_columns(&r.read, ((Sort *) p)->numCols, ((Sort *) p)->sortColIdx);
+		foreach(lc, below->targetlist)
+		{
+			TargetEntry *te = lfirst(lc);
+			Node	   *e = (Node *) te->expr;
 
-		if (!bms_is_member(te->resno, r.read))
-			te->expr = (Expr *) makeNullConst(exprType(e), exprTypmod(e), exprCollation(e));
+			if (!bms_is_member(te->resno, r.read))
+				te->expr = (Expr *) makeNullConst(exprType(e), exprTypmod(e), exprCollation(e));
+		}
+		if (shipped[0])
+			drop_unread_side((Join *) below, OUTER_VAR);
+		if (shipped[1])
+			drop_unread_side((Join *) below, INNER_VAR);
 	}
-	if (shipped[0])
-		drop_unread_side((Join *) below, OUTER_VAR);
-	if (shipped[1])
-		drop_unread_side((Join *) below, INNER_VAR);
+	else if (chain_reads(input, &r.read, &scans))
+		foreach(lc, scans)
+			scan_drop_unread(lfirst(lc), r.read);
 }
 
 /* ---- the plan ---- */
@@ -1289,10 +1133,7 @@ ship_walk(Plan *plan, PlannedStmt *stmt)
 		return;
 	/* an Agg first: its calls become its scans' (over a join: one side's) */
 	if (IsA(plan, Agg))
-	{
 		ship_agg_calls((Agg *) plan, stmt);
-		ship_agg_join_calls((Agg *) plan, stmt);
-	}
 	/* a join's calls over one side: that side's scans' */
 	if (IsA(plan, NestLoop) || IsA(plan, HashJoin) || IsA(plan, MergeJoin))
 		ship_join_calls((Join *) plan, stmt);

@@ -314,6 +314,18 @@ shipped "scores of the preserved side of a LEFT JOIN (id, grp and amount travel)
 shipped "aggregates of scores over a join" \
 	"SELECT d.label, round(avg(hb_predict('reg', t))::numeric, 8), count(*), max(hb_predict_class('multi', t)) FROM @T t JOIN dims d ON d.grp = t.grp GROUP BY d.label ORDER BY d.label" \
 	'Remote SQL: SELECT s.c[0-9]*, public.hb_predict_pinned(.*public.hb_predict_class_pinned('
+# an aggregate whose calls go down in part: an argument under a FILTER is
+# evaluated for the rows the filter keeps only, so it stays on the
+# coordinator (the shards would score rows the query does not), with the
+# columns it reads; the others, the FILTER's own condition too, are the
+# shards'
+partly="SELECT grp, round(stddev(hb_predict('fraud', t))::numeric, 10), sum(hb_predict_class('multi', t)) FILTER (WHERE id % 2 = 0 AND hb_predict('fraud', t) < 0.9), percentile_disc(0.5) WITHIN GROUP (ORDER BY hb_predict('reg', t)) FROM @T t GROUP BY grp ORDER BY grp"
+plan=$(explain "${partly//@T/t_dist}")
+[ "$(grep -c 'Remote SQL: SELECT s.c[0-9]*, .*public.hb_predict_pinned(.*public.hb_predict_pinned(' <<<"$plan")" = 2 ] &&
+	! grep -q 'Remote SQL: .*hb_predict_class_pinned' <<<"$plan" && grep -q 'sum(hb_predict_class_pinned(' <<<"$plan"
+tap $? "an aggregate's calls go down but for an argument under a FILTER"
+cmp_sql "$partly"
+tap $? "an aggregate's calls gone down but for an argument under a FILTER: a single node's"
 # an array form on the side a LEFT JOIN may null: pinned, but not sent
 # down (the made-up rows score as missing values above the join, as on one
 # node); a hash join (a nested loop would scan t_dist with a parameter,
