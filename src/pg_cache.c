@@ -221,7 +221,7 @@ compile_entry(const HbCatalogRef *ref, bool quiet)
 	}
 
 	MemoryContextSwitchTo(old);
-	MemoryContextSetParent(entry_cxt, cache_cxt);
+	MemoryContextSetParent(entry_cxt, old);	/* the cache's once added */
 	MemoryContextDelete(work);
 	return e;
 
@@ -542,7 +542,7 @@ entry_usable(HbCacheEntry *e)
 
 /*
  * An entry for ref read in place from a block block_matches accepted, in a
- * context of its own under the cache's; NULL where the plan is not this
+ * context of its own under the caller's (add_entry moves it); NULL where the plan is not this
  * build's (the caller compiles as usual).  slot: the shared cache's pin on
  * the block (0 for a parallel worker's offer), which the entry's context
  * holds from the moment *held is set: its deletion, on any path, releases
@@ -600,7 +600,6 @@ entry_from_block(const HbSharedBlock *b, const HbCatalogRef *ref, int slot,
 		e->feature_types[i] = (HbFeatureType) types[i];
 	}
 	MemoryContextSwitchTo(old);
-	MemoryContextSetParent(entry_cxt, cache_cxt);	/* made by cached_entry */
 	return e;
 }
 
@@ -713,7 +712,7 @@ share_compiled(HbCacheEntry *e, const HbCatalogRef *ref)
 	HbSharedBlock b;
 	ShareWrite	w;
 	int			slot;
-	HbCacheEntry *s = NULL;
+	HbCacheEntry *s;
 
 	w.e = e;
 	if (!hb_shared_cache_on() || (w.size = hb_cache_share_size(e)) == 0)
@@ -722,16 +721,8 @@ share_compiled(HbCacheEntry *e, const HbCatalogRef *ref)
 							   write_shared, &w, &b);
 	if (slot == 0)
 		return e;
-	PG_TRY();
-	{
-		s = entry_pinned(&b, ref, slot);
-	}
-	PG_CATCH();
-	{
-		MemoryContextDelete(e->cxt);	/* not in the cache yet */
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	/* (an error frees e with the caller's context: not in the cache yet) */
+	s = entry_pinned(&b, ref, slot);
 	if (s == NULL)
 		return e;
 	hb_device_plan_free(e->plan);
@@ -768,10 +759,15 @@ cached_entry(const HbCatalogRef *ref)
 	return NULL;
 }
 
-/* A new entry joins the cache, newest first; the oldest unpinned may go. */
+/*
+ * A new entry joins the cache, newest first; the oldest unpinned may go.
+ * Until then its context is under the caller's, so that an error on the
+ * way frees it (and lets go of its shared block).
+ */
 static void
 add_entry(HbCacheEntry *e)
 {
+	MemoryContextSetParent(e->cxt, cache_cxt);
 	dlist_push_head(&cache_lru, &e->lru);
 	cache_count++;
 	evict_unpinned(e);
