@@ -495,6 +495,15 @@ get_pipeline(Rd *r, bool *nomem)
 static bool image_read(const char *bytes, size_t len, HbModel **out,
 					   size_t *pipeline_at, HbError *err);
 
+/* A read that ran out of memory, or found the image corrupt: false. */
+static bool
+read_failed(bool nomem, HbError *err)
+{
+	if (nomem)
+		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+	return hb_fail(err, HB_ERR_INVALID, "stored model image is corrupt");
+}
+
 bool
 hb_model_image_read(const char *bytes, size_t len, HbModel **out, HbError *err)
 {
@@ -537,9 +546,7 @@ hb_model_image_read_pipeline(const char *bytes, size_t len, size_t pipeline_at,
 	if (nomem || r.bad)
 	{
 		hb_pipeline_free(p);
-		if (nomem)
-			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
-		return hb_fail(err, HB_ERR_INVALID, "stored model image is corrupt");
+		return read_failed(nomem, err);
 	}
 	if (!hb_pipeline_validate(p, n_features, err))
 	{
@@ -661,9 +668,7 @@ image_read(const char *bytes, size_t len, HbModel **out, size_t *pipeline_at,
 	if (nomem || r.bad)
 	{
 		hb_model_free(m);
-		if (nomem)
-			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
-		return hb_fail(err, HB_ERR_INVALID, "stored model image is corrupt");
+		return read_failed(nomem, err);
 	}
 	/* the same checks as any freshly read model: depth, indices, cycles */
 	if (!hb_model_validate(m, err))
