@@ -13,6 +13,7 @@
  */
 #include "plan_int.h"
 #include "approx.h"
+#include "early_exit.h"
 #include "distill.h"
 #include "exec.h"
 
@@ -537,8 +538,16 @@ hb_approx_confidence(const HbPlan *p, const double *m, int *cls)
 
 	if (k == 1)
 	{
-		*cls = m[0] > 0.0;
-		return fabs(m[0]);
+		double		cut;
+
+		/* no cut (PROBIT): never sure, the full model decides */
+		if (!hb_binary_cut(p, &cut))
+		{
+			*cls = hb_margin_class(p, m);
+			return -INFINITY;
+		}
+		*cls = m[0] > cut;
+		return fabs(m[0] - cut);
 	}
 	for (int g = 1; g < k; g++)
 		if (m[g] > m[best])
@@ -553,9 +562,10 @@ hb_approx_confidence(const HbPlan *p, const double *m, int *cls)
 int
 hb_margin_class(const HbPlan *p, const double *m)
 {
-	int			cls;
+	int32_t		cls;
 
-	(void) hb_approx_confidence(p, m, &cls);
+	/* exactly hb_predict_class's: the link's probability, for binary */
+	hb_link_class(p, m, 1, &cls);
 	return cls;
 }
 

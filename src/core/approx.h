@@ -254,9 +254,10 @@ hb_approx_cheap_trees(const HbApprox *a)
 
 
 /*
- * How sure the cheap model is of its class: binary, |margin| (the gap to
- * the decision boundary at margin 0); multiclass, the gap between the two
- * largest margins.  *cls gets the class.
+ * How sure the cheap model is of its class: binary, the margin's distance
+ * to the cut where the class flips (hb_binary_cut: 0 for a logit, 0.5 for
+ * a probability; -infinity, never sure, where there is none); multiclass,
+ * the gap between the two largest margins.  *cls gets the class.
  */
 extern double hb_approx_confidence(const HbPlan *p, const double *margins,
 								   int *cls);
@@ -304,7 +305,7 @@ extern void hb_cascade_run_lazy(const HbPlan *p, const HbCascade *c,
 								double *out, HbCascadeStats *stats,
 								HbCompleteRows complete, void *arg);
 
-/* The class of full margins (binary: margin > 0). */
+/* The class of full margins: hb_link_class's (hb_predict_class's). */
 extern int	hb_margin_class(const HbPlan *p, const double *margins);
 
 #endif							/* HB_APPROX_H */

@@ -18,10 +18,13 @@
  *	  remaining addition (each errs by at most half an ulp of a running sum
  *	  no larger than |partial| + the remaining |leaf| maxima) and of the
  *	  bound's own arithmetic;
- *	- binary decisions keep a gap around 0: the class is "probability >
- *	  0.5" of the (float32 for XGBoost) sigmoid, which rounds to exactly 0.5
- *	  for margins within about 1e-7 of 0, so only margins surely beyond
- *	  +-HB_EE_GAP are decided early and the rest are scored to the end;
+ *	- binary decisions keep a gap around the margin where the class flips
+ *	  (hb_binary_cut: 0 for a logit, 0.5 for a margin that is the
+ *	  probability; none for PROBIT, which never exits early): the class
+ *	  is "probability > 0.5" of the (float32 for XGBoost) sigmoid, which
+ *	  rounds to exactly 0.5 for margins within about 1e-7 of 0, so only
+ *	  margins surely beyond cut +- HB_EE_GAP are decided early and the rest
+ *	  are scored to the end;
  *	- multiclass decisions are strict (lower end > upper end), so the
  *	  decided class is the unique maximum and ties never arise.
  * NaN inputs and categorical splits need nothing special: the bounds hold
@@ -45,6 +48,7 @@ struct HbClassBounds
 	int32_t		n_trees;
 	int32_t		k;				/* outputs */
 	bool		usable;
+	double		cut;			/* binary: class 1 above it (hb_binary_cut) */
 	/* (n_trees + 1) x k: over trees t.., per output */
 	double	   *smin;			/* sum of leaf minima */
 	double	   *smax;			/* sum of leaf maxima */
@@ -64,6 +68,32 @@ hb_class_supported(const HbPlan *p)
 	return (p->task == HB_TASK_BINARY && p->n_outputs == 1) ||
 		(p->task == HB_TASK_MULTICLASS && p->n_outputs == p->n_classes &&
 		 p->n_classes >= 2);
+}
+
+/*
+ * A binary classifier's class is 1 where hb_link_proba's positive
+ * probability is above 0.5: for a margin that is a logit (every link but
+ * two), where the margin is above 0 (but within about 1e-7 of it, where a
+ * float32 link rounds to 0.5); for a margin that is the probability itself
+ * (ONNX tree classifiers without a post-transform: a random forest's
+ * averaged votes), where it is above 0.5.  onnxruntime's PROBIT maps the
+ * margin to a z-score, NaN outside [0, 1]: its class is 1 on an interval,
+ * not above a cut.
+ */
+bool
+hb_binary_cut(const HbPlan *p, double *cut)
+{
+	switch (p->link)
+	{
+		case HB_LINK_PROBABILITY:
+			*cut = 0.5;
+			return true;
+		case HB_LINK_PROBIT:
+			return false;
+		default:
+			*cut = 0.0;
+			return true;
+	}
 }
 
 /* Width of the interval the remaining trees t.. can still add, all outputs. */
@@ -142,7 +172,8 @@ hb_class_bounds(const HbPlan *p)
 		hb_class_bounds_free(b);
 		return NULL;
 	}
-	b->usable = nt > 0 && hb_class_supported(p);
+	b->usable = nt > 0 && hb_class_supported(p) &&
+		(k > 1 || hb_binary_cut(p, &b->cut));
 	for (int t = nt - 1; t >= 0; t--)
 	{
 		int64_t		start = p->tree_root[t];
@@ -263,8 +294,9 @@ decided(const HbPlan *p, const HbClassBounds *b, const double *acc, int t)
 
 	if (k == 1)
 	{
-		double		a = acc[0];
-		double		s = slack(p, b, row, a);
+		/* (the slack: of the sums' rounding, |partial| as it is) */
+		double		s = slack(p, b, row, acc[0]);
+		double		a = acc[0] - b->cut;
 
 		if (a + b->smin[row] - s > HB_EE_GAP)
 			return 1;
@@ -339,6 +371,7 @@ earliest(const HbClassBounds *b, double a)
 	int			neg,
 				pos;
 
+	a -= b->cut;
 	/* first t with a + emax[t] < -gap (emax does not increase) */
 	while (lo < hi)
 	{

@@ -21,6 +21,12 @@ typedef struct HbClassStats
 extern bool hb_class_supported(const HbPlan *p);
 
 /*
+ * Binary: the margin above which the class is 1 (0 for a logit, 0.5 for a
+ * probability); false where the class is not one side of a cut (PROBIT).
+ */
+extern bool hb_binary_cut(const HbPlan *p, double *cut);
+
+/*
  * Per-tree leaf bounds of a tree classifier, in model order; NULL when out
  * of memory.  A plan whose bounds are unusable (no trees, a leaf that is
  * not finite) gets a valid object that simply never exits early.

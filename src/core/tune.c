@@ -48,6 +48,7 @@
 #include "plan_int.h"
 #include "exec.h"
 #include "distill.h"
+#include "early_exit.h"
 #include "tune.h"
 
 #include <stdarg.h>
@@ -2101,8 +2102,13 @@ check_spec(const HbPlan *p, size_t n, const HbTuneSpec *s, HbError *err)
 	}
 	else if (s->kind == HB_TUNE_CASCADE)
 	{
+		double		cut;
+
 		if (p->n_classes < 2)
 			return hb_fail(err, HB_ERR_UNSUPPORTED, "cascades need a classifier");
+		if (p->n_outputs == 1 && !hb_binary_cut(p, &cut))
+			return hb_fail(err, HB_ERR_UNSUPPORTED,
+						   "cascades cannot tune a binary PROBIT model: its class is not one side of a margin");
 		if (n < 2)
 			return hb_fail(err, HB_ERR_ARGUMENT, "a sample of %zu rows is too small to tune a cascade", n);
 	}

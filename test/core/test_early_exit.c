@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "approx.h"
 #include "early_exit.h"
 #include "json.h"
 #include "plan_int.h"
@@ -48,7 +49,8 @@ typedef enum LeafStyle
 {
 	LEAF_BOOST,					/* shrinking with the tree index, like boosting */
 	LEAF_TIES,					/* multiples of 0.25: exact ties, margins of 0 */
-	LEAF_WILD					/* 1000s next to 1e-4s: float32 order matters */
+	LEAF_WILD,					/* 1000s next to 1e-4s: float32 order matters */
+	LEAF_VOTES					/* 0 or 1 / trees: a forest's averaged votes */
 } LeafStyle;
 
 typedef struct Gen
@@ -73,6 +75,8 @@ leaf_value(const Gen *g, int t)
 	{
 		case LEAF_TIES:
 			return ((int) (unif() * 9) - 4) * 0.25;
+		case LEAF_VOTES:
+			return unif() < 0.5 ? 0.0 : 1.0 / g->n_trees;
 		case LEAF_WILD:
 			{
 				double		u = unif();
@@ -162,7 +166,8 @@ random_classifier(const Gen *g)
 	}
 	m->base_margin = hb_alloc0(sizeof(double) * k);
 	for (int c = 0; c < k; c++)
-		m->base_margin[c] = g->style == LEAF_TIES ? 0.0 : (unif() - 0.5);
+		m->base_margin[c] = g->style == LEAF_TIES || g->style == LEAF_VOTES ? 0.0 :
+			(unif() - 0.5);
 	cat_used = 0;
 	m->n_trees = g->n_trees;
 	m->trees = hb_alloc0(sizeof(HbTree) * g->n_trees);
@@ -713,6 +718,99 @@ conformance(Totals *tot)
 	free(bytes);
 }
 
+/*
+ * Every binary link.  The class flips where hb_link_proba's probability
+ * crosses 0.5: at margin 0 for a logit, at 0.5 for a margin that is the
+ * probability (an ONNX forest without a post-transform: its leaves are
+ * votes averaged over the trees, so most margins lie between 0 and 0.5 or
+ * above 0.5, where a cut at 0 called every row 1), nowhere one cut says
+ * for PROBIT (never decided early).  The early exit, and the cascade's
+ * class functions (hb_margin_class: the full model's class;
+ * hb_approx_confidence: the cheap model's, sure only away from the cut),
+ * against hb_link_class.
+ */
+static void
+binary_links(void)
+{
+	const HbLink links[] = {HB_LINK_PROBABILITY, HB_LINK_PROBIT, HB_LINK_SIGMOID,
+		HB_LINK_IDENTITY, HB_LINK_LOGISTIC, HB_LINK_SIGMOID_L1, HB_LINK_SIGMOID_SUM,
+	HB_LINK_SOFTMAX_PAIR};
+	const double probes[] = {-3.0, -1e-9, 0.0, 5e-8, 1e-6, 0.25, 0.4999999,
+		0.5, 0.5000001, 0.69, 0.7, 0.99, 1.0, 1.5};
+
+	for (size_t li = 0; li < sizeof(links) / sizeof(links[0]); li++)
+	{
+		bool		votes = links[li] == HB_LINK_PROBABILITY || links[li] == HB_LINK_PROBIT;
+		Gen			g = {0};
+		HbModel    *m;
+		HbPlan	   *p = NULL;
+		HbError		err = {0};
+		double	   *x;
+		double	   *mg;
+		int32_t    *want;
+		int			n = 3000;
+		int			mid = 0;
+		int			bad_fn = 0;
+		char		why[200] = "";
+		HbClassStats st = {0};
+		bool		same;
+
+		g.n_trees = 200;
+		g.depth = 6;
+		g.nf = 8;
+		g.k = 1;
+		g.style = votes ? LEAF_VOTES : LEAF_BOOST;
+		m = random_classifier(&g);
+		if (m == NULL)
+			continue;
+		m->link = links[li];
+		if (!hb_plan_build(m, &p, &err))
+		{
+			tu_report(false, "link %d: build: %s", (int) links[li], err.msg);
+			hb_model_free(m);
+			continue;
+		}
+		x = random_rows(n, g.nf);
+		mg = malloc(sizeof(double) * n);
+		want = malloc(sizeof(int32_t) * n);
+		same = check_plan(p, x, n, &st, why, sizeof(why));
+		hb_plan_margins(p, x, n, mg);
+		hb_link_class(p, mg, n, want);
+		for (int r = 0; r < n; r++)
+			mid += mg[r] > 0.0 && mg[r] <= 0.5 && want[r] == 0;
+		for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+		{
+			int32_t		c;
+			int			cheap;
+			double		conf;
+
+			hb_link_class(p, &probes[i], 1, &c);
+			conf = hb_approx_confidence(p, &probes[i], &cheap);
+			if (hb_margin_class(p, &probes[i]) != c ||
+				(conf > 1e-5 && cheap != c) ||
+				(links[li] == HB_LINK_PROBIT && conf != -INFINITY))
+				bad_fn++;
+		}
+		if (links[li] == HB_LINK_PROBABILITY)
+			tu_report(same && st.rows_early > 0 && mid > 0 && bad_fn == 0,
+					  "probability margins (forest votes): early exit == full scoring on %d rows, %lld decided early, %d with a margin in (0, 0.5] of class 0; cascade classes agree%s%s",
+					  n, (long long) st.rows_early, mid, same ? "" : ": ", why);
+		else if (links[li] == HB_LINK_PROBIT)
+			tu_report(same && st.rows_early == 0 && bad_fn == 0,
+					  "PROBIT: early exit == full scoring on %d rows, none decided early, the cascade never sure%s%s",
+					  n, same ? "" : ": ", why);
+		else
+			tu_report(same && st.rows_early > 0 && bad_fn == 0,
+					  "link %d: early exit == full scoring on %d rows, %lld decided early; cascade classes agree (%d probes differ)%s%s",
+					  (int) links[li], n, (long long) st.rows_early, bad_fn, same ? "" : ": ", why);
+		free(x);
+		free(mg);
+		free(want);
+		hb_plan_free(p);
+		hb_model_free(m);
+	}
+}
+
 static void
 summary(const char *what, const Totals *t)
 {
@@ -735,6 +833,7 @@ main(void)
 	random_suite(true, 3, &rnd_multi);
 	random_suite(false, 7, &rnd_multi);
 	many_rows(&rnd_bin);
+	binary_links();
 	handmade("float32 absorption", 42, absorbed_leaf, 0.0, 0);
 	handmade("sigmoid rounding to 0.5", 20, tiny_leaf, (double) 5e-8f, 0);
 	summary("random binary", &rnd_bin);

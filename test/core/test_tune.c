@@ -37,8 +37,17 @@ rows(long first, size_t n, int nf)
 	return x;
 }
 
+static HbPlan *load_link(const char *name, int link);
+
 static HbPlan *
 load(const char *name)
+{
+	return load_link(name, -1);
+}
+
+/* name's plan, with its link replaced where link >= 0 */
+static HbPlan *
+load_link(const char *name, int link)
 {
 	const char *dir = "test/fixtures/willump";
 	char		path[4096];
@@ -50,8 +59,9 @@ load(const char *name)
 
 	snprintf(path, sizeof(path), "%s/%s.json", dir, name);
 	bytes = tu_read_file(path, &len);
-	if (bytes == NULL || !hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) ||
-		!hb_plan_build(m, &p, &err))
+	if (bytes != NULL && hb_model_read(bytes, len, HB_FORMAT_AUTO, &m, &err) && link >= 0)
+		m->link = (HbLink) link;
+	if (m == NULL || !hb_plan_build(m, &p, &err))
 	{
 		tu_report(false, "load %s: %s", name, bytes ? err.msg : "cannot read");
 		exit(1);
@@ -1191,6 +1201,8 @@ test_errors(void)
 {
 	HbPlan	   *rank = load("willump_rank");
 	HbPlan	   *fraud = load("willump_fraud");
+	/* a binary PROBIT model: its class is an interval of margins, no cut */
+	HbPlan	   *probit = load_link("willump_fraud", HB_LINK_PROBIT);
 	double	   *x = rows(1, 100, 10);
 	HbTuneResult r;
 	struct
@@ -1210,6 +1222,7 @@ test_errors(void)
 		{rank, {HB_TUNE_TOPK, 5, 0.99, 0.95, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_ARGUMENT, "sample too small for the target"},
 		{rank, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_UNSUPPORTED, "cascade of a regression"},
 		{fraud, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 0, HB_ERR_ARGUMENT, "empty sample"},
+		{probit, {HB_TUNE_CASCADE, 0, 0.01, 0.9, 0, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO}, 100, HB_ERR_UNSUPPORTED, "cascade of a binary PROBIT model"},
 	};
 
 	for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
@@ -1224,6 +1237,7 @@ test_errors(void)
 	free(x);
 	hb_plan_free(rank);
 	hb_plan_free(fraud);
+	hb_plan_free(probit);
 }
 
 int

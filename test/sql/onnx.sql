@@ -61,6 +61,27 @@ SELECT count(*) AS rows,
 FROM hbt_onnx_rows(:'csv') i JOIN hbt_onnx_rows(:'exp') e USING (id);
 SELECT count(*) > 0 AS compiles FROM hb_compile('onnx_binary');
 
+-- binary without a post-transform (a random forest as skl2onnx writes it):
+-- the score is the probability itself, so the class flips at 0.5, also
+-- where the early exit decides a row before its last tree (it once cut at
+-- 0 and called every such row 1); the same with the exit off
+\set m `base64 -w0 :fixtures/tree_binary_votes.onnx`
+\set csv `cat :fixtures/tree_binary_votes.csv`
+\set exp `cat :fixtures/tree_binary_votes.expected.csv`
+SELECT hb_model_upload('onnx_votes', decode(:'m', 'base64')) AS version;
+SELECT hb_class_stats_reset();
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE NOT hbt_onnx_close(hb_predict('onnx_votes', i.v), e.v[2])) AS differ,
+	   count(*) FILTER (WHERE e.v[2] > 0 AND e.v[2] <= 0.5) AS below_half,
+	   count(*) FILTER (WHERE e.v[2] > 0.5) AS above_half,
+	   count(*) FILTER (WHERE hb_predict_class('onnx_votes', i.v) <> (e.v[2] > 0.5)::int) AS class_differ
+FROM hbt_onnx_rows(:'csv') i JOIN hbt_onnx_rows(:'exp') e USING (id);
+SELECT rows_early > 0 AS exited, pairs_scored < pairs_total AS saved FROM hb_class_stats();
+SET hbird.early_exit = off;
+SELECT count(*) FILTER (WHERE hb_predict_class('onnx_votes', i.v) <> (e.v[2] > 0.5)::int) AS class_differ_every_tree
+FROM hbt_onnx_rows(:'csv') i JOIN hbt_onnx_rows(:'exp') e USING (id);
+RESET hbird.early_exit;
+
 -- refused cleanly
 SELECT hbt_try(format('SELECT hb_model_upload(%L, substr(decode(%L, %L), 1, 40))', 'bad', :'m', 'base64')) AS truncated;
 SELECT hbt_try(format('SELECT hb_model_upload(%L, convert_to(%L, %L), %L)', 'bad', '{"learner": {}}', 'UTF8', 'onnx')) AS json_as_onnx;
