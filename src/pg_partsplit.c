@@ -457,6 +457,40 @@ outer_mutator(Node *node, OuterCtx *c)
 	return expression_tree_mutator(node, outer_mutator, c);
 }
 
+/*
+ * Does the query read anything of an outer query (a correlated subquery, a
+ * LATERAL one)?  The split moves it one or two levels down, where those
+ * references would name other queries' columns (an error, or a crash
+ * where an initplan ran with its parameter unset).
+ */
+static bool
+outer_reference_walker(Node *node, void *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varlevelsup > 0;
+	if (IsA(node, PlaceHolderVar))
+		return ((PlaceHolderVar *) node)->phlevelsup > 0;
+	if (IsA(node, Aggref))
+		return ((Aggref *) node)->agglevelsup > 0 ||
+			expression_tree_walker(node, outer_reference_walker, ctx);
+	if (IsA(node, GroupingFunc))
+		return ((GroupingFunc *) node)->agglevelsup > 0;
+	return expression_tree_walker(node, outer_reference_walker, ctx);
+}
+
+/* Is there a whole-row reference to the table (t, row_to_json(t))? */
+static bool
+whole_row_walker(Node *node, void *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varattno == 0;
+	return expression_tree_walker(node, whole_row_walker, ctx);
+}
+
 /* Is this query one the split covers? */
 static bool
 split_shape(Query *q, RangeTblEntry **prte)
@@ -473,6 +507,9 @@ split_shape(Query *q, RangeTblEntry **prte)
 		list_length(q->rtable) != 1 || q->jointree == NULL ||
 		list_length(q->jointree->fromlist) != 1 ||
 		!IsA(linitial(q->jointree->fromlist), RangeTblRef))
+		return false;
+	/* (no sublinks: nothing below q to shift) */
+	if (query_tree_walker(q, outer_reference_walker, NULL, 0))
 		return false;
 	rtr = linitial(q->jointree->fromlist);
 	rte = rt_fetch(rtr->rtindex, q->rtable);
@@ -562,6 +599,17 @@ hb_split_per_partition(Query *q, HbPushdown *pd)
 		leaf->relid = lfirst_oid(lc);
 		leaf->parent_type = pdesc->tdtypeid;
 		leaf->map = build_attrmap_by_name_if_req(RelationGetDescr(rel), pdesc);
+		/*
+		 * A whole row of a partition whose columns lie otherwise than the
+		 * parent's (another order, a dropped column) would be read as the
+		 * parent's row: not split
+		 */
+		if (leaf->map != NULL && query_tree_walker(q, whole_row_walker, NULL, 0))
+		{
+			table_close(rel, NoLock);
+			table_close(parent, NoLock);
+			return false;
+		}
 		leaf->server = "";
 		if (hb_shard_table(leaf->relid, &server))
 		{

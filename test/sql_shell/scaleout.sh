@@ -359,6 +359,40 @@ tap $? "columns declared with other types than the shard's: cast there, the scor
 plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_vc t")
 grep -q 'Remote SQL: SELECT id, grp, amount' <<<"$plan" && ! grep -q 'pinned(.* FROM (SELECT' <<<"$plan"
 tap $? "a varchar(1) column among a call's values: the scores stay on the coordinator"
+# correlated subqueries and LATERAL over t_dist: the per-partition split
+# would move their outer references a level or two down (an error, or a
+# crash of the coordinator's backend where an initplan ran without its
+# parameter); they are planned as they are
+cmp_sql "SELECT d.grp, (SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM @T t WHERE t.grp = d.grp) FROM dims d ORDER BY d.grp"
+tap $? "a correlated subquery summing scores: a single node's"
+cmp_sql "SELECT d.grp, s.id, s.sc FROM dims d, LATERAL (SELECT t.id, hb_predict('reg', t) AS sc FROM @T t WHERE t.grp = d.grp ORDER BY hb_predict('reg', t) DESC, t.id LIMIT 2) s ORDER BY d.grp, s.id"
+tap $? "a LATERAL top-2 by score per group: a single node's"
+q $C >/dev/null <<'SQL'
+CREATE TABLE t_solo (LIKE t_local) PARTITION BY HASH (id);
+CREATE FOREIGN TABLE t_solo_p PARTITION OF t_solo FOR VALUES WITH (modulus 1, remainder 0)
+	SERVER shard1 OPTIONS (table_name 't_part');
+SQL
+one="SELECT d.grp, (SELECT (SELECT round(sum(hb_predict('fraud', t))::numeric, 8) FROM @T t WHERE t.grp = d.grp)) FROM dims d ORDER BY d.grp"
+same "$(q $C -c "${one//@T/t_solo}" 2>&1)" "$(q $C -c "${one//@T/t_p1}" 2>&1)"
+tap $? "a subquery two levels below its correlation, over a table of one partition: the foreign table's own answer"
+# a partition whose columns lie in another order than its parent's: the
+# split would read its whole rows as the parent's
+q $C >/dev/null <<'SQL'
+CREATE TABLE t_sw (LIKE t_local) PARTITION BY HASH (id);
+CREATE FOREIGN TABLE t_sw1 PARTITION OF t_sw FOR VALUES WITH (modulus 2, remainder 0)
+	SERVER shard1 OPTIONS (table_name 't_part');
+CREATE FOREIGN TABLE t_sw2 (id integer, grp integer, age float8, amount float8, balance float8,
+	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
+	SERVER shard2 OPTIONS (table_name 't_part');
+ALTER TABLE t_sw ATTACH PARTITION t_sw2 FOR VALUES WITH (modulus 2, remainder 1);
+SQL
+sw=$(q $C -c "SELECT t FROM t_sw t ORDER BY hb_predict('reg', t) DESC, id LIMIT 3" -c "SELECT count(*), max(hb_predict('fraud', t)) FROM t_sw t WHERE (row_to_json(t)->>'amount')::float8 > 1.9" 2>&1)
+same "$sw" "$(q $C -c "SELECT t FROM t_local t ORDER BY hb_predict('reg', t) DESC, id LIMIT 3" -c "SELECT count(*), max(hb_predict('fraud', t)) FROM t_local t WHERE (row_to_json(t)->>'amount')::float8 > 1.9" 2>&1)"
+tap $? "whole rows of a partition whose columns lie in another order, in a top-K and an aggregate: a single node's"
+plan=$(explain "SELECT round(sum(hb_predict('fraud', t))::numeric, 8), count(*) FROM t_sw t WHERE amount > 1")
+[ "$(grep -c 'Remote SQL: SELECT sum(public.hb_predict_pinned(' <<<"$plan")" = 2 ] &&
+	same "$(q $C -c "SELECT round(sum(hb_predict('fraud', t))::numeric, 8), count(*) FROM t_sw t WHERE amount > 1" 2>&1)" "$(q $C -c "SELECT round(sum(hb_predict('fraud', t))::numeric, 8), count(*) FROM t_local t WHERE amount > 1" 2>&1)"
+tap $? "a sum over that table (columns mapped by name) still splits per partition: a single node's"
 d=$(q $C -c "PREPARE plain(int) AS SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_dist t WHERE id < \$1" \
 	-c "SET plan_cache_mode = force_generic_plan" -c "EXECUTE plain(1000)" -c "EXECUTE plain(2000)" 2>&1)
 same "$d" "$(q $C -c "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_local t WHERE id < 1000" -c "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)) FROM t_local t WHERE id < 2000" 2>&1)"
