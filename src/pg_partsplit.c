@@ -18,8 +18,10 @@
  *	  limit and offset;
  *	- only shapes that split exactly are split (one partitioned table, no
  *	  joins, sublinks, window functions, DISTINCT, grouping sets, row
- *	  security, volatile target lists for a top-K, aggregates without a
- *	  partial form here); everything else is left as PostgreSQL plans it;
+ *	  security, references to an outer query, whole rows of a partition
+ *	  laid out otherwise than the parent, volatile target lists for a
+ *	  top-K, aggregates without a partial form here); everything else is
+ *	  left as PostgreSQL plans it;
  *	- permissions are the partitioned table's: it stays in the range table
  *	  with its permission bits, the partitions carry none (as when
  *	  PostgreSQL expands them itself).
