@@ -514,3 +514,23 @@ AS 'MODULE_PATHNAME', 'hb_stat_shared_cache'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 /* ---- end of the shared cache ---- */
+
+/* ---- Values read on a shard as the coordinator reads them ---- */
+
+/*
+ * hb_read_as(value, NULL::type): value through its output function and
+ * type's input function with the second argument's typmod, as postgres_fdw
+ * and the coordinator read a column a foreign table declares with another
+ * type than the shard's (src/pg_read_as.c).  The wrapped queries that make
+ * shards compute scores (src/pg_remote_scores.c) pass every value through
+ * it; where the types are the same, its planner support function removes
+ * the call.  Not strict: the second argument is always NULL.
+ */
+CREATE FUNCTION hbird.read_as_support(internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'hb_read_as_support' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION hbird.read_as_support(internal) FROM PUBLIC;
+CREATE FUNCTION hb_read_as(value "any", type_of anyelement) RETURNS anyelement
+AS 'MODULE_PATHNAME', 'hb_read_as' LANGUAGE C STABLE PARALLEL SAFE
+SUPPORT hbird.read_as_support;
+
+/* ---- end of values read on a shard ---- */

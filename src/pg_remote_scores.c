@@ -22,9 +22,10 @@
  * query that wraps postgres_fdw's own:
  *
  *	SELECT s.c1, schema.hb_predict_pinned('m'::text, ...,
- *										  CAST(s.c1 AS integer), ...)
+ *					schema.hb_read_as(s.c1, NULL::integer), ...)
  *	FROM (SELECT id, f0, ... FROM public.t_part WHERE ...) s(c1, c2, ...)
  *
+ * (each value read as the coordinator would have read it: deparse_column).
  * The shard flattens the subquery and batches the call over its table
  * (its own batching scan); the coordinator reads the scores as it reads
  * any column (postgres_fdw asks the shard for extra_float_digits 3, so a
@@ -392,14 +393,17 @@ deparse_const(StringInfo buf, Const *c)
 
 /*
  * A column of the wrapped query, named by its place in postgres_fdw's.  As
- * a call's argument it is cast to the type the foreign table declares:
- * the coordinator read the value through that type's input function, and
- * the shard's column may be declared otherwise (postgres_fdw asks for the
- * same types, as its shipped filters are evaluated with the shard's; the
- * cast is nothing where they are the same).
+ * a call's argument (read_as: the schema of hbird's functions there) it is
+ * read as the coordinator reads it: the coordinator took the value's text
+ * through the declared type's input function, and the shard's column may
+ * be declared otherwise (postgres_fdw asks for the same types, as its
+ * shipped filters are evaluated with the shard's).  A cast would not give
+ * the same value (float8 0.04999999999999999 as numeric(6,1): 0.1, read
+ * as text 0.0), hb_read_as does (src/pg_read_as.c), and is planned away
+ * on the shard where the types are the same.
  */
 static void
-deparse_column(StringInfo buf, ScanShip *ss, Var *v, bool cast)
+deparse_column(StringInfo buf, ScanShip *ss, Var *v, const char *read_as)
 {
 	ListCell   *lc;
 	int			pos = 0;
@@ -408,8 +412,9 @@ deparse_column(StringInfo buf, ScanShip *ss, Var *v, bool cast)
 		if (lfirst_int(lc) == v->varattno)
 			pos = foreach_current_index(lc) + 1;
 	Assert(pos > 0);
-	if (cast)
-		appendStringInfo(buf, "CAST(s.c%d AS %s)", pos, deparse_type(v->vartype, v->vartypmod));
+	if (read_as)
+		appendStringInfo(buf, "%s.hb_read_as(s.c%d, NULL::%s)", read_as, pos,
+						 deparse_type(v->vartype, v->vartypmod));
 	else
 		appendStringInfo(buf, "s.c%d", pos);
 }
@@ -424,10 +429,9 @@ static void
 deparse_call(StringInfo buf, ScanShip *ss, FuncExpr *f, const char *server)
 {
 	ListCell   *lc;
+	const char *schema = quote_identifier(get_namespace_name(get_func_namespace(f->funcid)));
 
-	appendStringInfo(buf, "%s(",
-					 quote_qualified_identifier(get_namespace_name(get_func_namespace(f->funcid)),
-												get_func_name(f->funcid)));
+	appendStringInfo(buf, "%s.%s(", schema, quote_identifier(get_func_name(f->funcid)));
 	foreach(lc, f->args)
 	{
 		Node	   *a = lfirst(lc);
@@ -449,12 +453,12 @@ deparse_call(StringInfo buf, ScanShip *ss, FuncExpr *f, const char *server)
 			{
 				if (foreach_current_index(le) > 0)
 					appendStringInfoString(buf, ", ");
-				deparse_column(buf, ss, lfirst(le), true);
+				deparse_column(buf, ss, lfirst(le), schema);
 			}
 			appendStringInfoChar(buf, ']');
 		}
 		else
-			deparse_column(buf, ss, (Var *) a, true);
+			deparse_column(buf, ss, (Var *) a, schema);
 	}
 	appendStringInfoChar(buf, ')');
 }
@@ -507,7 +511,7 @@ ship_scan(ForeignScan *fs, PlannedStmt *stmt)
 	appendStringInfoString(&buf, "SELECT ");
 	foreach(lc, ss.vars)
 	{
-		deparse_column(&buf, &ss, lfirst(lc), false);
+		deparse_column(&buf, &ss, lfirst(lc), NULL);
 		appendStringInfoString(&buf, ", ");
 	}
 	foreach(lc, ss.calls)

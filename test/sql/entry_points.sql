@@ -369,7 +369,16 @@ INSERT INTO ep_case (entry, bad, stmt) VALUES
 -- the catalog's cascading deletes: a trigger function only
 ('cascade_delete', 'called directly', $$SELECT hbird.cascade_delete()$$),
 -- the pinned forms' planner support function: answers nothing
-('scoring_support', 'called directly (no internal value in SQL)', $$SELECT hbird.scoring_support(NULL::internal) IS NULL$$);
+('scoring_support', 'called directly (no internal value in SQL)', $$SELECT hbird.scoring_support(NULL::internal) IS NULL$$),
+-- a shard's value as the coordinator reads it: through text, with the
+-- declared typmod (a cast would round float8 to 15 digits first: 0.1)
+('hb_read_as', 'float8 as numeric(6,1)', $$SELECT hb_read_as(0.04999999999999999::float8, NULL::numeric(6,1))$$),
+('hb_read_as', 'real as float8', $$SELECT hb_read_as(0.1::real, NULL::float8)$$),
+('hb_read_as', 'the same type', $$SELECT hb_read_as(2.5::float8, NULL::float8)$$),
+('hb_read_as', 'NULL value', $$SELECT hb_read_as(NULL::integer, NULL::integer)$$),
+('hb_read_as', 'too long for varchar(2)', $$SELECT hb_read_as('abc'::text, NULL::varchar(2))$$),
+('hb_read_as', 'not a number', $$SELECT hb_read_as('x'::text, NULL::float8)$$),
+('read_as_support', 'called directly (no internal value in SQL)', $$SELECT hbird.read_as_support(NULL::internal) IS NULL$$);
 
 SELECT n, entry, bad, ep_try(stmt) AS result FROM ep_case ORDER BY n;
 

@@ -135,6 +135,7 @@ INSERT INTO pm_fn (fn, stmt) VALUES
 ('hb_predict_margin_pinned', $$SELECT hb_predict_margin_pinned('pm_model', 2, (SELECT sha256 FROM hb_models WHERE name = 'pm_model' AND version = 2), 's1', NULL, ARRAY[1, 2, 3, 4, 5, 6])$$),
 ('hb_predict_class_pinned', $$SELECT hb_predict_class_pinned('pm_model', 2, (SELECT sha256 FROM hb_models WHERE name = 'pm_model' AND version = 2), 's1', NULL, ARRAY[1, 2, 3, 4, 5, 6])$$),
 ('hb_predict_targets_pinned', $$SELECT hb_predict_targets_pinned('pm_reg', 1, (SELECT sha256 FROM hb_models WHERE name = 'pm_reg' AND version = 1), 's1', NULL, ARRAY[1, 2, 3, 4, 5, 6, 7, 8])$$),
+('hb_read_as', $$SELECT hb_read_as(0.25::float8, NULL::numeric(6,1))$$),
 ('hb_model_distribute (no shards)', $$SELECT count(*) FROM hb_model_distribute('pm_model')$$),
 ('hb_model_receive', format('SELECT hb_model_receive(%L, 9, %L, NULL, convert_to(%L, %L), encode(sha256(convert_to(%L, %L)), %L), %L, true, %L, %L, %L)', 'pm_model', 'xgboost-json', :'bin', 'UTF8', :'bin', 'UTF8', 'hex', 'regress_pm_owner', '{}', '[]', '[]')),
 ('hb_model_shards (no shards)', $$SELECT count(*) FROM hb_model_shards()$$),

@@ -353,9 +353,31 @@ CREATE FOREIGN TABLE t_vc (id integer, grp varchar(1), amount float8, age float8
 SQL
 typed="SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)), count(*) FROM t_typed t"
 plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_typed t")
-grep -q 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(.*CAST(s.c3 AS numeric(6,1)), CAST(s.c4 AS real), CAST(s.c5 AS double precision)' <<<"$plan" &&
+grep -q 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(.*public.hb_read_as(s.c3, NULL::numeric(6,1)), public.hb_read_as(s.c4, NULL::real), public.hb_read_as(s.c5, NULL::double precision)' <<<"$plan" &&
 	same "$(q $C -c "$typed" 2>&1)" "$(q $C -c "SET hbird.pushdown = off" -c "$typed" 2>&1)"
 tap $? "columns declared with other types than the shard's: cast there, the scores the coordinator computes from the declared types"
+# values where a cast and the coordinator's read differ: float8
+# 0.04999999999999999 as numeric(6,1) (cast 0.1, read 0.0), real 0.1 as
+# float8 (cast 0.10000000149011612, read 0.1)
+q $S1 >/dev/null <<'SQL'
+CREATE TABLE t_part_ty AS SELECT * FROM t_part;
+ALTER TABLE t_part_ty ALTER COLUMN age TYPE real;
+UPDATE t_part_ty SET amount = 0.04999999999999999 + (id % 3) * 0.1, age = 0.1 + (id % 7) * 0.3;
+SQL
+q $C >/dev/null <<'SQL'
+CREATE FOREIGN TABLE t_ty (id integer, grp integer, amount numeric(6,1), age float8, balance float8,
+	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
+	SERVER shard1 OPTIONS (table_name 't_part_ty');
+SQL
+ty="SELECT md5(string_agg(id || ':' || hb_predict('fraud', t) || ':' || amount || ':' || age, ',' ORDER BY id)), count(*) FROM t_ty t"
+plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_ty t")
+grep -q 'public.hb_read_as(s.c3, NULL::numeric(6,1)), public.hb_read_as(s.c4, NULL::double precision)' <<<"$plan" &&
+	same "$(q $C -c "$ty" 2>&1)" "$(q $C -c "SET hbird.pushdown = off" -c "$ty" 2>&1)"
+tap $? "values whose cast differs from the coordinator's read (float8 as numeric(6,1), real as float8): the shard reads them as the coordinator does"
+# on the shard, where the types are the same, the reading is planned away
+plan=$(q $S1 -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT public.hb_read_as(id, NULL::integer), public.hb_read_as(amount, NULL::float8), public.hb_read_as(age, NULL::float8) FROM t_part_ty")
+grep -q 'Output: id, amount, hb_read_as(age, NULL::double precision)$' <<<"$plan"
+tap $? "hb_read_as of a column of the declared type is no call at all (got: $(grep -m1 Output <<<"$plan"))"
 plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_vc t")
 grep -q 'Remote SQL: SELECT id, grp, amount' <<<"$plan" && ! grep -q 'pinned(.* FROM (SELECT' <<<"$plan"
 tap $? "a varchar(1) column among a call's values: the scores stay on the coordinator"
