@@ -314,13 +314,18 @@ typedef struct ScanShip
 } ScanShip;
 
 /*
- * Can a call's argument of this type be cast to it on the shard as the
- * coordinator reads it?  Not a length-limited string or bit string: their
- * input function refuses a value too long, an explicit cast cuts it.
+ * Can a call's argument of this type be read on the shard as the
+ * coordinator reads it (deparse_column)?  A built-in type only: a shard
+ * may not have a domain or type of the coordinator's, or have one of that
+ * name over another type.  Not a length-limited string or bit string
+ * either (kept as before hb_read_as, which would refuse a value too long
+ * as the coordinator's read does).
  */
 static bool
 castable(Var *v)
 {
+	if (v->vartype >= FirstGenbkiObjectId)
+		return false;
 	return v->vartypmod < 0 ||
 		(v->vartype != BPCHAROID && v->vartype != VARCHAROID &&
 		 v->vartype != BITOID && v->vartype != VARBITOID);

@@ -378,6 +378,19 @@ tap $? "values whose cast differs from the coordinator's read (float8 as numeric
 plan=$(q $S1 -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT public.hb_read_as(id, NULL::integer), public.hb_read_as(amount, NULL::float8), public.hb_read_as(age, NULL::float8) FROM t_part_ty")
 grep -q 'Output: id, amount, hb_read_as(age, NULL::double precision)$' <<<"$plan"
 tap $? "hb_read_as of a column of the declared type is no call at all (got: $(grep -m1 Output <<<"$plan"))"
+# a column of a domain of the coordinator's (a shard may not have it, or
+# have one of that name over another type): the scores stay here
+q $C >/dev/null <<'SQL'
+CREATE DOMAIN dfloat AS float8;
+CREATE FOREIGN TABLE t_dom (id integer, grp integer, amount dfloat, age float8, balance float8,
+	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
+	SERVER shard1 OPTIONS (table_name 't_part');
+SQL
+dom="SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)), count(*) FROM t_dom t"
+plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_dom t")
+! grep -q 'pinned(.* FROM (SELECT' <<<"$plan" && grep -q 'Remote SQL: SELECT id, grp, amount' <<<"$plan" &&
+	same "$(q $C -c "$dom" 2>&1)" "$(q $C -c "SET hbird.pushdown = off" -c "$dom" 2>&1)"
+tap $? "a column of a domain among a call's values: the scores stay on the coordinator, the same"
 plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_vc t")
 grep -q 'Remote SQL: SELECT id, grp, amount' <<<"$plan" && ! grep -q 'pinned(.* FROM (SELECT' <<<"$plan"
 tap $? "a varchar(1) column among a call's values: the scores stay on the coordinator"
