@@ -340,23 +340,18 @@ d=$(q $C -c "SET enable_hashagg = off" -c "${grouped//@T/t_dist}" 2>&1)
 same "$d" "$(q $C -c "${grouped//@T/t_local}" 2>&1)"
 tap $? "percentile_cont, stddev and count DISTINCT per group over the shards' sorted scans: a single node's"
 # a foreign table declaring other types than the shard's (postgres_fdw asks
-# for the same ones): the shard casts the values to the declared types, as
-# the coordinator read them; a length-limited string would be cut by a cast,
-# so its table's scores stay on the coordinator
-q $C >/dev/null <<'SQL'
-CREATE FOREIGN TABLE t_typed (id integer, grp integer, amount numeric(6,1), age real, balance float8,
-	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
-	SERVER shard1 OPTIONS (table_name 't_part');
-CREATE FOREIGN TABLE t_vc (id integer, grp varchar(1), amount float8, age float8, balance float8,
-	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
-	SERVER shard1 OPTIONS (table_name 't_part');
-SQL
-typed="SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)), count(*) FROM t_typed t"
-plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_typed t")
-grep -q 'Remote SQL: SELECT s.c1, public.hb_predict_pinned(.*public.hb_read_as(s.c3, NULL::numeric(6,1)), public.hb_read_as(s.c4, NULL::real), public.hb_read_as(s.c5, NULL::double precision)' <<<"$plan" &&
-	same "$(q $C -c "$typed" 2>&1)" "$(q $C -c "SET hbird.pushdown = off" -c "$typed" 2>&1)"
-tap $? "columns declared with other types than the shard's: cast there, the scores the coordinator computes from the declared types"
-# values where a cast and the coordinator's read differ: float8
+# for the same ones): the shard reads the values as the coordinator reads
+# them (hb_read_as); a length-limited string keeps its table's scores on
+# the coordinator
+# declared TABLE QUERY PATTERN: the plan of a scoring scan of TABLE
+# matches PATTERN, and QUERY's answer is the coordinator's own
+# (hbird.pushdown = off)
+declared() {
+	plan=$(explain "SELECT id, hb_predict('fraud', t) FROM $1 t")
+	grep -q "$3" <<<"$plan" &&
+		same "$(q $C -c "$2" 2>&1)" "$(q $C -c "SET hbird.pushdown = off" -c "$2" 2>&1)"
+}
+# t_ty: values where a cast and the coordinator's read differ: float8
 # 0.04999999999999999 as numeric(6,1) (cast 0.1, read 0.0), real 0.1 as
 # float8 (cast 0.10000000149011612, read 0.1)
 q $S1 >/dev/null <<'SQL'
@@ -368,11 +363,18 @@ q $C >/dev/null <<'SQL'
 CREATE FOREIGN TABLE t_ty (id integer, grp integer, amount numeric(6,1), age float8, balance float8,
 	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
 	SERVER shard1 OPTIONS (table_name 't_part_ty');
+CREATE FOREIGN TABLE t_typed (id integer, grp integer, amount numeric(6,1), age real, balance float8,
+	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
+	SERVER shard1 OPTIONS (table_name 't_part');
+CREATE FOREIGN TABLE t_vc (id integer, grp varchar(1), amount float8, age float8, balance float8,
+	n_tx float8, risk float8, tenure float8, utilization float8, score float8)
+	SERVER shard1 OPTIONS (table_name 't_part');
 SQL
-ty="SELECT md5(string_agg(id || ':' || hb_predict('fraud', t) || ':' || amount || ':' || age, ',' ORDER BY id)), count(*) FROM t_ty t"
-plan=$(explain "SELECT id, hb_predict('fraud', t) FROM t_ty t")
-grep -q 'public.hb_read_as(s.c3, NULL::numeric(6,1)), public.hb_read_as(s.c4, NULL::double precision)' <<<"$plan" &&
-	same "$(q $C -c "$ty" 2>&1)" "$(q $C -c "SET hbird.pushdown = off" -c "$ty" 2>&1)"
+declared t_typed "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)), count(*) FROM t_typed t" \
+	'Remote SQL: SELECT s.c1, public.hb_predict_pinned(.*public.hb_read_as(s.c3, NULL::numeric(6,1)), public.hb_read_as(s.c4, NULL::real), public.hb_read_as(s.c5, NULL::double precision)'
+tap $? "columns declared with other types than the shard's: read there as the coordinator reads them, its scores"
+declared t_ty "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t) || ':' || amount || ':' || age, ',' ORDER BY id)), count(*) FROM t_ty t" \
+	'public.hb_read_as(s.c3, NULL::numeric(6,1)), public.hb_read_as(s.c4, NULL::double precision)'
 tap $? "values whose cast differs from the coordinator's read (float8 as numeric(6,1), real as float8): the shard reads them as the coordinator does"
 # on the shard, where the types are the same, the reading is planned away
 plan=$(q $S1 -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT public.hb_read_as(id, NULL::integer), public.hb_read_as(amount, NULL::float8), public.hb_read_as(age, NULL::float8) FROM t_part_ty")
