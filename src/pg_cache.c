@@ -144,8 +144,8 @@ compile_entry(const HbCatalogRef *ref, bool quiet)
 	/*
 	 * The compiled image when it is one this build reads, else the bytes.
 	 * A pipeline in the image is read into the entry's memory, where it
-	 * stays (a copy from m's read and checked it twice): the rest of m goes
-	 * with the scratch context.
+	 * stays; the rest of m goes with the scratch context.  (Read with m and
+	 * then copied, a pipeline was read and checked twice.)
 	 */
 	image = hb_catalog_bytes(ref->name, ref->version, "image");
 	if (image != NULL &&
@@ -542,8 +542,9 @@ entry_usable(HbCacheEntry *e)
 
 /*
  * An entry for ref read in place from a block block_matches accepted, in a
- * context of its own under the caller's (add_entry moves it); NULL where the plan is not this
- * build's (the caller compiles as usual).  slot: the shared cache's pin on
+ * context of its own under the caller's (add_entry moves it under the
+ * cache's); NULL where the plan is not this build's (the caller compiles as
+ * usual).  slot: the shared cache's pin on
  * the block (0 for a parallel worker's offer), which the entry's context
  * holds from the moment *held is set: its deletion, on any path, releases
  * it.
