@@ -283,6 +283,13 @@ emit(TreeEmit *te, int32_t idx, int depth)
 static int32_t
 emit_member(TreeEmit *te, const OnnxTreeNode *on, int32_t k, int depth)
 {
+	/*
+	 * An empty set emits no split: its false side takes its place, one
+	 * level deeper all the same, so that a cycle of empty sets meets the
+	 * depth limit (it recursed without end)
+	 */
+	if (on->set_n == 0)
+		return emit(te, on->f_idx, depth + 1);
 	if (k == on->set_n)
 		return emit(te, on->f_idx, depth);
 	if (depth + 1 > HB_MAX_DEPTH)
