@@ -91,6 +91,10 @@ SELECT hbt_try(format('SELECT hb_model_upload(%L, decode(%L, %L))', 'bad', :'m',
 SELECT hbt_try(format('SELECT hb_model_upload(%L, decode(%L, %L))', 'bad', :'m', 'base64')) AS rbf_kernel;
 \set m `base64 -w0 :fixtures/tree_too_deep.onnx`
 SELECT hbt_try(format('SELECT hb_model_upload(%L, decode(%L, %L))', 'bad', :'m', 'base64')) AS too_deep;
+-- a BRANCH_MEMBER node with no values whose false side is itself (it once
+-- recursed until the backend's stack overflowed)
+\set m `base64 -w0 :fixtures/member_empty_cycle.onnx`
+SELECT hbt_try(format('SELECT hb_model_upload(%L, decode(%L, %L))', 'bad', :'m', 'base64')) AS member_cycle;
 SELECT count(*) AS bad_versions FROM hb_models WHERE name = 'bad';
 
 -- featurizers in front (Imputer, Scaler, ...): read into the model's
