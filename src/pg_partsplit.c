@@ -555,6 +555,7 @@ hb_split_per_partition(Query *q, HbPushdown *pd)
 	ParseState *ps;
 	RangeTblEntry *perms;
 	bool		any_remote = false;
+	bool		whole_row;		/* the query reads whole rows of the table */
 	ListCell   *lc;
 
 	if (!split_shape(q, &prte) ||
@@ -590,6 +591,7 @@ hb_split_per_partition(Query *q, HbPushdown *pd)
 			return false;
 	}
 
+	whole_row = query_tree_walker(q, whole_row_walker, NULL, 0);
 	parent = table_open(prte->relid, NoLock);
 	pdesc = RelationGetDescr(parent);
 	foreach(lc, hb_leaf_partitions(prte->relid))
@@ -606,7 +608,7 @@ hb_split_per_partition(Query *q, HbPushdown *pd)
 		 * parent's (another order, a dropped column) would be read as the
 		 * parent's row: not split
 		 */
-		if (leaf->map != NULL && query_tree_walker(q, whole_row_walker, NULL, 0))
+		if (leaf->map != NULL && whole_row)
 		{
 			table_close(rel, NoLock);
 			table_close(parent, NoLock);

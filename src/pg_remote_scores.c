@@ -610,13 +610,16 @@ call_var(int varno, AttrNumber pos, Node *call)
 	return makeVar(varno, pos, exprType(call), exprTypmod(call), exprCollation(call), 0);
 }
 
-/* An input column nobody reads any more: the scan sends NULL for it. */
+/*
+ * Output columns nobody reads any more become NULL (a scan then does not
+ * send them; a join's become NULL before its sides' columns go).
+ */
 static void
-scan_drop_unread(Plan *scan, Bitmapset *read)
+drop_unread(Plan *p, Bitmapset *read)
 {
 	ListCell   *lc;
 
-	foreach(lc, scan->targetlist)
+	foreach(lc, p->targetlist)
 	{
 		TargetEntry *te = lfirst(lc);
 		Node	   *e = (Node *) te->expr;
@@ -959,7 +962,7 @@ chain_reads(Plan *p, Bitmapset **read, List **scans)
 /*
  * Once a side's calls are its scans' columns, the columns they read need
  * not travel where nothing else reads them: the scans send NULL for them
- * (scan_drop_unread; ship_scan then leaves them out of the shard's
+ * (drop_unread; ship_scan then leaves them out of the shard's
  * answer).  Only where the nodes between are those chain_reads knows.
  */
 static void
@@ -991,7 +994,7 @@ drop_unread_side(Join *j, int side)
 	if (!chain_reads(side == OUTER_VAR ? j->plan.lefttree : j->plan.righttree, &r.read, &scans))
 		return;
 	foreach(lc, scans)
-		scan_drop_unread(lfirst(lc), r.read);
+		drop_unread(lfirst(lc), r.read);
 }
 
 static void
@@ -1069,6 +1072,7 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	List	   *scans = NIL;
 	CallVars	cv = {NIL, NIL};
 	SideReads	r = {OUTER_VAR, NULL};
+	bool		over_join;		/* below is a join */
 	bool		shipped[2] = {false, false};	/* a join's outer, inner side */
 	ListCell   *lc;
 
@@ -1077,6 +1081,7 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	below = input;
 	while (IsA(below, Sort))
 		below = below->lefttree;
+	over_join = IsA(below, NestLoop) || IsA(below, HashJoin) || IsA(below, MergeJoin);
 	(void) aggref_calls_walker((Node *) agg->plan.targetlist, &every_row);
 	(void) aggref_calls_walker((Node *) agg->plan.qual, &every_row);
 	foreach(lc, every_row)
@@ -1090,7 +1095,7 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 		pos = ship_down(input, OUTER_VAR, (Node *) f, stmt, true);
 		cv.calls = lappend(cv.calls, f);
 		cv.vars = lappend(cv.vars, call_var(OUTER_VAR, pos, (Node *) f));
-		if (IsA(below, NestLoop) || IsA(below, HashJoin) || IsA(below, MergeJoin))
+		if (over_join)
 		{
 			/* the join's new column names the side it came from */
 			Var		   *jv = output_var(below, list_length(below->targetlist));
@@ -1108,19 +1113,12 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	add_sort_columns(&r.read, agg->numCols, agg->grpColIdx);
 	(void) side_reads_walker((Node *) agg->plan.targetlist, &r);
 	(void) side_reads_walker((Node *) agg->plan.qual, &r);
-	if (IsA(below, NestLoop) || IsA(below, HashJoin) || IsA(below, MergeJoin))
+	if (over_join)
 	{
 		/* the join's outputs nobody reads are NULL, then its sides' columns */
 		for (Plan *p = input; p != below; p = p->lefttree)
 			add_sort_columns(&r.read, ((Sort *) p)->numCols, ((Sort *) p)->sortColIdx);
-		foreach(lc, below->targetlist)
-		{
-			TargetEntry *te = lfirst(lc);
-			Node	   *e = (Node *) te->expr;
-
-			if (!bms_is_member(te->resno, r.read))
-				te->expr = (Expr *) makeNullConst(exprType(e), exprTypmod(e), exprCollation(e));
-		}
+		drop_unread(below, r.read);
 		if (shipped[0])
 			drop_unread_side((Join *) below, OUTER_VAR);
 		if (shipped[1])
@@ -1128,7 +1126,7 @@ ship_agg_calls(Agg *agg, PlannedStmt *stmt)
 	}
 	else if (chain_reads(input, &r.read, &scans))
 		foreach(lc, scans)
-			scan_drop_unread(lfirst(lc), r.read);
+			drop_unread(lfirst(lc), r.read);
 }
 
 /* ---- the plan ---- */
