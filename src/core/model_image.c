@@ -486,15 +486,6 @@ get_pipeline(Rd *r, bool *nomem)
 	return p;
 }
 
-/*
- * Read an image.  Returns false with err->code HB_OK when the bytes are not
- * an image this build can use (the caller parses the original instead), and
- * with a real error code on allocation failure or corruption found after the
- * header matched.
- */
-static bool image_read(const char *bytes, size_t len, HbModel **out,
-					   size_t *pipeline_at, HbError *err);
-
 /* A read that ran out of memory, or found the image corrupt: false. */
 static bool
 read_failed(bool nomem, HbError *err)
@@ -504,24 +495,28 @@ read_failed(bool nomem, HbError *err)
 	return hb_fail(err, HB_ERR_INVALID, "stored model image is corrupt");
 }
 
+/*
+ * Read an image: its model, then its pipeline.  Returns false with
+ * err->code HB_OK when the bytes are not an image this build can use (the
+ * caller parses the original instead), and with a real error code on
+ * allocation failure or corruption found after the header matched.
+ */
 bool
 hb_model_image_read(const char *bytes, size_t len, HbModel **out, HbError *err)
 {
-	return image_read(bytes, len, out, NULL, err);
-}
+	size_t		at;
 
-/*
- * An image's model without its pipeline; *pipeline_at is where the image
- * holds one (read it with hb_model_image_read_pipeline), 0 where it holds
- * none.  For a caller that keeps the pipeline in other memory than the
- * model (a backend's cache: the pipeline with the plan, the trees freed
- * once compiled): reading it there costs less than copying it.
- */
-bool
-hb_model_image_read_split(const char *bytes, size_t len, HbModel **out,
-						  size_t *pipeline_at, HbError *err)
-{
-	return image_read(bytes, len, out, pipeline_at, err);
+	if (!hb_model_image_read_split(bytes, len, out, &at, err))
+		return false;
+	if (at != 0 &&
+		!hb_model_image_read_pipeline(bytes, len, at, (*out)->n_features,
+									  &(*out)->pipeline, err))
+	{
+		hb_model_free(*out);
+		*out = NULL;
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -557,9 +552,17 @@ hb_model_image_read_pipeline(const char *bytes, size_t len, size_t pipeline_at,
 	return true;
 }
 
-static bool
-image_read(const char *bytes, size_t len, HbModel **out, size_t *pipeline_at,
-		   HbError *err)
+/*
+ * An image's model without its pipeline (as hb_model_image_read reads
+ * it); *pipeline_at is where the image holds one (read it with
+ * hb_model_image_read_pipeline), 0 where it holds none.  For a caller that
+ * keeps the pipeline in other memory than the model (a backend's cache:
+ * the pipeline with the plan, the trees freed once compiled): reading it
+ * there costs less than copying it.
+ */
+bool
+hb_model_image_read_split(const char *bytes, size_t len, HbModel **out,
+						  size_t *pipeline_at, HbError *err)
 {
 	Rd			r = {bytes, bytes + len, false};
 	HbModel    *m;
@@ -567,6 +570,7 @@ image_read(const char *bytes, size_t len, HbModel **out, size_t *pipeline_at,
 	uint32_t	flags;
 
 	*out = NULL;
+	*pipeline_at = 0;
 	if (get_u32(&r) != IMAGE_MAGIC || get_u32(&r) != IMAGE_VERSION ||
 		get_u32(&r) != sizeof(HbNode) || r.bad)
 		return false;
@@ -647,21 +651,14 @@ image_read(const char *bytes, size_t len, HbModel **out, size_t *pipeline_at,
 				m->cat_words = get_array(&r, m->n_cat_words, sizeof(uint32_t), &nomem);
 		}
 	}
-	if (!r.bad && pipeline_at != NULL)
+	if (!r.bad)
 	{
 		/* the pipeline's flag word: 1 where one follows (not read here) */
 		size_t		at = (size_t) (r.p - bytes);
 
-		*pipeline_at = 0;
 		if (get_u32(&r) == 1 && !r.bad)
 			*pipeline_at = at;
 		else if (r.p != r.end)
-			r.bad = true;
-	}
-	else if (!r.bad)
-	{
-		m->pipeline = get_pipeline(&r, &nomem);
-		if (!r.bad && r.p != r.end)
 			r.bad = true;
 	}
 
