@@ -54,5 +54,5 @@ tap $? "the next statement sees the new version ($after, expected $v2)"
 err=$(psql -X -q -At -d "$db" -c "SELECT hb_predict('cv', p) FROM probe p WHERE id = 1" \
 	-c "SELECT pg_sleep(1.5)" -c "SELECT hb_predict('cv', p) FROM probe p WHERE id = 1" 2>&1 &
 	sleep 0.7; q -c "SELECT hb_model_drop('cv')" >/dev/null; wait)
-echo "$err" | grep -q 'model "cv" does not exist'
+grep -q 'model "cv" does not exist' <<<"$err"
 tap $? "a drop by another session is seen by the next statement"

@@ -99,7 +99,7 @@ for t in t_plain t_mixed t_added; do
 	}
 	lazy=$(plain on)
 	eager=$(plain off)
-	[ -n "$lazy" ] && [ "$lazy" = "$eager" ] && echo "$lazy" | grep -q 'approximate' && echo "$lazy" | grep -q 'Rows Scored'
+	[ -n "$lazy" ] && [ "$lazy" = "$eager" ] && grep -q 'approximate' <<<"$lazy" && grep -q 'Rows Scored' <<<"$lazy"
 	tap $? "lazy columns: $t, plain ORDER BY ... LIMIT 10 read lazily = read eagerly"
 	n_rows=$(q -c "SELECT count(*) FROM $t")
 	n_lazy=$(grep -o 'Rows Read Lazily: [0-9]*' "$tmp/plain_on" | grep -o '[0-9]*$')
@@ -121,7 +121,7 @@ for t in t_plain t_mixed t_added; do
 	out=$(q -c "LOAD 'hbird'" -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM $t x ORDER BY hb_predict('lz', x) DESC, ctid LIMIT 10" |
 		  grep -A1 'Seq Scan' | grep 'Output:' | sed 's/^ *//')
 	if [ "$t" = t_added ]; then want=projects; else want="hands up its tuples"; fi
-	if echo "$out" | grep -q 'ctid'; then got=projects; else got="hands up its tuples"; fi
+	if grep -q 'ctid' <<<"$out"; then got=projects; else got="hands up its tuples"; fi
 	[ -n "$out" ] && [ "$got" = "$want" ]
 	tap $? "lazy columns: $t, the scan under ORDER BY score, ctid $got ($out)"
 	# the columns read: the cheap model's only

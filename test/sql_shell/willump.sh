@@ -59,7 +59,7 @@ for kind in cascade topk; do
 			-c "SELECT count(*) FROM hb_tune('wfraud', 'SELECT * FROM big', kind => '$kind'$k, target => 0.01)" 2>&1)
 		ms=$(echo "$out" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1)
 		delay=$(awk -v m="${ms:-0}" -v t="$t" 'BEGIN { printf "%.1f", m - t }')
-		echo "$out" | grep -q "canceling statement due to statement timeout" &&
+		grep -q "canceling statement due to statement timeout" <<<"$out" &&
 			awk -v d="$delay" -v l="$max_ms" 'BEGIN { exit !(d >= 0 && d < l) }'
 		tap $? "hb_tune ($kind) is cancelled by a ${t} ms statement_timeout ${delay} ms late (limit $max_ms ms)"
 	done
