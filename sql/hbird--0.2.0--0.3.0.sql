@@ -522,9 +522,11 @@ LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
  * type's input function with the second argument's typmod, as postgres_fdw
  * and the coordinator read a column a foreign table declares with another
  * type than the shard's (src/pg_read_as.c).  The wrapped queries that make
- * shards compute scores (src/pg_remote_scores.c) pass every value through
- * it; where the types are the same, its planner support function removes
- * the call.  Not strict: the second argument is always NULL.
+ * shards compute scores (src/pg_remote_scores.c) pass the elements of an
+ * array a call scores through it (a pinned call reads the values of a row
+ * as declared itself); where the types are the same, its planner support
+ * function removes the call.  Not strict: the second argument is always
+ * NULL.
  */
 CREATE FUNCTION hbird.read_as_support(internal) RETURNS internal
 AS 'MODULE_PATHNAME', 'hb_read_as_support' LANGUAGE C STRICT;

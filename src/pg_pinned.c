@@ -18,6 +18,20 @@
  *	- the answer is exact: a tuned cascade is not used, as the coordinator
  *	  only ships calls when its own session does not use one.
  *
+ *	- the values are read as the coordinator reads them: its foreign
+ *	  table may declare a column with another type than the shard's
+ *	  (numeric(6,1) over a float8, float8 over a real).  postgres_fdw
+ *	  fetches a value as text in its session (extra_float_digits 3) and
+ *	  the coordinator reads that text with the declared type's input
+ *	  function and typmod: float8 0.04999999999999999 becomes 0.0.  So the
+ *	  columns argument also carries the declared types, and a value of
+ *	  another type or typmod goes the same way here, through its output
+ *	  function and the declared type's input function (hb_pinned_read):
+ *	  a cast would not give the same value (0.04999999999999999 casts to
+ *	  0.1, real 0.1 to 0.10000000149011612 where the text "0.1" reads as
+ *	  0.1).  This holds for every form that evaluates the call here,
+ *	  postgres_fdw's own (a shipped sum or filter) included.
+ *
  * Given its arguments the answer is fixed, which is why the functions are
  * IMMUTABLE: postgres_fdw ships no other kind.  The batching scan
  * (pg_scan_exec.c) evaluates the same calls in batches through
@@ -26,8 +40,11 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/transam.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_type.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
 #include "utils/array.h"
@@ -256,6 +273,7 @@ typedef struct PinnedSite
 	bool		by_name;		/* columns given: a row of those names */
 	int			nvals;
 	TupleDesc	desc;			/* by_name: the names, the values' types */
+	HbPinRead  *read;			/* by_name: values read as declared, or NULL */
 	Datum	   *values;
 	bool	   *nulls;
 	char	   *origin;
@@ -273,44 +291,166 @@ text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 }
 
 /*
+ * How a pinned call's values are read where their types are not the ones
+ * the coordinator declares (the top of the file): per value, whether it
+ * is converted, and the functions that convert it.
+ */
+struct HbPinRead
+{
+	int			nvals;
+	bool	   *convert;
+	FmgrInfo   *out;			/* the value's output function */
+	FmgrInfo   *in;				/* the declared type's input function */
+	Oid		   *ioparam;
+	int32	   *typmod;			/* the declared typmod */
+};
+
+/*
+ * Can a column of this type be read on a shard as the coordinator reads
+ * it?  A built-in type only: a shard may not have a domain or type of the
+ * coordinator's, or have one of that name over another type.  Not a
+ * length-limited string or bit string either, whose too-long values the
+ * coordinator's read refuses (those are read as they are, as before).
+ */
+bool
+hb_pin_reads_as(Oid type, int32 typmod)
+{
+	if (type >= FirstGenbkiObjectId)
+		return false;
+	return typmod < 0 ||
+		(type != BPCHAROID && type != VARCHAROID &&
+		 type != BITOID && type != VARBITOID);
+}
+
+/*
+ * The columns argument of a pinned call over n columns: their names, and
+ * where the types are given, the types they are declared with ('' for
+ * one read as it is), as a two-dimensional array of the names and then
+ * the types.
+ */
+ArrayType *
+hb_pin_columns(Datum *names, const Oid *types, const int32 *typmods, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * 2 * Max(n, 1));
+	int			dims[2] = {2, n};
+	int			lbs[2] = {1, 1};
+
+	if (types == NULL)
+		return construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT);
+	for (int i = 0; i < n; i++)
+	{
+		d[i] = names[i];
+		d[n + i] = CStringGetTextDatum(hb_pin_reads_as(types[i], typmods[i]) ?
+									   format_type_extended(types[i], typmods[i],
+															FORMAT_TYPE_TYPEMOD_GIVEN) : "");
+	}
+	return construct_md_array(d, NULL, 2, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+/*
  * The row a pinned call's values bind as: a tuple descriptor (not blessed)
  * of the column names in cols, which must be as many as the nvals values,
- * and the values' types (InvalidOid where the call's type is unknown).
+ * and the values' types (InvalidOid where the call's type is unknown) and
+ * typmods, or the declared types where cols gives them and a value must
+ * be read as one (*read, NULL where none is: hb_pinned_read).
  */
 TupleDesc
-hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types)
+hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types, const int32 *typmods,
+			   HbPinRead **read)
 {
 	Datum	   *names;
 	bool	   *nn;
 	int			n;
+	int			ncols;
 	TupleDesc	desc;
+	HbPinRead  *r = NULL;
 
-	if (ARR_NDIM(cols) > 1)
+	*read = NULL;
+	if (ARR_NDIM(cols) > 2 || (ARR_NDIM(cols) == 2 && ARR_DIMS(cols)[0] != 2))
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("columns must be a one-dimensional array")));
+				 errmsg("columns must be an array of names, or of names and then their types")));
 	deconstruct_array(cols, TEXTOID, -1, false, TYPALIGN_INT, &names, &nn, &n);
-	if (n != nvals)
+	ncols = ARR_NDIM(cols) == 2 ? n / 2 : n;
+	if (ncols != nvals)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a pinned call has %d column names for %d values",
-						n, nvals)));
-	desc = CreateTemplateTupleDesc(n);
-	for (int i = 0; i < n; i++)
+						ncols, nvals)));
+	desc = CreateTemplateTupleDesc(ncols);
+	for (int i = 0; i < ncols; i++)
 	{
-		if (nn[i])
+		Oid			type = types[i];
+		int32		typmod = -1;
+
+		if (nn[i] || (ncols < n && nn[ncols + i]))
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("columns must not contain nulls")));
-		if (!OidIsValid(types[i]))
+		if (!OidIsValid(type))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("could not determine the type of value %d of a pinned call",
 							i + 1)));
-		TupleDescInitEntry(desc, i + 1, TextDatumGetCString(names[i]),
-						   types[i], -1, 0);
+		if (ncols < n && VARSIZE_ANY_EXHDR(DatumGetPointer(names[ncols + i])) > 0)
+		{
+			Oid			decl;
+			int32		decl_typmod;
+			Oid			fn;
+			bool		varlena;
+
+			parseTypeString(TextDatumGetCString(names[ncols + i]), &decl, &decl_typmod, false);
+			if (decl != type || (decl_typmod >= 0 && decl_typmod != typmods[i]))
+			{
+				if (r == NULL)
+				{
+					r = palloc0(sizeof(HbPinRead));
+					r->nvals = ncols;
+					r->convert = palloc0(sizeof(bool) * ncols);
+					r->out = palloc0(sizeof(FmgrInfo) * ncols);
+					r->in = palloc0(sizeof(FmgrInfo) * ncols);
+					r->ioparam = palloc0(sizeof(Oid) * ncols);
+					r->typmod = palloc0(sizeof(int32) * ncols);
+				}
+				r->convert[i] = true;
+				getTypeOutputInfo(type, &fn, &varlena);
+				fmgr_info(fn, &r->out[i]);
+				getTypeInputInfo(decl, &fn, &r->ioparam[i]);
+				fmgr_info(fn, &r->in[i]);
+				r->typmod[i] = decl_typmod;
+				type = decl;
+				typmod = decl_typmod;
+			}
+		}
+		TupleDescInitEntry(desc, i + 1, TextDatumGetCString(names[i]), type, typmod, 0);
 	}
+	*read = r;
 	return desc;
+}
+
+/*
+ * A row of a pinned call's values read as the coordinator reads them
+ * (hb_pinned_desc's read), in place, in the current memory context.
+ */
+void
+hb_pinned_read(const HbPinRead *r, Datum *values, const bool *nulls)
+{
+	for (int i = 0; i < r->nvals; i++)
+		if (r->convert[i] && !nulls[i])
+			values[i] = InputFunctionCall(&r->in[i],
+										  OutputFunctionCall(&r->out[i], values[i]),
+										  r->ioparam[i], r->typmod[i]);
+}
+
+/* The typmod of argument i of a call, -1 where it is not known. */
+static int32
+arg_typmod(FmgrInfo *flinfo, int i)
+{
+	Node	   *e = flinfo->fn_expr;
+
+	if (e == NULL || !IsA(e, FuncExpr) || list_length(((FuncExpr *) e)->args) <= i)
+		return -1;
+	return exprTypmod((Node *) list_nth(((FuncExpr *) e)->args, i));
 }
 
 static PinnedSite *
@@ -340,11 +480,17 @@ site_prepare(FunctionCallInfo fcinfo, PinKind kind)
 	if (s->by_name)
 	{
 		Oid		   *types = palloc(sizeof(Oid) * s->nvals);
+		int32	   *typmods = palloc(sizeof(int32) * s->nvals);
 
 		for (int i = 0; i < s->nvals; i++)
+		{
 			types[i] = get_fn_expr_argtype(fcinfo->flinfo, PIN_VALUES + i);
-		s->desc = hb_pinned_desc(PG_GETARG_ARRAYTYPE_P(4), s->nvals, types);
+			typmods[i] = arg_typmod(fcinfo->flinfo, PIN_VALUES + i);
+		}
+		s->desc = hb_pinned_desc(PG_GETARG_ARRAYTYPE_P(4), s->nvals, types, typmods,
+								 &s->read);
 		pfree(types);
+		pfree(typmods);
 		s->desc = BlessTupleDesc(s->desc);
 		s->values = palloc(sizeof(Datum) * s->nvals);
 		s->nulls = palloc(sizeof(bool) * s->nvals);
@@ -434,6 +580,8 @@ pinned(FunctionCallInfo fcinfo, PinKind kind)
 			s->values[i] = PG_GETARG_DATUM(PIN_VALUES + i);
 			s->nulls[i] = PG_ARGISNULL(PIN_VALUES + i);
 		}
+		if (s->read)
+			hb_pinned_read(s->read, s->values, s->nulls);
 		tup = heap_form_tuple(s->desc, s->values, s->nulls);
 		plain->args[1].value = HeapTupleGetDatum(tup);
 		plain->args[1].isnull = false;

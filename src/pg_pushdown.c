@@ -177,6 +177,8 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 		Relation	rel;
 		TupleDesc	desc;
 		Datum	   *d;
+		Oid		   *types;
+		int32	   *typmods;
 		int			n = 0;
 
 		/*
@@ -198,12 +200,16 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 		desc = RelationGetDescr(rel);
 		args = NIL;
 		d = palloc(sizeof(Datum) * Max(desc->natts, 1));
+		types = palloc(sizeof(Oid) * Max(desc->natts, 1));
+		typmods = palloc(sizeof(int32) * Max(desc->natts, 1));
 		for (int a = 0; a < desc->natts; a++)
 		{
 			Form_pg_attribute att = TupleDescAttr(desc, a);
 
 			if (att->attisdropped)
 				continue;
+			types[n] = att->atttypid;
+			typmods[n] = att->atttypmod;
 			d[n++] = CStringGetTextDatum(NameStr(att->attname));
 			args = lappend(args, makeVar(v->varno, att->attnum, att->atttypid,
 										 att->atttypmod, att->attcollation, 0));
@@ -213,9 +219,9 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 		table_close(rel, NoLock);
 		if (n == 0)
 			return NULL;
+		/* the names and the declared types: the shard reads values as such */
 		cols = makeConst(TEXTARRAYOID, -1, DEFAULT_COLLATION_OID, -1,
-						 PointerGetDatum(construct_array(d, n, TEXTOID, -1, false,
-														 TYPALIGN_INT)),
+						 PointerGetDatum(hb_pin_columns(d, types, typmods, n)),
 						 false, false);
 	}
 	else

@@ -21,11 +21,12 @@
  * the coordinator still needs, then one column per call), and a remote
  * query that wraps postgres_fdw's own:
  *
- *	SELECT s.c1, schema.hb_predict_pinned('m'::text, ...,
- *					schema.hb_read_as(s.c1, NULL::integer), ...)
+ *	SELECT s.c1, schema.hb_predict_pinned('m'::text, ..., s.c1, s.c2, ...)
  *	FROM (SELECT id, f0, ... FROM public.t_part WHERE ...) s(c1, c2, ...)
  *
- * (each value read as the coordinator would have read it: deparse_column).
+ * (each value read as the coordinator would have read it: by the pinned
+ * call, which carries the declared types, or for an array's elements by
+ * hb_read_as: deparse_column).
  * The shard flattens the subquery and batches the call over its table
  * (its own batching scan); the coordinator reads the scores as it reads
  * any column (postgres_fdw asks the shard for extra_float_digits 3, so a
@@ -315,20 +316,13 @@ typedef struct ScanShip
 
 /*
  * Can a call's argument of this type be read on the shard as the
- * coordinator reads it (deparse_column)?  A built-in type only: a shard
- * may not have a domain or type of the coordinator's, or have one of that
- * name over another type.  Not a length-limited string or bit string
- * either (kept as before hb_read_as, which would refuse a value too long
- * as the coordinator's read does).
+ * coordinator reads it (hb_pin_reads_as: a built-in type, not a
+ * length-limited string)?  Otherwise the scan stays as it was.
  */
 static bool
 castable(Var *v)
 {
-	if (v->vartype >= FirstGenbkiObjectId)
-		return false;
-	return v->vartypmod < 0 ||
-		(v->vartype != BPCHAROID && v->vartype != VARCHAROID &&
-		 v->vartype != BITOID && v->vartype != VARBITOID);
+	return hb_pin_reads_as(v->vartype, v->vartypmod);
 }
 
 /* A plain column of the scanned table that the remote query returns. */
@@ -398,14 +392,15 @@ deparse_const(StringInfo buf, Const *c)
 
 /*
  * A column of the wrapped query, named by its place in postgres_fdw's.  As
- * a call's argument (read_as: the schema of hbird's functions there) it is
- * read as the coordinator reads it: the coordinator took the value's text
- * through the declared type's input function, and the shard's column may
- * be declared otherwise (postgres_fdw asks for the same types, as its
- * shipped filters are evaluated with the shard's).  A cast would not give
- * the same value (float8 0.04999999999999999 as numeric(6,1): 0.1, read
- * as text 0.0), hb_read_as does (src/pg_read_as.c), and is planned away
- * on the shard where the types are the same.
+ * an element of an array a call scores (read_as: the schema of hbird's
+ * functions there) it is read as the coordinator reads it: the
+ * coordinator took the value's text through the declared type's input
+ * function, and the shard's column may be declared otherwise (postgres_fdw
+ * asks for the same types).  A cast would not give the same value (float8
+ * 0.04999999999999999 as numeric(6,1): 0.1, read as text 0.0), hb_read_as
+ * does (src/pg_read_as.c), and is planned away on the shard where the
+ * types are the same.  A value of a row is read so by the pinned call
+ * itself, which carries the declared types (pg_pinned.c).
  */
 static void
 deparse_column(StringInfo buf, ScanShip *ss, Var *v, const char *read_as)
@@ -463,7 +458,7 @@ deparse_call(StringInfo buf, ScanShip *ss, FuncExpr *f, const char *server)
 			appendStringInfoChar(buf, ']');
 		}
 		else
-			deparse_column(buf, ss, (Var *) a, schema);
+			deparse_column(buf, ss, (Var *) a, NULL);
 	}
 	appendStringInfoChar(buf, ')');
 }

@@ -29,7 +29,13 @@ extern void hb_pin_check(const char *name, int32 version, const uint8 *sha,
 extern void hb_pinned_check_shipped(FuncExpr *f);
 extern HbCacheEntry *hb_pinned_resolve(const char *name, int32 pin_version,
 									   const char *pin_sha, const char *origin);
-extern TupleDesc hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types);
+typedef struct HbPinRead HbPinRead;
+extern bool hb_pin_reads_as(Oid type, int32 typmod);
+extern ArrayType *hb_pin_columns(Datum *names, const Oid *types,
+								 const int32 *typmods, int n);
+extern TupleDesc hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types,
+								const int32 *typmods, HbPinRead **read);
+extern void hb_pinned_read(const HbPinRead *r, Datum *values, const bool *nulls);
 
 /* pg_pushdown.c: around standard_planner, from the planner hook */
 typedef struct HbPushdown

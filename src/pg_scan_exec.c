@@ -99,7 +99,8 @@ bind_pinned(HbScoreState *st, ScoreCall *c)
 	TupleDesc	desc;
 
 	Assert(!isnull);
-	desc = hb_pinned_desc(DatumGetArrayTypeP(d), c->nvals, c->val_type);
+	desc = hb_pinned_desc(DatumGetArrayTypeP(d), c->nvals, c->val_type, c->val_typmod,
+						  &c->pin_read);
 	hb_bind_desc(&c->bind, c->e, desc, c->cxt, c->e->name);
 	c->bound = true;
 	c->rowvals = palloc(sizeof(Datum) * c->nvals);
@@ -429,6 +430,13 @@ bind_pinned_row(HbScoreState *st, ScoreCall *c, Datum *rv, bool *rn, double *x)
 	}
 	for (int v = 0; v < c->nvals; v++)
 		c->rowvals[v] = pinned_value(st, c, v, rv, rn, &loaded, &c->rownulls[v]);
+	if (c->pin_read)
+	{
+		MemoryContext old = MemoryContextSwitchTo(st->argcxt->ecxt_per_tuple_memory);
+
+		hb_pinned_read(c->pin_read, c->rowvals, c->rownulls);
+		MemoryContextSwitchTo(old);
+	}
 	if (c->sparse)
 		hb_bind_values_margins(&c->bind, e, c->rowvals, c->rownulls, x);
 	else
@@ -828,6 +836,7 @@ init_pinned(HbScoreState *st, ScoreCall *c, RowExpr *r)
 		c->pin_es[i] = ExecInitExpr(list_nth(r->args, i), ps);
 	c->nvals = list_length(r->args) - 4;
 	c->val_type = palloc(sizeof(Oid) * Max(c->nvals, 1));
+	c->val_typmod = palloc(sizeof(int32) * Max(c->nvals, 1));
 	c->val_col = palloc(sizeof(int) * Max(c->nvals, 1));
 	c->val_es = palloc0(sizeof(ExprState *) * Max(c->nvals, 1));
 	for_each_from(lc, r->args, 4)
@@ -836,6 +845,7 @@ init_pinned(HbScoreState *st, ScoreCall *c, RowExpr *r)
 		Var		   *var = (Var *) e;
 
 		c->val_type[v] = exprType(e);
+		c->val_typmod[v] = exprTypmod(e);
 		(void) keep_vars_walker(e, st); /* copied with the batch's rows */
 		if (IsA(e, Var) && (var->varno == OUTER_VAR || var->varno == INDEX_VAR) &&
 			var->varattno > 0 && var->varattno <= st->n_input)

@@ -68,6 +68,8 @@ typedef struct ScoreCall
 	ExprState  *pin_es[4];		/* version, sha256, origin, columns */
 	int			nvals;
 	Oid		   *val_type;
+	int32	   *val_typmod;
+	struct HbPinRead *pin_read; /* values read as declared (pg_pinned.c) */
 	int		   *val_col;		/* input column of a value that is a plain
 								 * column, else -1 */
 	ExprState **val_es;			/* the other values' expressions */

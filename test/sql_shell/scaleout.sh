@@ -341,8 +341,8 @@ same "$d" "$(q $C -c "${grouped//@T/t_local}" 2>&1)"
 tap $? "percentile_cont, stddev and count DISTINCT per group over the shards' sorted scans: a single node's"
 # a foreign table declaring other types than the shard's (postgres_fdw asks
 # for the same ones): the shard reads the values as the coordinator reads
-# them (hb_read_as); a length-limited string keeps its table's scores on
-# the coordinator
+# them (the pinned call carries the declared types); a length-limited
+# string keeps its table's scores on the coordinator
 # declared TABLE QUERY PATTERN: the plan of a scoring scan of TABLE
 # matches PATTERN, and QUERY's answer is the coordinator's own
 # (hbird.pushdown = off)
@@ -371,11 +371,34 @@ CREATE FOREIGN TABLE t_vc (id integer, grp varchar(1), amount float8, age float8
 	SERVER shard1 OPTIONS (table_name 't_part');
 SQL
 declared t_typed "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t), ',' ORDER BY id)), count(*) FROM t_typed t" \
-	'Remote SQL: SELECT s.c1, public.hb_predict_pinned(.*public.hb_read_as(s.c3, NULL::numeric(6,1)), public.hb_read_as(s.c4, NULL::real), public.hb_read_as(s.c5, NULL::double precision)'
+	'Remote SQL: SELECT s.c1, public.hb_predict_pinned(.*{{id,grp,amount,age,balance,.*},{integer,integer,"numeric(6,1)",real,"double precision",.*}}.*, s.c1, s.c2, s.c3, s.c4, s.c5'
 tap $? "columns declared with other types than the shard's: read there as the coordinator reads them, its scores"
 declared t_ty "SELECT md5(string_agg(id || ':' || hb_predict('fraud', t) || ':' || amount || ':' || age, ',' ORDER BY id)), count(*) FROM t_ty t" \
-	'public.hb_read_as(s.c3, NULL::numeric(6,1)), public.hb_read_as(s.c4, NULL::double precision)'
+	'{integer,integer,"numeric(6,1)","double precision",'
 tap $? "values whose cast differs from the coordinator's read (float8 as numeric(6,1), real as float8): the shard reads them as the coordinator does"
+# the forms postgres_fdw ships itself evaluate the pinned call on the
+# shard over its own columns: the call reads them as declared too, over
+# one foreign table (postgres_fdw's own sum, filter, sort) and over a
+# partitioned table of such (the per-partition forms)
+q $C >/dev/null <<'SQL'
+CREATE TABLE t_tyd (id integer, grp integer, amount numeric(6,1), age float8, balance float8,
+	n_tx float8, risk float8, tenure float8, utilization float8, score float8) PARTITION BY HASH (id);
+CREATE FOREIGN TABLE t_tyd1 PARTITION OF t_tyd FOR VALUES WITH (modulus 2, remainder 0)
+	SERVER shard1 OPTIONS (table_name 't_part_ty');
+CREATE FOREIGN TABLE t_tyd2 PARTITION OF t_tyd FOR VALUES WITH (modulus 2, remainder 1)
+	SERVER shard2 OPTIONS (table_name 't_part');
+SQL
+for form in "SELECT round(sum(hb_predict('fraud', t))::numeric, 6), count(*) FROM @T t|sum(public.hb_predict_pinned(" \
+	"SELECT count(*), sum(id) FROM @T t WHERE hb_predict('fraud', t) > 0.5|WHERE ((public.hb_predict_pinned(" \
+	"SELECT grp, round(avg(hb_predict('fraud', t))::numeric, 6), count(*) FROM @T t GROUP BY grp ORDER BY grp|GROUP BY" \
+	"SELECT id, hb_predict_class('fraud', t) FROM @T t ORDER BY hb_predict('fraud', t) DESC, id LIMIT 15|ORDER BY public.hb_predict_pinned("; do
+	sql=${form%|*}
+	for t in t_ty t_tyd; do
+		explain "${sql//@T/$t}" | grep 'Remote SQL:' | grep -F "${form#*|}" | grep -q '"numeric(6,1)"' &&
+			same "$(q $C -c "${sql//@T/$t}" 2>&1)" "$(q $C -c "SET hbird.pushdown = off" -c "${sql//@T/$t}" 2>&1)"
+		tap $? "declared types, in a form postgres_fdw ships (${sql%% FROM*} ... over $t): the shard reads the values as the coordinator does"
+	done
+done
 # on the shard, where the types are the same, the reading is planned away
 plan=$(q $S1 -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT public.hb_read_as(id, NULL::integer), public.hb_read_as(amount, NULL::float8), public.hb_read_as(age, NULL::float8) FROM t_part_ty")
 grep -q 'Output: id, amount, hb_read_as(age, NULL::double precision)$' <<<"$plan"
