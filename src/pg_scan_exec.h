@@ -162,7 +162,7 @@ typedef struct HbScoreState
 	int			raw_cap;
 	bool		wait_ok;		/* rows below the cut wait (hb_topk's rule),
 								 * else the running best `kept` are kept */
-	int64		ordinal;		/* of the next row after the 2k-th */
+	int64		ordinal;		/* of the next row after the (2k+1)-th */
 	HbWaiting	waiting;		/* rows below the cut that may still be
 								 * owed a place (pg_waiting.c); each one's
 								 * data a blob: its features bound in full,

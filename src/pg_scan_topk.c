@@ -19,9 +19,11 @@
  * can then put that row first, so the bar is the least margin that scores
  * as the k-th best does (hb_link_tie_floor; for ascending order the
  * largest, hb_link_tie_ceil).
- * The sort only becomes a heap after 2k rows (before, it would quicksort
- * everything it got, fake scores included), so no row before the 2k-th is
- * pruned;
+ * The sort only becomes a heap at its (2k+1)-th row (before, it would
+ * quicksort everything it got, fake scores included, and a quicksort
+ * orders ties otherwise than the heap), so none of the first 2k + 1 rows
+ * is pruned: the sort turns into a heap where the row-at-a-time plan's
+ * does;
  * and pruning is off when the k rows would not fit work_mem (an external
  * sort would see the fake scores).  The argument needs the bar a row is
  * measured against to come from rows before it in scan order; the core
@@ -31,7 +33,8 @@
  *
  * Approximate top-K (descending, when hbird.topk_mode makes hb_topk
  * approximate: a tuning of kind 'topk' exists and the mode is auto, or the
- * mode is approx): the tuned cheap model scores the rows after the 2k-th;
+ * mode is approx): the tuned cheap model scores the rows after the
+ * (2k+1)-th;
  * those at or above its cut are scored by the full model with their batch
  * (a prefix only adds the remaining trees), and those below it wait under
  * hb_topk's rule (pg_waiting.c: while among the best `kept`, at most
@@ -65,14 +68,30 @@
 
 #include "pg_scan_exec.h"
 
+/*
+ * How x ranks against y, both sign-adjusted margins (higher is better):
+ * PostgreSQL orders NaN above every number, so a NaN is the best of a
+ * descending order and the worst of an ascending one (nan_best false).
+ */
+static inline int
+rank_cmp(double x, double y, bool nan_best)
+{
+	if (isnan(x) || isnan(y))
+	{
+		if (isnan(x) && isnan(y))
+			return 0;
+		return isnan(x) == nan_best ? 1 : -1;
+	}
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 static int
 best_cmp(Datum a, Datum b, void *arg)
 {
-	double		x = DatumGetFloat8(a);
-	double		y = DatumGetFloat8(b);
+	bool		descending = *(bool *) arg;
 
 	/* a min-heap: the k-th best on top */
-	return x < y ? 1 : x > y ? -1 : 0;
+	return -rank_cmp(DatumGetFloat8(a), DatumGetFloat8(b), descending);
 }
 
 /*
@@ -97,7 +116,7 @@ topk_offer(void *arg, size_t row, double margin)
 
 	if (st->best->bh_size < st->k)
 		binaryheap_add(st->best, Float8GetDatum(v));
-	else if (v > DatumGetFloat8(binaryheap_first(st->best)))
+	else if (rank_cmp(v, DatumGetFloat8(binaryheap_first(st->best)), st->descending) > 0)
 		binaryheap_replace_first(st->best, Float8GetDatum(v));
 	kth = st->best->bh_size < st->k ? -INFINITY :
 		DatumGetFloat8(binaryheap_first(st->best));
@@ -269,11 +288,17 @@ hb_scan_topk_start(HbScoreState *st)
 			hb_topk_bounds_lowest(c->e->plan);
 		if (st->best)
 			binaryheap_free(st->best);
-		st->best = binaryheap_allocate((int) st->k, best_cmp, NULL);
+		st->best = binaryheap_allocate((int) st->k, best_cmp, &st->descending);
 		MemoryContextSwitchTo(old);
 	}
 	if (st->bounds == NULL)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	/*
+	 * A model whose sums could overflow may give NaN margins, which this
+	 * path takes for pruned rows: every row goes up for the sort to rank
+	 */
+	if (!hb_topk_bounds_prune(st->bounds))
+		return;
 	st->kth = st->threshold = -INFINITY;
 	st->topk_on = true;
 	approx_start(st, c);
@@ -579,7 +604,7 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 }
 
 /*
- * The top-K call over nb bound rows: rows before the 2k-th of the scan are
+ * The top-K call over nb bound rows: the first 2k + 1 rows of the scan are
  * scored in full, later ones through the pruning scorer (or the tuned
  * approximation).
  */
@@ -594,7 +619,7 @@ hb_scan_score_topk(HbScoreState *st, ScoreCall *c, int nb)
 	TopkArg		a = {st, m, 0, 0};
 	double		kept_bar = -INFINITY;
 
-	while (full < nb && st->seen + c->rows[full] < 2 * st->k)
+	while (full < nb && st->seen + c->rows[full] <= 2 * st->k)
 		full++;
 	if (full > 0)
 	{
@@ -611,12 +636,12 @@ hb_scan_score_topk(HbScoreState *st, ScoreCall *c, int nb)
 		/*
 		 * A kept row whose full score cannot reach the k best of the rows
 		 * before it in the scan that are not still to be scored (those
-		 * before the batch, and the batch's before the 2k-th) would be
+		 * before the batch, and the batch's among the first 2k + 1) would be
 		 * dropped by the sort without a look: it is pruned after all (not
 		 * handed up); the others raise the bar (below).  No row before the
-		 * 2k-th is pruned (the top of the file says why)
+		 * (2k+1)-th is pruned (the top of the file says why)
 		 */
-		kept_bar = st->threshold;	/* with the batch's rows before the 2k-th */
+		kept_bar = st->threshold;	/* with the batch's first 2k + 1 rows */
 		score_approx(st, c, full, nb - full, m + full);
 	}
 	else if (nb > full)

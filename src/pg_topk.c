@@ -22,6 +22,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/float.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"
@@ -66,12 +67,16 @@ typedef struct TopHeap
 	double		bar;			/* the least margin with the root's score */
 } TopHeap;
 
-/* a ranks below b */
+/*
+ * a ranks below b: by score as ORDER BY score DESC ranks float8 (NaN
+ * above every number, NaNs equal), ties by input order
+ */
 static inline bool
 worse(const TopEntry *a, const TopEntry *b)
 {
-	return a->score < b->score ||
-		(a->score == b->score && a->ordinal > b->ordinal);
+	int			c = float8_cmp_internal(a->score, b->score);
+
+	return c < 0 || (c == 0 && a->ordinal > b->ordinal);
 }
 
 #define HB_HEAP_PREFIX top
@@ -274,14 +279,14 @@ typedef struct TopkScan
  * scorer, as hb_predict does: ranking them from the dense feature vector
  * would sum in another order and could order near-ties differently from
  * ORDER BY hb_predict(...).  Every row is complete; offer those that reach
- * the threshold.
+ * the threshold (a NaN one ranks above every number, as in the core).
  */
 static void
 offer_margins(const double *m, size_t n, double *threshold, TopHeap *h,
 			  HbTopkStats *stats)
 {
 	for (size_t i = 0; i < n; i++)
-		if (m[i] >= *threshold)
+		if (m[i] >= *threshold || (isnan(m[i]) && !isnan(*threshold)))
 			*threshold = heap_offer(h, i, m[i]);
 	stats->rows += n;
 	stats->rows_full += n;

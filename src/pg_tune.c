@@ -17,6 +17,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -633,6 +634,36 @@ store(FunctionCallInfo fcinfo, HbCacheEntry *e, const char *kind, int k,
 	write_tuning(e->name, types, v, vnulls);
 }
 
+static void
+stored_context(void *arg)
+{
+	errcontext("reading back the tuning hb_tune stored for model \"%s\"", (const char *) arg);
+}
+
+/*
+ * What was stored is what every later query loads: read it back as they
+ * do, so that a tuning they would refuse (an infinite parameter, say) is
+ * never left behind: the statement fails and nothing stays.
+ */
+static void
+check_stored(HbCacheEntry *e, const char *kind, int k)
+{
+	HbTuning	t;
+	ErrorContextCallback cb;
+
+	CommandCounterIncrement();
+	PushCopiedSnapshot(ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	cb.callback = stored_context;
+	cb.arg = (void *) e->name;
+	cb.previous = error_context_stack;
+	error_context_stack = &cb;
+	if (!hb_tuning_load(e, kind, k, CurrentMemoryContext, &t))
+		elog(ERROR, "the tuning just stored was not found");
+	error_context_stack = cb.previous;
+	PopActiveSnapshot();
+}
+
 /* the columns of hb_tune(), in order (sql/hbird--*.sql) */
 #define HB_TUNE_COLS 12
 
@@ -752,6 +783,7 @@ hb_tune(PG_FUNCTION_ARGS)
 					(errmsg("hb_tune \"%s\": the best configuration (%s) is expected to be %.2fx as fast as the full model",
 							e->name, c->label, c->speedup)));
 		store(fcinfo, e, kind, k, &spec, seed, n, &res, have_groups ? &gc : NULL);
+		check_stored(e, kind, k);
 		if (spec.kind == HB_TUNE_TOPK)
 			ereport(NOTICE,
 					(errmsg("hb_tune \"%s\": version %d now ranks top-%d through %s, re-scoring %.2f%% of the rows, expected %.1fx",

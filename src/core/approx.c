@@ -301,7 +301,7 @@ hb_approx_gate(const HbApprox *a, const double *x, size_t n, int nf,
 		{
 			double		v = row[l->feat[j]];
 
-			s += l->weight[j] * (v == v ? v : l->fill[j]);
+			s += l->weight[j] * hb_linear_input(v, l->fill[j]);
 		}
 		g[r] = s + a->gate_slack;
 	}
@@ -507,11 +507,9 @@ hb_approx_margins(const HbPlan *p, const HbApprox *a, const double *x,
 			cheap[r * k + g] = a->bias[g];
 		for (int j = 0; j < a->n_feat; j++)
 		{
-			double		v = row[a->feat[j]];
+			double		v = hb_linear_input(row[a->feat[j]], a->fill[j]);
 			const double *w = a->weight + (size_t) j * k;
 
-			if (isnan(v))
-				v = a->fill[j];
 			for (int g = 0; g < k; g++)
 				cheap[r * k + g] += w[g] * v;
 		}

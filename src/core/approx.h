@@ -18,6 +18,8 @@
 #ifndef HB_APPROX_H
 #define HB_APPROX_H
 
+#include <math.h>
+
 #include "plan.h"
 
 typedef enum HbApproxKind
@@ -81,6 +83,18 @@ typedef struct HbApprox
 	struct HbApprox *gate;
 	double		gate_slack;
 } HbApprox;
+
+/*
+ * The value a linear approximation (a cheap model or a gate) reads for a
+ * feature: a missing or infinite one reads as the feature's mean, fill,
+ * both where it is fitted (tune.c) and where it scores: a linear model
+ * would give an infinite or NaN score to a row the trees score finitely.
+ */
+static inline double
+hb_linear_input(double v, double fill)
+{
+	return isfinite(v) ? v : fill;
+}
 
 /*
  * The catalog form: kind, n_trees, the feature list and one array of

@@ -28,7 +28,8 @@
  *	- multiclass decisions are strict (lower end > upper end), so the
  *	  decided class is the unique maximum and ties never arise.
  * NaN inputs and categorical splits need nothing special: the bounds hold
- * for every leaf, whichever path a row takes.
+ * for every leaf, whichever path a row takes.  A model whose sums could
+ * overflow (leaves near the largest float) never exits early.
  */
 #include "plan_int.h"
 #include "exec.h"
@@ -217,6 +218,18 @@ hb_class_bounds(const HbPlan *p)
 		b->sabs[row + g] += ab;
 		b->scnt[row + g] += 1;
 	}
+	/*
+	 * The bounds and their slack assume sums that never overflow: a float32
+	 * running sum that reaches infinity no longer lies in its interval (and
+	 * margins that all saturate tie where the real sums do not).  A running
+	 * sum is at most the base margin plus the largest |leaf| of every tree,
+	 * so a model whose leaves could carry it near the largest float (or
+	 * double) scores every row in full.
+	 */
+	for (int g = 0; g < k && b->usable; g++)
+		if (!(fabs(p->base_margin[g]) + b->sabs[g] <
+			  0.5 * (p->sum_f32 ? FLT_MAX : DBL_MAX)))
+			b->usable = false;
 	plan_checks(b);
 	if (k == 1)
 		for (int t = nt - 1; t >= 0; t--)

@@ -39,6 +39,7 @@ struct HbTopkBounds
 	double	   *suffix_max;		/* sum of maxima of sign * leaf, trees t.. */
 	double	   *suffix_abs;		/* sum of |leaf| maxima of trees t.. (slack) */
 	double	   *emax;			/* max of suffix_max over t.. (scheduling) */
+	bool		prunes;			/* false: sums could overflow, nothing is pruned */
 };
 
 bool
@@ -90,6 +91,17 @@ topk_bounds(const HbPlan *p, double sign)
 		b->suffix_max[t] = b->suffix_max[t + 1] + mx;
 		b->suffix_abs[t] = b->suffix_abs[t + 1] + ab;
 	}
+	/*
+	 * The bound and its slack assume sums that never overflow: where the
+	 * leaves could carry a running sum near the largest float (or double),
+	 * a float32 sum may saturate at infinity, outside its interval, so no
+	 * row is pruned (every suffix bound infinite).
+	 */
+	b->prunes = fabs(p->base_margin[0]) + b->suffix_abs[0] <
+		0.5 * (p->sum_f32 ? FLT_MAX : DBL_MAX);
+	if (!b->prunes)
+		for (int t = 0; t < p->n_trees; t++)
+			b->suffix_max[t] = INFINITY;
 	b->emax[p->n_trees] = 0.0;
 	for (int t = p->n_trees - 1; t >= 0; t--)
 		b->emax[t] = fmax(b->suffix_max[t], b->emax[t + 1]);
@@ -108,6 +120,12 @@ hb_topk_bounds_lowest(const HbPlan *p)
 	return topk_bounds(p, -1.0);
 }
 
+bool
+hb_topk_bounds_prune(const HbTopkBounds *b)
+{
+	return b->prunes;
+}
+
 void
 hb_topk_bounds_free(HbTopkBounds *b)
 {
@@ -117,6 +135,26 @@ hb_topk_bounds_free(HbTopkBounds *b)
 	hb_free(b->suffix_abs);
 	hb_free(b->emax);
 	hb_free(b);
+}
+
+/*
+ * Whether a complete row of margin m is offered to the k best, whose bar
+ * (sign * the k-th best margin, -inf while fewer than k are held) is
+ * threshold.  PostgreSQL orders NaN above every number (float8): for the
+ * highest margins a NaN is the best (it reaches any bar but a NaN one: a
+ * tie, which the earlier row wins), for the lowest the worst (it reaches
+ * only an open bar, and every number beats a NaN bar).  (A linear model's
+ * NaN margin is +inf times weights of both signs; a tree model's, sums
+ * that overflow.)
+ */
+static inline bool
+reaches(const HbTopkBounds *b, double m, double threshold)
+{
+	if (isnan(threshold))
+		return b->sign < 0 && !isnan(m);
+	if (isnan(m))
+		return b->sign > 0 || threshold == -INFINITY;
+	return b->sign * m >= threshold;
 }
 
 /*
@@ -385,7 +423,7 @@ score_chunks(HbExecChunk *c, const HbPlan *p, const HbTopkBounds *b,
 				hb_exec_chunk_margins(c, m);
 				ids = hb_exec_chunk_ids(c);
 				for (int i = 0; i < w; i++)
-					if (b->sign * m[i] >= *threshold)
+					if (reaches(b, m[i], *threshold))
 						*threshold = offer(arg, ids[i], m[i]);
 				for (int i = w; i < no; i++)
 					keep[i - w] = i;
@@ -427,7 +465,7 @@ score_chunks(HbExecChunk *c, const HbPlan *p, const HbTopkBounds *b,
 				if (!open[i])
 					continue;
 				stats->rows_full++;
-				if (b->sign * m[i] >= *threshold)
+				if (reaches(b, m[i], *threshold))
 					*threshold = offer(arg, ids[i], m[i]);
 			}
 		}
@@ -463,7 +501,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 									   HB_EXEC_INIT | HB_EXEC_DEVICE_ONLY, m))
 		{
 			for (size_t r = 0; r < n; r++)
-				if (b->sign * m[r] >= *threshold)
+				if (reaches(b, m[r], *threshold))
 					*threshold = offer(arg, r, m[r]);
 			stats->rows += n;
 			stats->rows_full += n;
@@ -488,7 +526,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 
 			hb_plan_margins(p, x + r0 * nf, nb, m);
 			for (size_t i = 0; i < nb; i++)
-				if (b->sign * m[i] >= *threshold)
+				if (reaches(b, m[i], *threshold))
 					*threshold = offer(arg, r0 + i, m[i]);
 			stats->rows += nb;
 			stats->rows_full += nb;
@@ -580,7 +618,7 @@ hb_topk_score(const HbPlan *p, const HbTopkBounds *b, const double *x,
 			int			r = live[i];
 			double		m = p->sum_f32 ? (double) acc_f[r] : acc_d[r];
 
-			if (b->sign * m >= *threshold)
+			if (reaches(b, m, *threshold))
 				*threshold = offer(arg, r0 + r, m);
 		}
 		stats->rows += nb;

@@ -40,6 +40,13 @@ extern HbTopkBounds *hb_topk_bounds_lowest(const HbPlan *p);
 extern void hb_topk_bounds_free(HbTopkBounds *b);
 
 /*
+ * Whether the bounds prune at all: not for a model whose sums could
+ * overflow (leaves near the largest float), whose margins may then be
+ * infinite or NaN; every row is scored in full and offered.
+ */
+extern bool hb_topk_bounds_prune(const HbTopkBounds *b);
+
+/*
  * Score n rows (row-major, n_features each), dropping rows whose margin can
  * no longer reach *threshold, and offer the others.  *threshold is updated
  * from the offers as rows complete.  False when out of memory.

@@ -286,6 +286,29 @@ add_candidate(Work *w, HbApprox *a)
 	return c;
 }
 
+/*
+ * Whether every parameter of a is finite: a fit on values near the largest
+ * double, or on margins that overflow, can give infinities, and a tuning
+ * is only ever stored with finite ones (hb_approx_from_params refuses
+ * others), so such a candidate is not made.
+ */
+static bool
+approx_finite(const HbApprox *a)
+{
+	int			np = hb_approx_n_params(a);
+	double	   *pv = hb_alloc(sizeof(double) * (np + 1));
+	bool		ok = pv != NULL;
+
+	if (pv != NULL)
+	{
+		hb_approx_params(a, pv);
+		for (int i = 0; i < np && ok; i++)
+			ok = isfinite(pv[i]);
+	}
+	hb_free(pv);
+	return ok;
+}
+
 /* Least squares y ~ scale * x + shift, per output. */
 static void
 calibrate(Work *w, HbApprox *a, const double *partial)
@@ -372,6 +395,11 @@ prefix_candidates(Work *w, HbError *err)
 					  partial);
 		done = m;
 		calibrate(w, a, partial);
+		if (!approx_finite(a))
+		{
+			hb_approx_free(a);
+			continue;
+		}
 		if (add_candidate(w, a) == NULL)
 			break;
 		hb_check_interrupts();
@@ -523,12 +551,15 @@ importances(Work *w, double *imp, HbError *err)
 }
 
 /*
- * Least squares of the full margins on the chosen features (centred, a
- * tiny ridge so that duplicate or constant columns stay solvable) with
- * LAPACK's dgels.
+ * Least squares of the full margins on the chosen features (centred and
+ * scaled, a tiny ridge so that duplicate or constant columns stay
+ * solvable) with LAPACK's dgels.  A value that is missing or not finite
+ * reads as the feature's mean, as hb_approx_cheap reads it (hb_linear_input).
+ * *usable is false where no finite fit comes out (values or margins near
+ * the largest double): no such candidate is made.
  */
 static bool
-fit_linear(Work *w, HbApprox *a, HbError *err)
+fit_linear(Work *w, HbApprox *a, bool *usable, HbError *err)
 {
 	int			f = a->n_feat;
 	int			k = w->k;
@@ -539,12 +570,15 @@ fit_linear(Work *w, HbApprox *a, HbError *err)
 	double		wq;
 	double	   *A = hb_alloc(sizeof(double) * (size_t) m * ncol);
 	double	   *B = hb_alloc0(sizeof(double) * (size_t) m * k);
+	double	   *scale = hb_alloc(sizeof(double) * (f + 1));
 	double	   *work;
 
-	if (!A || !B)
+	*usable = false;
+	if (!A || !B || !scale)
 	{
 		hb_free(A);
 		hb_free(B);
+		hb_free(scale);
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	}
 	memset(A, 0, sizeof(double) * (size_t) m * ncol);
@@ -552,31 +586,36 @@ fit_linear(Work *w, HbApprox *a, HbError *err)
 	{
 		int			fj = a->feat[j];
 		double		mean = 0.0,
-					ss = 0.0;
+					ss = 0.0,
+					big = 0.0;
 		size_t		cnt = 0;
 
+		/* a running mean: a plain sum of values near the largest double overflows */
 		for (size_t i = 0; i < w->n_fit; i++)
 		{
 			double		v = w->x_fit[i * w->nf + fj];
 
-			if (!isnan(v))
-			{
-				mean += v;
-				cnt++;
-			}
+			if (isfinite(v))
+				mean += (v - mean) / (double) ++cnt;
 		}
-		mean = cnt ? mean / (double) cnt : 0.0;
 		a->fill[j] = mean;
+		/* centred, then scaled by the largest deviation (whose square may overflow) */
 		for (size_t i = 0; i < w->n_fit; i++)
 		{
-			double		v = w->x_fit[i * w->nf + fj];
-			double		c = isnan(v) ? 0.0 : v - mean;
+			double		c = hb_linear_input(w->x_fit[i * w->nf + fj], mean) - mean;
 
 			A[i + (size_t) j * m] = c;
-			ss += c * c;
+			if (fabs(c) > big)
+				big = fabs(c);
+		}
+		scale[j] = isfinite(big) && big > 0.0 ? big : 1.0;
+		for (size_t i = 0; i < w->n_fit; i++)
+		{
+			A[i + (size_t) j * m] /= scale[j];
+			ss += A[i + (size_t) j * m] * A[i + (size_t) j * m];
 		}
 		A[w->n_fit + j + (size_t) j * m] = sqrt(1e-6 * ss + 1e-12);
-		/* two passes over the fitting rows a feature, the factorization later */
+		/* three passes over the fitting rows a feature, the factorization later */
 		hb_check_interrupts();
 	}
 	for (size_t i = 0; i < w->n_fit; i++)
@@ -585,6 +624,12 @@ fit_linear(Work *w, HbApprox *a, HbError *err)
 		for (int g = 0; g < k; g++)
 			B[i + (size_t) g * m] = w->m_fit[i * k + g];
 	}
+	for (size_t i = 0; i < (size_t) m * ncol; i++)
+		if (!isfinite(A[i]))
+			goto done;
+	for (size_t i = 0; i < (size_t) m * k; i++)
+		if (!isfinite(B[i]))
+			goto done;
 	dgels_("N", &m, &ncol, &k, A, &m, B, &m, &wq, &lwork, &info);
 	lwork = info == 0 && wq > 1 ? (int) wq : m * ncol;
 	work = hb_alloc(sizeof(double) * lwork);
@@ -592,30 +637,31 @@ fit_linear(Work *w, HbApprox *a, HbError *err)
 	{
 		hb_free(A);
 		hb_free(B);
+		hb_free(scale);
 		return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 	}
 	dgels_("N", &m, &ncol, &k, A, &m, B, &m, work, &lwork, &info);
+	hb_free(work);
 	if (info != 0)
-	{
-		hb_free(A);
-		hb_free(B);
-		hb_free(work);
-		return hb_fail(err, HB_ERR_INVALID, "least-squares fit failed (dgels info %d)", info);
-	}
+		goto done;
 	for (int g = 0; g < k; g++)
 	{
 		double		bias = B[f + (size_t) g * m];
 
 		for (int j = 0; j < f; j++)
 		{
-			a->weight[(size_t) j * k + g] = B[j + (size_t) g * m];
-			bias -= B[j + (size_t) g * m] * a->fill[j];
+			double		wj = B[j + (size_t) g * m] / scale[j];
+
+			a->weight[(size_t) j * k + g] = wj;
+			bias -= wj * a->fill[j];
 		}
 		a->bias[g] = bias;
 	}
+	*usable = approx_finite(a);
+done:
 	hb_free(A);
 	hb_free(B);
-	hb_free(work);
+	hb_free(scale);
 	return true;
 }
 
@@ -789,6 +835,7 @@ linear_candidates(Work *w, HbError *err)
 	double		total;
 	int			n_imp;
 	bool		ok = true;
+	bool		usable;
 
 	if (!order || !sel || !prev)
 	{
@@ -815,11 +862,16 @@ linear_candidates(Work *w, HbError *err)
 			goto done;
 		}
 		memcpy(a->feat, sel, sizeof(int32_t) * ns);
-		if (!fit_linear(w, a, err))
+		if (!fit_linear(w, a, &usable, err))
 		{
 			hb_approx_free(a);
 			ok = false;
 			goto done;
+		}
+		if (!usable)
+		{
+			hb_approx_free(a);
+			continue;
 		}
 		if (add_candidate(w, a) == NULL)
 			break;
@@ -857,6 +909,10 @@ trees_candidates(Work *w, HbError *err)
 		ok = hb_fail(err, HB_ERR_NOMEM, "out of memory");
 		goto done;
 	}
+	/* margins that overflowed leave nothing to fit a small ensemble to */
+	for (size_t i = 0; i < nr * (size_t) w->k; i++)
+		if (!isfinite(w->m_fit[i]))
+			goto done;
 	n_imp = rank_features(w, order, &total);
 	for (int set = 0; set < N_TREES_SETS && n_imp > 0; set++)
 	{
@@ -885,6 +941,11 @@ trees_candidates(Work *w, HbError *err)
 			hb_model_free(m);
 			if (!ok)
 				goto done;
+			if (!approx_finite(a))
+			{
+				hb_approx_free(a);
+				continue;
+			}
 			if ((c = add_candidate(w, a)) == NULL)
 				goto done;
 			c->fit_feat = hb_alloc(sizeof(int32_t) * (ns + 1));
@@ -1596,6 +1657,7 @@ refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
 	HbApprox   *old = c->approx;
 	HbApprox   *a = NULL;
 	size_t		keep_fit = w->n_fit;
+	bool		usable;
 
 	w->n_fit = n_half;
 	if (old->kind == HB_APPROX_PREFIX)
@@ -1614,6 +1676,7 @@ refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
 					  HB_EXEC_INIT, partial);
 		calibrate(w, a, partial);
 		hb_free(partial);
+		usable = approx_finite(a);
 	}
 	else if (old->kind == HB_APPROX_LINEAR)
 	{
@@ -1624,7 +1687,7 @@ refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
 			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
 		}
 		memcpy(a->feat, old->feat, sizeof(int32_t) * old->n_feat);
-		if (!fit_linear(w, a, err))
+		if (!fit_linear(w, a, &usable, err))
 		{
 			hb_approx_free(a);
 			w->n_fit = keep_fit;
@@ -1651,8 +1714,15 @@ refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
 			w->n_fit = keep_fit;
 			return false;
 		}
+		usable = approx_finite(a);
 	}
 	w->n_fit = keep_fit;
+	/* no finite refit on these rows: the candidate stays as it was fitted */
+	if (!usable)
+	{
+		hb_approx_free(a);
+		return true;
+	}
 	/* the second stage is calibrated again by the caller (refine_margins) */
 	a->refine_trees = old->refine_trees;
 	a->refine_scale = old->refine_scale;
@@ -1833,6 +1903,7 @@ choose_gate(Work *w, HbTuneCandidate *c, bool *gated, HbError *err)
 				best_slack = 0.0;
 	int			nu = 0;
 	bool		ok = false;
+	bool		usable;
 
 	*gated = false;
 	if (w->k != 1 || !hb_bar_cut_on(&c->bar) || tail < w->spec->k ||
@@ -1867,8 +1938,13 @@ choose_gate(Work *w, HbTuneCandidate *c, bool *gated, HbError *err)
 		if (used[j])
 			g->feat[nu++] = j;
 	/* fitted on the first half of the fitting half: the slack is chosen out of sample */
-	if (!fit_linear(w, g, err))
+	if (!fit_linear(w, g, &usable, err))
 		goto out;
+	if (!usable)
+	{
+		ok = true;				/* no finite gate: none */
+		goto out;
+	}
 	a->gate = g;
 	a->gate_slack = 0.0;
 	c->gate_ns = time_gate(w, a);

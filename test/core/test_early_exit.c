@@ -522,6 +522,20 @@ tiny_leaf(int t, int nt)
 	return t == 0 ? (double) 5e-8f : 0.0;
 }
 
+/*
+ * A float32 sum that overflows: 20 trees of 1.5e37, one of 1e38 (the sum
+ * passes FLT_MAX: +inf), then 19 of -3e37.  The real-number sum is -1.7e38
+ * (class 0 for sure after the 21st tree, by the bounds), the float32 sum
+ * stays +inf: class 1, which full scoring (and XGBoost) gives.  A model
+ * whose sums could overflow must never exit early.
+ */
+static double
+overflow_leaf(int t, int nt)
+{
+	(void) nt;
+	return t < 20 ? 1.5e37 : t == 20 ? 1e38 : -3e37;
+}
+
 /* ---------- the conformance corpus ---------- */
 
 /*
@@ -836,6 +850,7 @@ main(void)
 	binary_links();
 	handmade("float32 absorption", 42, absorbed_leaf, 0.0, 0);
 	handmade("sigmoid rounding to 0.5", 20, tiny_leaf, (double) 5e-8f, 0);
+	handmade("float32 overflow", 40, overflow_leaf, INFINITY, 1);
 	summary("random binary", &rnd_bin);
 	summary("random multiclass", &rnd_multi);
 	/* the exit must actually happen on random boosting-like models */

@@ -242,10 +242,22 @@ typedef struct Held
 	size_t	   *row;
 } Held;
 
+/*
+ * NaN as PostgreSQL orders it, above every number: the best of the highest
+ * margins, the worst of the lowest (held negated); set per direction.
+ */
+static bool nan_best = true;
+
 /* (margin desc, row asc): a ranks below b */
 static bool
 worse(double ma, size_t ra, double mb, size_t rb)
 {
+	if (isnan(ma) || isnan(mb))
+	{
+		if (isnan(ma) && isnan(mb))
+			return ra > rb;
+		return isnan(ma) != nan_best;
+	}
 	return ma < mb || (ma == mb && ra > rb);
 }
 
@@ -285,7 +297,8 @@ offer_shifted(void *arg, size_t row, double margin)
 {
 	ShiftArg   *s = arg;
 
-	if (row >= s->n || s->sign * margin < s->threshold)
+	if (row >= s->n || s->sign * margin < s->threshold ||
+		(isnan(margin) && s->sign < 0 && s->threshold != -INFINITY))
 		s->bad = true;
 	s->threshold = offer(s->h, s->base + row, s->sign * margin);
 	return s->threshold;
@@ -354,7 +367,8 @@ run_feed(HbPlan *p, const HbTopkBounds *b, const double *x, size_t n, int k,
 	}
 	same = h.n == want && st->rows == (int64_t) n && !a.bad;
 	for (int i = 0; same && i < want; i++)
-		same = h.row[i] == order[i] && h.margin[i] == sm[order[i]];
+		same = h.row[i] == order[i] &&
+			(h.margin[i] == sm[order[i]] || (isnan(h.margin[i]) && isnan(sm[order[i]])));
 	if (!same)
 	{
 		int			i = 0;
@@ -392,6 +406,8 @@ check(const char *what, HbPlan *p, const double *x, size_t n, int k)
 	{
 		double		sign = dir == 0 ? 1.0 : -1.0;
 		HbTopkBounds *b = dir == 0 ? hb_topk_bounds(p) : hb_topk_bounds_lowest(p);
+
+		nan_best = dir == 0;
 
 		for (size_t i = 0; i < n; i++)
 		{
@@ -533,6 +549,26 @@ main(void)
 				x[r] = ((int) (unif() * 5) - 2) * 0.5;
 			for (int i = 0; i < nks; i++)
 				check("linear model", p, x, n, ks[i]);
+			/*
+			 * infinite values: +inf times weights of both signs is a NaN
+			 * margin, which ranks above every number, as ORDER BY does
+			 */
+			{
+				int			nan_rows = 0;
+				double	   *mg = malloc(sizeof(double) * n);
+
+				for (size_t r = 0; r < n; r++)
+					if (r % 7 == 3)
+						for (int f = 0; f < nf; f++)
+							x[r * nf + f] = r % 2 ? INFINITY : -INFINITY;
+				hb_plan_margins(p, x, n, mg);
+				for (size_t r = 0; r < n; r++)
+					nan_rows += isnan(mg[r]);
+				free(mg);
+				report(nan_rows > 0, "linear model: %d rows of NaN margins", nan_rows);
+				for (int i = 0; i < nks; i++)
+					check("linear model, NaN margins", p, x, n, ks[i]);
+			}
 			hb_plan_free(p);
 			hb_model_free(m);
 		}

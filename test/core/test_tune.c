@@ -868,14 +868,16 @@ test_topk_tuning(void)
 	 * The cut relative to the bar is added only where the selection rows
 	 * say it keeps fewer rows than the fixed cut; which candidate wins
 	 * depends on measured times, and on this small sample (tails of 29-46
-	 * rows) one of them in five or so gets none.  Some seed must give one,
-	 * in range, and heldout_topk checked it above wherever one was set.
+	 * rows) one of them in five or so gets none (more on a busy machine,
+	 * whose times move the choice: six seeds once all got none).  Some
+	 * seed must give one, in range, and heldout_topk checked it above
+	 * wherever one was set.
 	 */
 	{
 		bool		found = false;
 		HbBarCut	bc = {NAN, NAN, NAN};
 
-		for (uint64_t seed = 43; seed < 49 && !found; seed++)
+		for (uint64_t seed = 43; seed < 67 && !found; seed++)
 		{
 			spec.seed = seed;
 			if (!hb_tune_run(p, x, n, &spec, NULL, NULL, &r1, &err))
@@ -1240,6 +1242,91 @@ test_errors(void)
 	hb_plan_free(probit);
 }
 
+/* Whether every parameter of a (and of its gate) is finite, as a tuning's loader requires. */
+static bool
+params_finite(const HbApprox *a)
+{
+	int			np = hb_approx_n_params(a);
+	double	   *pv = malloc(sizeof(double) * (np + 1));
+	bool		ok = true;
+
+	hb_approx_params(a, pv);
+	for (int i = 0; i < np; i++)
+		ok = ok && isfinite(pv[i]);
+	free(pv);
+	return ok && (a->gate == NULL || params_finite(a->gate)) &&
+		isfinite(a->gate_slack) && isfinite(a->refine_scale) &&
+		isfinite(a->refine_shift) && isfinite(a->refine_slack);
+}
+
+/*
+ * Samples with values a linear fit cannot take as they are: one +inf
+ * (its mean was infinite: the stored tuning had an infinite parameter, and
+ * every later top-K query of the model failed), and a fifth of the values
+ * at 1e300 (their squares overflow: the least-squares fit failed and
+ * hb_tune with it).  Tuning succeeds with finite parameters only, and the
+ * cheap score of the row with +inf is finite.
+ */
+static void
+test_nonfinite_samples(void)
+{
+	struct
+	{
+		const char *model;
+		HbTuneKind	kind;
+		double		target;
+		bool		huge;
+	}			cases[] = {
+		{"willump_rank", HB_TUNE_TOPK, 0.9, false},
+		{"willump_rank", HB_TUNE_TOPK, 0.9, true},
+		{"willump_fraud", HB_TUNE_CASCADE, 0.02, false},
+		{"willump_fraud", HB_TUNE_CASCADE, 0.02, true},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		HbPlan	   *p = load(cases[i].model);
+		int			nf = hb_plan_n_features(p);
+		size_t		n = 6000;
+		double	   *x = rows(300001, n, nf);
+		HbTuneSpec	spec = {cases[i].kind, cases[i].kind == HB_TUNE_TOPK ? 10 : 0,
+			cases[i].target, 0.9, 7, NULL, 0, NULL, NULL, 0, HB_STAGES_AUTO, HB_STAGES_AUTO};
+		HbTuneResult r;
+		HbError		err = {0};
+		bool		ok;
+		int			bad = 0;
+		int			linear = 0;
+		double		cheap = 0.0;
+
+		x[17 * nf] = INFINITY;
+		if (cases[i].huge)
+			for (size_t j = 0; j < n * nf; j += 5)
+				x[j] = (j / 5) % 2 ? 1e300 : -1e300;
+		ok = hb_tune_run(p, x, n, &spec, NULL, NULL, &r, &err);
+		if (ok)
+		{
+			for (int c = 0; c < r.n_cand; c++)
+			{
+				bad += !params_finite(r.cand[c].approx);
+				linear += r.cand[c].approx->kind == HB_APPROX_LINEAR;
+			}
+			if (r.chosen >= 0)
+				hb_approx_margins(p, r.cand[r.chosen].approx, x + 17 * nf, 1, NULL, &cheap);
+		}
+		tu_report(ok && r.chosen >= 0 && bad == 0 && isfinite(cheap) &&
+				  (cases[i].huge || linear > 0),
+				  "%s, %s, %s: tuned (%s), %d candidates (%d linear), %d with a parameter not finite; the +inf row's cheap margin %g",
+				  cases[i].model, cases[i].kind == HB_TUNE_TOPK ? "top-K" : "cascade",
+				  cases[i].huge ? "a fifth of the values at 1e300 and one +inf" : "one +inf",
+				  ok ? (r.chosen >= 0 ? r.cand[r.chosen].label : "none chosen") : err.msg,
+				  ok ? r.n_cand : 0, linear, bad, cheap);
+		if (ok)
+			hb_tune_result_free(&r);
+		free(x);
+		hb_plan_free(p);
+	}
+}
+
 int
 main(void)
 {
@@ -1260,6 +1347,7 @@ main(void)
 	test_cascade_tuning("willump_fraud", 0.01);
 	test_cascade_tuning("willump_multi", 0.02);
 	test_errors();
+	test_nonfinite_samples();
 	test_featurization();
 	printf("1..%d\n", tu_n_test);
 	printf("# passed %d failed %d\n", (tu_n_test - tu_n_fail), tu_n_fail);

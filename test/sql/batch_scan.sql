@@ -101,6 +101,17 @@ FROM bs WHERE amount <> 'NaN' AND age <> 'Infinity' AND balance <> '-Infinity';
 ANALYZE bs_types;
 CREATE TABLE bs_keys AS SELECT g AS id, g % 3 AS k FROM generate_series(-100, 19000, 7) g;
 ANALYZE bs_keys;
+-- four rows that tie, then one that scores lower: under LIMIT 2 the sort
+-- turns into a heap at its fifth row, so that row must reach it (the sort's
+-- order of ties is another as a quicksort of four)
+CREATE TABLE bs_ties AS
+SELECT i AS id, b.amount, b.age, b.balance, b.n_tx, b.risk, b.tenure, b.utilization, b.score, b.grp
+FROM (SELECT * FROM bs t WHERE amount IS NOT NULL ORDER BY hb_predict('binary_logistic', t) DESC, id LIMIT 1) b,
+	 generate_series(1, 4) i
+UNION ALL
+SELECT 5, b.amount, b.age, b.balance, b.n_tx, b.risk, b.tenure, b.utilization, b.score, b.grp
+FROM (SELECT * FROM bs t WHERE amount IS NOT NULL ORDER BY hb_predict('binary_logistic', t), id LIMIT 1) b;
+ANALYZE bs_ties;
 
 -- what plans look like
 EXPLAIN (COSTS OFF) SELECT id, hb_predict('binary_logistic', t) FROM bs t;
@@ -166,6 +177,8 @@ INSERT INTO bs_case (what, q) VALUES
 ('EXISTS', $$SELECT EXISTS (SELECT 1 FROM bs t WHERE hb_predict('binary_logistic', t) > 0.99)$$),
 ('ORDER BY a score DESC LIMIT', $$SELECT id, hb_predict('binary_logistic', t) FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 10$$),
 ('ORDER BY a score DESC LIMIT, ties', $$SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 500$$),
+('ORDER BY a score DESC LIMIT 2, four ties and a lower row', $$SELECT id FROM bs_ties t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 2$$),
+('ORDER BY a score DESC LIMIT 1, four ties and a lower row', $$SELECT id FROM bs_ties t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 1$$),
 ('ORDER BY a score ASC LIMIT', $$SELECT id, hb_predict('binary_logistic', t) FROM bs t ORDER BY hb_predict('binary_logistic', t) LIMIT 25$$),
 ('ORDER BY a score DESC LIMIT OFFSET', $$SELECT id FROM bs t ORDER BY hb_predict('binary_logistic', t) DESC LIMIT 10 OFFSET 40$$),
 ('ORDER BY a score, id', $$SELECT id FROM bs t ORDER BY hb_predict('reg_squarederror', t) DESC, id LIMIT 50$$),
@@ -647,6 +660,6 @@ REVOKE ALL ON bs FROM regress_bs_nobody;
 DROP ROLE regress_bs_nobody;
 
 SELECT hb_model_drop('bs_logreg'), hb_model_drop('bs_rf'), hb_model_drop('bs_xgb');
-DROP TABLE bs_pl, bs_part, bs_wrong, bs_short, bs_keys, bs_types, bs;
+DROP TABLE bs_pl, bs_part, bs_wrong, bs_short, bs_keys, bs_ties, bs_types, bs;
 DROP FUNCTION bs_same(text), bs_run(text, boolean), bs_batched(text), bs_error(text, boolean),
 	bs_same_error(text), bs_fetch(text, text), bs_prepared(boolean), bs_plpgsql(boolean);

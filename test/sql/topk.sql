@@ -43,6 +43,18 @@ SELECT (SELECT array_agg((r).id) FROM unnest(hb_topk_agg('topk_linear', 3, t ORD
 	   (SELECT array_agg(id) FROM (SELECT id FROM topk_linear_in t ORDER BY hb_predict('topk_linear', t) DESC, id LIMIT 3) q)
 	   AS linear_agg_same
 FROM topk_linear_in t;
+-- infinite values: +inf times weights of both signs is a NaN score, which
+-- ranks above every number (as ORDER BY ... DESC ranks it), two NaN rows
+-- by input order; hb_topk dropped such rows
+CREATE TABLE topk_linear_nan AS SELECT * FROM topk_linear_in;
+INSERT INTO topk_linear_nan VALUES (1001, 'Infinity', 'Infinity', 0), (1002, 'Infinity', 0, 0),
+	(1003, 0, 'Infinity', 0), (1004, 'Infinity', 'Infinity', 1);
+SELECT count(*) FILTER (WHERE hb_predict('topk_linear', t) = 'NaN') AS nan_scores FROM topk_linear_nan t;
+SELECT k, topk_matches('topk_linear', 'topk_linear_nan', k) FROM (VALUES (1), (2), (3), (5), (1000)) AS ks(k);
+SELECT (SELECT array_agg((r).id) FROM unnest(hb_topk_agg('topk_linear', 5, t ORDER BY id)) r) =
+	   (SELECT array_agg(id) FROM (SELECT id FROM topk_linear_nan t ORDER BY hb_predict('topk_linear', t) DESC, id LIMIT 5) q)
+	   AS linear_nan_agg_same
+FROM topk_linear_nan t;
 SELECT hb_model_drop('topk_linear');
 DROP TABLE topk_linear_in;
 

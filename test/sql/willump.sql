@@ -497,6 +497,20 @@ REVOKE ALL ON FUNCTION hb_tune(text, text, text, integer, double precision, doub
 	hb_tune_drop(text, text) FROM hbt_tuner;
 DROP ROLE hbt_tuner;
 
+-- a sample with values a linear fit cannot take as they are (one +inf, a
+-- fifth of a column at +-1e300): hb_tune succeeds (before, the fit failed,
+-- and hb_tune with it) and stores only what later queries load (an infinite
+-- parameter made every top-K query of the model fail until the tuning
+-- was dropped); the rows with those values rank like the others
+CREATE TABLE items_inf AS SELECT * FROM items WHERE id <= 110000;
+UPDATE items_inf SET f0 = 'Infinity' WHERE id = 100017;
+UPDATE items_inf SET f1 = CASE WHEN id % 2 = 0 THEN 1e300 ELSE -1e300 END WHERE id % 5 = 0;
+SELECT count(*) > 0 AS tuned FROM hb_tune('wrank', 'SELECT * FROM items_inf', kind => 'topk', k => 7, target => 0.9, confidence => 0.9);
+SELECT count(*) AS approx_rows FROM hb_topk('wrank', 7, NULL::items, mode => 'approx');
+SELECT count(*) AS approx_rows, count(*) FILTER (WHERE score = hb_predict('wrank', item)) AS exact_scores
+FROM hb_topk('wrank', 7, NULL::items_inf, mode => 'approx');
+DROP TABLE items_inf;
+
 RESET client_min_messages;
 SELECT hb_model_drop('wrank'), hb_model_drop('wfraud'), hb_model_drop('wmulti');
 SELECT count(*) AS tunings_left FROM hb_tunings;
