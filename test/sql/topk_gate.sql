@@ -44,13 +44,17 @@ UPDATE hbird.tuning SET gate_features = NULL, gate_params = NULL, gate_slack = N
 WHERE name = 'grank' AND kind = 'topk';
 -- and a prefix of 5 trees as the cheap model (whatever the times picked):
 -- a row finished continues from its partial sum, so a row's sum must
--- follow the row through the gate
+-- follow the row through the gate; with a fixed cut every cheap score
+-- passes too, as it judges the rows before the first k are scored (the
+-- chosen model's cut, on its own scale, let rows go there that the
+-- answer needed, in runs where the times picked another model)
 CREATE TABLE saved_cheap AS
 SELECT approximation, approx_kind, approx_trees, approx_features, approx_params,
-	   refine_trees, refine_scale, refine_shift, refine_slack
+	   refine_trees, refine_scale, refine_shift, refine_slack, cheap_cut
 FROM hbird.tuning WHERE name = 'grank' AND kind = 'topk';
 UPDATE hbird.tuning SET approx_kind = 'prefix', approx_trees = 5, approx_features = '{}', approx_params = '{1, 0}',
-	   refine_trees = NULL, refine_scale = NULL, refine_shift = NULL, refine_slack = NULL
+	   refine_trees = NULL, refine_scale = NULL, refine_shift = NULL, refine_slack = NULL,
+	   cheap_cut = -1e9
 WHERE name = 'grank' AND kind = 'topk';
 CREATE TABLE exact AS
 SELECT rank, (item).id, score FROM hb_topk('grank', 10, NULL::gitems, 'SELECT * FROM gitems WHERE id > 110000', mode => 'exact');
@@ -146,7 +150,7 @@ FROM saved s WHERE name = 'grank' AND kind = 'topk';
 UPDATE hbird.tuning t SET approx_kind = s.approx_kind, approx_trees = s.approx_trees,
 	   approx_features = s.approx_features, approx_params = s.approx_params,
 	   refine_trees = s.refine_trees, refine_scale = s.refine_scale,
-	   refine_shift = s.refine_shift, refine_slack = s.refine_slack
+	   refine_shift = s.refine_shift, refine_slack = s.refine_slack, cheap_cut = s.cheap_cut
 FROM saved_cheap s WHERE name = 'grank' AND kind = 'topk';
 SELECT count(*) AS rows FROM hb_topk('grank', 10, NULL::gitems, 'SELECT * FROM gitems WHERE id > 110000', mode => 'approx');
 RESET client_min_messages;
