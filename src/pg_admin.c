@@ -591,7 +591,11 @@ hb_model_drop_version(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(1);
 }
 
-/* 'public' (any case) means PUBLIC, stored as role 0. */
+/*
+ * 'public' means PUBLIC, stored as role 0: lower case only, as PostgreSQL
+ * reserves it (has_table_privilege and the like), since a role "Public"
+ * or "PUBLIC" may exist, and hb_model_receive reads the name so too.
+ */
 static Oid
 role_arg(FunctionCallInfo fcinfo, int argno, bool public_ok)
 {
@@ -602,7 +606,7 @@ role_arg(FunctionCallInfo fcinfo, int argno, bool public_ok)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("role must not be null")));
 	role = NameStr(*PG_GETARG_NAME(argno));
-	if (public_ok && pg_strcasecmp(role, "public") == 0)
+	if (public_ok && strcmp(role, "public") == 0)
 		return InvalidOid;
 	return get_role_oid(role, false);
 }

@@ -31,6 +31,9 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_authid.h"
+#include "utils/fmgroids.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -161,6 +164,53 @@ catalog_owner(void)
 }
 
 /*
+ * The version of hbird's catalog in this database (pg_extension's
+ * extversion), palloc'd; NULL where the extension is not there.
+ */
+static char *
+catalog_version(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *v = NULL;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("hbird"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			v = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return v;
+}
+
+/*
+ * Whether the catalog predates 0.3.0, whose administration functions are
+ * SECURITY DEFINER: GetUserId() inside them is their owner (a superuser),
+ * not the caller, so no check of the library's would hold there.
+ */
+static bool
+catalog_runs_as_definer(void)
+{
+	char	   *v = catalog_version();
+	int			major = 0,
+				minor = 0;
+
+	if (v == NULL || sscanf(v, "%d.%d", &major, &minor) != 2)
+		return false;
+	return major == 0 && minor < 3;
+}
+
+/*
  * Start writing the catalog on behalf of the role executing now (w->caller
  * afterwards); what names the operation for the error inside a
  * security-restricted operation.  Connects SPI.
@@ -174,6 +224,18 @@ hb_write_begin(HbCatalogWrite *w, const char *what)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("cannot %s within security-restricted operation", what),
 				 errdetail("Maintenance commands such as ANALYZE, VACUUM and REINDEX run a table owner's code with restricted rights.")));
+	/*
+	 * A catalog older than its library (the library is installed, ALTER
+	 * EXTENSION hbird UPDATE not yet run) calls this from SECURITY DEFINER
+	 * functions, where the role executing is their owner: only a superuser
+	 * session changes models until the update.
+	 */
+	if (catalog_runs_as_definer() && !superuser_arg(GetOuterUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot %s: hbird's catalog in this database is older than its library", what),
+				 errdetail("Its administration functions run as their owner, so the role calling them cannot be checked."),
+				 errhint("Run ALTER EXTENSION hbird UPDATE; until then only superusers change models.")));
 	/* a standby or a read-only transaction: say what could not be done */
 	if (XactReadOnly)
 		ereport(ERROR,

@@ -323,10 +323,10 @@ hb_pin_reads_as(Oid type, int32 typmod)
 }
 
 /*
- * The columns argument of a pinned call over n columns: their names, and
- * where the types are given, the types they are declared with ('' for
- * one read as it is), as a two-dimensional array of the names and then
- * the types.
+ * The columns argument of a pinned call over n columns: their names and
+ * the types they are declared with ('' for one read as it is), as a
+ * two-dimensional array of the names and then the types.  (A
+ * one-dimensional array of names alone reads every value as it is.)
  */
 ArrayType *
 hb_pin_columns(Datum *names, const Oid *types, const int32 *typmods, int n)
@@ -335,8 +335,6 @@ hb_pin_columns(Datum *names, const Oid *types, const int32 *typmods, int n)
 	int			dims[2] = {2, n};
 	int			lbs[2] = {1, 1};
 
-	if (types == NULL)
-		return construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT);
 	for (int i = 0; i < n; i++)
 	{
 		d[i] = names[i];
@@ -443,8 +441,8 @@ hb_pinned_read(const HbPinRead *r, Datum *values, const bool *nulls)
 }
 
 /* The typmod of argument i of a call, -1 where it is not known. */
-static int32
-arg_typmod(FmgrInfo *flinfo, int i)
+int32
+hb_arg_typmod(FmgrInfo *flinfo, int i)
 {
 	Node	   *e = flinfo->fn_expr;
 
@@ -485,7 +483,7 @@ site_prepare(FunctionCallInfo fcinfo, PinKind kind)
 		for (int i = 0; i < s->nvals; i++)
 		{
 			types[i] = get_fn_expr_argtype(fcinfo->flinfo, PIN_VALUES + i);
-			typmods[i] = arg_typmod(fcinfo->flinfo, PIN_VALUES + i);
+			typmods[i] = hb_arg_typmod(fcinfo->flinfo, PIN_VALUES + i);
 		}
 		s->desc = hb_pinned_desc(PG_GETARG_ARRAYTYPE_P(4), s->nvals, types, typmods,
 								 &s->read);

@@ -25,6 +25,7 @@
 #include "utils/lsyscache.h"
 
 #include "hbird.h"
+#include "pg_scaleout.h"
 
 PG_FUNCTION_INFO_V1(hb_read_as);
 PG_FUNCTION_INFO_V1(hb_read_as_support);
@@ -36,17 +37,6 @@ typedef struct ReadAs
 	Oid			ioparam;
 	int32		typmod;			/* the declared typmod */
 } ReadAs;
-
-/* The typmod of argument i of the call, -1 where it is not known. */
-static int32
-arg_typmod(FmgrInfo *flinfo, int i)
-{
-	Node	   *e = flinfo->fn_expr;
-
-	if (e == NULL || !IsA(e, FuncExpr) || list_length(((FuncExpr *) e)->args) <= i)
-		return -1;
-	return exprTypmod((Node *) list_nth(((FuncExpr *) e)->args, i));
-}
 
 Datum
 hb_read_as(PG_FUNCTION_ARGS)
@@ -70,7 +60,7 @@ hb_read_as(PG_FUNCTION_ARGS)
 		fmgr_info_cxt(outfn, &ra->out, fcinfo->flinfo->fn_mcxt);
 		getTypeInputInfo(to, &infn, &ra->ioparam);
 		fmgr_info_cxt(infn, &ra->in, fcinfo->flinfo->fn_mcxt);
-		ra->typmod = arg_typmod(fcinfo->flinfo, 1);
+		ra->typmod = hb_arg_typmod(fcinfo->flinfo, 1);
 		fcinfo->flinfo->fn_extra = ra;
 	}
 	if (PG_ARGISNULL(0))

@@ -36,6 +36,7 @@ extern ArrayType *hb_pin_columns(Datum *names, const Oid *types,
 extern TupleDesc hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types,
 								const int32 *typmods, HbPinRead **read);
 extern void hb_pinned_read(const HbPinRead *r, Datum *values, const bool *nulls);
+extern int32 hb_arg_typmod(FmgrInfo *flinfo, int i);
 
 /* pg_pushdown.c: around standard_planner, from the planner hook */
 typedef struct HbPushdown

@@ -51,10 +51,21 @@ RESET ROLE;
 SET ROLE regress_hbird_other;
 SELECT hbt_try($$SELECT hb_predict('admin_model', r) FROM reg_squarederror_in r LIMIT 1$$);
 RESET ROLE;
-SELECT hb_model_revoke('admin_model', 'PUBLIC');
+SELECT hb_model_revoke('admin_model', 'public');
 SET ROLE regress_hbird_other;
 SELECT hbt_try($$SELECT hb_predict('admin_model', r) FROM reg_squarederror_in r LIMIT 1$$);
 RESET ROLE;
+-- only lower-case 'public' is PUBLIC, as in PostgreSQL: a role "Public"
+-- is a role (a grant to it went to everyone), and there is no "PUBLIC"
+CREATE ROLE "Public";
+SELECT hb_model_grant('admin_model', 'Public');
+SELECT grantee FROM hb_model_grants WHERE name = 'admin_model' ORDER BY 1;
+SET ROLE regress_hbird_other;
+SELECT hbt_try($$SELECT hb_predict('admin_model', r) FROM reg_squarederror_in r LIMIT 1$$);
+RESET ROLE;
+SELECT hbt_try($$SELECT hb_model_revoke('admin_model', 'PUBLIC')$$);
+SELECT hb_model_revoke('admin_model', 'Public');
+DROP ROLE "Public";
 
 -- members of a granted role inherit the grant
 GRANT regress_hbird_scorer TO regress_hbird_other;

@@ -82,6 +82,22 @@ SQL
 			old => $old
 		});
 	is($ret, 0, "upgrade from $old: models uploaded at $old") or diag($err);
+
+	# until the update, the old catalog's administration functions run as
+	# their owner (SECURITY DEFINER), where no check can see the caller: a
+	# role given EXECUTE on them changes nothing (it granted itself models
+	# and dropped others' as the superuser did)
+	for my $call ("hb_model_grant('fraud', 'hb_up_user')", "hb_model_drop('multi')")
+	{
+		($ret, undef, $err) = query($node, $db, <<"SQL");
+DO \$\$ BEGIN CREATE ROLE hb_up_user; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$;
+GRANT EXECUTE ON FUNCTION hb_model_drop(text), hb_model_grant(text, name) TO hb_up_user;
+SET ROLE hb_up_user;
+SELECT $call;
+SQL
+		like($err, qr/older than its library/,
+			"upgrade from $old: a role given EXECUTE on the old $call is refused");
+	}
 	my $before_models = query($node, $db, $models);
 	my $before_grants = query($node, $db, $grants);
 	my $before_scores = query($node, $db, $scores);
