@@ -35,6 +35,10 @@ import sys
 import numpy as np
 
 
+# the deepest tree the server reads (HB_MAX_DEPTH, src/core/model.h)
+MAX_DEPTH = 64
+
+
 class Unsupported(ValueError):
     pass
 
@@ -594,6 +598,80 @@ def _compact(model, keep):
             t["feature"] = [pos[f] if l >= 0 else 0 for f, l in zip(t["feature"], t["left"])]
 
 
+def _sparse_out(t, sparse_in):
+    """Whether transformer t, fed a sparse matrix or not, gives one."""
+    from sklearn.pipeline import Pipeline, FeatureUnion
+    from sklearn.compose import ColumnTransformer
+    from sklearn import preprocessing as pp
+    from sklearn.impute import MissingIndicator
+    from sklearn.feature_extraction import text as fe
+    if t is None or isinstance(t, str):
+        return sparse_in
+    if isinstance(t, Pipeline):
+        for _, s in t.steps:
+            sparse_in = _sparse_out(s, sparse_in)
+        return sparse_in
+    if isinstance(t, ColumnTransformer):
+        return bool(getattr(t, "sparse_output_", False))
+    if isinstance(t, FeatureUnion):
+        # scikit-learn stacks sparse when any part is
+        return any(_sparse_out(tr, sparse_in) for _, tr in t.transformer_list if tr != "drop")
+    if isinstance(t, (fe.HashingVectorizer, fe.CountVectorizer)):
+        return True
+    if isinstance(t, pp.OneHotEncoder):
+        return bool(getattr(t, "sparse_output", getattr(t, "sparse", True)))
+    if isinstance(t, pp.KBinsDiscretizer):
+        return t.encode == "onehot"
+    if isinstance(t, MissingIndicator):
+        return sparse_in if t.sparse == "auto" else bool(t.sparse)
+    # scalers, imputers, binarizer, normalizer, polynomial features: as fed
+    return sparse_in
+
+
+def _explicit_zeros(t):
+    """A transformer of the pipeline that can store a 0 in a sparse matrix."""
+    from sklearn.pipeline import Pipeline, FeatureUnion
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction import text as fe
+    if isinstance(t, Pipeline):
+        return next((z for _, s in t.steps if (z := _explicit_zeros(s))), None)
+    if isinstance(t, ColumnTransformer):
+        return next((z for _, tr, _ in t.transformers_ if (z := _explicit_zeros(tr))), None)
+    if isinstance(t, FeatureUnion):
+        return next((z for _, tr in t.transformer_list if (z := _explicit_zeros(tr))), None)
+    if isinstance(t, fe.HashingVectorizer) and t.alternate_sign:
+        return "HashingVectorizer(alternate_sign=True)"
+    return None
+
+
+def _depth_check(model):
+    """Trees deeper than the server reads (HB_MAX_DEPTH) are refused here."""
+    for i, t in enumerate(model.get("trees", [])):
+        left, right = t["left"], t["right"]
+        depth, stack = 0, [(0, 0)]
+        while stack:
+            n, d = stack.pop()
+            depth = max(depth, d)
+            if left[n] >= 0:
+                stack += [(left[n], d + 1), (right[n], d + 1)]
+        if depth > MAX_DEPTH:
+            raise Unsupported("tree %d is %d levels deep; hbird reads trees of at most %d "
+                              "levels (fit with max_depth=%d or less)" % (i, depth, MAX_DEPTH, MAX_DEPTH))
+
+
+def _top_refs(t, refs, columns):
+    """The table's columns as a top-level step reads them: text where it
+    reads text (a ColumnTransformer says so per transformer itself)."""
+    from sklearn import preprocessing as pp
+    from sklearn.feature_extraction import text as fe
+    if isinstance(t, (fe.HashingVectorizer, fe.CountVectorizer)):
+        return [TextRef(r) if r in columns else r for r in refs]
+    if isinstance(t, (pp.OneHotEncoder, pp.OrdinalEncoder)):
+        return [TextRef(r) if r in columns and any(isinstance(v, str) for v in c) else r
+                for r, c in zip(refs, t.categories_)]
+    return refs
+
+
 def export(pipe, columns=None, costs=None):
     """hbird pipeline JSON (a dict) for a fitted Pipeline or estimator."""
     from sklearn.pipeline import Pipeline
@@ -609,16 +687,26 @@ def export(pipe, columns=None, costs=None):
     refs = list(ex.columns)
     final = steps[-1]
     for s in steps[:-1]:
-        refs = ex.emit(s, refs)
+        refs = ex.emit(s, _top_refs(s, refs, ex.columns))
     for r in refs:
         if isinstance(r, TextRef):
             raise Unsupported("text column %r reaches the estimator untransformed" % r.name)
         if r in ex.columns:
             ex.use(r, "numeric")
     model = _estimator(final, len(refs))
-    if model.get("format") == "xgboost-json" and \
-            any(getattr(s, "sparse_output_", False) for s in steps[:-1]):
-        # XGBoost reads the zeros a sparse matrix leaves out as missing values
+    _depth_check(model)
+    sparse = False
+    for s in steps[:-1]:
+        sparse = _sparse_out(s, sparse)
+    if model.get("format") == "xgboost-json" and sparse:
+        # XGBoost reads the zeros a sparse matrix leaves out as missing
+        # values, and a zero the matrix stores as the value 0: a row read by
+        # row cannot tell them apart
+        z = next((z for z in map(_explicit_zeros, steps[:-1]) if z), None)
+        if z:
+            raise Unsupported("%s before an XGBoost model on a sparse matrix: colliding terms "
+                              "that cancel are a stored 0, which XGBoost reads as the value 0 "
+                              "and hbird as missing" % z)
         model["zero_is_missing"] = True
     if "kind" in model:
         keep = _used_features(model, len(refs))

@@ -1814,6 +1814,13 @@ hb_pipeline_run_with(const HbPipeline *p, const HbRawRows *rows, double *x,
 	return hb_pipeline_run_steps(p, rows, x, slots, NULL, NULL, 0, err);
 }
 
+/* A slot's value as the model's feature (HbPipeline.zero_is_missing). */
+static inline double
+feature_value(const HbPipeline *p, double v)
+{
+	return p->zero_is_missing && v == 0.0 ? NAN : v;
+}
+
 bool
 hb_pipeline_run_steps(const HbPipeline *p, const HbRawRows *rows, double *x,
 					  double *slots, const bool *step_on, const int32_t *feats,
@@ -1841,10 +1848,10 @@ hb_pipeline_run_steps(const HbPipeline *p, const HbRawRows *rows, double *x,
 				ok = run_step(p, &p->steps[k], slots, texts, &ts, err);
 		if (ok && feats == NULL)
 			for (int32_t j = 0; j < p->n_features; j++)
-				xr[j] = slots[p->feature_slot[j]];
+				xr[j] = feature_value(p, slots[p->feature_slot[j]]);
 		else if (ok)
 			for (int32_t i = 0; i < n_feats; i++)
-				xr[feats[i]] = slots[p->feature_slot[feats[i]]];
+				xr[feats[i]] = feature_value(p, slots[p->feature_slot[feats[i]]]);
 	}
 	scratch_free(&ts);
 	return ok;

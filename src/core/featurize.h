@@ -235,6 +235,12 @@ typedef struct HbPipeline
 	int32_t		n_slots;		/* numeric inputs + every step's outputs */
 	int32_t		n_features;		/* = the model's n_features */
 	int32_t    *feature_slot;	/* n_features */
+	/*
+	 * The model was fitted on a scipy sparse matrix (XGBoost): an entry the
+	 * matrix leaves out, a zero, is missing there, any other value is
+	 * present, however small.  A feature that comes out exactly 0 is NaN.
+	 */
+	bool		zero_is_missing;
 } HbPipeline;
 
 /* One text value: NULL ptr is SQL NULL.  Not NUL-terminated. */

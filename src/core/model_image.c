@@ -19,9 +19,10 @@
  * are not converted: they are only derived data, the caller parses the
  * model's original bytes instead, and that makes the new compact sets,
  * where a version 2 image of a model with large category ids holds its
- * bitsets sized by the largest id.
+ * bitsets sized by the largest id.  4: a pipeline's zero_is_missing
+ * (version 3 images marked the model's nodes instead).
  */
-#define IMAGE_VERSION	3u
+#define IMAGE_VERSION	4u
 
 typedef struct Buf
 {
@@ -178,6 +179,7 @@ put_pipeline(Buf *b, const HbPipeline *p)
 	put_u32(b, (uint32_t) p->n_slots);
 	put_u32(b, (uint32_t) p->n_features);
 	put_arr(b, p->feature_slot, p->n_features, sizeof(int32_t));
+	put_u32(b, p->zero_is_missing ? 1 : 0);
 }
 
 bool
@@ -483,6 +485,7 @@ get_pipeline(Rd *r, bool *nomem)
 	p->n_features = (int32_t) get_u32(r);
 	if (count_ok(r, p->n_features))
 		p->feature_slot = get_arr(r, p->n_features, sizeof(int32_t), nomem);
+	p->zero_is_missing = get_u32(r) == 1;
 	return p;
 }
 

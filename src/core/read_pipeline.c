@@ -1844,10 +1844,12 @@ hb_read_hbird_pipeline(const char *bytes, size_t len, HbModel **out, HbError *er
 		if (!read_embedded(&r, bytes, len, jm, &m) ||
 			!get_bool(&r, jm, "zero_is_missing", false, &zmiss))
 			goto done;
-		/* features from a sparse matrix: an absent (zero) entry is missing */
-		for (int32_t t = 0; zmiss && t < m->n_trees; t++)
-			for (int32_t i = 0; i < m->trees[t].n_nodes; i++)
-				m->trees[t].nodes[i].missing = HB_MISSING_ZERO;
+		/*
+		 * features from a sparse matrix: an absent (zero) entry is missing,
+		 * a stored one present however small (not LightGBM's zero
+		 * threshold, which took |x| <= 1e-35 for missing)
+		 */
+		r.p->zero_is_missing = zmiss;
 		if (m->n_features != r.p->n_features)
 		{
 			fail(&r, HB_ERR_INVALID, "the features select %d columns but the embedded model takes %d",

@@ -1033,6 +1033,126 @@ def exporter_cases():
         return refused and n_versions(conn, "ex_big") == 0 and w <= 0, "worst excess %.3g" % w
     t()
 
+    def table_scores(name, df, types, fn="hb_predict"):
+        """fn over the rows of df put in a table (NaN and None -> NULL)."""
+        cols = list(df.columns)
+        q(conn, "CREATE TEMP TABLE %s_t (id integer, %s)"
+          % (name, ", ".join('"%s" %s' % (c, types[c]) for c in cols)))
+        rows = [tuple([i] + [None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+                             for v in r]) for i, r in enumerate(df.itertuples(index=False))]
+        cur = conn.cursor()
+        cur.executemany("INSERT INTO %s_t VALUES (%s)" % (name, ", ".join(["%s"] * (len(cols) + 1))),
+                        rows)
+        cur.close()
+        return [row[0] for row in q(conn, "SELECT %s('%s', t) FROM %s_t t ORDER BY id"
+                                    % (fn, name, name))]
+
+    try:
+        import xgboost as xgb
+    except ImportError:
+        xgb = None
+
+    @case("exporter: XGBoost on a sparse matrix: a stored value is present however small "
+          "(|x| <= 1e-35 read as missing before), an absent one (0) missing")
+    def t():
+        from sklearn.feature_extraction.text import CountVectorizer
+        rs = np.random.RandomState(3)
+        xs = rs.choice([np.nan, -1.0, 1.0, 2.0], 300)
+        txt = rs.choice(["a b", "b c", "c d", "d a"], 300)
+        yv = np.where(np.isnan(xs), 5.0, np.nan_to_num(xs)) + rs.normal(scale=0.1, size=300)
+        df = pd.DataFrame({"x": xs, "txt": txt})
+        pipe = Pipeline([("ct", ColumnTransformer([("n", "passthrough", ["x"]),
+                                                   ("t", CountVectorizer(token_pattern=r"(?u)\b\w+\b"), "txt")],
+                                                  sparse_threshold=1.0)),
+                         ("m", xgb.XGBRegressor(n_estimators=5, max_depth=2, n_jobs=1))]).fit(df, yv)
+        hbird.upload(conn, "ex_sparse_tiny", pipe)
+        dt = pd.DataFrame({"x": [1e-36, -1e-36, 1e-300, 1e-20, 0.0, np.nan, 1.0, 2.0],
+                           "txt": ["a b", "c d", "b c", "d a", "a b", "c d", "", "d a"]})
+        got = table_scores("ex_sparse_tiny", dt, {"x": "float8", "txt": "text"})
+        w = worst(got, pipe.predict(dt), 1e-6, 1e-6)
+        return w <= 0, "worst excess %.3g; got %s" % (w, got[:4])
+    if xgb is not None:
+        t()
+
+    for kind in ("nested Pipeline", "FeatureUnion"):
+        @case("exporter: XGBoost after a sparse matrix from a %s: absent entries are missing "
+              "(the exporter saw no sparse output before)" % kind)
+        def t():
+            from sklearn.feature_extraction.text import CountVectorizer
+            from sklearn.pipeline import FeatureUnion
+            docs = ["good", "bad", "good good", "bad bad bad", "ok", "fine ok", "good bad"] * 30
+            yv = np.array([2.0, -1.0, 4.0, -3.0, 0.0, 0.0, 1.0] * 30)
+            ct = ColumnTransformer([("t", CountVectorizer(), "txt")])
+            pre = (Pipeline([("ct", ct), ("sc", pp.MaxAbsScaler())]) if kind == "nested Pipeline"
+                   else FeatureUnion([("a", ct)]))
+            pipe = Pipeline([("prep", pre),
+                             ("m", xgb.XGBRegressor(n_estimators=10, max_depth=3, n_jobs=1))])
+            pipe.fit(pd.DataFrame({"txt": docs}), yv)
+            name = "ex_sparse_" + ("nested" if kind == "nested Pipeline" else "union")
+            hbird.upload(conn, name, pipe, features=["txt"])
+            dt = pd.DataFrame({"txt": ["good", "bad", "", "ok fine", "good good bad"]})
+            got = table_scores(name, dt, {"txt": "text"})
+            w = worst(got, pipe.predict(dt), 1e-6, 1e-6)
+            return w <= 0, "worst excess %.3g" % w
+        if xgb is not None:
+            t()
+
+    @case("exporter: a top-level OneHotEncoder (sparse) before XGBoost scores as predict")
+    def t():
+        city = np.array([1, 2, 3] * 40)
+        yv = np.array([1.0, -1.0, 3.0] * 40)
+        pipe = Pipeline([("ohe", pp.OneHotEncoder(handle_unknown="ignore")),
+                         ("m", xgb.XGBRegressor(n_estimators=10, max_depth=3, n_jobs=1))])
+        pipe.fit(pd.DataFrame({"city": city}), yv)
+        hbird.upload(conn, "ex_ohe_top", pipe)
+        dt = pd.DataFrame({"city": [1, 2, 3, 7]})
+        got = table_scores("ex_ohe_top", dt, {"city": "integer"})
+        w = worst(got, pipe.predict(dt), 1e-6, 1e-6)
+        return w <= 0, "worst excess %.3g; got %s" % (w, got)
+    if xgb is not None:
+        t()
+
+    @case("exporter: a top-level OneHotEncoder over a text column scores as predict_proba "
+          "(a raw ValueError before)")
+    def t():
+        pipe = Pipeline([("ohe", pp.OneHotEncoder(handle_unknown="ignore")),
+                         ("lr", lm.LogisticRegression())])
+        pipe.fit(pd.DataFrame({"city": list("abcabcab")}), [0, 1, 1, 0, 1, 0, 0, 1])
+        hbird.upload(conn, "ex_ohe_text", pipe)
+        dt = pd.DataFrame({"city": ["a", "b", "c", "z"]})
+        got = table_scores("ex_ohe_text", dt, {"city": "text"})
+        w = worst(got, pipe.predict_proba(dt)[:, 1], 1e-9, 1e-9)
+        return w <= 0, "worst excess %.3g" % w
+    t()
+
+    @case("exporter: HashingVectorizer(alternate_sign=True) before XGBoost on a sparse matrix is refused "
+          "(a stored 0 of terms that cancel read as missing)")
+    def t():
+        from sklearn.feature_extraction.text import HashingVectorizer
+        pipe = Pipeline([("ct", ColumnTransformer([("h", HashingVectorizer(n_features=4, norm=None), "txt")],
+                                                  sparse_threshold=1.0)),
+                         ("m", xgb.XGBRegressor(n_estimators=5, max_depth=2, n_jobs=1))])
+        pipe.fit(pd.DataFrame({"txt": ["w0 w10", "w1", "w2 w3", "w0"] * 10}), np.arange(40) % 3)
+        try:
+            hbird.upload(conn, "ex_hash_zero", pipe)
+        except Unsupported as e:
+            return "alternate_sign" in str(e) and n_versions(conn, "ex_hash_zero") == 0, str(e)
+        return False, "uploaded"
+    if xgb is not None:
+        t()
+
+    @case("exporter: a tree deeper than the server reads (64 levels) is refused by the exporter")
+    def t():
+        from sklearn.tree import DecisionTreeRegressor
+        xv = np.arange(200.0).reshape(-1, 1)
+        m = DecisionTreeRegressor().fit(xv, 3.0 ** xv.ravel())
+        try:
+            hbird.upload(conn, "ex_deep", m, features=["x"])
+        except Unsupported as e:
+            return "levels" in str(e) and n_versions(conn, "ex_deep") == 0, str(e)
+        return False, "uploaded (depth %d)" % m.get_depth()
+    t()
+
     @case("exporter: a word token_pattern the server does not tokenize is refused before upload; "
           "character n-grams ignore it, as scikit-learn does")
     def t():
