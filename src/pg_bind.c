@@ -24,6 +24,7 @@
 #include "storage/bufpage.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -923,8 +924,12 @@ hb_array_row(ArrayType *arr, const HbCacheEntry *e, double *x,
 		deconstruct_array(arr, elt, typlen, typbyval, typalign, &elems, &nulls, &ne);
 		for (int i = 0; i < ne; i++)
 		{
-			double		v = nulls[i] ? NAN : datum_to_double(elems[i], elt);
+			double		v;
 
+			/* a numeric element is a conversion through text: long arrays take a while */
+			if ((i & 8191) == 8191)
+				CHECK_FOR_INTERRUPTS();
+			v = nulls[i] ? NAN : datum_to_double(elems[i], elt);
 			if (num)
 				num[p->inputs[i].index] = v;
 			else
