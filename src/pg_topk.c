@@ -17,6 +17,8 @@
 #include "access/tupconvert.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "parser/parse_oper.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -25,6 +27,7 @@
 #include "utils/float.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/tuplesort.h"
 #include "utils/typcache.h"
 
 #include "hbird.h"
@@ -65,6 +68,15 @@ typedef struct TopHeap
 	HbQueryRows *batch_rows;	/* or its rows, without items (hb_rows_item) */
 	double		bar_root;		/* the root margin bar was found for */
 	double		bar;			/* the least margin with the root's score */
+	/*
+	 * hb_topk only: once the held rows outgrow work_mem, a bounded sort
+	 * takes every row instead (spill), which goes to disk as
+	 * ORDER BY ... LIMIT k does; the heap's rows move into it
+	 */
+	Oid			spill_rowtype;	/* InvalidOid: never spill (hb_topk_agg) */
+	Size		bytes;			/* held by the heap's entries and items */
+	Tuplesortstate *spill;
+	TupleTableSlot *spill_slot;
 } TopHeap;
 
 /*
@@ -124,6 +136,64 @@ heap_threshold(TopHeap *h)
 	return h->bar;
 }
 
+static inline Size
+entry_bytes(const TopEntry *t)
+{
+	return sizeof(TopEntry) + VARSIZE_ANY(DatumGetPointer(t->item));
+}
+
+/* One entry into the bounded sort: (score, ordinal, row). */
+static void
+spill_put(TopHeap *h, const TopEntry *t)
+{
+	TupleTableSlot *slot = h->spill_slot;
+
+	ExecClearTuple(slot);
+	slot->tts_values[0] = Float8GetDatum(t->score);
+	slot->tts_values[1] = Int64GetDatum(t->ordinal);
+	slot->tts_values[2] = t->item;
+	memset(slot->tts_isnull, 0, sizeof(bool) * 3);
+	ExecStoreVirtualTuple(slot);
+	tuplesort_puttupleslot(h->spill, slot);
+}
+
+/*
+ * The held rows outgrew work_mem: a sort bounded by k, by score descending
+ * as ORDER BY sorts float8 (NaN first) and input order, takes them and
+ * every row from now on (no pruning: with a k this large it would prune
+ * little).
+ */
+static void
+start_spill(TopHeap *h)
+{
+	TupleDesc	desc;
+	AttrNumber	cols[2] = {1, 2};
+	Oid			ops[2];
+	Oid			colls[2] = {InvalidOid, InvalidOid};
+	bool		nulls_first[2] = {true, false};
+	/* the heap's context: the batches' own is reset under the scan */
+	MemoryContext old = MemoryContextSwitchTo(h->cxt);
+
+	desc = CreateTemplateTupleDesc(3);
+	TupleDescInitEntry(desc, 1, "score", FLOAT8OID, -1, 0);
+	TupleDescInitEntry(desc, 2, "ordinal", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, 3, "item", h->spill_rowtype, -1, 0);
+	get_sort_group_operators(FLOAT8OID, false, false, true, NULL, NULL, &ops[0], NULL);
+	get_sort_group_operators(INT8OID, true, false, false, &ops[1], NULL, NULL, NULL);
+	h->spill = tuplesort_begin_heap(desc, 2, cols, ops, colls, nulls_first,
+									work_mem, NULL, TUPLESORT_NONE);
+	tuplesort_set_bound(h->spill, h->k);
+	h->spill_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < h->n; i++)
+	{
+		spill_put(h, &h->e[i]);
+		pfree(DatumGetPointer(h->e[i].item));
+	}
+	h->n = 0;
+	h->bytes = 0;
+}
+
 /* HbTopkOffer: a complete row whose margin reached the threshold. */
 static double
 heap_offer(void *arg, size_t row, double margin)
@@ -132,6 +202,17 @@ heap_offer(void *arg, size_t row, double margin)
 	TopEntry	cand = {hb_link_score(h->plan, margin), margin,
 		h->next_ordinal + (int64) row, (Datum) 0};
 
+	if (h->spill)
+	{
+		MemoryContext old = MemoryContextSwitchTo(h->cxt);
+
+		cand.item = h->batch_rows ? hb_rows_item(h->batch_rows, row) :
+			datumCopy(h->batch_items[row], false, -1);
+		MemoryContextSwitchTo(old);
+		spill_put(h, &cand);
+		pfree(DatumGetPointer(cand.item));
+		return -INFINITY;
+	}
 	if (h->n == h->k && !worse(&h->e[0], &cand))
 		return heap_threshold(h);
 	{
@@ -153,9 +234,16 @@ heap_offer(void *arg, size_t row, double margin)
 	}
 	else
 	{
+		h->bytes -= entry_bytes(&h->e[0]);
 		pfree(DatumGetPointer(h->e[0].item));
 		h->e[0] = cand;
 		top_sift_down(h->e, h->n, 0);
+	}
+	h->bytes += entry_bytes(&cand);
+	if (OidIsValid(h->spill_rowtype) && h->bytes > (Size) work_mem * 1024)
+	{
+		start_spill(h);
+		return -INFINITY;
 	}
 	return heap_threshold(h);
 }
@@ -376,6 +464,7 @@ hb_topk(PG_FUNCTION_ARGS)
 	}
 
 	heap_init(&heap, k, e->plan, CurrentMemoryContext);
+	heap.spill_rowtype = rowtype;
 	scan.entry = e;
 	scan.bounds = bounds_for(e, CurrentMemoryContext);
 	scan.heap = &heap;
@@ -384,18 +473,44 @@ hb_topk(PG_FUNCTION_ARGS)
 	hb_scan_batches(e, query, rowtype, scan.margins ? HB_TOPK_BATCH_ROWS : Min(hb_batch_rows(e), HB_TOPK_BATCH_ROWS),
 					scan.margins, NULL, HB_ITEMS_ON_DEMAND, topk_batch, &scan);
 
-	heap_sort(&heap);
-	for (int i = 0; i < heap.n; i++)
+	if (heap.spill)
 	{
-		Datum		values[HB_TOPK_COLS];
-		bool		nulls[HB_TOPK_COLS] = {0};
-		int			col = 0;
+		TupleTableSlot *slot = heap.spill_slot;
+		int			rank = 0;
 
-		values[col++] = Int32GetDatum(i + 1);
-		values[col++] = Float8GetDatum(heap.e[i].score);
-		values[col++] = heap.e[i].item;
-		Assert(col == HB_TOPK_COLS);
-		hb_rows_emit(&out, values, nulls);
+		/* (a sort whose k rows do not fit work_mem runs on disk unbounded) */
+		tuplesort_performsort(heap.spill);
+		while (rank < k && tuplesort_gettupleslot(heap.spill, true, false, slot, NULL))
+		{
+			Datum		values[HB_TOPK_COLS];
+			bool		nulls[HB_TOPK_COLS] = {0};
+			int			col = 0;
+
+			slot_getallattrs(slot);
+			values[col++] = Int32GetDatum(++rank);
+			values[col++] = slot->tts_values[0];
+			values[col++] = slot->tts_values[2];
+			Assert(col == HB_TOPK_COLS);
+			hb_rows_emit(&out, values, nulls);
+		}
+		tuplesort_end(heap.spill);
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	else
+	{
+		heap_sort(&heap);
+		for (int i = 0; i < heap.n; i++)
+		{
+			Datum		values[HB_TOPK_COLS];
+			bool		nulls[HB_TOPK_COLS] = {0};
+			int			col = 0;
+
+			values[col++] = Int32GetDatum(i + 1);
+			values[col++] = Float8GetDatum(heap.e[i].score);
+			values[col++] = heap.e[i].item;
+			Assert(col == HB_TOPK_COLS);
+			hb_rows_emit(&out, values, nulls);
+		}
 	}
 	record_stats(&scan.stats, e);
 	hb_topk_bounds_free(scan.bounds);

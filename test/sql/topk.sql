@@ -33,6 +33,16 @@ FROM (VALUES ('binary_logistic', 'binary_logistic_in'),
 	 (VALUES (1), (3), (10), (199), (200), (1000)) AS ks(k)
 ORDER BY model, tab, k;
 
+-- k rows that outgrow work_mem go through a bounded sort, to disk where it
+-- must (hb_topk held them all in memory): the same rows and ties
+CREATE TABLE topk_big AS
+SELECT (c - 1) * 100000 + id AS id, amount, age, balance, n_tx, risk, tenure
+FROM binary_logistic_in, generate_series(1, 40) c;
+SET work_mem = '64kB';
+SELECT k, topk_matches('binary_logistic', 'topk_big', k) FROM (VALUES (500), (5000), (100000)) AS ks(k);
+RESET work_mem;
+DROP TABLE topk_big;
+
 -- a linear model (gblinear) ranks too: every row scored, same answer
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set lin `cat :abs_srcdir/fixtures/linear/linear_tiny.json`

@@ -152,6 +152,25 @@ read -r rss0 hwm <<<"$row"
 tap $? "memory: materialized hb_predict_targets_batch over $rows rows: resident peak ${rss0:-?} -> ${hwm:-?} kB (limit +$peak_tol_kb)"
 [ -n "${hwm:-}" ] || echo "$row" | sed 's/^/# /' | head -5
 
+# hb_topk with a k beyond the rows holds them in a bounded sort once they
+# outgrow work_mem (to disk here), as ORDER BY ... LIMIT k does: the peak
+# may rise by what the result's tuplestore and the scan's batches hold,
+# not by every row (399 MB on 2M rows when the heap kept them all).
+row=$(q -F ' ' <<SQL 2>&1
+SET max_parallel_workers_per_gather = 0;
+SET work_mem = '1MB';
+SELECT count(*) FROM hb_topk('m', 10, NULL::big) \g /dev/null
+COPY (SELECT 5) TO '/proc/self/clear_refs';
+SELECT (regexp_match(pg_read_file('/proc/self/status'), 'VmRSS:\s+(\d+)'))[1] AS rss0 \gset
+SELECT count(*) FROM hb_topk('m', 2000000000, NULL::big) \g /dev/null
+SELECT :rss0, (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1];
+SQL
+)
+read -r rss0 hwm <<<"$row"
+[ -n "${hwm:-}" ] && [ "$hwm" -le $((rss0 + peak_tol_kb)) ]
+tap $? "memory: hb_topk with k beyond the $rows rows at work_mem 1MB: resident peak ${rss0:-?} -> ${hwm:-?} kB (limit +$peak_tol_kb)"
+[ -n "${hwm:-}" ] || echo "$row" | sed 's/^/# /' | head -5
+
 # Uploading a large model: a 10 MB XGBoost JSON file (the fixture's trees
 # repeated) may raise the backend's peak resident memory (VmHWM, which also
 # counts the shared buffers the insert touches) by at most 8 times its size.
