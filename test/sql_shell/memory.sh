@@ -136,40 +136,37 @@ tap $? "memory: plan cache over 40 versions with hbird.plan_cache_entries = 4: a
 # is reset first (writing 5 to /proc/self/clear_refs, from the backend
 # itself with COPY); a warm-up run touches the table's shared buffers first.
 peak_tol_kb=$((80 * 1024))
-row=$(q -F ' ' <<SQL 2>&1
-\set mt \`cat $fx/multi_target.json\`
+# peak SETUP STMT WHAT: after SETUP and a warm-up run of STMT, the backend's
+# resident peak while STMT runs again may rise above where it started by at
+# most peak_tol_kb
+peak() {
+	local row rss0 hwm
+	row=$(q -F ' ' <<SQL 2>&1
 SET max_parallel_workers_per_gather = 0;
-SELECT hb_model_upload('mt', :'mt') \g /dev/null
-SELECT count(*) FROM hb_predict_targets_batch('mt', NULL::big) WITH ORDINALITY \g /dev/null
+$1
+$2 \g /dev/null
 COPY (SELECT 5) TO '/proc/self/clear_refs';
 SELECT (regexp_match(pg_read_file('/proc/self/status'), 'VmRSS:\s+(\d+)'))[1] AS rss0 \gset
-SELECT count(*), sum(cardinality(targets)) FROM hb_predict_targets_batch('mt', NULL::big) WITH ORDINALITY \g /dev/null
+$2 \g /dev/null
 SELECT :rss0, (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1];
 SQL
 )
-read -r rss0 hwm <<<"$row"
-[ -n "${hwm:-}" ] && [ "$hwm" -le $((rss0 + peak_tol_kb)) ]
-tap $? "memory: materialized hb_predict_targets_batch over $rows rows: resident peak ${rss0:-?} -> ${hwm:-?} kB (limit +$peak_tol_kb)"
-[ -n "${hwm:-}" ] || echo "$row" | sed 's/^/# /' | head -5
+	read -r rss0 hwm <<<"$row"
+	[ -n "${hwm:-}" ] && [ "$hwm" -le $((rss0 + peak_tol_kb)) ]
+	tap $? "memory: $3: resident peak ${rss0:-?} -> ${hwm:-?} kB (limit +$peak_tol_kb)"
+	[ -n "${hwm:-}" ] || echo "$row" | sed 's/^/# /' | head -5
+}
+peak "\\set mt \`cat $fx/multi_target.json\`
+SELECT hb_model_upload('mt', :'mt') \\g /dev/null" \
+	"SELECT count(*), sum(cardinality(targets)) FROM hb_predict_targets_batch('mt', NULL::big) WITH ORDINALITY" \
+	"materialized hb_predict_targets_batch over $rows rows"
 
 # hb_topk with a k beyond the rows holds them in a bounded sort once they
 # outgrow work_mem (to disk here), as ORDER BY ... LIMIT k does: the peak
 # may rise by what the result's tuplestore and the scan's batches hold,
 # not by every row (399 MB on 2M rows when the heap kept them all).
-row=$(q -F ' ' <<SQL 2>&1
-SET max_parallel_workers_per_gather = 0;
-SET work_mem = '1MB';
-SELECT count(*) FROM hb_topk('m', 10, NULL::big) \g /dev/null
-COPY (SELECT 5) TO '/proc/self/clear_refs';
-SELECT (regexp_match(pg_read_file('/proc/self/status'), 'VmRSS:\s+(\d+)'))[1] AS rss0 \gset
-SELECT count(*) FROM hb_topk('m', 2000000000, NULL::big) \g /dev/null
-SELECT :rss0, (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1];
-SQL
-)
-read -r rss0 hwm <<<"$row"
-[ -n "${hwm:-}" ] && [ "$hwm" -le $((rss0 + peak_tol_kb)) ]
-tap $? "memory: hb_topk with k beyond the $rows rows at work_mem 1MB: resident peak ${rss0:-?} -> ${hwm:-?} kB (limit +$peak_tol_kb)"
-[ -n "${hwm:-}" ] || echo "$row" | sed 's/^/# /' | head -5
+peak "SET work_mem = '1MB';" "SELECT count(*) FROM hb_topk('m', 2000000000, NULL::big)" \
+	"hb_topk with k beyond the $rows rows at work_mem 1MB"
 
 # Uploading a large model: a 10 MB XGBoost JSON file (the fixture's trees
 # repeated) may raise the backend's peak resident memory (VmHWM, which also
