@@ -314,17 +314,6 @@ typedef struct ScanShip
 	List	   *calls;			/* then these scores */
 } ScanShip;
 
-/*
- * Can a call's argument of this type be read on the shard as the
- * coordinator reads it (hb_pin_reads_as: a built-in type, not a
- * length-limited string)?  Otherwise the scan stays as it was.
- */
-static bool
-castable(Var *v)
-{
-	return hb_pin_reads_as(v->vartype, v->vartypmod);
-}
-
 /* A plain column of the scanned table that the remote query returns. */
 static bool
 scan_column(Node *node, void *arg)
@@ -337,11 +326,16 @@ scan_column(Node *node, void *arg)
 		list_member_int(ss->retrieved, v->varattno);
 }
 
-/* ... and as a call's argument: one the shard can cast */
+/*
+ * ... and as a call's argument: one the shard reads as the coordinator
+ * does (hb_pin_reads_as: a built-in type, not a length-limited string);
+ * otherwise the scan stays as it was
+ */
 static bool
 scan_argument(Node *node, void *arg)
 {
-	return scan_column(node, arg) && castable((Var *) node);
+	return scan_column(node, arg) &&
+		hb_pin_reads_as(((Var *) node)->vartype, ((Var *) node)->vartypmod);
 }
 
 /* The scan's expressions read the scan tuple that fdw_scan_tlist describes. */

@@ -136,6 +136,18 @@ heap_threshold(TopHeap *h)
 	return h->bar;
 }
 
+/* Batch row row's item, copied into the heap's context. */
+static Datum
+copy_item(TopHeap *h, size_t row)
+{
+	MemoryContext old = MemoryContextSwitchTo(h->cxt);
+	Datum		item = h->batch_rows ? hb_rows_item(h->batch_rows, row) :
+		datumCopy(h->batch_items[row], false, -1);
+
+	MemoryContextSwitchTo(old);
+	return item;
+}
+
 static inline Size
 entry_bytes(const TopEntry *t)
 {
@@ -204,24 +216,14 @@ heap_offer(void *arg, size_t row, double margin)
 
 	if (h->spill)
 	{
-		MemoryContext old = MemoryContextSwitchTo(h->cxt);
-
-		cand.item = h->batch_rows ? hb_rows_item(h->batch_rows, row) :
-			datumCopy(h->batch_items[row], false, -1);
-		MemoryContextSwitchTo(old);
+		cand.item = copy_item(h, row);
 		spill_put(h, &cand);
 		pfree(DatumGetPointer(cand.item));
 		return -INFINITY;
 	}
 	if (h->n == h->k && !worse(&h->e[0], &cand))
 		return heap_threshold(h);
-	{
-		MemoryContext old = MemoryContextSwitchTo(h->cxt);
-
-		cand.item = h->batch_rows ? hb_rows_item(h->batch_rows, row) :
-			datumCopy(h->batch_items[row], false, -1);
-		MemoryContextSwitchTo(old);
-	}
+	cand.item = copy_item(h, row);
 	if (h->n < h->k)
 	{
 		if (h->n == h->cap)
@@ -408,6 +410,16 @@ approx_batch(void *arg, HbQueryRows *rows, const double *x, Datum *items,
 /* the columns of hb_topk(), in order (sql/hbird--*.sql) */
 #define HB_TOPK_COLS 3
 
+/* One row of hb_topk's answer. */
+static void
+emit_ranked(HbRowsOut *out, int rank, double score, Datum item)
+{
+	Datum		values[HB_TOPK_COLS] = {Int32GetDatum(rank), Float8GetDatum(score), item};
+	bool		nulls[HB_TOPK_COLS] = {0};
+
+	hb_rows_emit(out, values, nulls);
+}
+
 Datum
 hb_topk(PG_FUNCTION_ARGS)
 {
@@ -449,15 +461,7 @@ hb_topk(PG_FUNCTION_ARGS)
 		n = hb_approx_topk_end(a, &scores, &items, &scan.stats);
 		for (int i = 0; i < n; i++)
 		{
-			Datum		values[HB_TOPK_COLS];
-			bool		nulls[HB_TOPK_COLS] = {0};
-			int			col = 0;
-
-			values[col++] = Int32GetDatum(i + 1);
-			values[col++] = Float8GetDatum(scores[i]);
-			values[col++] = items[i];
-			Assert(col == HB_TOPK_COLS);
-			hb_rows_emit(&out, values, nulls);
+			emit_ranked(&out, i + 1, scores[i], items[i]);
 		}
 		record_stats(&scan.stats, e);
 		return (Datum) 0;
@@ -482,16 +486,9 @@ hb_topk(PG_FUNCTION_ARGS)
 		tuplesort_performsort(heap.spill);
 		while (rank < k && tuplesort_gettupleslot(heap.spill, true, false, slot, NULL))
 		{
-			Datum		values[HB_TOPK_COLS];
-			bool		nulls[HB_TOPK_COLS] = {0};
-			int			col = 0;
-
 			slot_getallattrs(slot);
-			values[col++] = Int32GetDatum(++rank);
-			values[col++] = slot->tts_values[0];
-			values[col++] = slot->tts_values[2];
-			Assert(col == HB_TOPK_COLS);
-			hb_rows_emit(&out, values, nulls);
+			emit_ranked(&out, ++rank, DatumGetFloat8(slot->tts_values[0]),
+						slot->tts_values[2]);
 		}
 		tuplesort_end(heap.spill);
 		ExecDropSingleTupleTableSlot(slot);
@@ -501,15 +498,7 @@ hb_topk(PG_FUNCTION_ARGS)
 		heap_sort(&heap);
 		for (int i = 0; i < heap.n; i++)
 		{
-			Datum		values[HB_TOPK_COLS];
-			bool		nulls[HB_TOPK_COLS] = {0};
-			int			col = 0;
-
-			values[col++] = Int32GetDatum(i + 1);
-			values[col++] = Float8GetDatum(heap.e[i].score);
-			values[col++] = heap.e[i].item;
-			Assert(col == HB_TOPK_COLS);
-			hb_rows_emit(&out, values, nulls);
+			emit_ranked(&out, i + 1, heap.e[i].score, heap.e[i].item);
 		}
 	}
 	record_stats(&scan.stats, e);
