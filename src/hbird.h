@@ -546,6 +546,7 @@ typedef struct HbWaitRow
 	int64		ordinal;		/* input order */
 	void	   *data;			/* the caller's (pfree'd with the row), or NULL */
 	Datum		item;			/* the row as a datum (pfree'd), or 0 */
+	Size		bytes;			/* what the row holds, for HbWaiting.bytes */
 } HbWaitRow;
 
 typedef struct HbWaiting
@@ -557,6 +558,7 @@ typedef struct HbWaiting
 	int64		keep;			/* the rows the answer keeps by cheap score */
 	int64		above;			/* rows at or above the cut so far */
 	bool		closed;			/* no row may wait any more (hb_waiting_close) */
+	Size		bytes;			/* the waiting rows' bytes (HbWaitRow.bytes) */
 	MemoryContext cxt;			/* of rows */
 } HbWaiting;
 
@@ -565,6 +567,7 @@ extern bool hb_waiting_may(const HbWaiting *w, double cheap, int64 ordinal);
 extern void hb_waiting_add(HbWaiting *w, const HbWaitRow *r);
 extern void hb_waiting_passed(HbWaiting *w, int64 n);
 extern void hb_waiting_close(HbWaiting *w);
+extern void hb_waiting_clear(HbWaiting *w);
 extern void hb_waiting_in_order(HbWaiting *w);
 
 /* pg_approx.c: approximate top-K over batches of rows */

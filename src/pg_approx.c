@@ -38,6 +38,7 @@
 
 #include <math.h>
 
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
@@ -64,6 +65,8 @@ struct HbApproxTopk
 	double		cut_now;		/* the cut for the batch at hand */
 	int64		refined;		/* rows scored by the second stage */
 	int64		gated;			/* rows let go by the gate (approx.h) */
+	int64		flushed;		/* waiting rows scored before the end, */
+	int64		flushed_refined;	/* of them from the second stage */
 	HbWaiting	wait;			/* the rows below the cut that wait: data,
 								 * their features bound in full (or NULL:
 								 * bound again from item) */
@@ -238,14 +241,72 @@ add_waiting(HbApproxTopk *s, double cheap, double raw, bool refined,
 	MemoryContext old;
 
 	old = MemoryContextSwitchTo(s->cxt);
+	r.bytes = sizeof(HbWaitRow);
 	if (x != NULL)
 	{
 		r.data = palloc(sizeof(double) * nf);
 		memcpy(r.data, x, sizeof(double) * nf);
+		r.bytes += sizeof(double) * nf;
 	}
 	r.item = item != (Datum) 0 ? datumCopy(item, false, -1) : row_item(items, rows, i);
+	r.bytes += VARSIZE_ANY(DatumGetPointer(r.item));
 	MemoryContextSwitchTo(old);
 	hb_waiting_add(&s->wait, &r);
+}
+
+/*
+ * The n waiting rows w scored in full: their margins into raw and scores
+ * into sc; returns how many of them the second stage had scored.
+ */
+static int64
+score_waiting(HbApproxTopk *s, const HbWaitRow *w, int n, double *raw, double *sc)
+{
+	const HbPlan *p = s->entry->plan;
+	int			nf = s->entry->n_features;
+	double	   *x = palloc_extended(sizeof(double) * Max(n, 1) * nf, MCXT_ALLOC_HUGE);
+	bool	   *refined = palloc_extended(sizeof(bool) * Max(n, 1), MCXT_ALLOC_HUGE);
+	int64		n_refined = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (w[i].data)
+			memcpy(x + (size_t) i * nf, w[i].data, sizeof(double) * nf);
+		else
+			hb_lazy_fill(s->lazy, w[i].item, x + (size_t) i * nf);
+		raw[i] = w[i].raw;
+		refined[i] = w[i].refined;
+		n_refined += refined[i];
+	}
+	hb_approx_finish_rows(p, s->approx, x, n, raw, refined);
+	hb_link_predict(p, raw, n, sc);
+	pfree(refined);
+	pfree(x);
+	return n_refined;
+}
+
+/*
+ * The waiting rows outgrew work_mem: they are scored now and offered to
+ * the k best like the rows above the cut, and rows below it may wait
+ * again (hb_waiting_clear).  The answer is then the exact top k of a
+ * superset of the rows the rule keeps, at least as good; the bar may rise
+ * sooner, from real scores, which the cut relative to the bar allows
+ * (docs/willump.md).
+ */
+static void
+flush_waiting(HbApproxTopk *s)
+{
+	int			n = s->wait.n;
+	const HbWaitRow *w = s->wait.rows;
+	double	   *raw = palloc(sizeof(double) * n);
+	double	   *sc = palloc(sizeof(double) * n);
+
+	s->flushed_refined += score_waiting(s, w, n, raw, sc);
+	for (int i = 0; i < n; i++)
+		offer_scored(s, sc[i], raw[i], w[i].ordinal, w[i].item);
+	s->flushed += n;
+	hb_waiting_clear(&s->wait);
+	pfree(raw);
+	pfree(sc);
 }
 
 /*
@@ -386,6 +447,8 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 			MemoryContextDelete(scratch);
 	}
 	s->ordinal += n;
+	if (s->wait.bytes > (Size) work_mem * 1024)
+		flush_waiting(s);
 }
 
 static int
@@ -409,7 +472,6 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 				   HbTopkStats *stats)
 {
 	const HbPlan *p = s->entry->plan;
-	int			nf = s->entry->n_features;
 
 	/*
 	 * Rows wait only to fill a small input's answer: once the bar is at or
@@ -420,26 +482,12 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	const HbWaitRow *w = s->wait.rows;
 	int			total = s->n_best + n;
 	int			out;
-	double	   *x = palloc_extended(sizeof(double) * Max(n, 1) * nf, MCXT_ALLOC_HUGE);
 	double	   *raw = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
 	double	   *sc = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
-	bool	   *refined = palloc_extended(sizeof(bool) * Max(n, 1), MCXT_ALLOC_HUGE);
-	int64		n_refined = 0;
+	int64		n_refined = score_waiting(s, w, n, raw, sc);
 	Scored	   *all = palloc_extended(sizeof(Scored) * Max(total, 1), MCXT_ALLOC_HUGE);
 	int			T = hb_plan_n_trees(p);
 
-	for (int i = 0; i < n; i++)
-	{
-		if (w[i].data)
-			memcpy(x + (size_t) i * nf, w[i].data, sizeof(double) * nf);
-		else
-			hb_lazy_fill(s->lazy, w[i].item, x + (size_t) i * nf);
-		raw[i] = w[i].raw;
-		refined[i] = w[i].refined;
-		n_refined += refined[i];
-	}
-	hb_approx_finish_rows(p, s->approx, x, n, raw, refined);
-	hb_link_predict(p, raw, n, sc);
 	memcpy(all, s->best, sizeof(Scored) * s->n_best);
 	for (int i = 0; i < n; i++)
 	{
@@ -461,14 +509,14 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	{
 		int			m = hb_approx_cheap_trees(s->approx);
 		int			m2 = s->approx->refine_trees;
-		int64		full = s->wait.above + n;
+		int64		full = s->wait.above + s->flushed + n;
 
 		stats->rows = s->ordinal;
 		stats->rows_full = full;
 		if (m2 > 0)
 		{
 			/* rows finished from the second stage, and from the cheap model */
-			int64		from2 = s->wait.above + n_refined;
+			int64		from2 = s->wait.above + s->flushed_refined + n_refined;
 
 			stats->pairs_scored = (s->ordinal - s->gated) * m + s->refined * (m2 - m) +
 				from2 * (T - m2) + (full - from2) * (T - m);
@@ -476,8 +524,6 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 		else
 			stats->pairs_scored = (s->ordinal - s->gated) * m + full * (T - m);
 	}
-	pfree(refined);
-	pfree(x);
 	pfree(raw);
 	pfree(sc);
 	pfree(all);

@@ -331,6 +331,56 @@ use_approx(const char *mode, const HbCacheEntry *e, int k, HbTuning *t)
 	return want;
 }
 
+/*
+ * About how many bytes a row of rowtype takes as a datum: the columns'
+ * average widths from the statistics where the type is a table's, else
+ * their types' (as the planner estimates a relation's width).
+ */
+static double
+rowtype_width(Oid rowtype)
+{
+	Oid			relid = get_typ_typrelid(rowtype);
+	TupleDesc	desc = lookup_rowtype_tupdesc(rowtype, -1);
+	double		width = MAXALIGN(SizeofHeapTupleHeader);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		int32		w = 0;
+
+		if (att->attisdropped)
+			continue;
+		if (OidIsValid(relid))
+			w = get_attavgwidth(relid, att->attnum);
+		if (w <= 0)
+			w = get_typavgwidth(att->atttypid, att->atttypmod);
+		width += MAXALIGN(w);
+	}
+	ReleaseTupleDesc(desc);
+	return width;
+}
+
+/*
+ * The approximation holds its k best rows in memory (and the rows below
+ * the cut that wait, which it scores early where they outgrow work_mem:
+ * pg_approx.c).  Where k rows of the input's type would not fit work_mem,
+ * hb_topk ranks exactly instead, which spills as ORDER BY ... LIMIT does:
+ * the exact answer meets any tuned target, and with a k that large the
+ * approximation saves little.
+ */
+static bool
+approx_fits(int k, Oid rowtype)
+{
+	double		row = rowtype_width(rowtype) + 64.0;
+
+	if ((double) k * row <= (double) work_mem * 1024.0)
+		return true;
+	ereport(DEBUG1,
+			(errmsg_internal("hb_topk: %d rows of about %.0f bytes exceed work_mem; ranking exactly",
+							 k, row)));
+	return false;
+}
+
 /* The bounds of an entry's plan, built once per statement. */
 static HbTopkBounds *
 bounds_for(HbCacheEntry *e, MemoryContext mcxt)
@@ -437,7 +487,7 @@ hb_topk(PG_FUNCTION_ARGS)
 
 	check_topk_model(e);
 	approx = use_approx(PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
-						e, k, &tuning);
+						e, k, &tuning) && approx_fits(k, rowtype);
 	InitMaterializedSRF(fcinfo, 0);
 	hb_rows_out_init(&out, rsinfo, HB_TOPK_COLS);
 	/* a table of shards: each ranks its rows, this merges (pg_pushdown.c) */

@@ -53,6 +53,7 @@ hb_waiting_init(HbWaiting *w, int64 keep, MemoryContext cxt)
 	w->keep = keep;
 	w->above = 0;
 	w->closed = false;
+	w->bytes = 0;
 	w->cxt = cxt;
 }
 
@@ -76,6 +77,7 @@ pop_root(HbWaiting *w)
 		pfree(w->rows[0].data);
 	if (w->rows[0].item != (Datum) 0)
 		pfree(DatumGetPointer(w->rows[0].item));
+	w->bytes -= w->rows[0].bytes;
 	w->rows[0] = w->rows[--w->n];
 	wait_sift_down(w->rows, w->n, 0);
 }
@@ -102,6 +104,7 @@ hb_waiting_add(HbWaiting *w, const HbWaitRow *r)
 			MemoryContextAllocHuge(w->cxt, sizeof(HbWaitRow) * w->cap);
 	}
 	w->rows[w->n] = *r;
+	w->bytes += r->bytes;
 	wait_sift_up(w->rows, w->n++);
 	drop_excess(w);
 }
@@ -116,9 +119,30 @@ hb_waiting_add(HbWaiting *w, const HbWaitRow *r)
 void
 hb_waiting_close(HbWaiting *w)
 {
-	while (w->n > 0)
-		pop_root(w);
+	hb_waiting_clear(w);
 	w->closed = true;
+}
+
+/*
+ * The waiting rows leave (their memory freed), but rows below the cut may
+ * wait again, with the room they had: for a caller that scored them all
+ * already (pg_approx.c, when they outgrow work_mem).  The rows that wait
+ * from then on are the best of the rows since, a superset of those the
+ * rule names: a row the rule keeps is among the best `keep` - `above` of
+ * all the rows below the cut so far, so also of those since.
+ */
+void
+hb_waiting_clear(HbWaiting *w)
+{
+	for (int i = 0; i < w->n; i++)
+	{
+		if (w->rows[i].data)
+			pfree(w->rows[i].data);
+		if (w->rows[i].item != (Datum) 0)
+			pfree(DatumGetPointer(w->rows[i].item));
+	}
+	w->n = 0;
+	w->bytes = 0;
 }
 
 /* n more rows are at or above the cut: waiting rows may lose their place. */

@@ -157,6 +157,46 @@ SELECT hbt_try($$SELECT id FROM items i ORDER BY hb_predict('wrank', i) DESC LIM
 UPDATE hbird.tuning t SET bar_slope = s.bar_slope, bar_floor = s.bar_floor, bar_margin = s.bar_margin
 FROM bar_saved s WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
 DROP TABLE bar_saved, bar_exact, bar_fixed;
+-- memory (pg_approx.c, pg_topk.c): planted, no row reaches the cut and the
+-- best ratio * k rows by cheap score wait to be scored at the end.  Where
+-- they outgrow work_mem they are scored early and rows wait again: more
+-- rows scored, a superset of the rule's, so at every rank a score at least
+-- as high as with them held
+CREATE TABLE mem_saved AS SELECT * FROM hbird.tuning WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+UPDATE hbird.tuning SET ratio = 200, cheap_cut = 1e300, bar_slope = NULL, bar_floor = NULL, bar_margin = NULL,
+	   gate_features = NULL, gate_params = NULL, gate_slack = NULL,
+	   refine_trees = NULL, refine_scale = NULL, refine_shift = NULL, refine_slack = NULL
+WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+CREATE TABLE mem_held AS
+SELECT rank, score FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx');
+SELECT rows_fully_scored AS held_scored FROM hb_topk_stats();
+SET work_mem = '64kB';
+CREATE TABLE mem_flushed AS
+SELECT rank, score, item FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx');
+SELECT rows_fully_scored > 2000 AS scored_early FROM hb_topk_stats();
+RESET work_mem;
+SELECT count(*) AS rows, bool_and(f.score >= h.score) AS no_worse,
+	   bool_and(f.score = hb_predict('wrank', f.item)) AS full_scores
+FROM mem_flushed f JOIN mem_held h USING (rank);
+-- ratio 1: the best k by cheap score alone, which misses some of the exact
+-- answer; where k rows would not fit work_mem hb_topk ranks exactly
+UPDATE hbird.tuning SET ratio = 1 WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+CREATE TABLE mem_exact AS
+SELECT rank, (item).id FROM hb_topk('wrank', 5000, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'exact');
+SELECT count(*) FILTER (WHERE (a.item).id IS DISTINCT FROM e.id) > 0 AS approximate_differs
+FROM hb_topk('wrank', 5000, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx') a
+JOIN mem_exact e USING (rank);
+SET work_mem = '64kB';
+SELECT count(*) AS rows, count(*) FILTER (WHERE (a.item).id IS DISTINCT FROM e.id) AS differ_from_exact
+FROM hb_topk('wrank', 5000, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx') a
+JOIN mem_exact e USING (rank);
+RESET work_mem;
+UPDATE hbird.tuning t SET ratio = s.ratio, cheap_cut = s.cheap_cut, bar_slope = s.bar_slope,
+	   bar_floor = s.bar_floor, bar_margin = s.bar_margin, gate_features = s.gate_features,
+	   gate_params = s.gate_params, gate_slack = s.gate_slack, refine_trees = s.refine_trees,
+	   refine_scale = s.refine_scale, refine_shift = s.refine_shift, refine_slack = s.refine_slack
+FROM mem_saved s WHERE t.name = 'wrank' AND t.kind = 'topk' AND t.k = 10;
+DROP TABLE mem_saved, mem_held, mem_flushed, mem_exact;
 -- empty input, fewer rows than k, k above the tuned one
 SELECT count(*) AS none FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE false', mode => 'approx');
 SELECT cardinality(a) AS rows, a = e AS same_as_exact

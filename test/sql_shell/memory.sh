@@ -168,6 +168,24 @@ SELECT hb_model_upload('mt', :'mt') \\g /dev/null" \
 peak "SET work_mem = '1MB';" "SELECT count(*) FROM hb_topk('m', 2000000000, NULL::big)" \
 	"hb_topk with k beyond the $rows rows at work_mem 1MB"
 
+# The approximate hb_topk, on a tuning planted so that no row reaches the
+# cut and every row may wait (the best 10^7 by cheap score): the waiting
+# rows are scored early whenever they outgrow work_mem (held to the end,
+# as at work_mem 2GB: a peak of +537 MB on 2M rows).  With a k beyond the
+# rows, k rows would not fit work_mem and it ranks exactly (+624 MB when it
+# held them all, as at work_mem 2GB).
+peak "SET work_mem = '1MB';
+SET client_min_messages = warning;
+SELECT count(*) FROM hb_tune('m', 'SELECT * FROM big WHERE id <= 20000', kind => 'topk', k => 10, target => 0.9) \\g /dev/null
+UPDATE hbird.tuning SET ratio = 1e6, cheap_cut = 1e300, bar_slope = NULL, bar_floor = NULL, bar_margin = NULL,
+	gate_features = NULL, gate_params = NULL, gate_slack = NULL,
+	refine_trees = NULL, refine_scale = NULL, refine_shift = NULL, refine_slack = NULL
+WHERE name = 'm' AND kind = 'topk';" \
+	"SELECT count(*) FROM hb_topk('m', 10, NULL::big, mode => 'approx')" \
+	"approximate hb_topk whose $rows rows all wait, at work_mem 1MB"
+peak "SET work_mem = '1MB';" "SELECT count(*) FROM hb_topk('m', 2000000000, NULL::big, mode => 'approx')" \
+	"approximate hb_topk with k beyond the $rows rows at work_mem 1MB"
+
 # Uploading a large model: a 10 MB XGBoost JSON file (the fixture's trees
 # repeated) may raise the backend's peak resident memory (VmHWM, which also
 # counts the shared buffers the insert touches) by at most 8 times its size.
