@@ -674,6 +674,8 @@ fill_batch(HbScoreState *st)
 
 	if (st->eof)
 		return hb_scan_flush_waiting(st);
+	if (hb_scan_flush_early(st))
+		return true;
 	MemoryContextReset(st->batch_cxt);
 	st->nrows = 0;
 	for (int j = 0; j < st->n_calls; j++)

@@ -168,7 +168,10 @@ typedef struct HbScoreState
 								 * data a blob: its features bound in full,
 								 * then the values handed up for it,
 								 * by-reference ones copied after them */
-	int			n_flushed;		/* at the end: waiting rows handed up */
+	int			n_flushed;		/* at the end (or early): waiting rows
+								 * handed up */
+	bool		flushing_early;	/* handing them up before the end: they
+								 * outgrew work_mem */
 	MemoryContext wait_cxt;		/* the waiting rows, reset per (re)scan */
 
 	/* EXPLAIN ANALYZE */
@@ -197,6 +200,7 @@ extern void hb_scan_topk_start(HbScoreState *st);
 extern void hb_scan_score_topk(HbScoreState *st, ScoreCall *c, int nb);
 extern void hb_scan_reset_waiting(HbScoreState *st);
 extern bool hb_scan_flush_waiting(HbScoreState *st);
+extern bool hb_scan_flush_early(HbScoreState *st);
 
 /* pg_scan_share.c: the models, shared with parallel workers */
 extern Size hb_score_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);

@@ -39,7 +39,8 @@
  * (a prefix only adds the remaining trees), and those below it wait under
  * hb_topk's rule (pg_waiting.c: while among the best `kept`, at most
  * HB_SCAN_APPROX_KEEP, less the rows above the cut so far) and are scored
- * and handed up when the input ends (hb_scan_flush_waiting); the others are left
+ * and handed up when the input ends (hb_scan_flush_waiting), or before
+ * where they outgrow work_mem (hb_scan_flush_early); the others are left
  * out like pruned rows.  With a second stage (approx.h), a row at or above
  * the cut is finished only when its second score passes the cut too;
  * otherwise it waits like a row below it, ranked by that score, with its
@@ -175,6 +176,7 @@ hb_scan_reset_waiting(HbScoreState *st)
 {
 	st->ordinal = 0;
 	st->n_flushed = 0;
+	st->flushing_early = false;
 	if (st->wait_cxt == NULL)
 		st->wait_cxt = AllocSetContextCreate(st->state_cxt, "hbird waiting rows",
 											 ALLOCSET_DEFAULT_SIZES);
@@ -382,6 +384,7 @@ offer_wait(HbScoreState *st, ScoreCall *c, int b, const double *x,
 			size += MAXALIGN(datumGetSize(rv[col], false, st->typlen[col]));
 	}
 	w.data = MemoryContextAlloc(st->wait_cxt, size);
+	w.bytes = sizeof(HbWaitRow) + size;
 	if (c->lazy_cols)
 		hb_scan_read_row_full(c, b, wait_x(&w), x);
 	else
@@ -477,6 +480,32 @@ hb_scan_flush_waiting(HbScoreState *st)
 	st->rows_scored += m;
 	st->rows_pruned -= m;
 	return true;
+}
+
+/*
+ * Before the next batch of the input: where the waiting rows outgrew
+ * work_mem, the next batch of them, scored and handed up as at the end
+ * (hb_scan_flush_waiting); once all are, rows below the cut may wait again
+ * (hb_waiting_clear), and false.  The rows handed up are then a superset
+ * of the rule's, as in hb_topk (pg_approx.c).
+ */
+bool
+hb_scan_flush_early(HbScoreState *st)
+{
+	if (!st->flushing_early)
+	{
+		if (!st->topk_on || st->approx == NULL || !st->wait_ok ||
+			st->waiting.bytes <= (Size) work_mem * 1024)
+			return false;
+		st->flushing_early = true;
+	}
+	if (hb_scan_flush_waiting(st))
+		return true;
+	/* all handed up (or let go: the bar covers the tail) */
+	hb_waiting_clear(&st->waiting);
+	st->n_flushed = 0;
+	st->flushing_early = false;
+	return false;
 }
 
 /*

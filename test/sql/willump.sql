@@ -178,6 +178,21 @@ RESET work_mem;
 SELECT count(*) AS rows, bool_and(f.score >= h.score) AS no_worse,
 	   bool_and(f.score = hb_predict('wrank', f.item)) AS full_scores
 FROM mem_flushed f JOIN mem_held h USING (rank);
+-- the plain query's batching scan hands the waiting rows up early instead
+SELECT (SELECT substring(l FROM 'Rows Scored: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
+		WHERE l ~ 'Rows Scored') AS held_plain \gset
+CREATE TABLE mem_plain_held AS
+SELECT row_number() OVER () AS rank, s FROM (SELECT hb_predict('wrank', i) AS s FROM items i WHERE id > 110000 ORDER BY s DESC LIMIT 10) q;
+SET work_mem = '64kB';
+SELECT (SELECT substring(l FROM 'Rows Scored: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
+		WHERE l ~ 'Rows Scored') AS flushed_plain \gset
+CREATE TABLE mem_plain_flushed AS
+SELECT row_number() OVER () AS rank, id, s FROM (SELECT id, hb_predict('wrank', i) AS s FROM items i WHERE id > 110000 ORDER BY s DESC LIMIT 10) q;
+RESET work_mem;
+SELECT :held_plain AS held_plain, :flushed_plain > :held_plain AS plain_scored_early;
+SELECT count(*) AS rows, bool_and(f.s >= h.s) AS no_worse,
+	   bool_and(f.s = hb_predict('wrank', i)) AS full_scores
+FROM mem_plain_flushed f JOIN mem_plain_held h USING (rank) JOIN items i USING (id);
 -- ratio 1: the best k by cheap score alone, which misses some of the exact
 -- answer; where k rows would not fit work_mem hb_topk ranks exactly
 UPDATE hbird.tuning SET ratio = 1 WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
@@ -196,7 +211,7 @@ UPDATE hbird.tuning t SET ratio = s.ratio, cheap_cut = s.cheap_cut, bar_slope = 
 	   gate_params = s.gate_params, gate_slack = s.gate_slack, refine_trees = s.refine_trees,
 	   refine_scale = s.refine_scale, refine_shift = s.refine_shift, refine_slack = s.refine_slack
 FROM mem_saved s WHERE t.name = 'wrank' AND t.kind = 'topk' AND t.k = 10;
-DROP TABLE mem_saved, mem_held, mem_flushed, mem_exact;
+DROP TABLE mem_saved, mem_held, mem_flushed, mem_exact, mem_plain_held, mem_plain_flushed;
 -- empty input, fewer rows than k, k above the tuned one
 SELECT count(*) AS none FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE false', mode => 'approx');
 SELECT cardinality(a) AS rows, a = e AS same_as_exact
