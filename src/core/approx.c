@@ -159,6 +159,44 @@ hb_approx_params(const HbApprox *a, double *out)
 	memcpy(out + a->n_feat + a->n_feat * k, a->bias, sizeof(double) * k);
 }
 
+/*
+ * Whether every one of hb_approx_params' values is a finite number: a fit
+ * on values near the largest double, or on margins that overflow, can give
+ * infinities, and a tuning is only ever stored with finite parameters
+ * (hb_approx_from_params refuses others), so the tuner makes no such
+ * candidate.
+ */
+bool
+hb_approx_params_finite(const HbApprox *a)
+{
+	int			k = a->n_outputs;
+	const double *v[3];
+	size_t		n[3];
+
+	if (a->kind == HB_APPROX_PREFIX)
+	{
+		v[0] = a->scale, n[0] = k;
+		v[1] = a->shift, n[1] = k;
+		v[2] = NULL, n[2] = 0;
+	}
+	else if (a->kind == HB_APPROX_TREES)
+	{
+		v[0] = a->tparams, n[0] = a->n_tparams;
+		v[1] = v[2] = NULL, n[1] = n[2] = 0;
+	}
+	else
+	{
+		v[0] = a->fill, n[0] = a->n_feat;
+		v[1] = a->weight, n[1] = (size_t) a->n_feat * k;
+		v[2] = a->bias, n[2] = k;
+	}
+	for (int j = 0; j < 3; j++)
+		for (size_t i = 0; i < n[j]; i++)
+			if (!isfinite(v[j][i]))
+				return false;
+	return true;
+}
+
 bool
 hb_approx_from_params(const HbPlan *p, HbApproxKind kind, int32_t n_trees,
 					  const int32_t *feat, int32_t n_feat,

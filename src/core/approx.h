@@ -106,6 +106,7 @@ hb_linear_input(double v, double fill)
  */
 extern int	hb_approx_n_params(const HbApprox *a);
 extern void hb_approx_params(const HbApprox *a, double *out);
+extern bool hb_approx_params_finite(const HbApprox *a);
 extern bool hb_approx_from_params(const HbPlan *p, HbApproxKind kind,
 								  int32_t n_trees, const int32_t *feat,
 								  int32_t n_feat, const double *params,

@@ -286,29 +286,6 @@ add_candidate(Work *w, HbApprox *a)
 	return c;
 }
 
-/*
- * Whether every parameter of a is finite: a fit on values near the largest
- * double, or on margins that overflow, can give infinities, and a tuning
- * is only ever stored with finite ones (hb_approx_from_params refuses
- * others), so such a candidate is not made.
- */
-static bool
-approx_finite(const HbApprox *a)
-{
-	int			np = hb_approx_n_params(a);
-	double	   *pv = hb_alloc(sizeof(double) * (np + 1));
-	bool		ok = pv != NULL;
-
-	if (pv != NULL)
-	{
-		hb_approx_params(a, pv);
-		for (int i = 0; i < np && ok; i++)
-			ok = isfinite(pv[i]);
-	}
-	hb_free(pv);
-	return ok;
-}
-
 /* Least squares y ~ scale * x + shift, per output. */
 static void
 calibrate(Work *w, HbApprox *a, const double *partial)
@@ -395,7 +372,7 @@ prefix_candidates(Work *w, HbError *err)
 					  partial);
 		done = m;
 		calibrate(w, a, partial);
-		if (!approx_finite(a))
+		if (!hb_approx_params_finite(a))
 		{
 			hb_approx_free(a);
 			continue;
@@ -657,7 +634,7 @@ fit_linear(Work *w, HbApprox *a, bool *usable, HbError *err)
 		}
 		a->bias[g] = bias;
 	}
-	*usable = approx_finite(a);
+	*usable = hb_approx_params_finite(a);
 done:
 	hb_free(A);
 	hb_free(B);
@@ -941,7 +918,7 @@ trees_candidates(Work *w, HbError *err)
 			hb_model_free(m);
 			if (!ok)
 				goto done;
-			if (!approx_finite(a))
+			if (!hb_approx_params_finite(a))
 			{
 				hb_approx_free(a);
 				continue;
@@ -1676,7 +1653,7 @@ refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
 					  HB_EXEC_INIT, partial);
 		calibrate(w, a, partial);
 		hb_free(partial);
-		usable = approx_finite(a);
+		usable = hb_approx_params_finite(a);
 	}
 	else if (old->kind == HB_APPROX_LINEAR)
 	{
@@ -1714,7 +1691,7 @@ refit_chosen(Work *w, HbTuneCandidate *c, size_t n_half, HbError *err)
 			w->n_fit = keep_fit;
 			return false;
 		}
-		usable = approx_finite(a);
+		usable = hb_approx_params_finite(a);
 	}
 	w->n_fit = keep_fit;
 	/* no finite refit on these rows: the candidate stays as it was fitted */
