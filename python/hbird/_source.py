@@ -64,6 +64,32 @@ class Payload:
             yield mv[i:i + n]
 
 
+def xgb_estimator_booster(est):
+    """The booster an XGBoost scikit-learn estimator predicts with.
+
+    The estimator predicts with the iterations up to best_iteration where
+    it was fitted with early stopping (XGBModel._get_iteration_range; the
+    booster itself would score them all), and reads its own ``missing``
+    value as missing: hbird reads only NULL and NaN so, and the model file
+    does not say, so any other value is refused rather than scored as a
+    number.
+    """
+    missing = est.get_params().get("missing", float("nan"))
+    if missing is not None and not (isinstance(missing, float) and missing != missing):
+        raise ValueError(
+            "%s(missing=%r): hbird reads only NULL and NaN as missing values; fit with "
+            "missing=np.nan (map %r to NULL in SQL) to score it" % (type(est).__name__, missing, missing))
+    booster = est.get_booster()
+    try:
+        best = int(est.best_iteration)
+    except (AttributeError, TypeError, ValueError):
+        best = None
+    if best is not None and getattr(est, "booster", None) != "gblinear" \
+            and best + 1 < booster.num_boosted_rounds():
+        booster = booster[: best + 1]
+    return booster
+
+
 def _need_format(fmt, allowed, what):
     if fmt not in (None, "auto") and fmt not in allowed:
         raise ValueError("%s is uploaded as %s, not %r" % (what, " or ".join(allowed), fmt))
@@ -89,7 +115,7 @@ def payload(model, format=None, features=None):
         return Payload(format or fmt, data=_json_bytes(model), features=features)
 
     if _is(model, "xgboost", "XGBModel"):
-        model = model.get_booster()
+        model = xgb_estimator_booster(model)
     if _is(model, "xgboost", "Booster"):
         raw = _XGB_RAW.get(format)
         if raw is None:

@@ -310,15 +310,25 @@ class Exporter:
     def encoder(self, t, refs, onehot):
         if getattr(t, "_infrequent_enabled", False):
             raise Unsupported("%s with infrequent categories" % type(t).__name__)
-        ins, cats, null_as = [], [], []
+        ins, cats, null_as, null_codes = [], [], [], []
         for r, c in zip(refs, t.categories_):
             c = list(c)
+            null_codes.append(None)
             if isinstance(r, TextRef):
                 self.use(r.name, "text")
                 ins.append(r.name)
                 null_as.append(r.null_as)
-                cats.append([None if (not isinstance(v, str) and v is not None and math.isnan(v)) or v is None
-                             else str(v) for v in c])
+                nan = [k for k, v in enumerate(c) if v is not None and not isinstance(v, str) and math.isnan(v)]
+                none = [k for k, v in enumerate(c) if v is None]
+                if nan and none:
+                    # both are SQL NULL here, and scikit-learn tells them apart
+                    raise Unsupported("%s with both None and NaN among the categories of %r"
+                                      % (type(t).__name__, r.name))
+                if none and not onehot:
+                    # None is an ordinary category to OrdinalEncoder (its
+                    # index), NaN the missing one (encoded_missing_value)
+                    null_codes[-1] = none[0]
+                cats.append([None if k in nan or k in none else str(v) for k, v in enumerate(c)])
             else:
                 if r in self.columns:
                     self.use(r, "numeric")
@@ -345,6 +355,8 @@ class Exporter:
         if t.handle_unknown == "use_encoded_value":
             kw["unknown_value"] = _num(t.unknown_value)
         kw["encoded_missing_value"] = _num(t.encoded_missing_value)
+        if any(v is not None for v in null_codes):
+            kw["null_codes"] = null_codes
         return self.outs(self.add("ordinal_encoder", **kw), len(cats))
 
 
@@ -406,6 +418,10 @@ def _estimator(est, nf):
                 return _linear(est, "binary", "sigmoid", classes)
             # predict_proba: one sigmoid per class, divided by their sum
             return _linear(est, "multiclass", "ovr", classes)
+        if isinstance(est, lm.SGDClassifier) and est.loss == "modified_huber":
+            # its predict_proba is (clip(d, -1, 1) + 1) / 2, per class normalized,
+            # which no link here computes: refused rather than given another
+            raise Unsupported("SGDClassifier(loss='modified_huber')")
         # decision_function: binary -> the margin, multiclass -> argmax class
         task = "binary" if len(classes) == 2 else "multiclass"
         return _linear(est, task, "identity", classes)
@@ -474,7 +490,12 @@ def _estimator(est, nf):
         # LGBMClassifier / LGBMRegressor: the booster's text model
         return {"format": "lightgbm-text", "text": est.booster_.model_to_string()}
     if type(est).__module__.startswith("xgboost"):
-        raw = est.get_booster().save_raw(raw_format="json")
+        from ._source import xgb_estimator_booster
+        try:
+            booster = xgb_estimator_booster(est)
+        except ValueError as e:
+            raise Unsupported(str(e))
+        raw = booster.save_raw(raw_format="json")
         return {"format": "xgboost-json", "model": json.loads(bytes(raw).decode())}
     raise Unsupported("estimator %s is not supported" % kind)
 

@@ -533,6 +533,7 @@ build_encoder(Reader *r, const HbJson *js, bool onehot)
 	const HbJson *cats = hb_json_get(js, "categories");
 	const HbJson *drop = hb_json_get(js, "drop");
 	const HbJson *null_as = hb_json_get(js, "null_as");
+	const HbJson *null_codes = onehot ? NULL : hb_json_get(js, "null_codes");
 	const char *hu = get_str(js, "handle_unknown");
 	HbUnknown	unknown = HB_UNKNOWN_ERROR;
 	double		unknown_value = NAN,
@@ -551,6 +552,11 @@ build_encoder(Reader *r, const HbJson *js, bool onehot)
 		return fail(r, HB_ERR_INVALID, "field \"null_as\" must hold one value (or null) per input");
 	if (null_as && hb_json_is_null(null_as))
 		null_as = NULL;
+	if (null_codes && !hb_json_is_null(null_codes) &&
+		(!hb_json_is_array(null_codes) || hb_json_len(null_codes) != hb_json_len(in)))
+		return fail(r, HB_ERR_INVALID, "field \"null_codes\" must hold one number (or null) per input");
+	if (null_codes && hb_json_is_null(null_codes))
+		null_codes = NULL;
 	if (hu == NULL || strcmp(hu, "error") == 0)
 		unknown = HB_UNKNOWN_ERROR;
 	else if (strcmp(hu, "ignore") == 0)
@@ -620,7 +626,20 @@ build_encoder(Reader *r, const HbJson *js, bool onehot)
 			s->category_pos[k] = dropi < 0 || k < dropi ? k : k == dropi ? -1 : k - 1;
 		if (!onehot)
 		{
-			/* scikit-learn's OrdinalEncoder: the missing category encodes as encoded_missing_value */
+			/*
+			 * scikit-learn's OrdinalEncoder: the missing category (NaN)
+			 * encodes as encoded_missing_value; a text category None is an
+			 * ordinary one there, encoded as its index, which null_codes
+			 * gives (SQL NULL is both)
+			 */
+			double		null_out = missing_out;
+			const HbJson *nc = null_codes ? hb_json_at(null_codes, f) : NULL;
+
+			if (nc && !hb_json_is_null(nc))
+			{
+				if (!hb_json_is_number(nc) || !hb_json_number(nc, &null_out) || !isfinite(null_out))
+					return fail(r, HB_ERR_INVALID, "field \"null_codes\"[%zu] must be a finite number or null", f);
+			}
 			s->label_values = hb_alloc(sizeof(double) * (n_cat + 1));
 			if (s->label_values == NULL)
 				return nomem(r);
@@ -628,7 +647,7 @@ build_encoder(Reader *r, const HbJson *js, bool onehot)
 			{
 				bool		miss = text ? s->categories_text[k] == NULL : isnan(s->categories_num[k]);
 
-				s->label_values[k] = miss ? missing_out : k;
+				s->label_values[k] = miss ? null_out : k;
 			}
 		}
 		if (text && null_as && !hb_json_is_null(hb_json_at(null_as, f)))

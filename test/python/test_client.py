@@ -1153,6 +1153,96 @@ def exporter_cases():
         return False, "uploaded (depth %d)" % m.get_depth()
     t()
 
+    @case("exporter: OrdinalEncoder over text whose categories hold None (pandas' NULL from "
+          "read_sql) encodes NULL as None's index, as scikit-learn; None and NaN together are refused")
+    def t():
+        city = (["a", "b", None, "c", "b", None, "a", "c"] * 10)
+        yv = np.array([{"a": 1.0, "b": 2.0, "c": 3.0, None: 9.0}[v] for v in city]) + np.arange(80) * 0.01
+        df = pd.DataFrame({"city": pd.Series(city, dtype=object)})
+        pipe = Pipeline([("ct", ColumnTransformer([("o", pp.OrdinalEncoder(), ["city"])])),
+                         ("lr", lm.LinearRegression())]).fit(df, yv)
+        hbird.upload(conn, "ex_ord_none", pipe)
+        dt = pd.DataFrame({"city": pd.Series(["a", None, "c", "b"], dtype=object)})
+        got = table_scores("ex_ord_none", dt, {"city": "text"})
+        w = worst(got, pipe.predict(dt), 1e-9, 1e-9)
+        both = pd.DataFrame({"city": pd.Series(["a", None, float("nan"), "b"] * 5, dtype=object)})
+        try:
+            Pipeline([("ct", ColumnTransformer([("o", pp.OrdinalEncoder(), ["city"])])),
+                      ("lr", lm.LinearRegression())]).fit(both, np.arange(20.0))
+            fitted = True
+        except ValueError:
+            fitted = False          # a scikit-learn that refuses the mix itself
+        refused = True
+        if fitted:
+            try:
+                hbird.upload(conn, "ex_ord_both", Pipeline([
+                    ("ct", ColumnTransformer([("o", pp.OrdinalEncoder(), ["city"])])),
+                    ("lr", lm.LinearRegression())]).fit(both, np.arange(20.0)))
+                refused = False
+            except Unsupported as e:
+                refused = "None and NaN" in str(e) and n_versions(conn, "ex_ord_both") == 0
+        return w <= 0 and refused, "worst excess %.3g; mixed None/NaN %s" % (
+            w, "refused" if fitted and refused else "not fitted by scikit-learn" if not fitted else "uploaded")
+    t()
+
+    @case("exporter: SGDClassifier(loss='modified_huber') is refused by name (its predict_proba "
+          "clips the margins)")
+    def t():
+        m = lm.SGDClassifier(loss="modified_huber", random_state=0).fit(X, y2)
+        try:
+            hbird.upload(conn, "ex_mhuber", m, features=["a", "b", "c"])
+        except Unsupported as e:
+            return "modified_huber" in str(e) and n_versions(conn, "ex_mhuber") == 0, str(e)
+        return False, "uploaded"
+    t()
+
+    @case("XGBoost estimators fitted with early stopping score as their predict: iterations up to "
+          "best_iteration, uploaded alone and inside a Pipeline")
+    def t():
+        Xe = r.normal(size=(600, 3))
+        ye = (Xe[:, 0] + Xe[:, 1] ** 2 + r.normal(size=600) > 1).astype(int)
+        m = xgb.XGBClassifier(n_estimators=200, learning_rate=0.3, max_depth=6, early_stopping_rounds=5,
+                              n_jobs=1, random_state=0)
+        m.fit(Xe[:400], ye[:400], eval_set=[(Xe[400:], ye[400:])], verbose=False)
+        hbird.upload(conn, "ex_es", m, features=["a", "b", "c"])
+        got = score_arrays(conn, "ex_es", Xe, "hb_predict")
+        cls = score_arrays(conn, "ex_es", Xe, "hb_predict_class")
+        w = worst(got, m.predict_proba(Xe)[:, 1], 1e-7, 1e-6)
+        sc = pp.StandardScaler().fit(Xe[:400])
+        mr = xgb.XGBRegressor(n_estimators=200, learning_rate=0.3, max_depth=4, early_stopping_rounds=5,
+                              n_jobs=1, random_state=0)
+        mr.fit(sc.transform(Xe[:400]), Xe[:400, 2] + ye[:400], eval_set=[(sc.transform(Xe[400:]),
+               Xe[400:, 2] + ye[400:])], verbose=False)
+        pipe = Pipeline([("sc", sc), ("m", mr)])
+        hbird.upload(conn, "ex_es_pipe", pipe, features=["a", "b", "c"])
+        w2 = worst(score_arrays(conn, "ex_es_pipe", Xe, "hb_predict"), pipe.predict(Xe), 1e-6, 1e-6)
+        stopped = m.best_iteration + 1 < m.get_booster().num_boosted_rounds() and \
+            mr.best_iteration + 1 < mr.get_booster().num_boosted_rounds()
+        return (stopped and w <= 0 and list(cls) == list(m.predict(Xe)) and w2 <= 0,
+                "best %d of %d, %d of %d; worst excess %.3g, %.3g"
+                % (m.best_iteration + 1, m.get_booster().num_boosted_rounds(), mr.best_iteration + 1,
+                   mr.get_booster().num_boosted_rounds(), w, w2))
+    if xgb is not None:
+        t()
+
+    @case("an XGBoost estimator with its own missing value (not NaN) is refused by name, alone "
+          "and inside a Pipeline")
+    def t():
+        m = xgb.XGBRegressor(n_estimators=5, max_depth=2, n_jobs=1, missing=-999.0).fit(X, X[:, 0])
+        notes = []
+        for name, obj, cls in (("ex_miss", m, ValueError),
+                               ("ex_miss_pipe", Pipeline([("sc", pp.StandardScaler().fit(X)), ("m", m)]),
+                                Unsupported)):
+            try:
+                hbird.upload(conn, name, obj, features=["a", "b", "c"])
+                notes.append("%s uploaded" % name)
+            except cls as e:
+                if "missing=-999" not in str(e) or n_versions(conn, name) != 0:
+                    notes.append(str(e))
+        return not notes, "; ".join(notes)
+    if xgb is not None:
+        t()
+
     @case("exporter: a word token_pattern the server does not tokenize is refused before upload; "
           "character n-grams ignore it, as scikit-learn does")
     def t():
@@ -1187,7 +1277,8 @@ def exporter_cases():
                            capture_output=True, text=True, cwd=tempfile.gettempdir())
         return r.stdout.strip() == "export", (r.stdout + r.stderr).strip()[-200:]
     t()
-    for name in ("ex_clip", "ex_lr_mn", "ex_sgd3", "ex_gb_zero", "ex_names", "ex_infreq", "ex_tok_chars"):
+    for name in ("ex_clip", "ex_lr_mn", "ex_sgd3", "ex_gb_zero", "ex_names", "ex_infreq", "ex_tok_chars",
+                 "ex_es", "ex_es_pipe", "ex_ord_none"):
         if n_versions(conn, name):
             hbird.drop(conn, name)
     conn.close()
