@@ -62,6 +62,39 @@ column_if(TupleDesc desc, const char *colname)
 	return InvalidAttrNumber;
 }
 
+/*
+ * hb_tune writes the columns of this library's catalog (the second stage,
+ * the cut relative to the bar, the gate): a database whose extension was
+ * not updated since the library was installed lacks them, and would find
+ * out only after the whole tuning had run.  Said before any work.
+ */
+static void
+check_tuning_columns(void)
+{
+	static const char *const cols[] = {"refine_trees", "bar_slope", "gate_features"};
+	Oid			nsp = get_namespace_oid("hbird", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("tuning", nsp) : InvalidOid;
+	Relation	rel;
+	const char *missing = NULL;
+
+	if (!OidIsValid(relid))
+		missing = "hbird.tuning";
+	else
+	{
+		rel = table_open(relid, AccessShareLock);
+		for (int i = 0; i < lengthof(cols) && missing == NULL; i++)
+			if (column_if(RelationGetDescr(rel), cols[i]) == InvalidAttrNumber)
+				missing = cols[i];
+		table_close(rel, AccessShareLock);
+	}
+	if (missing != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("hbird's catalog in this database predates this version of hbird's tunings (it lacks %s)",
+						missing),
+				 errhint("Run ALTER EXTENSION hbird UPDATE.")));
+}
+
 static AttrNumber
 column(TupleDesc desc, const char *colname)
 {
@@ -721,6 +754,7 @@ hb_tune(PG_FUNCTION_ARGS)
 	seed = PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6);
 	spec.seed = (uint64) (uint32) seed;
 
+	check_tuning_columns();
 	e = hb_resolve_model_arg(fcinfo, 0);
 	if (spec.kind == HB_TUNE_CASCADE && e->n_classes < 2)
 		ereport(ERROR,

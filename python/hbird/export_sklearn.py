@@ -436,8 +436,9 @@ def _estimator(est, nf):
             s[s == 0] = 1
             p = v / s
             for g in range(k):
-                out.append(_tree_arrays(t, g, p[:, g] / len(trees)))
-        return {"kind": "trees", "task": "multiclass", "n_classes": k, "link": "identity",
+                out.append(_tree_arrays(t, g, p[:, g]))
+        # "mean": summed, then divided by the trees, as scikit-learn averages
+        return {"kind": "trees", "task": "multiclass", "n_classes": k, "link": "mean",
                 "comparison": "le_f32", "trees": out, "base": [0.0] * k,
                 "classes": [c.item() if hasattr(c, "item") else c for c in classes]}
     if isinstance(est, (sktree.DecisionTreeRegressor, ens.RandomForestRegressor,
@@ -446,9 +447,9 @@ def _estimator(est, nf):
         # fitted on a 2-D y, tree_.value holds one value per target and node:
         # one tree per target, of the same structure, in its target's group
         k = int(getattr(est, "n_outputs_", 1))
-        out = [_tree_arrays(t, g, t.tree_.value[:, g, 0] / len(trees))
+        out = [_tree_arrays(t, g, t.tree_.value[:, g, 0])
                for t in trees for g in range(k)]
-        m = {"kind": "trees", "task": "regression", "link": "identity",
+        m = {"kind": "trees", "task": "regression", "link": "mean",
              "comparison": "le_f32", "trees": out, "base": [0.0] * k}
         if k > 1:
             m["n_targets"] = k
@@ -521,12 +522,21 @@ def _multi_output(est, nf):
         return {"kind": "linear", "task": "regression", "link": first["link"],
                 "n_targets": k, "coef": [p["coef"][0] for p in parts],
                 "intercept": [p["intercept"][0] for p in parts]}
+    link = first["link"]
+    if link == "mean" and len({len(p["trees"]) for p in parts}) > 1:
+        # forests of different sizes: no one count to divide by, so each
+        # tree's values are divided by its own forest's (the last bit may
+        # then differ from scikit-learn's sum-then-divide)
+        link = "identity"
+        for p in parts:
+            for t in p["trees"]:
+                t["value"] = [v / len(p["trees"]) for v in t["value"]]
     trees = []
     for g, p in enumerate(parts):
         for t in p["trees"]:
             t["group"] = g
             trees.append(t)
-    m = {"kind": "trees", "task": "regression", "link": first["link"], "n_targets": k,
+    m = {"kind": "trees", "task": "regression", "link": link, "n_targets": k,
          "trees": trees, "base": [p["base"][0] for p in parts]}
     if "comparison" in first:
         m["comparison"] = first["comparison"]

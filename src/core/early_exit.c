@@ -173,7 +173,13 @@ hb_class_bounds(const HbPlan *p)
 		hb_class_bounds_free(b);
 		return NULL;
 	}
-	b->usable = nt > 0 && hb_class_supported(p) &&
+	/*
+	 * (not where the class is not the largest margin's, hb_link_argmax: a
+	 * division after the sum can tie two classes whose sums differ, and a
+	 * margin of exactly 0 has no score under SOFTMAX_ZERO)
+	 */
+	b->usable = nt > 0 && hb_class_supported(p) && p->link != HB_LINK_MEAN &&
+		p->link != HB_LINK_SOFTMAX_ZERO &&
 		(k > 1 || hb_binary_cut(p, &b->cut));
 	for (int t = nt - 1; t >= 0; t--)
 	{
@@ -259,15 +265,7 @@ static inline int32_t
 class_of(const HbPlan *p, const double *m)
 {
 	if (p->task == HB_TASK_MULTICLASS)
-	{
-		int			best = 0;
-
-		/* first maximum, as hb_predict's argmax */
-		for (int i = 1; i < p->n_outputs; i++)
-			if (m[i] > m[best])
-				best = i;
-		return best;
-	}
+		return hb_link_argmax(p, m);	/* as hb_predict's */
 	else
 	{
 		double		pr[2];

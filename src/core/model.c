@@ -327,6 +327,38 @@ validate(HbModel *m, bool walk_trees, HbError *err)
 	if (m->pipeline && !hb_pipeline_validate(m->pipeline, m->n_features, err))
 		return false;
 
+	/*
+	 * An average over the trees of each output divides by one count: every
+	 * output must have as many (a forest's trees add one tree to each)
+	 */
+	if (m->link == HB_LINK_MEAN)
+	{
+		int32_t    *count;
+		int32_t		bad = -1;
+
+		if (m->task != HB_TASK_REGRESSION && m->task != HB_TASK_MULTICLASS)
+			return hb_fail(err, HB_ERR_INVALID, "the link \"mean\" is for regression and multiclass models");
+
+		if (m->estimator != HB_EST_TREES || m->n_trees == 0 || m->n_trees % m->n_outputs != 0)
+			return hb_fail(err, HB_ERR_INVALID,
+						   "the link \"mean\" needs as many trees for each of the %d outputs (the model has %d trees)",
+						   m->n_outputs, m->n_trees);
+		count = hb_alloc0(sizeof(int32_t) * m->n_outputs);
+		if (count == NULL)
+			return hb_fail(err, HB_ERR_NOMEM, "out of memory");
+		for (int t = 0; t < m->n_trees; t++)
+			if (m->trees[t].group >= 0 && m->trees[t].group < m->n_outputs)
+				count[m->trees[t].group]++;
+		for (int g = 0; g < m->n_outputs && bad < 0; g++)
+			if (count[g] != m->n_trees / m->n_outputs)
+				bad = g;
+		hb_free(count);
+		if (bad >= 0)
+			return hb_fail(err, HB_ERR_INVALID,
+						   "the link \"mean\" needs as many trees for each of the %d outputs (output %d has another count)",
+						   m->n_outputs, bad);
+	}
+
 	if (m->estimator == HB_EST_LINEAR)
 	{
 		if (m->weights == NULL || m->bias == NULL)

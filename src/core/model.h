@@ -58,10 +58,14 @@ typedef enum HbLink
 								 * by their sum (scikit-learn's one-vs-rest) */
 	HB_LINK_SOFTPLUS,			/* log(1 + exp(x)): LightGBM's
 								 * cross_entropy_lambda */
-	HB_LINK_SOFTMAX_PAIR		/* binary: onnxruntime's float32 SOFTMAX
+	HB_LINK_SOFTMAX_PAIR,		/* binary: onnxruntime's float32 SOFTMAX
 								 * over the two opposite scores -x and x */
+	HB_LINK_MEAN				/* regression and multiclass: the margin
+								 * divided by the trees of its output once
+								 * they are summed, as scikit-learn's
+								 * forests average */
 } HbLink;
-#define HB_LINK_LAST HB_LINK_SOFTMAX_PAIR
+#define HB_LINK_LAST HB_LINK_MEAN
 
 /* How a numeric split compares the input with the threshold. */
 typedef enum HbCmp

@@ -428,6 +428,13 @@ argmax(const double *m, int k)
 	return best;
 }
 
+/* HB_LINK_MEAN: the trees of each output (model.c checks they are as many) */
+static inline double
+mean_trees(const HbPlan *p)
+{
+	return (double) (p->n_trees / p->n_outputs);
+}
+
 /*
  * onnxruntime's LOGISTIC: 1 / (1 + e^-|x|), mirrored as 1 - v for negative
  * x, in float32.  Small probabilities come out as 1 - v, so they differ
@@ -541,6 +548,8 @@ apply_link1(const HbPlan *p, double x)
 				softmax_pair(x, pr);
 				return pr[1];
 			}
+		case HB_LINK_MEAN:
+			return x / mean_trees(p);
 		default:
 			return x;
 	}
@@ -557,6 +566,10 @@ link_classes(const HbPlan *p, const double *m, int k, double *out)
 			return;
 		case HB_LINK_SOFTMAX_ZERO:
 			softmax_zero(m, k, out);
+			return;
+		case HB_LINK_MEAN:
+			for (int i = 0; i < k; i++)
+				out[i] = m[i] / mean_trees(p);
 			return;
 		case HB_LINK_SIGMOID_L1:
 			{
@@ -586,25 +599,59 @@ link_classes(const HbPlan *p, const double *m, int k, double *out)
 	}
 }
 
+/*
+ * The class of a multiclass row from its k margins: the first maximum, of
+ * the probabilities where the link can tie or reorder them (a division
+ * after the sum: two sums may divide to one quotient, and the first class
+ * of the tie wins, as numpy's argmax over scikit-learn's probabilities; a
+ * softmax over the non-zero margins: a class whose margin is 0 has no
+ * score), else of the margins.  hb_predict and hb_predict_class agree.
+ */
+int
+hb_link_argmax(const HbPlan *p, const double *m)
+{
+	int			k = p->n_outputs;
+
+	if (p->link == HB_LINK_MEAN)
+	{
+		double		n = mean_trees(p);
+		int			best = 0;
+		double		bv = m[0] / n;
+
+		for (int i = 1; i < k; i++)
+		{
+			double		v = m[i] / n;
+
+			if (v > bv)
+			{
+				best = i;
+				bv = v;
+			}
+		}
+		return best;
+	}
+	if (p->link == HB_LINK_SOFTMAX_ZERO && k <= 64)
+	{
+		/* zeros stay zero, so the order can change: pick from the result */
+		double		probs[64];
+
+		softmax_zero(m, k, probs);
+		return argmax(probs, k);
+	}
+	return argmax(m, k);
+}
+
 void
 hb_link_predict(const HbPlan *p, const double *margins, size_t n, double *out)
 {
 	int			k = p->n_outputs;
-	double		probs[64];
 
 	for (size_t r = 0; r < n; r++)
 	{
 		const double *m = margins + r * k;
 
-		if (p->task == HB_TASK_MULTICLASS && p->link == HB_LINK_SOFTMAX_ZERO &&
-			k <= 64)
-		{
-			/* zeros stay zero, so the order can change: pick from the result */
-			softmax_zero(m, k, probs);
-			out[r] = (double) argmax(probs, k);
-		}
-		else if (p->task == HB_TASK_MULTICLASS)
-			out[r] = (double) argmax(m, k);
+		if (p->task == HB_TASK_MULTICLASS)
+			out[r] = (double) hb_link_argmax(p, m);
 		else
 			out[r] = apply_link1(p, m[0]);
 	}

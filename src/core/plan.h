@@ -141,6 +141,9 @@ extern void hb_link_predict(const HbPlan *p, const double *margins, size_t n,
 extern void hb_link_targets(const HbPlan *p, const double *margins, size_t n,
 							double *out);
 
+/* A multiclass row's class from its margins: hb_predict's (first maximum) */
+extern int	hb_link_argmax(const HbPlan *p, const double *m);
+
 /* hb_predict's score of one margin of a single-output model */
 extern double hb_link_score(const HbPlan *p, double margin);
 

@@ -834,6 +834,84 @@ summary(const char *what, const Totals *t)
 		   t->total ? 100.0 * t->scored / t->total : 0.0);
 }
 
+/*
+ * Links whose class is not the largest margin's: softmax over the
+ * non-zero margins (a class whose margin is exactly 0 has no score, as
+ * onnxruntime reads it) and the mean of a forest (two sums may divide to
+ * one quotient: the first class of the tie wins).  hb_predict's class,
+ * hb_link_class and the early exit (with bounds) give the same one, and
+ * the exit decides no row of such a model early.
+ */
+static void
+argmax_links(void)
+{
+	struct
+	{
+		HbLink		link;
+		int			per_class;	/* trees per class: the first holds the leaf */
+		double		leaf[3];
+		int32_t		want;
+	}			cases[] = {
+		{HB_LINK_SOFTMAX_ZERO, 1, {-1.0, 0.0, -2.0}, 0},
+		{HB_LINK_MEAN, 3, {1.5 + 0x1p-52, 1.5 + 0x1p-51, -1.0}, 0},
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		HbModel    *m = hb_alloc0(sizeof(HbModel));
+		HbPlan	   *p = NULL;
+		HbClassBounds *b = NULL;
+		HbClassStats st = {0};
+		HbError		err = {0};
+		double		x = 0.0,
+					margins[3],
+					cls = -1;
+		int32_t		viaclass = -1,
+					viaexit = -1;
+		bool		ok;
+
+		m->estimator = HB_EST_TREES;
+		m->objective = hb_strdup("test");
+		m->n_outputs = m->n_classes = 3;
+		m->task = HB_TASK_MULTICLASS;
+		m->link = cases[c].link;
+		m->predict_class = true;
+		m->cmp = HB_CMP_LE_F64;
+		m->n_features = 1;
+		m->features = hb_alloc0(sizeof(HbFeature));
+		m->features[0].name = hb_strdup("f0");
+		m->base_margin = hb_alloc0(sizeof(double) * 3);
+		m->n_trees = 3 * cases[c].per_class;
+		m->trees = hb_alloc0(sizeof(HbTree) * m->n_trees);
+		for (int t = 0; t < m->n_trees; t++)
+		{
+			m->trees[t].nodes = hb_alloc0(sizeof(HbNode));
+			m->trees[t].nodes[0].left = m->trees[t].nodes[0].right = HB_LEAF;
+			m->trees[t].nodes[0].value = t < 3 ? cases[c].leaf[t] : 0.0;
+			m->trees[t].n_nodes = 1;
+			m->trees[t].group = t % 3;
+		}
+		ok = hb_model_validate(m, &err) && hb_plan_build(m, &p, &err);
+		if (ok)
+		{
+			hb_plan_margins(p, &x, 1, margins);
+			hb_link_predict(p, margins, 1, &cls);
+			hb_link_class(p, margins, 1, &viaclass);
+			b = hb_class_bounds(p);
+			ok = b != NULL && hb_early_exit_classes(p, b, &x, 1, &viaexit, &st);
+		}
+		tu_report(ok && cls == cases[c].want && viaclass == cases[c].want &&
+				  viaexit == cases[c].want && st.rows_early == 0,
+				  "link %d: margins %.17g %.17g %.17g: hb_predict class %g, hb_link_class %d, "
+				  "early exit %d (%lld decided early) (%s)", (int) cases[c].link,
+				  margins[0], margins[1], margins[2], cls, viaclass, viaexit,
+				  (long long) st.rows_early, ok ? "built" : err.msg);
+		hb_class_bounds_free(b);
+		hb_plan_free(p);
+		hb_model_free(m);
+	}
+}
+
 int
 main(void)
 {
@@ -848,6 +926,7 @@ main(void)
 	random_suite(false, 7, &rnd_multi);
 	many_rows(&rnd_bin);
 	binary_links();
+	argmax_links();
 	handmade("float32 absorption", 42, absorbed_leaf, 0.0, 0);
 	handmade("sigmoid rounding to 0.5", 20, tiny_leaf, (double) 5e-8f, 0);
 	handmade("float32 overflow", 40, overflow_leaf, INFINITY, 1);

@@ -525,6 +525,59 @@ test_errors(void)
 				 HB_ERR_INVALID, "n_targets");
 }
 
+/*
+ * The link "mean" divides each class's sum once it is summed, as
+ * scikit-learn averages a forest: sums 1.5 + 2^-52 and 1.5 + 2^-51 over
+ * three trees divide to the same 0.5 + 2^-53, so the classes tie and the
+ * first wins (numpy's argmax), where the sums alone say class 1; leaves
+ * divided before the sum (the earlier export) give other bits.  Outputs
+ * with unequal tree counts are refused.
+ */
+#define LEAF(g, v) "{\"group\":" #g ",\"feature\":[0],\"threshold\":[0],\"left\":[-1],\"right\":[-1],\"value\":[" v "]}"
+static void
+test_mean_link(void)
+{
+	const char *doc = HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+		"\"model\":{\"kind\":\"trees\",\"task\":\"multiclass\",\"n_classes\":2,\"link\":\"mean\","
+		"\"comparison\":\"le\",\"base\":[0,0],\"trees\":["
+		LEAF(0, "1.5000000000000002") "," LEAF(1, "1.5000000000000004") ","
+		LEAF(0, "0") "," LEAF(1, "0") "," LEAF(0, "0") "," LEAF(1, "0") "]}}";
+	HbModel    *m = NULL;
+	HbPlan	   *plan = NULL;
+	HbError		err = {0};
+	double		x = 0.0,
+				margins[2],
+				proba[2],
+				cls = -1;
+	bool		r = hb_model_read(doc, strlen(doc), HB_FORMAT_AUTO, &m, &err) &&
+		hb_plan_build(m, &plan, &err);
+
+	if (r)
+	{
+		hb_plan_margins(plan, &x, 1, margins);
+		hb_link_proba(plan, margins, 1, proba);
+		hb_link_predict(plan, margins, 1, &cls);
+	}
+	tu_report(r && margins[0] == 1.5 + ldexp(1, -52) && margins[1] == 1.5 + ldexp(1, -51) &&
+			  proba[0] == 0.5 + ldexp(1, -53) && proba[1] == proba[0] && cls == 0,
+			  "link mean: sums %.17g and %.17g divide to %.17g and %.17g, class %g (%s)",
+			  r ? margins[0] : 0, r ? margins[1] : 0, r ? proba[0] : 0, r ? proba[1] : 0, cls,
+			  r ? "read" : err.msg);
+	hb_plan_free(plan);
+	hb_model_free(m);
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":\"trees\",\"task\":\"multiclass\",\"n_classes\":2,\"link\":\"mean\","
+				 "\"base\":[0,0],\"trees\":[" LEAF(0, "1") "," LEAF(1, "1") "," LEAF(0, "1") "]}}",
+				 HB_ERR_INVALID, "as many trees for each of the 2 outputs");
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":\"trees\",\"task\":\"multiclass\",\"n_classes\":2,\"link\":\"mean\","
+				 "\"base\":[0,0],\"trees\":[" LEAF(0, "1") "," LEAF(0, "1") "," LEAF(1, "1") "," LEAF(0, "1") "]}}",
+				 HB_ERR_INVALID, "output 0 has another count");
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":\"linear\",\"link\":\"mean\",\"coef\":[[1]],\"intercept\":[0]}}",
+				 HB_ERR_INVALID, "the link \"mean\"");
+}
+
 /* a hand-made pipeline over an embedded LightGBM model, base64 and text */
 static void
 test_embedded(void)
@@ -611,6 +664,7 @@ main(void)
 	test_all_steps();
 	test_strict();
 	test_errors();
+	test_mean_link();
 	test_repeated_features();
 	test_many_inputs();
 	test_embedded();

@@ -1196,6 +1196,42 @@ def exporter_cases():
         return False, "uploaded"
     t()
 
+    @case("exporter: forests average after the sum (link 'mean'): probabilities and classes are "
+          "scikit-learn's to the bit, ties at 0.5 included; regression forests too")
+    def t():
+        from sklearn.ensemble import ExtraTreesRegressor, RandomForestClassifier, RandomForestRegressor
+        rf = np.random.default_rng(0)
+        Xf = rf.normal(size=(3000, 3))
+        yf = rf.integers(0, 2, 3000)
+        notes, ok = [], True
+        for name, m in (("ex_rf3", RandomForestClassifier(n_estimators=3, min_samples_leaf=3, max_leaf_nodes=100,
+                                                          random_state=0)),
+                        ("ex_rf6", RandomForestClassifier(n_estimators=6, min_samples_leaf=2, max_leaf_nodes=100,
+                                                          random_state=0))):
+            m.fit(Xf[:1000], yf[:1000])
+            hbird.upload(conn, name, m, features=["a", "b", "c"])
+            proba = m.predict_proba(Xf)
+            ties = int(np.sum(proba[:, 0] == proba[:, 1]))
+            got = score_arrays(conn, name, Xf, "hb_predict_proba")
+            cls = score_arrays(conn, name, Xf, "hb_predict_class")
+            differ = int(np.sum(np.asarray(got, dtype=np.float64) != proba))
+            wrong = int(np.sum(np.asarray(cls) != m.predict(Xf)))
+            ok = ok and differ == 0 and wrong == 0 and ties > 0
+            notes.append("%s: %d ties, %d probabilities and %d classes differ" % (name, ties, differ, wrong))
+        for name, m, yv in (("ex_rfr", RandomForestRegressor(n_estimators=7, max_depth=6, random_state=0),
+                             Xf[:1000, 0] * 3 + rf.normal(size=1000)),
+                            ("ex_etr2", ExtraTreesRegressor(n_estimators=5, max_depth=5, random_state=0),
+                             np.column_stack([Xf[:1000, 0], Xf[:1000, 1] - Xf[:1000, 2]]))):
+            m.fit(Xf[:1000], yv)
+            hbird.upload(conn, name, m, features=["a", "b", "c"])
+            fn = "hb_predict_targets" if np.ndim(yv) > 1 else "hb_predict"
+            got = np.asarray(score_arrays(conn, name, Xf, fn), dtype=np.float64)
+            differ = int(np.sum(got.reshape(m.predict(Xf).shape) != m.predict(Xf)))
+            ok = ok and differ == 0
+            notes.append("%s: %d scores differ" % (name, differ))
+        return ok, "; ".join(notes)
+    t()
+
     @case("XGBoost estimators fitted with early stopping score as their predict: iterations up to "
           "best_iteration, uploaded alone and inside a Pipeline")
     def t():
@@ -1278,7 +1314,7 @@ def exporter_cases():
         return r.stdout.strip() == "export", (r.stdout + r.stderr).strip()[-200:]
     t()
     for name in ("ex_clip", "ex_lr_mn", "ex_sgd3", "ex_gb_zero", "ex_names", "ex_infreq", "ex_tok_chars",
-                 "ex_es", "ex_es_pipe", "ex_ord_none"):
+                 "ex_es", "ex_es_pipe", "ex_ord_none", "ex_rf3", "ex_rf6", "ex_rfr", "ex_etr2"):
         if n_versions(conn, name):
             hbird.drop(conn, name)
     conn.close()
