@@ -37,8 +37,8 @@
  * (2k+1)-th;
  * those at or above its cut are scored by the full model with their batch
  * (a prefix only adds the remaining trees), and those below it wait under
- * hb_topk's rule (pg_waiting.c: while among the best `kept`, at most
- * HB_SCAN_APPROX_KEEP, less the rows above the cut so far) and are scored
+ * hb_topk's rule (pg_waiting.c: while among the best `kept` less the
+ * rows above the cut so far) and are scored
  * and handed up when the input ends (hb_scan_flush_waiting), or before
  * where they outgrow work_mem (hb_scan_flush_early); the others are left
  * out like pruned rows.  With a second stage (approx.h), a row at or above
@@ -46,7 +46,8 @@
  * otherwise it waits like a row below it, ranked by that score, with its
  * partial sums.  (Where more than the call's score goes up for a row, the
  * best `kept` cheap scores so far are kept as they come instead, and every
- * row at or above the cut is finished.)  With a cut relative to the bar
+ * row at or above the cut is finished; those are at most
+ * HB_SCAN_APPROX_KEEP.)  With a cut relative to the bar
  * (approx.h), the cut of a batch is that one, from the k best margins
  * before it, and once the bar is at or above the tuning's tail floor the
  * rows still waiting are left out like pruned rows.
@@ -226,9 +227,6 @@ approx_start(HbScoreState *st, ScoreCall *c)
 		 */
 		hb_scan_read_cheaply(st, c, st->approx, true);
 	}
-	keep = ceil(st->tuning.ratio * (double) st->k);
-	st->approx_keep = (int64) Min(Max(keep, (double) st->k),
-								  (double) Max(HB_SCAN_APPROX_KEEP, st->k));
 	/* the cut, for a k above the tuned one too (pg_approx.c says why) */
 	st->cut = st->tuning.cheap_cut;
 
@@ -238,6 +236,14 @@ approx_start(HbScoreState *st, ScoreCall *c)
 	 * score alone; otherwise the running best `kept` are kept as they come
 	 */
 	st->wait_ok = st->skip_ok && st->n_calls == 1 && c->source == HB_SOURCE_COLUMNS;
+	/*
+	 * As many as hb_topk keeps: waiting rows are held within work_mem
+	 * (hb_scan_flush_early).  The running best, a heap allocated whole,
+	 * are capped.
+	 */
+	keep = Min(Max(ceil(st->tuning.ratio * (double) st->k), (double) st->k), (double) (INT_MAX / 2));
+	st->approx_keep = st->wait_ok ? (int64) keep :
+		(int64) Min(keep, (double) Max(HB_SCAN_APPROX_KEEP, st->k));
 	hb_scan_reset_waiting(st);
 	if (st->cheap_best)
 		binaryheap_free(st->cheap_best);

@@ -185,6 +185,33 @@ WHERE name = 'm' AND kind = 'topk';" \
 	"approximate hb_topk whose $rows rows all wait, at work_mem 1MB"
 peak "SET work_mem = '1MB';" "SELECT count(*) FROM hb_topk('m', 2000000000, NULL::big, mode => 'approx')" \
 	"approximate hb_topk with k beyond the $rows rows at work_mem 1MB"
+# The plain query's approximate top-K on the same tuning waits as hb_topk
+# does (every row here: it kept at most 200,000 before its waiting rows
+# were held within work_mem) and hands them up whenever they outgrow it
+peak "SET work_mem = '1MB';" "SELECT id FROM big b ORDER BY hb_predict('m', b) DESC LIMIT 10" \
+	"plain ORDER BY hb_predict(...) DESC LIMIT 10, approximate, whose $rows rows all wait, at work_mem 1MB"
+row=$(q -F ' ' <<'SQL' 2>&1
+SET work_mem = '1MB';
+SET max_parallel_workers_per_gather = 0;
+CREATE FUNCTION scored_rows(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+	FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		IF l ~ 'Rows Scored' THEN
+			RETURN substring(l FROM 'Rows Scored: (\d+)')::bigint;
+		END IF;
+	END LOOP;
+	RETURN NULL;
+END $$;
+SELECT count(*) FROM hb_topk('m', 10, NULL::big, mode => 'approx') \g /dev/null
+SELECT rows_fully_scored AS topk FROM hb_topk_stats() \gset
+SELECT :topk, scored_rows($$SELECT id FROM big b ORDER BY hb_predict('m', b) DESC LIMIT 10$$);
+SQL
+)
+read -r topk_scored plain_scored <<<"$row"
+[ "${topk_scored:-x}" = "$rows" ] && [ "${plain_scored:-y}" = "$rows" ]
+tap $? "memory: with every row waiting, hb_topk and the plain query score all $rows rows (got ${topk_scored:-?} and ${plain_scored:-?})"
+[ "${topk_scored:-x}" = "$rows" ] || echo "$row" | sed 's/^/# /' | head -5
 
 # Uploading a large model: a 10 MB XGBoost JSON file (the fixture's trees
 # repeated) may raise the backend's peak resident memory (VmHWM, which also
