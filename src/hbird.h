@@ -547,6 +547,8 @@ typedef struct HbWaitRow
 	void	   *data;			/* the caller's (pfree'd with the row), or NULL */
 	Datum		item;			/* the row as a datum (pfree'd), or 0 */
 	Size		bytes;			/* what the row holds, for HbWaiting.bytes */
+	bool		scored;			/* scored early (hb_waiting_scored): holds its
+								 * place, nothing else */
 } HbWaitRow;
 
 typedef struct HbWaiting
@@ -567,8 +569,8 @@ extern bool hb_waiting_may(const HbWaiting *w, double cheap, int64 ordinal);
 extern void hb_waiting_add(HbWaiting *w, const HbWaitRow *r);
 extern void hb_waiting_passed(HbWaiting *w, int64 n);
 extern void hb_waiting_close(HbWaiting *w);
-extern void hb_waiting_clear(HbWaiting *w);
-extern void hb_waiting_in_order(HbWaiting *w);
+extern void hb_waiting_scored(HbWaiting *w, Size limit);
+extern int	hb_waiting_in_order(HbWaiting *w);
 
 /* pg_approx.c: approximate top-K over batches of rows */
 typedef struct HbApproxTopk HbApproxTopk;

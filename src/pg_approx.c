@@ -285,26 +285,46 @@ score_waiting(HbApproxTopk *s, const HbWaitRow *w, int n, double *raw, double *s
 }
 
 /*
+ * Copies of the waiting rows not scored yet (their data stays theirs);
+ * returns how many.  The heap is left as it is.
+ */
+static int
+unscored_rows(const HbWaiting *wait, HbWaitRow **out)
+{
+	HbWaitRow  *w = palloc_extended(sizeof(HbWaitRow) * Max(wait->n, 1), MCXT_ALLOC_HUGE);
+	int			n = 0;
+
+	for (int i = 0; i < wait->n; i++)
+		if (!wait->rows[i].scored)
+			w[n++] = wait->rows[i];
+	*out = w;
+	return n;
+}
+
+/*
  * The waiting rows outgrew work_mem: they are scored now and offered to
- * the k best like the rows above the cut, and rows below it may wait
- * again (hb_waiting_clear).  The answer is then the exact top k of a
- * superset of the rows the rule keeps, at least as good; the bar may rise
- * sooner, from real scores, which the cut relative to the bar allows
- * (docs/willump.md).
+ * the k best like the rows above the cut, and keep their places, data let
+ * go (hb_waiting_scored), so that the rows that wait from then on are the
+ * ones the rule names; only where the places alone outgrow half of
+ * work_mem are they let go too, and more rows wait (a superset).  The
+ * answer is the exact top k of the rows scored, a superset of the rule's,
+ * at least as good; the bar may rise sooner, from real scores, which the
+ * cut relative to the bar allows (docs/willump.md).
  */
 static void
 flush_waiting(HbApproxTopk *s)
 {
-	int			n = s->wait.n;
-	const HbWaitRow *w = s->wait.rows;
-	double	   *raw = palloc(sizeof(double) * n);
-	double	   *sc = palloc(sizeof(double) * n);
+	HbWaitRow  *w;
+	int			n = unscored_rows(&s->wait, &w);
+	double	   *raw = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
+	double	   *sc = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
 
 	s->flushed_refined += score_waiting(s, w, n, raw, sc);
 	for (int i = 0; i < n; i++)
 		offer_scored(s, sc[i], raw[i], w[i].ordinal, w[i].item);
 	s->flushed += n;
-	hb_waiting_clear(&s->wait);
+	hb_waiting_scored(&s->wait, (Size) work_mem * 1024 / 2);
+	pfree(w);
 	pfree(raw);
 	pfree(sc);
 }
@@ -478,15 +498,21 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 	 * above the floor of the tail the statement is about, the answer lies
 	 * above it and the cut relative to the bar has kept what it needs
 	 */
-	int			n = hb_bar_cut_covers(&s->bar, current_bar(s)) ? 0 : s->wait.n;
-	const HbWaitRow *w = s->wait.rows;
-	int			total = s->n_best + n;
+	HbWaitRow  *w;
+	int			n = unscored_rows(&s->wait, &w);
+	int			total;
 	int			out;
 	double	   *raw = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
 	double	   *sc = palloc_extended(sizeof(double) * Max(n, 1), MCXT_ALLOC_HUGE);
-	int64		n_refined = score_waiting(s, w, n, raw, sc);
-	Scored	   *all = palloc_extended(sizeof(Scored) * Max(total, 1), MCXT_ALLOC_HUGE);
+	int64		n_refined;
+	Scored	   *all;
 	int			T = hb_plan_n_trees(p);
+
+	if (hb_bar_cut_covers(&s->bar, current_bar(s)))
+		n = 0;
+	total = s->n_best + n;
+	n_refined = score_waiting(s, w, n, raw, sc);
+	all = palloc_extended(sizeof(Scored) * Max(total, 1), MCXT_ALLOC_HUGE);
 
 	memcpy(all, s->best, sizeof(Scored) * s->n_best);
 	for (int i = 0; i < n; i++)
@@ -524,6 +550,7 @@ hb_approx_topk_end(HbApproxTopk *s, double **scores, Datum **items,
 		else
 			stats->pairs_scored = (s->ordinal - s->gated) * m + full * (T - m);
 	}
+	pfree(w);
 	pfree(raw);
 	pfree(sc);
 	pfree(all);

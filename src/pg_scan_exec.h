@@ -169,7 +169,8 @@ typedef struct HbScoreState
 								 * then the values handed up for it,
 								 * by-reference ones copied after them */
 	int			n_flushed;		/* at the end (or early): waiting rows
-								 * handed up */
+								 * handed up, */
+	int			n_to_flush;		/* of these many (hb_waiting_in_order) */
 	bool		flushing_early;	/* handing them up before the end: they
 								 * outgrew work_mem */
 	MemoryContext wait_cxt;		/* the waiting rows, reset per (re)scan */

@@ -177,6 +177,7 @@ hb_scan_reset_waiting(HbScoreState *st)
 {
 	st->ordinal = 0;
 	st->n_flushed = 0;
+	st->n_to_flush = 0;
 	st->flushing_early = false;
 	if (st->wait_cxt == NULL)
 		st->wait_cxt = AllocSetContextCreate(st->state_cxt, "hbird waiting rows",
@@ -432,7 +433,7 @@ hb_scan_flush_waiting(HbScoreState *st)
 	double		bar;
 
 	if (!st->topk_on || st->approx == NULL || !st->wait_ok ||
-		st->n_flushed >= st->waiting.n)
+		(st->n_flushed > 0 && st->n_flushed >= st->n_to_flush))
 		return false;
 	/*
 	 * The rows wait only to fill a small input's answer: with the bar at
@@ -445,10 +446,12 @@ hb_scan_flush_waiting(HbScoreState *st)
 	p = c->e->plan;
 	nf = c->e->n_features;
 	if (st->n_flushed == 0)
-		hb_waiting_in_order(&st->waiting);
+		st->n_to_flush = hb_waiting_in_order(&st->waiting);
+	if (st->n_flushed >= st->n_to_flush)
+		return false;			/* (every row waiting was scored early) */
 	MemoryContextReset(st->batch_cxt);
 	hb_tuples_reset(&c->tup);	/* the values are the waiting rows' own */
-	m = Min(st->waiting.n - st->n_flushed, st->cap);
+	m = Min(st->n_to_flush - st->n_flushed, st->cap);
 	grow_raw(st, m);
 	for (int b = 0; b < m; b++)
 	{
@@ -491,9 +494,8 @@ hb_scan_flush_waiting(HbScoreState *st)
 /*
  * Before the next batch of the input: where the waiting rows outgrew
  * work_mem, the next batch of them, scored and handed up as at the end
- * (hb_scan_flush_waiting); once all are, rows below the cut may wait again
- * (hb_waiting_clear), and false.  The rows handed up are then a superset
- * of the rule's, as in hb_topk (pg_approx.c).
+ * (hb_scan_flush_waiting); once all are, they keep their places without
+ * their data (hb_waiting_scored, as in hb_topk: pg_approx.c), and false.
  */
 bool
 hb_scan_flush_early(HbScoreState *st)
@@ -508,7 +510,7 @@ hb_scan_flush_early(HbScoreState *st)
 	if (hb_scan_flush_waiting(st))
 		return true;
 	/* all handed up (or let go: the bar covers the tail) */
-	hb_waiting_clear(&st->waiting);
+	hb_waiting_scored(&st->waiting, (Size) work_mem * 1024 / 2);
 	st->n_flushed = 0;
 	st->flushing_early = false;
 	return false;

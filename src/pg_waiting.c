@@ -119,30 +119,46 @@ hb_waiting_add(HbWaiting *w, const HbWaitRow *r)
 void
 hb_waiting_close(HbWaiting *w)
 {
-	hb_waiting_clear(w);
+	while (w->n > 0)
+		pop_root(w);
 	w->closed = true;
 }
 
 /*
- * The waiting rows leave (their memory freed), but rows below the cut may
- * wait again, with the room they had: for a caller that scored them all
- * already (pg_approx.c, when they outgrow work_mem).  The rows that wait
- * from then on are the best of the rows since, a superset of those the
- * rule names: a row the rule keeps is among the best `keep` - `above` of
- * all the rows below the cut so far, so also of those since.
+ * The waiting rows were scored (and offered to the answer) by the caller,
+ * early, because they outgrew work_mem: each keeps its place, its cheap
+ * score and input order, so that the rows that wait from then on are
+ * exactly those the rule names, and lets its data go.  Where those places
+ * alone hold more than limit bytes they go too, and the rows that wait
+ * from then on are the best of the rows since: a superset of the rule's
+ * (a row the rule keeps is among the best `keep` - `above` of all the rows
+ * below the cut so far, so also of those since), at the cost of scoring
+ * more of them.  A heap again afterwards.
  */
 void
-hb_waiting_clear(HbWaiting *w)
+hb_waiting_scored(HbWaiting *w, Size limit)
 {
 	for (int i = 0; i < w->n; i++)
 	{
-		if (w->rows[i].data)
-			pfree(w->rows[i].data);
-		if (w->rows[i].item != (Datum) 0)
-			pfree(DatumGetPointer(w->rows[i].item));
+		HbWaitRow  *r = &w->rows[i];
+
+		if (r->data)
+			pfree(r->data);
+		if (r->item != (Datum) 0)
+			pfree(DatumGetPointer(r->item));
+		r->data = NULL;
+		r->item = (Datum) 0;
+		r->scored = true;
+		r->bytes = sizeof(HbWaitRow);
 	}
-	w->n = 0;
-	w->bytes = 0;
+	w->bytes = (Size) w->n * sizeof(HbWaitRow);
+	if (w->bytes > limit)
+	{
+		w->n = 0;
+		w->bytes = 0;
+	}
+	for (int i = w->n / 2 - 1; i >= 0; i--)
+		wait_sift_down(w->rows, w->n, i);
 }
 
 /* n more rows are at or above the cut: waiting rows may lose their place. */
@@ -153,21 +169,30 @@ hb_waiting_passed(HbWaiting *w, int64 n)
 	drop_excess(w);
 }
 
+/* the rows still to score first, each part in input order */
 static int
 cmp_ordinal(const void *a, const void *b)
 {
 	const HbWaitRow *x = a,
 			   *y = b;
 
+	if (x->scored != y->scored)
+		return x->scored ? 1 : -1;
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
 /*
- * The input is done: the waiting rows in input order (no longer a heap;
- * nothing may be added after this).
+ * The rows to score now: those not scored early, first and in input order;
+ * returns how many.  No longer a heap: nothing may be added until
+ * hb_waiting_scored makes it one again (or at all, at the end).
  */
-void
+int
 hb_waiting_in_order(HbWaiting *w)
 {
+	int			n = 0;
+
 	qsort(w->rows, w->n, sizeof(HbWaitRow), cmp_ordinal);
+	while (n < w->n && !w->rows[n].scored)
+		n++;
+	return n;
 }

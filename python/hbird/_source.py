@@ -15,6 +15,7 @@ What must hold:
   imported, and hbird itself imports none of them.
 """
 import json
+import math
 import os
 
 from ._conn import _is
@@ -75,7 +76,11 @@ def xgb_estimator_booster(est):
     number.
     """
     missing = est.get_params().get("missing", float("nan"))
-    if missing is not None and not (isinstance(missing, float) and missing != missing):
+    try:
+        is_nan = missing is not None and math.isnan(float(missing))
+    except (TypeError, ValueError):
+        is_nan = False
+    if missing is not None and not is_nan:
         raise ValueError(
             "%s(missing=%r): hbird reads only NULL and NaN as missing values; fit with "
             "missing=np.nan (map %r to NULL in SQL) to score it" % (type(est).__name__, missing, missing))

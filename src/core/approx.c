@@ -588,10 +588,17 @@ hb_approx_confidence(const HbPlan *p, const double *m, int *cls)
 	for (int g = 1; g < k; g++)
 		if (m[g] > m[best])
 			best = g;
+	/*
+	 * The link's class (hb_link_argmax: a division after the sum or a
+	 * softmax over the non-zero margins may pick another than the largest
+	 * margin); where it does, no gap in the margins says how sure it is
+	 */
+	*cls = hb_link_argmax(p, m);
+	if (*cls != best)
+		return -INFINITY;
 	for (int g = 0; g < k; g++)
 		if (g != best && m[g] > second)
 			second = m[g];
-	*cls = best;
 	return m[best] - second;
 }
 

@@ -868,6 +868,8 @@ argmax_links(void)
 					cls = -1;
 		int32_t		viaclass = -1,
 					viaexit = -1;
+		int			viacascade = -1;
+		double		conf = 0;
 		bool		ok;
 
 		m->estimator = HB_EST_TREES;
@@ -899,13 +901,16 @@ argmax_links(void)
 			hb_link_class(p, margins, 1, &viaclass);
 			b = hb_class_bounds(p);
 			ok = b != NULL && hb_early_exit_classes(p, b, &x, 1, &viaexit, &st);
+			/* a cascade's cheap answer: the same class, and not sure of it */
+			conf = hb_approx_confidence(p, margins, &viacascade);
 		}
 		tu_report(ok && cls == cases[c].want && viaclass == cases[c].want &&
-				  viaexit == cases[c].want && st.rows_early == 0,
+				  viaexit == cases[c].want && st.rows_early == 0 &&
+				  viacascade == cases[c].want && conf == -INFINITY,
 				  "link %d: margins %.17g %.17g %.17g: hb_predict class %g, hb_link_class %d, "
-				  "early exit %d (%lld decided early) (%s)", (int) cases[c].link,
-				  margins[0], margins[1], margins[2], cls, viaclass, viaexit,
-				  (long long) st.rows_early, ok ? "built" : err.msg);
+				  "early exit %d (%lld decided early), cascade %d (confidence %g) (%s)",
+				  (int) cases[c].link, margins[0], margins[1], margins[2], cls, viaclass, viaexit,
+				  (long long) st.rows_early, viacascade, conf, ok ? "built" : err.msg);
 		hb_class_bounds_free(b);
 		hb_plan_free(p);
 		hb_model_free(m);

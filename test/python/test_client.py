@@ -1262,7 +1262,7 @@ def exporter_cases():
         t()
 
     @case("an XGBoost estimator with its own missing value (not NaN) is refused by name, alone "
-          "and inside a Pipeline")
+          "and inside a Pipeline; a float32 NaN is NaN")
     def t():
         m = xgb.XGBRegressor(n_estimators=5, max_depth=2, n_jobs=1, missing=-999.0).fit(X, X[:, 0])
         notes = []
@@ -1275,6 +1275,13 @@ def exporter_cases():
             except cls as e:
                 if "missing=-999" not in str(e) or n_versions(conn, name) != 0:
                     notes.append(str(e))
+        # NaN of any float type is the default, not a value of its own
+        nan32 = xgb.XGBRegressor(n_estimators=5, max_depth=2, n_jobs=1, missing=np.float32("nan")).fit(X, X[:, 0])
+        hbird.upload(conn, "ex_miss_nan32", nan32, features=["a", "b", "c"])
+        w = worst(score_arrays(conn, "ex_miss_nan32", Xt), nan32.predict(Xt), 1e-6, 1e-6)
+        if w > 0:
+            notes.append("missing=float32 NaN: worst excess %.3g" % w)
+        hbird.drop(conn, "ex_miss_nan32")
         return not notes, "; ".join(notes)
     if xgb is not None:
         t()
