@@ -375,6 +375,47 @@ def _linear(est, task, link, classes):
     return m
 
 
+def _numpy_sum(a):
+    """A row's sum as numpy's add.reduce adds it (pairwise: in order below 8
+    values, eight running sums up to 128, halves above), which the link "l1"
+    computes (src/core/plan.c, numpy_sum)."""
+    n = len(a)
+    if n < 8:
+        res = 0.0
+        for x in a:
+            res += float(x)
+        return res
+    if n <= 128:
+        r = [float(x) for x in a[:8]]
+        i = 8
+        while i < n - (n % 8):
+            for j in range(8):
+                r[j] += float(a[i + j])
+            i += 8
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for x in a[i:]:
+            res += float(x)
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _numpy_sum(a[:n2]) + _numpy_sum(a[n2:])
+
+
+def _l1_exact(v):
+    """Whether the link "l1" (each count over the row's sum) gives
+    scikit-learn's predict_proba bits for every node's counts v."""
+    s = v.sum(axis=1, keepdims=True)
+    s[s == 0] = 1
+    p = v / s
+    for row, prow in zip(v, p):
+        t = _numpy_sum(row)
+        if t == 0.0:
+            t = 1.0
+        if any(float(c) / t != float(q) for c, q in zip(row, prow)):
+            return False
+    return True
+
+
 def _tree_arrays(tree, group, values):
     t = tree.tree_
     return {"group": group,
@@ -430,6 +471,15 @@ def _estimator(est, nf):
         trees = est.estimators_ if hasattr(est, "estimators_") else [est]
         k = len(classes)
         out = []
+        if not hasattr(est, "estimators_") and _l1_exact(est.tree_.value[:, 0, :]):
+            # one tree: predict takes the largest weighted count, predict_proba
+            # divides the counts by their sum (two counts a rounding step
+            # apart can divide to one probability): the counts, and "l1"
+            v = est.tree_.value[:, 0, :]
+            return {"kind": "trees", "task": "multiclass", "n_classes": k, "link": "l1",
+                    "comparison": "le_f32", "trees": [_tree_arrays(est, g, v[:, g]) for g in range(k)],
+                    "base": [0.0] * k,
+                    "classes": [c.item() if hasattr(c, "item") else c for c in classes]}
         for t in trees:
             v = t.tree_.value[:, 0, :]
             s = v.sum(axis=1, keepdims=True)

@@ -477,7 +477,8 @@ hb_plan_ops(const HbPlan *p, size_t n, HbPlanOp *ops, int max_ops)
 			p->link == HB_LINK_SIGMOID_L1 ? "sigmoid_l1" :
 			p->link == HB_LINK_SIGMOID_SUM ? "sigmoid_sum" :
 			p->link == HB_LINK_SOFTPLUS ? "softplus" :
-			p->link == HB_LINK_MEAN ? "mean" : "identity";
+			p->link == HB_LINK_MEAN ? "mean" :
+			p->link == HB_LINK_L1 ? "l1" : "identity";
 		snprintf(ops[k].in_shape, sizeof(ops[k].in_shape), "%zux%d", n, p->n_outputs);
 		snprintf(ops[k].out_shape, sizeof(ops[k].out_shape), "%zux%d", n,
 				 p->n_classes > 1 ? p->n_classes :

@@ -359,6 +359,9 @@ validate(HbModel *m, bool walk_trees, HbError *err)
 						   m->n_outputs, bad);
 	}
 
+	if (m->link == HB_LINK_L1 && m->task != HB_TASK_MULTICLASS)
+		return hb_fail(err, HB_ERR_INVALID, "the link \"l1\" is for multiclass models");
+
 	if (m->estimator == HB_EST_LINEAR)
 	{
 		if (m->weights == NULL || m->bias == NULL)

@@ -60,12 +60,17 @@ typedef enum HbLink
 								 * cross_entropy_lambda */
 	HB_LINK_SOFTMAX_PAIR,		/* binary: onnxruntime's float32 SOFTMAX
 								 * over the two opposite scores -x and x */
-	HB_LINK_MEAN				/* regression and multiclass: the margin
+	HB_LINK_MEAN,				/* regression and multiclass: the margin
 								 * divided by the trees of its output once
 								 * they are summed, as scikit-learn's
 								 * forests average */
+	HB_LINK_L1					/* multiclass: each margin divided by the
+								 * row's sum of them (1 where that is 0), the
+								 * class the largest margin's: a decision
+								 * tree's weighted counts, as scikit-learn's
+								 * predict_proba and predict */
 } HbLink;
-#define HB_LINK_LAST HB_LINK_MEAN
+#define HB_LINK_LAST HB_LINK_L1
 
 /* How a numeric split compares the input with the threshold. */
 typedef enum HbCmp

@@ -555,6 +555,49 @@ apply_link1(const HbPlan *p, double x)
 	}
 }
 
+/*
+ * The sum of a[0..n) as numpy's add.reduce over a contiguous row adds it
+ * (pairwise_sum in its umath loops): in order below 8 values, in eight
+ * running sums up to 128, halves (at a multiple of 8) above.  scikit-learn
+ * normalizes a tree's counts with it, and HB_LINK_L1 must give its bits
+ * (the exporter checks every node against numpy's own result).
+ */
+static double
+numpy_sum(const double *a, int n)
+{
+	if (n < 8)
+	{
+		double		res = 0.0;
+
+		for (int i = 0; i < n; i++)
+			res += a[i];
+		return res;
+	}
+	if (n <= 128)
+	{
+		double		r[8];
+		double		res;
+		int			i;
+
+		for (int j = 0; j < 8; j++)
+			r[j] = a[j];
+		for (i = 8; i < n - (n % 8); i += 8)
+			for (int j = 0; j < 8; j++)
+				r[j] += a[i + j];
+		res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+		for (; i < n; i++)
+			res += a[i];
+		return res;
+	}
+	else
+	{
+		int			n2 = n / 2;
+
+		n2 -= n2 % 8;
+		return numpy_sum(a, n2) + numpy_sum(a + n2, n - n2);
+	}
+}
+
 /* Multiclass probabilities of one row from its k margins. */
 static void
 link_classes(const HbPlan *p, const double *m, int k, double *out)
@@ -571,6 +614,16 @@ link_classes(const HbPlan *p, const double *m, int k, double *out)
 			for (int i = 0; i < k; i++)
 				out[i] = m[i] / mean_trees(p);
 			return;
+		case HB_LINK_L1:
+			{
+				double		sum = numpy_sum(m, k);
+
+				if (sum == 0.0)
+					sum = 1.0;
+				for (int i = 0; i < k; i++)
+					out[i] = m[i] / sum;
+				return;
+			}
 		case HB_LINK_SIGMOID_L1:
 			{
 				/* onnxruntime's Normalizer L1, in float32 */

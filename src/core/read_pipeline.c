@@ -1267,6 +1267,8 @@ read_link(Reader *r, const HbJson *jm, HbModel *m)
 		m->link = HB_LINK_SIGMOID_SUM;
 	else if (strcmp(link, "mean") == 0)
 		m->link = HB_LINK_MEAN;
+	else if (strcmp(link, "l1") == 0)
+		m->link = HB_LINK_L1;
 	else
 		return fail(r, HB_ERR_UNSUPPORTED, "model.link \"%s\" is not supported", link);
 	return true;

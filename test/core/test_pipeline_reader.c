@@ -578,6 +578,45 @@ test_mean_link(void)
 				 HB_ERR_INVALID, "the link \"mean\"");
 }
 
+/*
+ * The link "l1": a decision tree's weighted counts, each over the row's
+ * sum, and the class the largest count's: 0.8999999999999999 and 0.9 over
+ * 2.4 are both 0.375, and the class is the second (scikit-learn's predict
+ * takes the largest count, not the largest probability).
+ */
+static void
+test_l1_link(void)
+{
+	const char *doc = HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+		"\"model\":{\"kind\":\"trees\",\"task\":\"multiclass\",\"n_classes\":3,\"link\":\"l1\","
+		"\"comparison\":\"le\",\"base\":[0,0,0],\"trees\":["
+		LEAF(0, "0.8999999999999999") "," LEAF(1, "0.9") "," LEAF(2, "0.6") "]}}";
+	HbModel    *m = NULL;
+	HbPlan	   *plan = NULL;
+	HbError		err = {0};
+	double		x = 0.0,
+				margins[3],
+				proba[3],
+				cls = -1;
+	bool		r = hb_model_read(doc, strlen(doc), HB_FORMAT_AUTO, &m, &err) &&
+		hb_plan_build(m, &plan, &err);
+
+	if (r)
+	{
+		hb_plan_margins(plan, &x, 1, margins);
+		hb_link_proba(plan, margins, 1, proba);
+		hb_link_predict(plan, margins, 1, &cls);
+	}
+	tu_report(r && proba[0] == 0.375 && proba[1] == 0.375 && proba[2] == 0.25 && cls == 1,
+			  "link l1: counts over their sum %.17g %.17g %.17g, class %g (%s)",
+			  r ? proba[0] : 0, r ? proba[1] : 0, r ? proba[2] : 0, cls, r ? "read" : err.msg);
+	hb_plan_free(plan);
+	hb_model_free(m);
+	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
+				 "\"model\":{\"kind\":\"linear\",\"link\":\"l1\",\"coef\":[[1]],\"intercept\":[0]}}",
+				 HB_ERR_INVALID, "the link \"l1\" is for multiclass models");
+}
+
 /* a hand-made pipeline over an embedded LightGBM model, base64 and text */
 static void
 test_embedded(void)
@@ -665,6 +704,7 @@ main(void)
 	test_strict();
 	test_errors();
 	test_mean_link();
+	test_l1_link();
 	test_repeated_features();
 	test_many_inputs();
 	test_embedded();

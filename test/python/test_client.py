@@ -1232,6 +1232,39 @@ def exporter_cases():
         return ok, "; ".join(notes)
     t()
 
+    @case("exporter: a single DecisionTreeClassifier's class is the largest weighted count (its "
+          "predict), its probabilities the counts over their sum, where two counts divide to one")
+    def t():
+        from sklearn.tree import DecisionTreeClassifier
+        xd = np.array([[0.]] * 4 + [[1.]] * 2)
+        m = DecisionTreeClassifier(random_state=0).fit(xd, np.array([0, 0, 1, 2, 1, 1]),
+                                                       sample_weight=np.array([0.6, 0.3, 0.9, 0.6, 1.0, 1.0]))
+        hbird.upload(conn, "ex_dtc_tie", m, features=["x"])
+        rows = np.array([[0.], [1.], [-5.]])
+        proba = m.predict_proba(rows)
+        got = np.asarray(score_arrays(conn, "ex_dtc_tie", rows, "hb_predict_proba"), dtype=np.float64)
+        cls = score_arrays(conn, "ex_dtc_tie", rows, "hb_predict_class")
+        pred = score_arrays(conn, "ex_dtc_tie", rows, "hb_predict")
+        tie = proba[0, 0] == proba[0, 1]
+        ok = (tie and int(np.sum(got != proba)) == 0 and list(cls) == list(m.predict(rows)) and
+              list(pred) == list(m.predict(rows)))
+        note = "probabilities %s, classes %s and %s against predict %s" % (
+            got.tolist(), list(cls), list(pred), list(m.predict(rows)))
+        # twelve classes: numpy sums a row of 8 or more in eight running sums
+        rd = np.random.RandomState(3)
+        x12 = rd.randint(0, 4, size=(600, 2)).astype(float)
+        m12 = DecisionTreeClassifier(class_weight="balanced", min_samples_leaf=3, random_state=0).fit(
+            x12, rd.choice(12, size=600))
+        hbird.upload(conn, "ex_dtc12", m12, features=["x", "y"])
+        got12 = np.asarray(score_arrays(conn, "ex_dtc12", x12[:200], "hb_predict_proba"), dtype=np.float64)
+        cls12 = score_arrays(conn, "ex_dtc12", x12[:200], "hb_predict_class")
+        differ = int(np.sum(got12 != m12.predict_proba(x12[:200])))
+        wrong = int(np.sum(np.asarray(cls12) != np.searchsorted(m12.classes_, m12.predict(x12[:200]))))
+        links = [r[0] for r in q(conn, "SELECT op FROM hb_compile('ex_dtc12', 16) WHERE op IN ('l1', 'mean')")]
+        return ok and differ == 0 and wrong == 0 and links == ["l1"], \
+            note + "; 12 classes: %d probabilities, %d classes differ (link %s)" % (differ, wrong, links)
+    t()
+
     @case("XGBoost estimators fitted with early stopping score as their predict: iterations up to "
           "best_iteration, uploaded alone and inside a Pipeline")
     def t():
@@ -1321,7 +1354,8 @@ def exporter_cases():
         return r.stdout.strip() == "export", (r.stdout + r.stderr).strip()[-200:]
     t()
     for name in ("ex_clip", "ex_lr_mn", "ex_sgd3", "ex_gb_zero", "ex_names", "ex_infreq", "ex_tok_chars",
-                 "ex_es", "ex_es_pipe", "ex_ord_none", "ex_rf3", "ex_rf6", "ex_rfr", "ex_etr2"):
+                 "ex_es", "ex_es_pipe", "ex_ord_none", "ex_rf3", "ex_rf6", "ex_rfr", "ex_etr2",
+                 "ex_dtc_tie", "ex_dtc12"):
         if n_versions(conn, name):
             hbird.drop(conn, name)
     conn.close()
