@@ -561,6 +561,8 @@ typedef struct HbWaiting
 	int64		above;			/* rows at or above the cut so far */
 	bool		closed;			/* no row may wait any more (hb_waiting_close) */
 	Size		bytes;			/* the waiting rows' bytes (HbWaitRow.bytes) */
+	bool		has_floor;		/* rows scored early were let go, the best of */
+	HbWaitRow	floor;			/* them this one: no row not better waits */
 	MemoryContext cxt;			/* of rows */
 } HbWaiting;
 

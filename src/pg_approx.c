@@ -73,6 +73,11 @@ struct HbApproxTopk
 	Scored	   *best;			/* min-heap: the k best scored, worst first */
 	int			n_best;
 	int			best_cap;
+	Scored	   *rule;			/* the same of the rows the rule finishes (no
+								 * items; not those scored early because the
+								 * waiting rows outgrew work_mem): the bar */
+	int			n_rule;
+	int			rule_cap;
 	MemoryContext cxt;
 	int64		ordinal;
 	/* per batch (buf_rows) */
@@ -134,6 +139,8 @@ hb_approx_topk_begin(HbCacheEntry *e, const HbTuning *t, int k,
 	hb_waiting_init(&s->wait, s->keep, s->cxt);
 	s->best_cap = Min(k, 64);
 	s->best = MemoryContextAlloc(s->cxt, sizeof(Scored) * s->best_cap);
+	s->rule_cap = s->best_cap;
+	s->rule = MemoryContextAlloc(s->cxt, sizeof(Scored) * s->rule_cap);
 	s->lazy = hb_lazy_for(e, s->approx, columns, s->cxt);
 	return s;
 }
@@ -214,16 +221,46 @@ offer_scored(HbApproxTopk *s, double score, double margin, int64 ordinal,
 }
 
 /*
- * The least full margin a row of the answer can have, from the k best
- * scored so far: the least margin that scores as the k-th best does (a
- * link may give lower margins the same score); -Infinity before k rows.
+ * A row the rule finished (at or above the cut, with its batch): into the
+ * k best of those, which make the bar (current_bar).
+ */
+static void
+offer_rule(HbApproxTopk *s, double score, double margin, int64 ordinal)
+{
+	Scored		c = {score, ordinal, (Datum) 0, margin};
+
+	if (s->n_rule == s->k && !scored_worse(&s->rule[0], &c))
+		return;
+	if (s->n_rule < s->k)
+	{
+		if (s->n_rule == s->rule_cap)
+		{
+			s->rule_cap = Min(s->rule_cap * 2, s->k);
+			s->rule = repalloc_huge(s->rule, sizeof(Scored) * s->rule_cap);
+		}
+		s->rule[s->n_rule] = c;
+		scored_sift_up(s->rule, s->n_rule++);
+		return;
+	}
+	s->rule[0] = c;
+	scored_sift_down(s->rule, s->n_rule, 0);
+}
+
+/*
+ * The least full margin a row of the answer can have, from the k best the
+ * rule finished so far: the least margin that scores as the k-th best
+ * does (a link may give lower margins the same score); -Infinity before k
+ * rows.  The rows scored early (flush_waiting) do not raise it: the cut
+ * relative to the bar and the letting go of the waiting rows follow the
+ * rule's rows, as without them, so the rows scored are a superset of the
+ * rule's.
  */
 static double
 current_bar(const HbApproxTopk *s)
 {
-	if (s->n_best < s->k)
+	if (s->n_rule < s->k)
 		return -INFINITY;
-	return hb_link_tie_floor(s->entry->plan, s->best[0].margin);
+	return hb_link_tie_floor(s->entry->plan, s->rule[0].margin);
 }
 
 /*
@@ -462,7 +499,10 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 			hb_approx_finish(p, s->approx, s->fx, nfull, s->fraw);
 		hb_link_predict(p, s->fraw, nfull, s->fscore);
 		for (int j = 0; j < nfull; j++)
+		{
 			offer_scored(s, s->fscore[j], s->fraw[j], s->ordinal + s->fat[j], s->fitem[j]);
+			offer_rule(s, s->fscore[j], s->fraw[j], s->ordinal + s->fat[j]);
+		}
 		if (scratch)
 			MemoryContextDelete(scratch);
 	}

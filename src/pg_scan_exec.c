@@ -1073,8 +1073,11 @@ hb_score_rescan(CustomScanState *node)
 	st->next_rows = 1;
 	st->seen = 0;
 	st->kth = st->threshold = -INFINITY;
+	st->rule_kth = st->rule_bar = -INFINITY;
 	if (st->best)
 		binaryheap_reset(st->best);
+	if (st->rule_best)
+		binaryheap_reset(st->rule_best);
 	if (st->wait_cxt)
 		hb_scan_reset_waiting(st);
 	MemoryContextReset(st->batch_cxt);

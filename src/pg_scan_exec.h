@@ -135,6 +135,12 @@ typedef struct HbScoreState
 								 * of the run of margins that score as the
 								 * k-th best does (hb_link_tie_floor, or
 								 * _ceil for ascending order) */
+	binaryheap *rule_best;		/* the same of the rows the approximation's
+								 * rule finishes (not those scored early
+								 * because they outgrew work_mem): */
+	double		rule_kth;
+	double		rule_bar;		/* the bar its cut and its letting go of
+								 * the waiting rows follow */
 	int64		seen;			/* rows handed up before this batch */
 	bool		skip_ok;		/* pruned rows need not be handed up */
 	bool	   *skip;			/* per batch row: pruned, not handed up */

@@ -108,21 +108,19 @@ hold_back(HbScoreState *st, ScoreCall *c, int i)
 	st->rows_pruned++;
 }
 
-/* A row's exact margin is in: the k best so far, and what to beat. */
+/* A margin into the k best of heap h: the k-th best, and the bar it makes. */
 static double
-topk_offer(void *arg, size_t row, double margin)
+bar_offer(HbScoreState *st, binaryheap *h, double *kth_io, double *bar_io, double margin)
 {
-	HbScoreState *st = arg;
 	double		v = st->descending ? margin : -margin;
 	double		kth;
 
-	if (st->best->bh_size < st->k)
-		binaryheap_add(st->best, Float8GetDatum(v));
-	else if (rank_cmp(v, DatumGetFloat8(binaryheap_first(st->best)), st->descending) > 0)
-		binaryheap_replace_first(st->best, Float8GetDatum(v));
-	kth = st->best->bh_size < st->k ? -INFINITY :
-		DatumGetFloat8(binaryheap_first(st->best));
-	if (kth != st->kth)
+	if (h->bh_size < st->k)
+		binaryheap_add(h, Float8GetDatum(v));
+	else if (rank_cmp(v, DatumGetFloat8(binaryheap_first(h)), st->descending) > 0)
+		binaryheap_replace_first(h, Float8GetDatum(v));
+	kth = h->bh_size < st->k ? -INFINITY : DatumGetFloat8(binaryheap_first(h));
+	if (kth != *kth_io)
 	{
 		/*
 		 * The sort compares scores, not margins: a lower margin that scores
@@ -132,10 +130,30 @@ topk_offer(void *arg, size_t row, double margin)
 		 */
 		const HbPlan *p = st->calls[st->topk_call].e->plan;
 
-		st->kth = kth;
-		st->threshold = kth == -INFINITY ? -INFINITY :
+		*kth_io = kth;
+		*bar_io = kth == -INFINITY ? -INFINITY :
 			st->descending ? hb_link_tie_floor(p, kth) : -hb_link_tie_ceil(p, -kth);
 	}
+	return *bar_io;
+}
+
+/*
+ * A row's exact margin is in: the k best so far, and what to beat.  Rows
+ * scored early because the waiting rows outgrew work_mem raise the bar
+ * that prunes (rows below the k best handed up cannot reach the sort's
+ * answer) but not the rule's (rule_bar): the approximation's cut and its
+ * letting go of waiting rows follow the rows the rule itself finishes, as
+ * without the early scoring, so the rows scored are a superset of the
+ * rule's.
+ */
+static double
+topk_offer(void *arg, size_t row, double margin)
+{
+	HbScoreState *st = arg;
+
+	(void) bar_offer(st, st->best, &st->kth, &st->threshold, margin);
+	if (!st->flushing_early)
+		(void) bar_offer(st, st->rule_best, &st->rule_kth, &st->rule_bar, margin);
 	return st->threshold;
 }
 
@@ -298,6 +316,9 @@ hb_scan_topk_start(HbScoreState *st)
 		if (st->best)
 			binaryheap_free(st->best);
 		st->best = binaryheap_allocate((int) st->k, best_cmp, &st->descending);
+		if (st->rule_best)
+			binaryheap_free(st->rule_best);
+		st->rule_best = binaryheap_allocate((int) st->k, best_cmp, &st->descending);
 		MemoryContextSwitchTo(old);
 	}
 	if (st->bounds == NULL)
@@ -309,6 +330,7 @@ hb_scan_topk_start(HbScoreState *st)
 	if (!hb_topk_bounds_prune(st->bounds))
 		return;
 	st->kth = st->threshold = -INFINITY;
+	st->rule_kth = st->rule_bar = -INFINITY;
 	st->topk_on = true;
 	approx_start(st, c);
 }
@@ -440,7 +462,7 @@ hb_scan_flush_waiting(HbScoreState *st)
 	 * or above the floor of the tail the tuning's statement is about, the
 	 * cut relative to the bar has kept what the answer needs
 	 */
-	if (st->n_flushed == 0 && hb_bar_cut_covers(&st->tuning.bar, st->threshold))
+	if (st->n_flushed == 0 && hb_bar_cut_covers(&st->tuning.bar, st->rule_bar))
 		return false;
 	c = &st->calls[st->topk_call];
 	p = c->e->plan;
@@ -534,7 +556,7 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 	int			nc = n;			/* rows through the cheap model */
 	const int  *at = NULL;		/* their places in the batch, if not 0.. */
 	/* the fixed cut, or the one relative to the bar of the rows before */
-	double		cut = hb_bar_cut(&st->tuning.bar, st->cut, st->threshold);
+	double		cut = hb_bar_cut(&st->tuning.bar, st->cut, st->rule_bar);
 
 	/*
 	 * Rows below the cut wait only to fill a small input's answer: once the
@@ -543,7 +565,7 @@ score_approx(HbScoreState *st, ScoreCall *c, int from, int n, double *m)
 	 * (hb_scan_flush_waiting), so from then on none waits
 	 */
 	if (st->wait_ok && !st->waiting.closed &&
-		hb_bar_cut_covers(&st->tuning.bar, st->threshold))
+		hb_bar_cut_covers(&st->tuning.bar, st->rule_bar))
 		hb_waiting_close(&st->waiting);
 	grow_raw(st, n);
 	/* a row's screening score is at most its gate score */

@@ -54,6 +54,7 @@ hb_waiting_init(HbWaiting *w, int64 keep, MemoryContext cxt)
 	w->above = 0;
 	w->closed = false;
 	w->bytes = 0;
+	w->has_floor = false;
 	w->cxt = cxt;
 }
 
@@ -64,6 +65,8 @@ hb_waiting_may(const HbWaiting *w, double cheap, int64 ordinal)
 	HbWaitRow	c = {.cheap = cheap,.ordinal = ordinal};
 
 	if (w->closed)
+		return false;
+	if (w->has_floor && !wait_worse(&w->floor, &c))
 		return false;
 	if (w->n < room(w))
 		return true;
@@ -129,15 +132,19 @@ hb_waiting_close(HbWaiting *w)
  * early, because they outgrew work_mem: each keeps its place, its cheap
  * score and input order, so that the rows that wait from then on are
  * exactly those the rule names, and lets its data go.  Where those places
- * alone hold more than limit bytes they go too, and the rows that wait
- * from then on are the best of the rows since: a superset of the rule's
- * (a row the rule keeps is among the best `keep` - `above` of all the rows
- * below the cut so far, so also of those since), at the cost of scoring
- * more of them.  A heap again afterwards.
+ * alone hold more than limit bytes the worst of them go, and where every
+ * place was taken the worst place becomes a floor: room rows so far are at
+ * least as good as it, so the rule, which lets a row wait only when it is
+ * among the best room rows so far (room only shrinks), lets none wait that
+ * is not better; rows above the floor wait while there is room, a
+ * superset of the rule's (with places free the rule lets any row wait, and
+ * no floor is set).  A heap again afterwards.
  */
 void
 hb_waiting_scored(HbWaiting *w, Size limit)
 {
+	bool		full;
+
 	for (int i = 0; i < w->n; i++)
 	{
 		HbWaitRow  *r = &w->rows[i];
@@ -152,13 +159,17 @@ hb_waiting_scored(HbWaiting *w, Size limit)
 		r->bytes = sizeof(HbWaitRow);
 	}
 	w->bytes = (Size) w->n * sizeof(HbWaitRow);
-	if (w->bytes > limit)
-	{
-		w->n = 0;
-		w->bytes = 0;
-	}
 	for (int i = w->n / 2 - 1; i >= 0; i--)
 		wait_sift_down(w->rows, w->n, i);
+	full = w->n > 0 && w->n >= room(w);
+	if (full && w->bytes > limit &&
+		(!w->has_floor || wait_worse(&w->floor, &w->rows[0])))
+	{
+		w->floor = w->rows[0];
+		w->has_floor = true;
+	}
+	while (w->n > 0 && w->bytes > limit)
+		pop_root(w);
 }
 
 /* n more rows are at or above the cut: waiting rows may lose their place. */

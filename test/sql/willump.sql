@@ -196,6 +196,29 @@ SELECT :held_plain AS held_plain, :flushed_plain > :held_plain AS plain_scored_e
 SELECT count(*) AS rows, bool_and(f.s >= h.s) AS no_worse,
 	   bool_and(f.s = hb_predict('wrank', i)) AS full_scores
 FROM mem_plain_flushed f JOIN mem_plain_held h USING (rank) JOIN items i USING (id);
+-- with a cut relative to the bar the rule's decisions follow the rows it
+-- finishes itself: rows scored early (more of them at 64kB) do not raise
+-- its bar (they did: the waiting rows were let go once it passed the
+-- floor, and the true best was lost), so every path is again no worse
+UPDATE hbird.tuning SET bar_slope = 0, bar_floor = 1.5, bar_margin = 0
+WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+CREATE FUNCTION mem_answers() RETURNS TABLE (path text, rank bigint, s float8) LANGUAGE sql AS $$
+	SELECT 'hb_topk', rank, score FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE id > 110000', mode => 'approx')
+	UNION ALL
+	SELECT 'agg', j, hb_predict('wrank', a[j])
+	FROM (SELECT hb_topk_agg('wrank', 10, i) AS a FROM items i WHERE id > 110000) x, generate_subscripts(a, 1) j
+	UNION ALL
+	SELECT 'plain', row_number() OVER (), s
+	FROM (SELECT hb_predict('wrank', i) AS s FROM items i WHERE id > 110000 ORDER BY s DESC LIMIT 10) q
+$$;
+CREATE TABLE mem_bar_held AS SELECT * FROM mem_answers();
+SET work_mem = '64kB';
+CREATE TABLE mem_bar_flushed AS SELECT * FROM mem_answers();
+RESET work_mem;
+SELECT path, count(*) AS rows, bool_and(f.s >= h.s) AS no_worse
+FROM mem_bar_flushed f JOIN mem_bar_held h USING (path, rank) GROUP BY path ORDER BY path;
+UPDATE hbird.tuning SET bar_slope = NULL, bar_floor = NULL, bar_margin = NULL
+WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
 -- ratio 1: the best k by cheap score alone, which misses some of the exact
 -- answer; where k rows would not fit work_mem hb_topk ranks exactly
 UPDATE hbird.tuning SET ratio = 1 WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
@@ -214,7 +237,9 @@ UPDATE hbird.tuning t SET ratio = s.ratio, cheap_cut = s.cheap_cut, bar_slope = 
 	   gate_params = s.gate_params, gate_slack = s.gate_slack, refine_trees = s.refine_trees,
 	   refine_scale = s.refine_scale, refine_shift = s.refine_shift, refine_slack = s.refine_slack
 FROM mem_saved s WHERE t.name = 'wrank' AND t.kind = 'topk' AND t.k = 10;
-DROP TABLE mem_saved, mem_held, mem_flushed, mem_exact, mem_plain_held, mem_plain_flushed;
+DROP TABLE mem_saved, mem_held, mem_flushed, mem_exact, mem_plain_held, mem_plain_flushed,
+	mem_bar_held, mem_bar_flushed;
+DROP FUNCTION mem_answers();
 -- empty input, fewer rows than k, k above the tuned one
 SELECT count(*) AS none FROM hb_topk('wrank', 10, NULL::items, 'SELECT * FROM items WHERE false', mode => 'approx');
 SELECT cardinality(a) AS rows, a = e AS same_as_exact
