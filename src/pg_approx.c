@@ -188,6 +188,37 @@ row_item(const Datum *items, HbQueryRows *rows, int i)
 	return rows ? hb_rows_item(rows, i) : datumCopy(items[i], false, -1);
 }
 
+/* whether c ranks among the k best of the min-heap h of n entries */
+static inline bool
+scored_admits(const Scored *h, int n, int k, const Scored *c)
+{
+	return n < k || scored_worse(&h[0], c);
+}
+
+/*
+ * c, which scored_admits, into the min-heap of the k best (*h, *n of *cap
+ * entries); *out gets the entry it replaced, or one whose item is 0.
+ */
+static void
+scored_take(Scored **h, int *n, int *cap, int k, const Scored *c, Scored *out)
+{
+	out->item = (Datum) 0;
+	if (*n < k)
+	{
+		if (*n == *cap)
+		{
+			*cap = Min(*cap * 2, k);
+			*h = repalloc_huge(*h, sizeof(Scored) * *cap);
+		}
+		(*h)[*n] = *c;
+		scored_sift_up(*h, (*n)++);
+		return;
+	}
+	*out = (*h)[0];
+	(*h)[0] = *c;
+	scored_sift_down(*h, *n, 0);
+}
+
 /*
  * A row scored in full: among the k best so far (its datum kept, a copy
  * of item), or let go.
@@ -197,27 +228,17 @@ offer_scored(HbApproxTopk *s, double score, double margin, int64 ordinal,
 			 Datum item)
 {
 	Scored		c = {score, ordinal, (Datum) 0, margin};
+	Scored		out;
 	MemoryContext old;
 
-	if (s->n_best == s->k && !scored_worse(&s->best[0], &c))
+	if (!scored_admits(s->best, s->n_best, s->k, &c))
 		return;
 	old = MemoryContextSwitchTo(s->cxt);
 	c.item = datumCopy(item, false, -1);
 	MemoryContextSwitchTo(old);
-	if (s->n_best < s->k)
-	{
-		if (s->n_best == s->best_cap)
-		{
-			s->best_cap = Min(s->best_cap * 2, s->k);
-			s->best = repalloc_huge(s->best, sizeof(Scored) * s->best_cap);
-		}
-		s->best[s->n_best] = c;
-		scored_sift_up(s->best, s->n_best++);
-		return;
-	}
-	pfree(DatumGetPointer(s->best[0].item));
-	s->best[0] = c;
-	scored_sift_down(s->best, s->n_best, 0);
+	scored_take(&s->best, &s->n_best, &s->best_cap, s->k, &c, &out);
+	if (out.item != (Datum) 0)
+		pfree(DatumGetPointer(out.item));
 }
 
 /*
@@ -228,22 +249,10 @@ static void
 offer_rule(HbApproxTopk *s, double score, double margin, int64 ordinal)
 {
 	Scored		c = {score, ordinal, (Datum) 0, margin};
+	Scored		out;
 
-	if (s->n_rule == s->k && !scored_worse(&s->rule[0], &c))
-		return;
-	if (s->n_rule < s->k)
-	{
-		if (s->n_rule == s->rule_cap)
-		{
-			s->rule_cap = Min(s->rule_cap * 2, s->k);
-			s->rule = repalloc_huge(s->rule, sizeof(Scored) * s->rule_cap);
-		}
-		s->rule[s->n_rule] = c;
-		scored_sift_up(s->rule, s->n_rule++);
-		return;
-	}
-	s->rule[0] = c;
-	scored_sift_down(s->rule, s->n_rule, 0);
+	if (scored_admits(s->rule, s->n_rule, s->k, &c))
+		scored_take(&s->rule, &s->n_rule, &s->rule_cap, s->k, &c, &out);
 }
 
 /*

@@ -526,6 +526,30 @@ test_errors(void)
 }
 
 /*
+ * One row of 0 through the pipeline doc: its margins, probabilities and
+ * hb_predict's class (k outputs); false with err where it is not read.
+ */
+static bool
+score_zero(const char *doc, int k, double *margins, double *proba, double *cls, HbError *err)
+{
+	HbModel    *m = NULL;
+	HbPlan	   *plan = NULL;
+	double		x = 0.0;
+	bool		r = hb_model_read(doc, strlen(doc), HB_FORMAT_AUTO, &m, err) &&
+		hb_plan_build(m, &plan, err) && hb_plan_n_outputs(plan) == k;
+
+	if (r)
+	{
+		hb_plan_margins(plan, &x, 1, margins);
+		hb_link_proba(plan, margins, 1, proba);
+		hb_link_predict(plan, margins, 1, cls);
+	}
+	hb_plan_free(plan);
+	hb_model_free(m);
+	return r;
+}
+
+/*
  * The link "mean" divides each class's sum once it is summed, as
  * scikit-learn averages a forest: sums 1.5 + 2^-52 and 1.5 + 2^-51 over
  * three trees divide to the same 0.5 + 2^-53, so the classes tie and the
@@ -542,29 +566,17 @@ test_mean_link(void)
 		"\"comparison\":\"le\",\"base\":[0,0],\"trees\":["
 		LEAF(0, "1.5000000000000002") "," LEAF(1, "1.5000000000000004") ","
 		LEAF(0, "0") "," LEAF(1, "0") "," LEAF(0, "0") "," LEAF(1, "0") "]}}";
-	HbModel    *m = NULL;
-	HbPlan	   *plan = NULL;
 	HbError		err = {0};
-	double		x = 0.0,
-				margins[2],
+	double		margins[2],
 				proba[2],
 				cls = -1;
-	bool		r = hb_model_read(doc, strlen(doc), HB_FORMAT_AUTO, &m, &err) &&
-		hb_plan_build(m, &plan, &err);
+	bool		r = score_zero(doc, 2, margins, proba, &cls, &err);
 
-	if (r)
-	{
-		hb_plan_margins(plan, &x, 1, margins);
-		hb_link_proba(plan, margins, 1, proba);
-		hb_link_predict(plan, margins, 1, &cls);
-	}
 	tu_report(r && margins[0] == 1.5 + ldexp(1, -52) && margins[1] == 1.5 + ldexp(1, -51) &&
 			  proba[0] == 0.5 + ldexp(1, -53) && proba[1] == proba[0] && cls == 0,
 			  "link mean: sums %.17g and %.17g divide to %.17g and %.17g, class %g (%s)",
 			  r ? margins[0] : 0, r ? margins[1] : 0, r ? proba[0] : 0, r ? proba[1] : 0, cls,
 			  r ? "read" : err.msg);
-	hb_plan_free(plan);
-	hb_model_free(m);
 	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
 				 "\"model\":{\"kind\":\"trees\",\"task\":\"multiclass\",\"n_classes\":2,\"link\":\"mean\","
 				 "\"base\":[0,0],\"trees\":[" LEAF(0, "1") "," LEAF(1, "1") "," LEAF(0, "1") "]}}",
@@ -591,27 +603,15 @@ test_l1_link(void)
 		"\"model\":{\"kind\":\"trees\",\"task\":\"multiclass\",\"n_classes\":3,\"link\":\"l1\","
 		"\"comparison\":\"le\",\"base\":[0,0,0],\"trees\":["
 		LEAF(0, "0.8999999999999999") "," LEAF(1, "0.9") "," LEAF(2, "0.6") "]}}";
-	HbModel    *m = NULL;
-	HbPlan	   *plan = NULL;
 	HbError		err = {0};
-	double		x = 0.0,
-				margins[3],
+	double		margins[3],
 				proba[3],
 				cls = -1;
-	bool		r = hb_model_read(doc, strlen(doc), HB_FORMAT_AUTO, &m, &err) &&
-		hb_plan_build(m, &plan, &err);
+	bool		r = score_zero(doc, 3, margins, proba, &cls, &err);
 
-	if (r)
-	{
-		hb_plan_margins(plan, &x, 1, margins);
-		hb_link_proba(plan, margins, 1, proba);
-		hb_link_predict(plan, margins, 1, &cls);
-	}
 	tu_report(r && proba[0] == 0.375 && proba[1] == 0.375 && proba[2] == 0.25 && cls == 1,
 			  "link l1: counts over their sum %.17g %.17g %.17g, class %g (%s)",
 			  r ? proba[0] : 0, r ? proba[1] : 0, r ? proba[2] : 0, cls, r ? "read" : err.msg);
-	hb_plan_free(plan);
-	hb_model_free(m);
 	expect_error(HEAD "\"inputs\":[{\"name\":\"a\"}],\"features\":[\"a\"],"
 				 "\"model\":{\"kind\":\"linear\",\"link\":\"l1\",\"coef\":[[1]],\"intercept\":[0]}}",
 				 HB_ERR_INVALID, "the link \"l1\" is for multiclass models");
