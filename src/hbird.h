@@ -571,7 +571,8 @@ extern bool hb_waiting_may(const HbWaiting *w, double cheap, int64 ordinal);
 extern void hb_waiting_add(HbWaiting *w, const HbWaitRow *r);
 extern void hb_waiting_passed(HbWaiting *w, int64 n);
 extern void hb_waiting_close(HbWaiting *w);
-extern void hb_waiting_scored(HbWaiting *w, Size limit);
+extern bool hb_waiting_outgrown(const HbWaiting *w);
+extern void hb_waiting_scored(HbWaiting *w);
 extern int	hb_waiting_in_order(HbWaiting *w);
 
 /* pg_approx.c: approximate top-K over batches of rows */

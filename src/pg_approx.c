@@ -369,7 +369,7 @@ flush_waiting(HbApproxTopk *s)
 	for (int i = 0; i < n; i++)
 		offer_scored(s, sc[i], raw[i], w[i].ordinal, w[i].item);
 	s->flushed += n;
-	hb_waiting_scored(&s->wait, (Size) work_mem * 1024 / 2);
+	hb_waiting_scored(&s->wait);
 	pfree(w);
 	pfree(raw);
 	pfree(sc);
@@ -516,7 +516,7 @@ hb_approx_topk_batch(HbApproxTopk *s, const double *x, const Datum *items,
 			MemoryContextDelete(scratch);
 	}
 	s->ordinal += n;
-	if (s->wait.bytes > (Size) work_mem * 1024)
+	if (hb_waiting_outgrown(&s->wait))
 		flush_waiting(s);
 }
 

@@ -152,7 +152,8 @@ topk_offer(void *arg, size_t row, double margin)
 	HbScoreState *st = arg;
 
 	(void) bar_offer(st, st->best, &st->kth, &st->threshold, margin);
-	if (!st->flushing_early)
+	/* (exact top-K has no rule: its hot path keeps one heap) */
+	if (st->approx != NULL && !st->flushing_early)
 		(void) bar_offer(st, st->rule_best, &st->rule_kth, &st->rule_bar, margin);
 	return st->threshold;
 }
@@ -525,14 +526,14 @@ hb_scan_flush_early(HbScoreState *st)
 	if (!st->flushing_early)
 	{
 		if (!st->topk_on || st->approx == NULL || !st->wait_ok ||
-			st->waiting.bytes <= (Size) work_mem * 1024)
+			!hb_waiting_outgrown(&st->waiting))
 			return false;
 		st->flushing_early = true;
 	}
 	if (hb_scan_flush_waiting(st))
 		return true;
 	/* all handed up (or let go: the bar covers the tail) */
-	hb_waiting_scored(&st->waiting, (Size) work_mem * 1024 / 2);
+	hb_waiting_scored(&st->waiting);
 	st->n_flushed = 0;
 	st->flushing_early = false;
 	return false;

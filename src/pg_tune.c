@@ -62,6 +62,15 @@ column_if(TupleDesc desc, const char *colname)
 	return InvalidAttrNumber;
 }
 
+/* hbird.tuning, or InvalidOid (a schema that predates tunings) */
+static Oid
+tuning_relid(void)
+{
+	Oid			nsp = get_namespace_oid("hbird", true);
+
+	return OidIsValid(nsp) ? get_relname_relid("tuning", nsp) : InvalidOid;
+}
+
 /*
  * hb_tune writes the columns of this library's catalog (the second stage,
  * the cut relative to the bar, the gate): a database whose extension was
@@ -72,8 +81,7 @@ static void
 check_tuning_columns(void)
 {
 	static const char *const cols[] = {"refine_trees", "bar_slope", "gate_features"};
-	Oid			nsp = get_namespace_oid("hbird", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("tuning", nsp) : InvalidOid;
+	Oid			relid = tuning_relid();
 	Relation	rel;
 	const char *missing = NULL;
 
@@ -157,8 +165,7 @@ bool
 hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 			   MemoryContext cxt, HbTuning *out)
 {
-	Oid			nsp = get_namespace_oid("hbird", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("tuning", nsp) : InvalidOid;
+	Oid			relid = tuning_relid();
 	Relation	rel;
 	TupleDesc	desc;
 	SysScanDesc scan;

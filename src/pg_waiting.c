@@ -18,6 +18,8 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+
 #include "hbird.h"
 
 /* a is a worse candidate than b: lower cheap score, or read later */
@@ -128,11 +130,21 @@ hb_waiting_close(HbWaiting *w)
 }
 
 /*
+ * Whether the waiting rows outgrew work_mem: the caller then scores them
+ * early and calls hb_waiting_scored.
+ */
+bool
+hb_waiting_outgrown(const HbWaiting *w)
+{
+	return w->bytes > (Size) work_mem * 1024;
+}
+
+/*
  * The waiting rows were scored (and offered to the answer) by the caller,
  * early, because they outgrew work_mem: each keeps its place, its cheap
  * score and input order, so that the rows that wait from then on are
  * exactly those the rule names, and lets its data go.  Where those places
- * alone hold more than limit bytes the worst of them go, and where every
+ * alone hold more than half of work_mem the worst of them go, and where every
  * place was taken the worst place becomes a floor: room rows so far are at
  * least as good as it, so the rule, which lets a row wait only when it is
  * among the best room rows so far (room only shrinks), lets none wait that
@@ -141,8 +153,9 @@ hb_waiting_close(HbWaiting *w)
  * no floor is set).  A heap again afterwards.
  */
 void
-hb_waiting_scored(HbWaiting *w, Size limit)
+hb_waiting_scored(HbWaiting *w)
 {
+	Size		limit = (Size) work_mem * 1024 / 2;
 	bool		full;
 
 	for (int i = 0; i < w->n; i++)

@@ -471,13 +471,13 @@ def _estimator(est, nf):
         trees = est.estimators_ if hasattr(est, "estimators_") else [est]
         k = len(classes)
         out = []
-        if not hasattr(est, "estimators_") and _l1_exact(est.tree_.value[:, 0, :]):
+        counts = est.tree_.value[:, 0, :] if not hasattr(est, "estimators_") else None
+        if counts is not None and _l1_exact(counts):
             # one tree: predict takes the largest weighted count, predict_proba
             # divides the counts by their sum (two counts a rounding step
             # apart can divide to one probability): the counts, and "l1"
-            v = est.tree_.value[:, 0, :]
             return {"kind": "trees", "task": "multiclass", "n_classes": k, "link": "l1",
-                    "comparison": "le_f32", "trees": [_tree_arrays(est, g, v[:, g]) for g in range(k)],
+                    "comparison": "le_f32", "trees": [_tree_arrays(est, g, counts[:, g]) for g in range(k)],
                     "base": [0.0] * k,
                     "classes": [c.item() if hasattr(c, "item") else c for c in classes]}
         for t in trees:
@@ -572,21 +572,15 @@ def _multi_output(est, nf):
         return {"kind": "linear", "task": "regression", "link": first["link"],
                 "n_targets": k, "coef": [p["coef"][0] for p in parts],
                 "intercept": [p["intercept"][0] for p in parts]}
-    link = first["link"]
-    if link == "mean" and len({len(p["trees"]) for p in parts}) > 1:
-        # forests of different sizes: no one count to divide by, so each
-        # tree's values are divided by its own forest's (the last bit may
-        # then differ from scikit-learn's sum-then-divide)
-        link = "identity"
-        for p in parts:
-            for t in p["trees"]:
-                t["value"] = [v / len(p["trees"]) for v in t["value"]]
+    if first["link"] == "mean" and len({len(p["trees"]) for p in parts}) > 1:
+        # "mean" divides every target's sum by one count of trees
+        raise Unsupported("MultiOutputRegressor of forests of different sizes")
     trees = []
     for g, p in enumerate(parts):
         for t in p["trees"]:
             t["group"] = g
             trees.append(t)
-    m = {"kind": "trees", "task": "regression", "link": link, "n_targets": k,
+    m = {"kind": "trees", "task": "regression", "link": first["link"], "n_targets": k,
          "trees": trees, "base": [p["base"][0] for p in parts]}
     if "comparison" in first:
         m["comparison"] = first["comparison"]

@@ -173,13 +173,8 @@ hb_class_bounds(const HbPlan *p)
 		hb_class_bounds_free(b);
 		return NULL;
 	}
-	/*
-	 * (not where the class is not the largest margin's, hb_link_argmax: a
-	 * division after the sum can tie two classes whose sums differ, and a
-	 * margin of exactly 0 has no score under SOFTMAX_ZERO)
-	 */
-	b->usable = nt > 0 && hb_class_supported(p) && p->link != HB_LINK_MEAN &&
-		p->link != HB_LINK_SOFTMAX_ZERO &&
+	/* (not where the class is not the largest margin's: hb_link_argmax) */
+	b->usable = nt > 0 && hb_class_supported(p) && hb_link_class_is_margins(p) &&
 		(k > 1 || hb_binary_cut(p, &b->cut));
 	for (int t = nt - 1; t >= 0; t--)
 	{

@@ -658,8 +658,15 @@ link_classes(const HbPlan *p, const double *m, int k, double *out)
  * after the sum: two sums may divide to one quotient, and the first class
  * of the tie wins, as numpy's argmax over scikit-learn's probabilities; a
  * softmax over the non-zero margins: a class whose margin is 0 has no
- * score), else of the margins.  hb_predict and hb_predict_class agree.
+ * score), else of the margins (hb_link_class_is_margins).  hb_predict and
+ * hb_predict_class agree.
  */
+bool
+hb_link_class_is_margins(const HbPlan *p)
+{
+	return p->link != HB_LINK_MEAN && p->link != HB_LINK_SOFTMAX_ZERO;
+}
+
 int
 hb_link_argmax(const HbPlan *p, const double *m)
 {

@@ -143,6 +143,8 @@ extern void hb_link_targets(const HbPlan *p, const double *margins, size_t n,
 
 /* A multiclass row's class from its margins: hb_predict's (first maximum) */
 extern int	hb_link_argmax(const HbPlan *p, const double *m);
+/* whether that is always the largest margin's (bounds on margins decide it) */
+extern bool hb_link_class_is_margins(const HbPlan *p);
 
 /* hb_predict's score of one margin of a single-output model */
 extern double hb_link_score(const HbPlan *p, double margin);
