@@ -15,6 +15,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -233,14 +234,22 @@ hb_may_score(const HbCatalogRef *ref)
 	HeapTuple	tup;
 	bool		ok = false;
 	bool		isnull;
+	Snapshot	snap;
 
 	if (superuser() || (hb_role_exists(ref->owner) && has_privs_of_role(user, ref->owner)))
 		return true;
 
+	/*
+	 * The grants as they are now, as PostgreSQL reads its own privileges
+	 * (the catalog's latest state): a revoke committed after a REPEATABLE
+	 * READ transaction began applies to it.  Parallel workers cannot take a
+	 * new snapshot; their leader checked before starting them.
+	 */
+	snap = RegisterSnapshot(IsInParallelMode() ? scan_snapshot() : GetLatestSnapshot());
 	rel = table_open(hb_catalog_relid("model_grant"), AccessShareLock);
 	ScanKeyInit(&key, attnum_of(rel, "name"), BTEqualStrategyNumber,
 				F_TEXTEQ, CStringGetTextDatum(ref->name));
-	scan = systable_beginscan(rel, InvalidOid, false, scan_snapshot(), 1, &key);
+	scan = systable_beginscan(rel, InvalidOid, false, snap, 1, &key);
 	while (!ok && (tup = systable_getnext(scan)) != NULL)
 	{
 		Oid			grantee = DatumGetObjectId(heap_getattr(tup, attnum_of(rel, "grantee"),
@@ -250,6 +259,7 @@ hb_may_score(const HbCatalogRef *ref)
 			ok = true;
 	}
 	systable_endscan(scan);
+	UnregisterSnapshot(snap);
 	table_close(rel, NoLock);
 	return ok;
 }

@@ -91,16 +91,29 @@ hb_check_owner(Oid role, Oid owner, const char *name)
 
 /*
  * Characters that would let a name look like another in a listing or a
- * log line: controls (C0, DEL, C1), bidirectional overrides and isolates,
- * and invisible joiners.
+ * log line: controls (C0, DEL, C1), and Unicode's default-ignorable code
+ * points, which render as nothing (bidirectional marks, overrides and
+ * isolates, zero-width joiners, the soft hyphen, the combining grapheme
+ * joiner, variation selectors, fillers, tags), and noncharacters.
  */
 static bool
 deceptive_char(pg_wchar c)
 {
-	return c < 0x20 || (c >= 0x7f && c <= 0x9f) ||
-		c == 0x061c || c == 0x200b || c == 0x200c || c == 0x200d ||
-		c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e) ||
-		c == 0x2060 || (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
+	if (c < 0x20 || (c >= 0x7f && c <= 0x9f))
+		return true;
+	if (c < 0xad)
+		return false;
+	return c == 0x00ad || c == 0x034f || c == 0x061c ||
+		c == 0x115f || c == 0x1160 || c == 0x17b4 || c == 0x17b5 ||
+		(c >= 0x180b && c <= 0x180f) ||
+		(c >= 0x200b && c <= 0x200f) || (c >= 0x202a && c <= 0x202e) ||
+		(c >= 0x2060 && c <= 0x206f) || c == 0x3164 ||
+		(c >= 0xfdd0 && c <= 0xfdef) ||
+		(c >= 0xfe00 && c <= 0xfe0f) || c == 0xfeff || c == 0xffa0 ||
+		(c >= 0xfff0 && c <= 0xfff8) ||
+		(c >= 0x1bca0 && c <= 0x1bca3) || (c >= 0x1d173 && c <= 0x1d17a) ||
+		(c >= 0xe0000 && c <= 0xe0fff) ||
+		(c & 0xfffe) == 0xfffe;
 }
 
 static bool
@@ -134,7 +147,7 @@ hb_check_new_model_name(const char *name)
 		if (deceptive_char(c))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("model name must not contain control or bidirectional formatting characters"),
+					 errmsg("model name must not contain control, formatting or invisible characters"),
 					 errdetail("Character U+%04X at byte %d.", (unsigned) c,
 							   (int) (p - (const unsigned char *) name))));
 		if (!space_char(c))

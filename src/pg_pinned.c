@@ -182,6 +182,30 @@ pinned_missing(const char *name, int32 pin_version, const char *pin_sha,
 					 quote_literal_cstr(name))));
 }
 
+/*
+ * The right to score on the shard, of the role the coordinator's user
+ * mapping connects as.  A grant made here lasts until the next
+ * hb_model_distribute, which makes the grants the coordinator's: the hint
+ * says where a grant that lasts is made.
+ */
+static void
+pinned_privilege(const HbCatalogRef *ref, const char *origin)
+{
+	const char *role;
+
+	if (hb_may_score(ref))
+		return;
+	role = GetUserNameFromId(GetUserId(), false);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to score model \"%s\" on %s",
+					ref->name, server_words(origin)),
+			 errdetail("The coordinator's user mapping connects as role \"%s\" here.", role),
+			 errhint("Grants come from the coordinator: there the model's owner can run hb_model_grant(%s, %s) (the role must exist there too), then hb_model_distribute(%s).",
+					 quote_literal_cstr(ref->name), quote_literal_cstr(role),
+					 quote_literal_cstr(ref->name))));
+}
+
 HbCacheEntry *
 hb_pinned_resolve(const char *name, int32 pin_version, const char *pin_sha,
 				  const char *origin)
@@ -192,7 +216,7 @@ hb_pinned_resolve(const char *name, int32 pin_version, const char *pin_sha,
 		pinned_missing(name, pin_version, pin_sha, origin);
 	hb_pin_check(name, ref.version, ref.sha256, ref.names_key, pin_version, pin_sha,
 				 origin);
-	hb_check_score_privilege(&ref);
+	pinned_privilege(&ref, origin);
 	return hb_cache_acquire(&ref);
 }
 
@@ -451,6 +475,17 @@ hb_arg_typmod(FmgrInfo *flinfo, int i)
 	return exprTypmod((Node *) list_nth(((FuncExpr *) e)->args, i));
 }
 
+/*
+ * Whether a value of type t can be a pinned call's one array (columns NULL):
+ * an array or a domain over one.  Its elements are checked where the array
+ * binds (hb_array_row).
+ */
+bool
+hb_pin_array_type(Oid t)
+{
+	return OidIsValid(t) && OidIsValid(get_element_type(getBaseType(t)));
+}
+
 static PinnedSite *
 site_prepare(FunctionCallInfo fcinfo, PinKind kind)
 {
@@ -497,6 +532,16 @@ site_prepare(FunctionCallInfo fcinfo, PinKind kind)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a pinned call without column names takes one array")));
+	else if (!hb_pin_array_type(get_fn_expr_argtype(fcinfo->flinfo, PIN_VALUES)))
+	{
+		/* the plain array form reads the value as an array: it must be one */
+		Oid			t = get_fn_expr_argtype(fcinfo->flinfo, PIN_VALUES);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("a pinned call without column names takes one array, not %s",
+						OidIsValid(t) ? format_type_be(t) : "a value of unknown type")));
+	}
 	/* not looked up in pg_proc: the plain form is this library's own */
 	MemSet(&s->plain, 0, sizeof(FmgrInfo));
 	s->plain.fn_addr = s->by_name ? plain_record[kind] : plain_array[kind];
@@ -587,13 +632,17 @@ pinned(FunctionCallInfo fcinfo, PinKind kind)
 	else
 		plain->args[1] = fcinfo->args[PIN_VALUES];
 
-	/* no such model here: say whose call it was, in the message itself */
+	/*
+	 * no such model here, or no right to score it: say whose call it was,
+	 * in the message itself
+	 */
 	if (s->checked == NULL)
 	{
 		HbCatalogRef ref;
 
 		if (!hb_catalog_lookup(pc.name, &ref))
 			(void) hb_pinned_resolve(pc.name, s->version, s->sha, s->origin);
+		pinned_privilege(&ref, s->origin);
 	}
 	/* the model the plain form will score with: the pinned one? */
 	st = hb_call_prepare(plain, 0, kind == PIN_PROBA);

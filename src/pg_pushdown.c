@@ -170,6 +170,19 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 	if (!IsA(name, Const) || ((Const *) name)->constisnull)
 		return NULL;
 
+	/*
+	 * The pinned form is everyone's to execute; the function it replaces
+	 * may not be (REVOKE EXECUTE ... FROM PUBLIC): without the right the
+	 * call stays, and fails where the executor checks it.  The plan then
+	 * depends on the role and on that function's privileges.
+	 */
+	ctx->pd->replaced = list_append_unique_oid(ctx->pd->replaced, f->funcid);
+	if (pg_proc_aclcheck(f->funcid, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+	{
+		ctx->pd->depends = true;
+		return NULL;
+	}
+
 	if (!is_array)
 	{
 		Var		   *v = (Var *) arg;
@@ -403,6 +416,19 @@ any_scoring_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, any_scoring_walker, ctx);
 }
 
+/* Whether node (a Query or an expression) holds a pinned call. */
+static bool
+any_pinned_walker(Node *node, void *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr) && hb_pinned_function(((FuncExpr *) node)->funcid))
+		return true;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, any_pinned_walker, ctx, 0);
+	return expression_tree_walker(node, any_pinned_walker, ctx);
+}
+
 /* ---- 3. pinned calls that may be shipped: the right to score ---- */
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
@@ -465,6 +491,14 @@ void
 hb_pushdown_prepare(Query *parse, HbPushdown *pd)
 {
 	memset(pd, 0, sizeof(*pd));
+
+	/*
+	 * A pinned call is IMMUTABLE (postgres_fdw ships nothing else): over
+	 * constants the planner computes it, checking the planning role's
+	 * right to score, and the plan keeps only the value.  Such a plan is
+	 * good for that role and that catalog only, whatever the GUCs.
+	 */
+	pd->has_pinned = query_tree_walker(parse, any_pinned_walker, NULL, 0);
 	if (!hb_pushdown_on || hb_cascade_on || parse->commandType != CMD_SELECT ||
 		parse->utilityStmt != NULL ||
 		!query_tree_walker(parse, any_scoring_walker, NULL, 0))
@@ -482,11 +516,23 @@ hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd)
 	 * role's right to score the model.  (Pinned calls that were already in
 	 * the query mark the plan where they are checked, hb_set_rel_pathlist.)
 	 */
-	if (pd->depends)
+	if (pd->depends || pd->has_pinned)
 	{
+		ListCell   *lc;
+
 		stmt->relationOids = lappend_oid(stmt->relationOids,
 										 hb_catalog_relid("model"));
 		stmt->dependsOnRole = true;
+		/* a GRANT or REVOKE on a replaced function invalidates it too */
+		foreach(lc, pd->replaced)
+		{
+			PlanInvalItem *item = makeNode(PlanInvalItem);
+
+			item->cacheId = PROCOID;
+			item->hashValue = GetSysCacheHashValue1(PROCOID,
+													ObjectIdGetDatum(lfirst_oid(lc)));
+			stmt->invalItems = lappend(stmt->invalItems, item);
+		}
 	}
 	if (pd->topk_relids != NIL)
 		hb_topk_scans_fix(stmt, pd);

@@ -21,6 +21,7 @@
 #include "utils/lsyscache.h"
 
 #include "hbird.h"
+#include "pg_scaleout.h"
 #include "pg_scan.h"
 
 typedef struct FindCtx
@@ -71,8 +72,9 @@ batchable_pinned(FuncExpr *f, HbCallKind kind, bool *is_array)
 	if (!IsA(cols, Const))
 		return HB_CALL_NONE;
 	*is_array = ((Const *) cols)->constisnull;
-	if (*is_array && list_length(f->args) != 6)
-		return HB_CALL_NONE;
+	if (*is_array && (list_length(f->args) != 6 ||
+					  !hb_pin_array_type(exprType(list_nth(f->args, 5)))))
+		return HB_CALL_NONE;	/* the function itself says what is wrong */
 	return kind;
 }
 

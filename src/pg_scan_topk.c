@@ -208,7 +208,10 @@ hb_scan_reset_waiting(HbScoreState *st)
 /*
  * Approximate or exact, as hb_topk_agg decides it (hbird.topk_mode): auto
  * approximates when the model's active version has a tuning for top-K,
- * approx insists on one.  Only the highest scores are tuned for.
+ * approx insists on one.  Only the highest scores are tuned for.  A pinned
+ * call ranks exactly: the coordinator that shipped it may have asked for
+ * exact rows, and this session's hbird.topk_mode is not the coordinator's
+ * (an exact answer is a right answer to an approximate query too).
  */
 static void
 approx_start(HbScoreState *st, ScoreCall *c)
@@ -217,7 +220,8 @@ approx_start(HbScoreState *st, ScoreCall *c)
 	double		keep;
 
 	st->approx = NULL;
-	if (!st->descending || hb_topk_mode == HB_TOPK_EXACT)
+	if (!st->descending || hb_topk_mode == HB_TOPK_EXACT ||
+		c->source == HB_SOURCE_ARGS)
 		return;
 	if (st->tuned_entry != c->e)
 	{

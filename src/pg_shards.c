@@ -44,6 +44,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -573,6 +574,25 @@ hb_model_receive(PG_FUNCTION_ARGS)
 					 "WHERE r.name = $1 AND r.version = $2",
 					 4, t, v, NULL, SPI_OK_INSERT);
 	}
+	if (!superuser_arg(w.caller))
+	{
+		/*
+		 * Who tuned, and when, as the coordinator recorded it, where the
+		 * caller could have tuned as that role; otherwise the caller, now
+		 * (as the grants record who received them): a model administrator
+		 * does not put another role's name on a tuning
+		 */
+		const char *type = hb_role_column_type("tuning", "tuned_by");
+		Oid			t[3] = {TEXTOID, INT4OID, TEXTOID};
+		Datum		v[3] = {CStringGetTextDatum(name), Int32GetDatum(version),
+		CStringGetTextDatum(GetUserNameFromId(w.caller, false))};
+
+		hb_write_sql(psprintf("UPDATE hbird.tuning u SET tuned_by = $3::text::%s, tuned_at = now() "
+							  "WHERE u.name = $1 AND u.version = $2 AND NOT EXISTS "
+							  "(SELECT 1 FROM pg_roles r WHERE r.rolname = u.tuned_by::text "
+							  "AND pg_has_role($3::text::name, r.oid, 'MEMBER'))", type),
+					 3, t, v, NULL, SPI_OK_UPDATE);
+	}
 	hb_write_end(&w);
 	PG_RETURN_TEXT_P(cstring_to_text(action.data));
 }
@@ -598,8 +618,14 @@ local_active(const char *name, Oid nsp)
 	Oid			t[1] = {TEXTOID};
 	Datum		v[1] = {name ? CStringGetTextDatum(name) : (Datum) 0};
 	List	   *out = NIL;
+	int			guc_level;
 
 	SPI_connect();
+	/* the caller's search_path must not pick the query's operators */
+	guc_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
 	if (SPI_execute_with_args(sql, 1, t, v, name ? NULL : "n", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read hb_models");
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -614,6 +640,7 @@ local_active(const char *name, Oid nsp)
 		out = lappend(out, a);
 		MemoryContextSwitchTo(old);
 	}
+	AtEOXact_GUC(false, guc_level);
 	SPI_finish();
 	return out;
 }

@@ -98,6 +98,36 @@ DROP USER MAPPING FOR regress_pd_nobody SERVER pd_shard1;
 REVOKE ALL ON pd_ft FROM regress_pd_nobody;
 DROP ROLE regress_pd_nobody;
 
+-- a role that may score the model but not execute hb_predict(text, record)
+-- (REVOKE EXECUTE ... FROM PUBLIC): the call is not pinned either (the
+-- pinned form is everyone's), and a generic plan pinned before the REVOKE
+-- is made again after it
+CREATE ROLE regress_pd_norun;
+GRANT SELECT ON pd_ft TO regress_pd_norun;
+CREATE USER MAPPING FOR regress_pd_norun SERVER pd_shard1;
+SELECT hb_model_grant('binary_logistic', 'regress_pd_norun');
+SET plan_cache_mode = force_generic_plan;
+SET ROLE regress_pd_norun;
+PREPARE pd_norun AS SELECT sum(hb_predict('binary_logistic', t)) FROM pd_ft t;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE pd_norun;
+RESET ROLE;
+BEGIN;
+REVOKE EXECUTE ON FUNCTION hb_predict(text, record) FROM PUBLIC;
+SET LOCAL ROLE regress_pd_norun;
+-- planned again, the call stays on the coordinator, whose executor refuses
+-- it (the plan made before would have shipped it: EXPLAIN would show it)
+SAVEPOINT pd_s;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE pd_norun;
+ROLLBACK TO pd_s;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT hb_predict('binary_logistic', t) FROM pd_ft t;
+ROLLBACK;
+DEALLOCATE pd_norun;
+RESET plan_cache_mode;
+SELECT hb_model_revoke('binary_logistic', 'regress_pd_norun');
+DROP USER MAPPING FOR regress_pd_norun SERVER pd_shard1;
+REVOKE ALL ON pd_ft FROM regress_pd_norun;
+DROP ROLE regress_pd_norun;
+
 -- The pinned calls where they run: the same answers as the plain calls,
 -- row at a time and batched, whatever the order of the columns named.
 CREATE TEMP TABLE pd_pin AS

@@ -19,6 +19,9 @@ SELECT hb_model_activate('sp_model', 1);
 SELECT count(*) AS features FROM hb_model_features WHERE name OPERATOR(pg_catalog.=) 'sp_model';
 SELECT hbt_close(hb_predict('sp_model', r), e.pred) FROM reg_squarederror_in r JOIN reg_squarederror_exp e USING (id) WHERE id OPERATOR(pg_catalog.=) 1;
 SELECT hb_model_grant('sp_model', 'public');
+-- hb_model_shards reads the active versions here through SQL (no shards here)
+SELECT count(*) AS shard_rows FROM hb_model_shards('sp_model');
+SELECT count(*) AS shard_rows FROM hb_model_shards();
 -- the default query of hb_predict_batch / hb_topk reads the row type's own
 -- table, schema-qualified: a table of that name earlier in the path is not read
 CREATE TABLE evil.reg_squarederror_in (LIKE public.reg_squarederror_in);

@@ -142,6 +142,12 @@ SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', E'a\x7fb', :'bin')) AS d
 SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', E'a\tb', :'bin')) AS tab;
 SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', '   ', :'bin')) AS blank;
 SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', E'\u3000\u00A0', :'bin')) AS unicode_blank;
+-- characters that render as nothing (default-ignorable): 'secr?et' would list as 'secret'
+SELECT count(*) AS tried,
+	   count(*) FILTER (WHERE hbt_try(format('SELECT hb_model_upload(%L, %L)', 'secr' || c || 'et', :'bin'))
+						= '22023: model name must not contain control, formatting or invisible characters') AS refused
+FROM unnest(ARRAY[E'\u00AD', E'\u034F', E'\u2061', E'\uFE0F', E'\U000E0041', E'\u180E',
+				  E'\u3164', E'\uFFA0', E'\u115F', E'\U0001D173']) c;
 SELECT hbt_try(format('SELECT hb_model_upload(%L, %L)', 'Café Ω', :'bin')) AS accented;
 SELECT hb_model_drop('Café Ω');
 -- a hint quotes a name as SQL does
@@ -172,6 +178,33 @@ SET ROLE regress_sec_mallory;
 SELECT hbt_try($$SELECT hb_model_drop('sec_orphan')$$) AS reassigned_drop;
 RESET ROLE;
 
+-- ---- 4b. tunings received from a coordinator ----
+-- hb_model_receive keeps who tuned and when only where the caller could
+-- have tuned as that role; a model administrator receiving a tuning that
+-- names another role records itself, now (as the grants record who
+-- received them)
+SELECT count(*) > 0 AS tuned FROM hb_tune('sec_dba', 'SELECT * FROM binary_logistic_in', 'topk', 3, 0.5);
+SELECT json_agg(jsonb_set(jsonb_set(jsonb_set(to_jsonb(t), '{name}', '"sec_recv"'),
+								   '{tuned_by}', '"regress_sec_mallory"'),
+						 '{tuned_at}', '"2001-01-01 00:00:00+00"'))::text AS tj
+FROM hbird.tuning t WHERE name = 'sec_dba' AND version = 1 \gset
+GRANT EXECUTE ON FUNCTION hb_model_receive(text, integer, text, text[], bytea, text,
+										   name, boolean, name[], json, json) TO regress_sec_alice;
+SET ROLE regress_sec_alice;
+SELECT hb_model_receive('sec_recv', 1, 'xgboost-json', NULL, convert_to(:'bin', 'UTF8'),
+						encode(sha256(convert_to(:'bin', 'UTF8')), 'hex'), 'regress_sec_alice',
+						true, '{}', :'tj', '[]') AS received;
+RESET ROLE;
+SELECT tuned_by, tuned_at > '2001-01-02' AS recent FROM hb_tunings WHERE name = 'sec_recv';
+-- a superuser's receive keeps them
+SELECT hb_model_receive('sec_recv2', 1, 'xgboost-json', NULL, convert_to(:'bin', 'UTF8'),
+						encode(sha256(convert_to(:'bin', 'UTF8')), 'hex'), 'regress_sec_alice',
+						true, '{}', replace(:'tj', 'sec_recv', 'sec_recv2')::json, '[]') AS received;
+SELECT tuned_by, tuned_at > '2001-01-02' AS recent FROM hb_tunings WHERE name = 'sec_recv2';
+REVOKE EXECUTE ON FUNCTION hb_model_receive(text, integer, text, text[], bytea, text,
+											name, boolean, name[], json, json) FROM regress_sec_alice;
+SELECT hb_model_drop('sec_recv'), hb_model_drop('sec_recv2'), hb_tune_drop('sec_dba');
+
 -- ---- 5. roles that own models or hold their grants ----
 
 -- the DETAIL lists what depends on the role, as PostgreSQL does
@@ -197,6 +230,29 @@ SELECT count(*) AS grants_left FROM hb_model_grants WHERE grantee::text LIKE 're
 SELECT hbt_try('DROP ROLE regress_sec_carol') AS drop_carol_now;
 DROP OWNED BY regress_sec_mallory;
 SELECT name FROM hb_models WHERE name LIKE 'sec%' ORDER BY name;
+
+-- ---- 6. pinned calls over constants ----
+-- The planner computes an IMMUTABLE call over constants, checking the
+-- planning role's right to score, and the plan keeps only the value: it is
+-- made again for another role, and after a revoke.
+SELECT format('PREPARE sec_pin AS SELECT round(hb_predict_pinned(%L, %s, %L, %L, NULL, ARRAY[1, 2, 3, 4, 5, 6]::float8[])::numeric, 6) AS p',
+			  name, version, sha256, 's1')
+FROM hb_models WHERE name = 'sec_dba' AND active \gexec
+SET plan_cache_mode = force_generic_plan;
+EXECUTE sec_pin;
+SET ROLE regress_sec_mallory;
+SELECT hbt_try('EXECUTE sec_pin') AS other_role;
+RESET ROLE;
+SELECT hb_model_grant('sec_dba', 'regress_sec_mallory');
+SET ROLE regress_sec_mallory;
+EXECUTE sec_pin;
+RESET ROLE;
+SELECT hb_model_revoke('sec_dba', 'regress_sec_mallory');
+SET ROLE regress_sec_mallory;
+SELECT hbt_try('EXECUTE sec_pin') AS after_revoke;
+RESET ROLE;
+DEALLOCATE sec_pin;
+RESET plan_cache_mode;
 
 SELECT hb_model_drop('sec_dba');
 DROP ROLE regress_sec_mallory, regress_sec_nobody;

@@ -56,3 +56,20 @@ err=$(psql -X -q -At -d "$db" -c "SELECT hb_predict('cv', p) FROM probe p WHERE 
 	sleep 0.7; q -c "SELECT hb_model_drop('cv')" >/dev/null; wait)
 grep -q 'model "cv" does not exist' <<<"$err"
 tap $? "a drop by another session is seen by the next statement"
+
+# a revoke committed by another session applies to an open REPEATABLE READ
+# transaction's next statement, as PostgreSQL's own revokes do (its
+# snapshot kept the grant until 2026-12-05)
+q -v a="$(cat $fx/binary_logistic.json)" >/dev/null <<'SQL'
+CREATE ROLE cv_reader;
+SELECT hb_model_upload('cv2', :'a');
+SELECT hb_model_grant('cv2', 'cv_reader');
+SQL
+score="SELECT round(hb_predict('cv2', ARRAY[0.5, -1, 0.25, 1, 0, 2]::float8[])::numeric, 6)"
+out=$(psql -X -q -At -d "$db" -c "BEGIN ISOLATION LEVEL REPEATABLE READ" -c "SET LOCAL ROLE cv_reader" \
+	-c "$score" -c "SELECT pg_sleep(1.5)" -c "$score" -c "COMMIT" 2>&1 &
+	sleep 0.7; q -c "SELECT hb_model_revoke('cv2', 'cv_reader')" >/dev/null; wait)
+[ "$(head -1 <<<"$out")" = "$(q -c "$score")" ] &&
+	grep -q 'permission denied to score model "cv2"' <<<"$out"
+tap $? "a revoke by another session applies to a REPEATABLE READ transaction's next statement (got: $(tr '\n' ' ' <<<"$out"))"
+q -c "SELECT hb_model_drop('cv2')" -c "DROP ROLE cv_reader" >/dev/null

@@ -521,6 +521,20 @@ done
 e4=$(q $C -c "SET ROLE so_reader" -c "SELECT sum(${pin//@/t}) FROM t_notes t" -c "SELECT sum(${pin//@/t}) FROM t_notes t WHERE note IS NULL OR note <> 'x'" 2>&1)
 same "$e4" "$(q $C -c "SELECT sum(hb_predict('reg', t)) FROM t_p2 t" -c "SELECT sum(hb_predict('reg', t)) FROM t_p2 t")"
 tap $? "the same calls by a role with the grant score as the plain calls do"
+# a role mapped to another role on the shard, granted the model on the
+# coordinator only: the shard refuses, naming itself and its role, and says
+# where a grant that lasts is made (a grant on the shard alone is replaced
+# by the next hb_model_distribute)
+q $S2 -c "CREATE ROLE so_svc LOGIN; GRANT SELECT ON t_part TO so_svc" >/dev/null
+q $C >/dev/null <<'SQL'
+CREATE ROLE so_mapped;
+CREATE USER MAPPING FOR so_mapped SERVER shard2 OPTIONS (user 'so_svc', password_required 'false');
+GRANT SELECT ON t_p2 TO so_mapped;
+SELECT hb_model_grant('reg', 'so_mapped');
+SQL
+fails 'HINT:  Grants come from the coordinator: there the model.s owner can run hb_model_grant\(.reg., .so_svc.\) \(the role must exist there too\), then hb_model_distribute\(.reg.\)' \
+	"a role the shard does not let score: refused there, with the role it connects as and where to grant" \
+	-c "SET ROLE so_mapped" -c "SELECT sum(hb_predict('reg', t)) FROM t_p2 t"
 fails 'the model name of hb_predict_pinned over a foreign table must be a constant' \
 	"a pinned call whose model name is not a constant is refused" \
 	-c "SELECT sum(hb_predict_pinned(note, 1, '$sha', 'shard2', '{amount}', amount)) FROM t_notes"
@@ -643,6 +657,29 @@ q $C -c "DROP SERVER shard_down CASCADE" >/dev/null 2>&1
 q $C -c "CREATE ROLE so_other; GRANT EXECUTE ON FUNCTION hb_model_distribute(text, integer) TO so_other" >/dev/null
 fails 'must be owner of model "fraud"' "only the model's owner distributes it" \
 	-c "SET ROLE so_other" -c "SELECT * FROM hb_model_distribute('fraud')"
+
+# a top-K tuning goes to the shards with its model, but a shard's own
+# hbird.topk_mode is not the coordinator's: the shards rank exactly, so
+# that the coordinator's exact ORDER BY ... LIMIT and hb_topk(mode =>
+# 'exact') get exact rows (until 2026-12-05 the shards approximated)
+q $C -v reg="$(cat $fx/reg_squarederror.json)" >/dev/null <<'SQL'
+SELECT hb_model_upload('rk', :'reg');
+SELECT count(*) FROM hb_tune('rk', 'SELECT * FROM t_local', 'topk', 10, 0.5);
+SELECT count(*) FROM hb_model_distribute('rk');
+SQL
+s1_top="SELECT string_agg(id::text, ' ') FROM (SELECT id FROM t_part t ORDER BY hb_predict('rk', t) DESC LIMIT 20) x"
+[ "$(q $S1 -c "SET hbird.topk_mode = approx" -c "$s1_top")" != "$(q $S1 -c "SET hbird.topk_mode = exact" -c "$s1_top")" ]
+lossy=$?
+ok=0
+# (the nine rows tied at the third place all fall within k: the rows are
+# a single node's whatever the order of ties; hb_topk's order is t_one's)
+for k in 15 20 40; do
+	cmp_sql "SET hbird.topk_mode = exact; SELECT string_agg(id || ':' || s, ' ' ORDER BY id) FROM (SELECT id, hb_predict('rk', t) AS s FROM @T t ORDER BY hb_predict('rk', t) DESC LIMIT $k) x" || ok=1
+	q_topk="SELECT string_agg(rank || ':' || (item).id || ':' || score, ' ') FROM hb_topk('rk', $k, NULL::@T, mode => 'exact')"
+	same "$(q $C -c "${q_topk//@T/t_dist}" 2>&1)" "$(q $C -c "${q_topk//@T/t_one}" 2>&1)" || ok=1
+done
+[ $lossy = 0 ] && [ $ok = 0 ]
+tap $? "a top-K tuning on the shards: exact ORDER BY ... LIMIT and hb_topk(mode => 'exact') over them get a single node's exact rows (the tuning loses rows on a shard: $([ $lossy = 0 ] && echo yes || echo no))"
 
 # ---- a streaming standby of the coordinator ----
 nodes+=(standby)
