@@ -497,6 +497,7 @@ typedef enum HbTopkMode
 
 extern bool hb_cascade_on;
 extern int	hb_topk_mode;
+extern bool hb_topk_bar_cut;	/* hbird.topk_bar_cut (pg_guc.c) */
 
 typedef struct HbTuning
 {

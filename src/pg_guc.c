@@ -47,6 +47,7 @@ bool		hb_cascade_on = false;
 bool		hb_lazy_on = true;
 bool		hb_sparse_on = true;
 int			hb_topk_mode = HB_TOPK_AUTO;
+bool		hb_topk_bar_cut = false;
 
 /* statistics (pg_stats.c) */
 bool		hb_stat_track = true;
@@ -260,6 +261,17 @@ hb_define_gucs(void)
 							 &hb_topk_mode,
 							 hb_topk_mode,
 							 topk_mode_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("hbird.topk_bar_cut",
+							 "Lets approximate top-K use a tuning's cut relative to the bar.",
+							 "That cut re-scores fewer rows on large inputs, but its precision "
+							 "statement assumes what the tuning sample cannot check; off, the "
+							 "fixed cut alone decides, whose statement hb_tune reports.",
+							 &hb_topk_bar_cut,
+							 hb_topk_bar_cut,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

@@ -298,6 +298,14 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 			ok = false;
 		else if (ok && strcmp(kind, "cascade") == 0 && isnan(out->threshold))
 			ok = hb_fail(&err, HB_ERR_INVALID, "the threshold is missing or not a number");
+
+		/*
+		 * The cut relative to the bar is checked as stored, and used only
+		 * under hbird.topk_bar_cut: its statement rests on an assumption
+		 * the sample cannot check (docs/willump.md)
+		 */
+		if (ok && !hb_topk_bar_cut)
+			out->bar.slope = out->bar.floor = out->bar.margin = NAN;
 		if (!ok)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),

@@ -27,6 +27,8 @@ BEGIN
 	RETURN NULL;
 END $$;
 SET client_min_messages = warning;
+-- the cases below plant cuts relative to the bar (off by default)
+SET hbird.topk_bar_cut = on;
 
 SELECT count(*) FILTER (WHERE chosen) AS chosen
 FROM hb_tune('grank', $$SELECT * FROM gitems WHERE id <= 110000$$,
