@@ -644,6 +644,30 @@ def _hist_gb(est, classes):
     return m
 
 
+def _negative_categories_missing(ex, model, refs):
+    """The features of categorical splits through a missing_below step.
+
+    scikit-learn's HistGradientBoosting predictor reads any negative value
+    of a categorical feature as missing, where a native tree's categorical
+    node truncates toward zero first (-0.5 is category 0 there, LightGBM's
+    rule).  Such a feature is split on categorically only, so making its
+    negative values NaN before the trees gives scikit-learn's routing.
+    """
+    cat = set()
+    for t in model.get("trees", ()):
+        for f, c in zip(t["feature"], t.get("cat_sets") or ()):
+            if c is not None:
+                cat.add(f)
+    if not cat:
+        return refs
+    cat = sorted(cat)
+    name = ex.add("missing_below", **{"in": [refs[j] for j in cat]}, threshold=0.0)
+    refs = list(refs)
+    for j, r in zip(cat, ex.outs(name, len(cat))):
+        refs[j] = r
+    return refs
+
+
 def _hgb_classifier():
     from sklearn.ensemble import HistGradientBoostingClassifier
     return HistGradientBoostingClassifier
@@ -790,6 +814,7 @@ def export(pipe, columns=None, costs=None):
         if len(keep) < len(refs):
             _compact(model, keep)
             refs = [refs[j] for j in keep]
+        refs = _negative_categories_missing(ex, model, refs)
     costs = costs or {}
     inputs = []
     for c in ex.columns:

@@ -174,7 +174,8 @@ step_kind_name(HbStepKind k)
 	static const char *const names[] = {
 		"affine", "impute", "missing_indicator", "binarize", "cast_f32",
 		"arith", "clip", "normalize", "poly", "kbins", "onehot_num",
-		"onehot_text", "label_text", "hashing", "tfidf", "label_num"
+		"onehot_text", "label_text", "hashing", "tfidf", "label_num",
+		"missing_below"
 	};
 
 	return (unsigned) k <= HB_STEP_KIND_MAX ? names[k] : "unknown";
@@ -382,6 +383,7 @@ validate_step(const HbPipeline *p, HbStep *s, int32_t k, int32_t next,
 		case HB_STEP_CAST_F32:
 		case HB_STEP_ARITH:
 		case HB_STEP_CLIP:
+		case HB_STEP_MISSING_BELOW:
 		case HB_STEP_NORMALIZE:
 			want_out = s->n_in;
 			break;
@@ -437,11 +439,12 @@ validate_step(const HbPipeline *p, HbStep *s, int32_t k, int32_t next,
 									   "step %d (impute) has an infinite value", k);
 			break;
 		case HB_STEP_BINARIZE:
+		case HB_STEP_MISSING_BELOW:
 			if (isnan(s->threshold))
-				return hb_fail(err, HB_ERR_INVALID, "step %d (binarize) has a NaN threshold", k);
+				return hb_fail(err, HB_ERR_INVALID, "step %d (%s) has a NaN threshold", k, kn);
 			break;
 		case HB_STEP_ARITH:
-			if ((unsigned) s->arith > HB_ARITH_LOG)
+			if ((unsigned) s->arith > HB_ARITH_TRUNC)
 				return hb_fail(err, HB_ERR_INVALID, "step %d (arith) has an unknown operator", k);
 			if (s->arith <= HB_ARITH_POW && s->n_in > 0 &&
 				(s->constant == NULL || !all_finite(s->constant, s->n_in)))
@@ -1444,7 +1447,8 @@ text_vector(TextScratch *t, const HbStep *s, const HbText *txt, double *slots)
 static inline bool
 is_missing(const HbStep *s, double x)
 {
-	return isnan(x) || (s->has_missing_value && x == s->missing_value);
+	return (isnan(x) && !s->nan_kept) ||
+		(s->has_missing_value && x == s->missing_value);
 }
 
 static double
@@ -1476,6 +1480,8 @@ arith(HbArithOp op, double x, double c)
 			return exp(x);
 		case HB_ARITH_LOG:
 			return log(x);
+		case HB_ARITH_TRUNC:
+			return trunc(x);
 	}
 	return NAN;
 }
@@ -1509,6 +1515,8 @@ arith_f(HbArithOp op, float x, float c)
 			return expf(x);
 		case HB_ARITH_LOG:
 			return logf(x);
+		case HB_ARITH_TRUNC:
+			return truncf(x);
 	}
 	return NAN;
 }
@@ -1676,6 +1684,14 @@ run_step(const HbPipeline *p, const HbStep *s, double *slots,
 				double		x = slots[s->in[i]];
 
 				out[i] = isnan(x) ? x : (x > s->threshold ? 1.0 : 0.0);
+			}
+			break;
+		case HB_STEP_MISSING_BELOW:
+			for (int32_t i = 0; i < s->n_in; i++)
+			{
+				double		x = slots[s->in[i]];
+
+				out[i] = x < s->threshold ? NAN : x;
 			}
 			break;
 		case HB_STEP_CAST_F32:

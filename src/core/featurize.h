@@ -74,10 +74,13 @@ typedef enum HbStepKind
 	HB_STEP_HASHING,			/* HashingVectorizer */
 	HB_STEP_TFIDF,				/* CountVectorizer / TfidfVectorizer */
 
-	HB_STEP_LABEL_NUM			/* number -> number by a table (LabelEncoder) */
+	HB_STEP_LABEL_NUM,			/* number -> number by a table (LabelEncoder) */
+
+	/* element-wise again (added later: stored images keep the numbers) */
+	HB_STEP_MISSING_BELOW		/* out = x < threshold ? NaN : x */
 } HbStepKind;
 
-#define HB_STEP_KIND_MAX HB_STEP_LABEL_NUM
+#define HB_STEP_KIND_MAX HB_STEP_MISSING_BELOW
 
 typedef enum HbAffineOrder
 {
@@ -92,7 +95,8 @@ typedef enum HbArithOp
 	HB_ARITH_RSUB,				/* c - x */
 	HB_ARITH_RDIV,				/* c / x */
 	HB_ARITH_POW, HB_ARITH_ABS, HB_ARITH_NEG, HB_ARITH_SQRT,
-	HB_ARITH_EXP, HB_ARITH_LOG
+	HB_ARITH_EXP, HB_ARITH_LOG,
+	HB_ARITH_TRUNC				/* toward zero (onnxruntime's cast to int64) */
 } HbArithOp;
 
 typedef enum HbNorm
@@ -150,9 +154,11 @@ typedef struct HbStep
 	double	   *add;
 
 	/* IMPUTE: per input; missing means NaN, or x == missing_value when
-	 * has_missing_value (ONNX Imputer replaced_value_float) */
+	 * has_missing_value (ONNX Imputer replaced_value_float); with nan_kept
+	 * only x == missing_value (onnxruntime leaves NaN alone there) */
 	double	   *value;
 	bool		has_missing_value;
+	bool		nan_kept;
 	double		missing_value;
 
 	/* BINARIZE threshold, CLIP lo/hi, ARITH constant (per input) */

@@ -32,6 +32,7 @@ elementwise(const HbStep *s)
 		case HB_STEP_CAST_F32:
 		case HB_STEP_ARITH:
 		case HB_STEP_CLIP:
+		case HB_STEP_MISSING_BELOW:
 			return s->n_out == s->n_in;
 		default:
 			return false;

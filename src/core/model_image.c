@@ -20,9 +20,11 @@
  * model's original bytes instead, and that makes the new compact sets,
  * where a version 2 image of a model with large category ids holds its
  * bitsets sized by the largest id.  4: a pipeline's zero_is_missing
- * (version 3 images marked the model's nodes instead).
+ * (version 3 images marked the model's nodes instead).  5: an imputer's
+ * nan_kept (ONNX Imputer with a placeholder: a version 4 image would
+ * replace NaN too, so the original bytes are parsed again instead).
  */
-#define IMAGE_VERSION	4u
+#define IMAGE_VERSION	5u
 
 typedef struct Buf
 {
@@ -131,7 +133,7 @@ put_pipeline(Buf *b, const HbPipeline *p)
 			(s->alternate_sign ? 16 : 0) | (s->binary ? 32 : 0) |
 			(s->sublinear_tf ? 64 : 0) | (s->tok.lowercase ? 128 : 0) |
 			(s->tok.char_ngrams ? 256 : 0) | (s->tok.char_wb ? 512 : 0) |
-			((uint32_t) s->tok.strip_accents << 10);
+			((uint32_t) s->tok.strip_accents << 10) | (s->nan_kept ? 1u << 16 : 0);
 
 		put_u32(b, (uint32_t) s->kind);
 		put_str(b, s->name);
@@ -418,6 +420,7 @@ get_pipeline(Rd *r, bool *nomem)
 		flags = get_u32(r);
 		s->f32 = (flags & 1) != 0;
 		s->has_missing_value = (flags & 2) != 0;
+		s->nan_kept = (flags & (1u << 16)) != 0;
 		s->onehot = (flags & 4) != 0;
 		s->drop_first = (flags & 8) != 0;
 		s->alternate_sign = (flags & 16) != 0;

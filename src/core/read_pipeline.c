@@ -1022,6 +1022,11 @@ build_step(Reader *r, const HbJson *js, JStep *j)
 		s = elementwise(r, HB_STEP_BINARIZE);
 		return s && get_num(r, js, "threshold", 0.0, false, &s->threshold);
 	}
+	if (strcmp(op, "missing_below") == 0)
+	{
+		s = elementwise(r, HB_STEP_MISSING_BELOW);
+		return s && get_num(r, js, "threshold", 0.0, false, &s->threshold);
+	}
 	if (strcmp(op, "normalizer") == 0)
 	{
 		s = elementwise(r, HB_STEP_NORMALIZE);

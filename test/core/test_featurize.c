@@ -216,6 +216,22 @@ test_elementwise(void)
 	check_row(p, (double[]) {0.7}, NULL, (double[]) {1}, "binarizer: above is 1");
 	hb_pipeline_free(p);
 
+	/* missing_below: scikit-learn's negative categories are missing */
+	p = new_pipeline(2, 0);
+	s = add_step(p, HB_STEP_MISSING_BELOW, 2, in2, 2);
+	s->threshold = 0;
+	ok(finish(p, &err), "missing_below validates");
+	check_row(p, (double[]) {-0.5, 0}, NULL, (double[]) {NAN, 0},
+			  "missing_below: below is missing, the threshold itself is not");
+	check_row(p, (double[]) {-0.0, 2.5}, NULL, (double[]) {-0.0, 2.5},
+			  "missing_below: -0 is not below 0");
+	check_row(p, (double[]) {NAN, -INFINITY}, NULL, (double[]) {NAN, NAN},
+			  "missing_below: NaN stays missing, -inf is below");
+	s->threshold = NAN;
+	ok(!hb_pipeline_validate(p, 2, &err) && strstr(err.msg, "missing_below") != NULL,
+	   "missing_below: a NaN threshold is refused by name");
+	hb_pipeline_free(p);
+
 	/* cast, arithmetic, clip */
 	p = new_pipeline(1, 0);
 	s = add_step(p, HB_STEP_CAST_F32, 1, in2, 1);

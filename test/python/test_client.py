@@ -978,6 +978,25 @@ def exporter_cases():
             return False
         t()
 
+    @case("exporter: HistGradientBoosting categorical values below 0 are missing, as scikit-learn")
+    def t():
+        from sklearn.ensemble import HistGradientBoostingRegressor
+        c = r.randint(0, 5, 2000).astype(float)
+        x = r.normal(size=2000)
+        Xc = np.column_stack([c, x, r.randint(0, 3, 2000).astype(float)])
+        m = HistGradientBoostingRegressor(categorical_features=[0, 2], max_iter=20,
+                                          random_state=0)
+        m.fit(Xc, np.where(c == 0, 5.0, 0.0) + x - 3.0 * (c == 2) + Xc[:, 2])
+        # -0.5 and -0.999 are missing there (category 0 under LightGBM's
+        # truncation), 0.5 and 2.7 categories 0 and 2, 7 unseen: missing
+        v = np.array([0.0, -0.5, -0.999, -1.0, -3.0, np.nan, 0.5, 2.7, 7.0, -0.0])
+        Xt2 = np.column_stack([np.tile(v, 10), r.normal(size=100), np.repeat(v, 10)])
+        hbird.upload(conn, "ex_hgb_neg", m, features=["a", "b", "c"])
+        got = score_arrays(conn, "ex_hgb_neg", Xt2, "hb_predict")
+        w = worst(got, m.predict(Xt2), 1e-9, 1e-9)
+        return w <= 0 and np.ptp(m.predict(Xt2[:10])) > 1, "worst excess %.3g" % w
+    t()
+
     @case("exporter: GradientBoostingRegressor(init='zero') scores as predict")
     def t():
         m = GradientBoostingRegressor(init="zero", n_estimators=10, random_state=0).fit(X, X[:, 0] + 5)

@@ -121,6 +121,8 @@ onnx_featurize_onehot(OnnxReader *r, const OnnxNode *n, const OnnxVal *in)
 	bool		zeros = onnx_attr_int(n, "zeros", 1) != 0;
 	double	   *nums = NULL;
 	int32_t    *all;
+	int32_t    *truncated = NULL;
+	OnnxVal		whole;
 	int32_t		width = 0;
 	bool		ok;
 
@@ -145,6 +147,29 @@ onnx_featurize_onehot(OnnxReader *r, const OnnxNode *n, const OnnxVal *in)
 	}
 	for (size_t k = 0; !text && k < n_cats; k++)
 		nums[k] = (double) cats[k];
+	if (!text && (in->elem == ONNX_FLOAT || in->elem == ONNX_DOUBLE))
+	{
+		/*
+		 * onnxruntime looks a floating-point value up as its cast to int64,
+		 * toward zero (2.7 is category 2, -0.5 category 0): the same step
+		 * first
+		 */
+		HbStep	   *t = onnx_add_step(r, n, HB_STEP_ARITH, in->slots, in->width, in->width);
+
+		if (t == NULL || (truncated = hb_alloc(sizeof(int32_t) * in->width)) == NULL)
+		{
+			hb_free(all);
+			hb_free(nums);
+			return t == NULL ? false : hb_fail(r->err, HB_ERR_NOMEM, "out of memory");
+		}
+		t->arith = HB_ARITH_TRUNC;
+		t->f32 = in->elem == ONNX_FLOAT;
+		for (int32_t c = 0; c < in->width; c++)
+			truncated[c] = t->out + c;
+		whole = *in;
+		whole.slots = truncated;
+		in = &whole;
+	}
 	for (int32_t c = 0; c < in->width; c++)
 	{
 		HbStep	   *s = add_category_step(r, n, in, c,
@@ -156,6 +181,7 @@ onnx_featurize_onehot(OnnxReader *r, const OnnxNode *n, const OnnxVal *in)
 		{
 			hb_free(all);
 			hb_free(nums);
+			hb_free(truncated);
 			return false;
 		}
 		s->onehot = true;
@@ -164,6 +190,7 @@ onnx_featurize_onehot(OnnxReader *r, const OnnxNode *n, const OnnxVal *in)
 		s->unknown = zeros ? HB_UNKNOWN_IGNORE : HB_UNKNOWN_ERROR;
 	}
 	hb_free(nums);
+	hb_free(truncated);
 	ok = n->n_output < 1 || onnx_val_add_slots(r, n->output[0], ONNX_FLOAT, all, width);
 	hb_free(all);
 	return ok;

@@ -207,7 +207,9 @@ featurize_imputer(OnnxReader *r, const OnnxNode *n, const OnnxVal *in)
 	s->value = value;
 	if (!isnan(replaced))
 	{
+		/* onnxruntime replaces that value only: a NaN (NULL) stays */
 		s->has_missing_value = true;
+		s->nan_kept = true;
 		s->missing_value = replaced;
 	}
 	return onnx_add_step_value(r, n, s, in->elem);

@@ -326,6 +326,14 @@ read_passthrough(OnnxReader *r, const OnnxNode *n, const OnnxVal *in0)
 			v->kind = VAL_TEXT;
 		return true;
 	}
+	if (in0->kind == VAL_SCORES && op_is(n, "Cast", false))
+	{
+		int64_t		to = onnx_attr_int(n, "to", 0);
+
+		/* truncated to integers the scores would be other numbers */
+		if (to != ONNX_FLOAT && to != ONNX_DOUBLE)
+			return onnx_refuse(r, n, "a cast of the model's scores to a non-floating type is not supported");
+	}
 	if (in0->kind != VAL_INPUT)
 		return onnx_val_add(r, n->output[0], in0->kind, in0->tensor, in0->elem);
 	if (op_is(n, "Cast", false))

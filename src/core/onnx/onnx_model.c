@@ -88,10 +88,23 @@ onnx_post_transform(OnnxReader *r, const OnnxNode *n, PostTransform *pt)
 				return true;
 			}
 	}
-	else if (a->has_i && a->i >= 0 && a->i <= 4)
+	else if (a->has_i && (a->i == 0 || a->i == 3 || a->i == 4))
 	{
+		/* NONE, SOFTMAX_ZERO, PROBIT: the same to the specification and onnxruntime */
 		*pt = (PostTransform) a->i;
 		return true;
+	}
+	else if (a->has_i && (a->i == 1 || a->i == 2))
+	{
+		/*
+		 * TreeEnsemble (ai.onnx.ml 5) numbers its post_transform 0 NONE,
+		 * 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT; onnxruntime reads
+		 * 1 as LOGISTIC and 2 as SOFTMAX: either reading would disagree with
+		 * one of them
+		 */
+		return onnx_refuse(r, n, a->i == 1 ?
+						   "post_transform 1 is SOFTMAX to the ONNX specification and LOGISTIC to onnxruntime" :
+						   "post_transform 2 is LOGISTIC to the ONNX specification and SOFTMAX to onnxruntime");
 	}
 	return onnx_refuse(r, n, "unknown post_transform");
 }
