@@ -22,6 +22,9 @@ BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PY=/usr/bin/python3
 
 if [ "${1:-}" = --in-cluster ]; then
+	# both parts act only under hbird.topk_bar_cut (off by default): every
+	# session here, the tuning's included, runs with it on
+	export PGOPTIONS="${PGOPTIONS:-} -c hbird.topk_bar_cut=on"
 	. "$BENCH/lib.sh"
 	anchor_table "$BAR_MODEL" "$BAR_CSV"
 	cols=$(for ((i = 0; i < 28; i++)); do printf 'f%d float8,' "$i"; done)

@@ -242,8 +242,8 @@ hb_may_score(const HbCatalogRef *ref)
 	/*
 	 * The grants as they are now, as PostgreSQL reads its own privileges
 	 * (the catalog's latest state): a revoke committed after a REPEATABLE
-	 * READ transaction began applies to it.  Parallel workers cannot take a
-	 * new snapshot; their leader checked before starting them.
+	 * READ transaction began applies to it.  In parallel mode (a parallel
+	 * plan's leader too) no new snapshot can be taken: the statement's.
 	 */
 	snap = RegisterSnapshot(IsInParallelMode() ? scan_snapshot() : GetLatestSnapshot());
 	rel = table_open(hb_catalog_relid("model_grant"), AccessShareLock);

@@ -131,25 +131,30 @@ space_char(pg_wchar c)
 void
 hb_check_new_model_name(const char *name)
 {
-	const unsigned char *p = (const unsigned char *) name;
-	const unsigned char *end = p + strlen(name);
-	bool		utf8 = GetDatabaseEncoding() == PG_UTF8;
+	int			enc = GetDatabaseEncoding();
+	/* code points from UTF-8: another encoding's bytes are not Unicode */
+	const char *u = enc == PG_UTF8 || enc == PG_SQL_ASCII ? name :
+		pg_server_to_any(name, strlen(name), PG_UTF8);
+	const unsigned char *p = (const unsigned char *) u;
+	const unsigned char *end = p + strlen(u);
+	bool		utf8 = enc != PG_SQL_ASCII;
 	bool		blank = true;
 
 	while (p < end)
 	{
 		pg_wchar	c;
-		int			len = utf8 ? pg_utf_mblen(p) : pg_mblen((const char *) p);
+		int			len = utf8 ? pg_utf_mblen(p) : 1;
 
 		if (p + len > end)
 			break;
-		c = utf8 ? utf8_to_unicode(p) : (len == 1 ? *p : 0x100);
+		/* SQL_ASCII: bytes of no known encoding, only ASCII's controls */
+		c = utf8 ? utf8_to_unicode(p) : (*p < 0x80 ? *p : 0x100);
 		if (deceptive_char(c))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("model name must not contain control, formatting or invisible characters"),
 					 errdetail("Character U+%04X at byte %d.", (unsigned) c,
-							   (int) (p - (const unsigned char *) name))));
+							   (int) (p - (const unsigned char *) u))));
 		if (!space_char(c))
 			blank = false;
 		p += len;

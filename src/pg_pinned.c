@@ -594,6 +594,13 @@ pin_error_context(void *arg)
 			   server_words(c->site->origin), c->site->version, c->name);
 }
 
+/*
+ * Pinned calls run by this backend, so far: the planner hook compares it
+ * before and after planning to see a call computed while planning (a
+ * constant folded, pg_pushdown.c).
+ */
+uint64		hb_pinned_runs = 0;
+
 static Datum
 pinned(FunctionCallInfo fcinfo, PinKind kind)
 {
@@ -605,6 +612,7 @@ pinned(FunctionCallInfo fcinfo, PinKind kind)
 	Datum		result;
 	bool		cascade = hb_cascade_on;
 
+	hb_pinned_runs++;
 	pc.site = s;
 	pc.name = site_name(fcinfo, s);
 	errcb.callback = pin_error_context;

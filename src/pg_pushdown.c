@@ -71,6 +71,8 @@
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/inval.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
@@ -145,6 +147,20 @@ pinned_function(FuncExpr *plain)
 }
 
 /*
+ * May the role execute f, the call a pinned form would replace?  The
+ * pinned form is everyone's to execute; f may not be (REVOKE EXECUTE ...
+ * FROM PUBLIC): without the right the call stays, and fails where the
+ * executor checks it.  The plan depends on the role (pd->depends) and on
+ * f's privileges (pd->replaced).
+ */
+static bool
+may_execute(FuncExpr *f, PinCtx *ctx)
+{
+	ctx->pd->replaced = list_append_unique_oid(ctx->pd->replaced, f->funcid);
+	return pg_proc_aclcheck(f->funcid, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
+}
+
+/*
  * hb_xxx(name, row | array) over a distributed relation, as its pinned
  * form; NULL when the call stays as it is.
  */
@@ -170,19 +186,6 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 	if (!IsA(name, Const) || ((Const *) name)->constisnull)
 		return NULL;
 
-	/*
-	 * The pinned form is everyone's to execute; the function it replaces
-	 * may not be (REVOKE EXECUTE ... FROM PUBLIC): without the right the
-	 * call stays, and fails where the executor checks it.  The plan then
-	 * depends on the role and on that function's privileges.
-	 */
-	ctx->pd->replaced = list_append_unique_oid(ctx->pd->replaced, f->funcid);
-	if (pg_proc_aclcheck(f->funcid, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
-	{
-		ctx->pd->depends = true;
-		return NULL;
-	}
-
 	if (!is_array)
 	{
 		Var		   *v = (Var *) arg;
@@ -206,7 +209,8 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 			return NULL;
 		ctx->pd->depends = true;
 		if (!hb_catalog_lookup(TextDatumGetCString(((Const *) name)->constvalue), &ref) ||
-			!hb_may_score(&ref) || !OidIsValid(fn = pinned_function(f)))
+			!hb_may_score(&ref) || !may_execute(f, ctx) ||
+			!OidIsValid(fn = pinned_function(f)))
 			return NULL;
 		rte = rt_fetch(v->varno, ctx->query->rtable);
 		rel = table_open(rte->relid, NoLock);
@@ -244,7 +248,8 @@ pin_call(FuncExpr *f, PinCtx *ctx)
 			return NULL;
 		ctx->pd->depends = true;
 		if (!hb_catalog_lookup(TextDatumGetCString(((Const *) name)->constvalue), &ref) ||
-			!hb_may_score(&ref) || !OidIsValid(fn = pinned_function(f)))
+			!hb_may_score(&ref) || !may_execute(f, ctx) ||
+			!OidIsValid(fn = pinned_function(f)))
 			return NULL;
 		args = list_make1(copyObject(arg));
 		cols = makeNullConst(TEXTARRAYOID, -1, DEFAULT_COLLATION_OID);
@@ -416,19 +421,6 @@ any_scoring_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, any_scoring_walker, ctx);
 }
 
-/* Whether node (a Query or an expression) holds a pinned call. */
-static bool
-any_pinned_walker(Node *node, void *ctx)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, FuncExpr) && hb_pinned_function(((FuncExpr *) node)->funcid))
-		return true;
-	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, any_pinned_walker, ctx, 0);
-	return expression_tree_walker(node, any_pinned_walker, ctx);
-}
-
 /* ---- 3. pinned calls that may be shipped: the right to score ---- */
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
@@ -480,9 +472,23 @@ hb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	}
 }
 
+/*
+ * A role's memberships or attributes changed (GRANT/REVOKE of a role,
+ * ALTER ROLE ... NOSUPERUSER): plans that pinned calls were made for what
+ * the role could score and execute then, and PostgreSQL invalidates no
+ * plan for that.  Every cached plan is made again; such changes are rare.
+ */
+static void
+roles_changed(Datum arg, int cacheid, uint32 hashvalue)
+{
+	ResetPlanCache();
+}
+
 void
 hb_pushdown_init(void)
 {
+	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, roles_changed, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHOID, roles_changed, (Datum) 0);
 	prev_set_rel_pathlist = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = hb_set_rel_pathlist;
 }
@@ -491,14 +497,6 @@ void
 hb_pushdown_prepare(Query *parse, HbPushdown *pd)
 {
 	memset(pd, 0, sizeof(*pd));
-
-	/*
-	 * A pinned call is IMMUTABLE (postgres_fdw ships nothing else): over
-	 * constants the planner computes it, checking the planning role's
-	 * right to score, and the plan keeps only the value.  Such a plan is
-	 * good for that role and that catalog only, whatever the GUCs.
-	 */
-	pd->has_pinned = query_tree_walker(parse, any_pinned_walker, NULL, 0);
 	if (!hb_pushdown_on || hb_cascade_on || parse->commandType != CMD_SELECT ||
 		parse->utilityStmt != NULL ||
 		!query_tree_walker(parse, any_scoring_walker, NULL, 0))
@@ -515,8 +513,14 @@ hb_pushdown_finish(PlannedStmt *stmt, HbPushdown *pd)
 	 * shards (and scored there, unchecked here) depended on the planning
 	 * role's right to score the model.  (Pinned calls that were already in
 	 * the query mark the plan where they are checked, hb_set_rel_pathlist.)
+	 * A pinned call is IMMUTABLE (postgres_fdw ships nothing else): over
+	 * constants the planner computes it (in the query as written, or in
+	 * an SQL function it inlines), checking the planning role's right to
+	 * score, and the plan keeps only the value; the planner hook counts
+	 * such runs (hb_pinned_runs), and that plan too is good for that role
+	 * and that catalog only, whatever the GUCs.
 	 */
-	if (pd->depends || pd->has_pinned)
+	if (pd->depends || pd->folded_pinned)
 	{
 		ListCell   *lc;
 

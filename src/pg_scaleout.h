@@ -32,6 +32,7 @@ extern HbCacheEntry *hb_pinned_resolve(const char *name, int32 pin_version,
 typedef struct HbPinRead HbPinRead;
 extern bool hb_pin_reads_as(Oid type, int32 typmod);
 extern bool hb_pin_array_type(Oid t);
+extern uint64 hb_pinned_runs;	/* pinned calls run by this backend */
 extern ArrayType *hb_pin_columns(Datum *names, const Oid *types,
 								 const int32 *typmods, int n);
 extern TupleDesc hb_pinned_desc(ArrayType *cols, int nvals, const Oid *types,
@@ -43,7 +44,7 @@ extern int32 hb_arg_typmod(FmgrInfo *flinfo, int i);
 typedef struct HbPushdown
 {
 	bool		depends;		/* the plan depends on the model catalog */
-	bool		has_pinned;		/* the query holds pinned calls already */
+	bool		folded_pinned;	/* the planner ran a pinned call */
 	List	   *topk_relids;	/* partitions of a distributed top-K */
 	List	   *keep;			/* plan nodes the batching scan leaves alone */
 	List	   *replaced;		/* OIDs of the functions pinned calls replace */

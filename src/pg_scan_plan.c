@@ -1513,6 +1513,7 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	PlannedStmt *stmt;
 	HbPushdown	pd;
+	uint64		pinned_runs = hb_pinned_runs;	/* to see the planner run one */
 
 	/* a plan made through this hook: no earlier one is still waiting */
 	hb_unhooked_plan = false;
@@ -1523,6 +1524,7 @@ hb_planner(Query *parse, const char *query_string, int cursorOptions,
 	stmt = prev_planner ?
 		prev_planner(parse, query_string, cursorOptions, boundParams) :
 		standard_planner(parse, query_string, cursorOptions, boundParams);
+	pd.folded_pinned = hb_pinned_runs != pinned_runs;
 	hb_pushdown_finish(stmt, &pd);
 	return rewrite_stmt(stmt, &pd, (cursorOptions & CURSOR_OPT_SCROLL) != 0);
 }

@@ -305,7 +305,16 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 		 * the sample cannot check (docs/willump.md)
 		 */
 		if (ok && !hb_topk_bar_cut)
+		{
 			out->bar.slope = out->bar.floor = out->bar.margin = NAN;
+			/*
+			 * and the gate, which lets rows go only once that cut covers
+			 * the tail (every row would pay for it, none be let go): the
+			 * screening score without it is at least as high
+			 */
+			if (out->approx != NULL)
+				out->approx->gate = NULL;
+		}
 		if (!ok)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
@@ -764,6 +773,8 @@ hb_tune(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k applies to top-K tuning only")));
 	spec.k = k;
+	/* a gate acts only under the cut relative to the bar (approx.h) */
+	spec.gate = hb_topk_bar_cut ? HB_STAGES_AUTO : HB_STAGES_ONE;
 	spec.target = float_arg(fcinfo, 4, "target");
 	spec.confidence = float_arg(fcinfo, 5, "confidence");
 	seed = PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6);

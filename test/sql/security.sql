@@ -251,7 +251,32 @@ SELECT hb_model_revoke('sec_dba', 'regress_sec_mallory');
 SET ROLE regress_sec_mallory;
 SELECT hbt_try('EXECUTE sec_pin') AS after_revoke;
 RESET ROLE;
+-- the same call inside an SQL function the planner inlines and computes
+SELECT format('CREATE FUNCTION sec_pin_f() RETURNS numeric LANGUAGE sql AS %L',
+			  format('SELECT round(hb_predict_pinned(%L, %s, %L, %L, NULL, ARRAY[1, 2, 3, 4, 5, 6]::float8[])::numeric, 6)',
+					 name, version, sha256, 's1'))
+FROM hb_models WHERE name = 'sec_dba' AND active \gexec
+PREPARE sec_pin_inlined AS SELECT sec_pin_f() AS p;
+EXECUTE sec_pin_inlined;
+SET ROLE regress_sec_mallory;
+SELECT hbt_try('EXECUTE sec_pin_inlined') AS other_role_inlined;
+RESET ROLE;
+-- a grant through a role's membership, revoked: the plan is made again
+CREATE ROLE regress_sec_group;
+SELECT hb_model_grant('sec_dba', 'regress_sec_group');
+GRANT regress_sec_group TO regress_sec_mallory;
+SET ROLE regress_sec_mallory;
+EXECUTE sec_pin;
+RESET ROLE;
+REVOKE regress_sec_group FROM regress_sec_mallory;
+SET ROLE regress_sec_mallory;
+SELECT hbt_try('EXECUTE sec_pin') AS membership_revoked;
+RESET ROLE;
+SELECT hb_model_revoke('sec_dba', 'regress_sec_group');
+DROP ROLE regress_sec_group;
 DEALLOCATE sec_pin;
+DEALLOCATE sec_pin_inlined;
+DROP FUNCTION sec_pin_f();
 RESET plan_cache_mode;
 
 SELECT hb_model_drop('sec_dba');
