@@ -300,21 +300,15 @@ hb_tuning_load(const HbCacheEntry *e, const char *kind, int k_query,
 			ok = hb_fail(&err, HB_ERR_INVALID, "the threshold is missing or not a number");
 
 		/*
-		 * The cut relative to the bar is checked as stored, and used only
+		 * The cut relative to the bar is checked as stored, and rises only
 		 * under hbird.topk_bar_cut: its statement rests on an assumption
-		 * the sample cannot check (docs/willump.md)
+		 * the sample cannot check (docs/willump.md).  Its floor, the full
+		 * margin s* the fixed cut's statement starts at, still says when
+		 * the answer lies where that statement holds (waiting rows go, the
+		 * gate acts)
 		 */
 		if (ok && !hb_topk_bar_cut)
-		{
-			out->bar.slope = out->bar.floor = out->bar.margin = NAN;
-			/*
-			 * and the gate, which lets rows go only once that cut covers
-			 * the tail (every row would pay for it, none be let go): the
-			 * screening score without it is at least as high
-			 */
-			if (out->approx != NULL)
-				out->approx->gate = NULL;
-		}
+			out->bar.fixed = true;
 		if (!ok)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
@@ -773,8 +767,6 @@ hb_tune(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k applies to top-K tuning only")));
 	spec.k = k;
-	/* a gate acts only under the cut relative to the bar (approx.h) */
-	spec.gate = hb_topk_bar_cut ? HB_STAGES_AUTO : HB_STAGES_ONE;
 	spec.target = float_arg(fcinfo, 4, "target");
 	spec.confidence = float_arg(fcinfo, 5, "confidence");
 	seed = PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6);

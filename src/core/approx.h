@@ -214,6 +214,9 @@ typedef struct HbBarCut
 	double		slope;
 	double		floor;
 	double		margin;
+	bool		fixed;			/* the fixed cut decides; floor only says when
+								 * the answer lies in the tail its statement
+								 * covers (hb_bar_cut_covers) */
 } HbBarCut;
 
 static inline bool
@@ -237,7 +240,7 @@ hb_bar_cut(const HbBarCut *bc, double cut, double bar)
 	 * (infinite margins, which would give slope 1 a NaN cut): the fixed
 	 * cut, whose own statement covers the rows it judges
 	 */
-	if (!hb_bar_cut_on(bc) || !(bar - bar == 0.0))
+	if (!hb_bar_cut_on(bc) || bc->fixed || !(bar - bar == 0.0))
 		return cut;
 	b = bar > bc->floor ? bar : bc->floor;
 	return (1.0 - bc->slope) * b + bc->slope * bc->floor - bc->margin;

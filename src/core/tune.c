@@ -1482,7 +1482,7 @@ static bool
 bar_cut_pays(const Work *w, const double *ssel, double slope, int tail, int e,
 			 double *r)
 {
-	HbBarCut	bc;
+	HbBarCut	bc = {0};
 	double		bar = w->m_sel[w->order_sel[w->spec->k - 1]];
 	double		tau,
 				cut;

@@ -875,7 +875,7 @@ test_topk_tuning(void)
 	 */
 	{
 		bool		found = false;
-		HbBarCut	bc = {NAN, NAN, NAN};
+		HbBarCut	bc = {NAN, NAN, NAN, false};
 
 		for (uint64_t seed = 43; seed < 67 && !found; seed++)
 		{

@@ -164,6 +164,22 @@ UPDATE hbird.tuning t SET bar_slope = s.bar_slope, bar_floor = s.bar_floor, bar_
 FROM bar_saved s WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
 DROP TABLE bar_saved, bar_exact, bar_fixed;
 RESET hbird.topk_bar_cut;
+-- off, a stored bar cut's floor (the full margin s* the fixed cut's
+-- statement starts at) still lets the waiting rows go once the bar reaches
+-- it, the answer then lying where that statement holds: fewer rows wait
+-- than without the floor, under the same fixed cut
+CREATE TABLE bar_saved AS
+SELECT bar_slope, bar_floor, bar_margin FROM hbird.tuning WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+UPDATE hbird.tuning SET bar_slope = 0, bar_floor = cheap_cut, bar_margin = 0 WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+SELECT (SELECT substring(l FROM 'Rows Waited: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
+		WHERE l ~ 'Rows Waited') AS floor_waited \gset
+SELECT (SELECT substring(l FROM 'Rows Scored: (\d+)')::int FROM plan_lines($$SELECT id FROM items i WHERE id > 110000 ORDER BY hb_predict('wrank', i) DESC LIMIT 10$$) l
+		WHERE l ~ 'Rows Scored') AS floor_scored \gset
+UPDATE hbird.tuning SET bar_slope = NULL, bar_floor = NULL, bar_margin = NULL WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+SELECT :floor_waited < :fixed_waited AS floor_fewer_waited, :floor_scored <= :fixed_scored AS floor_no_more_scored;
+UPDATE hbird.tuning t SET bar_slope = s.bar_slope, bar_floor = s.bar_floor, bar_margin = s.bar_margin
+FROM bar_saved s WHERE name = 'wrank' AND kind = 'topk' AND k = 10;
+DROP TABLE bar_saved;
 -- memory (pg_approx.c, pg_topk.c): planted, no row reaches the cut and the
 -- best ratio * k rows by cheap score wait to be scored at the end.  Where
 -- they outgrow work_mem they are scored early and rows wait again: more
