@@ -240,17 +240,21 @@ SELECT format('PREPARE sec_pin AS SELECT round(hb_predict_pinned(%L, %s, %L, %L,
 FROM hb_models WHERE name = 'sec_dba' AND active \gexec
 SET plan_cache_mode = force_generic_plan;
 EXECUTE sec_pin;
-SET ROLE regress_sec_mallory;
-SELECT hbt_try('EXECUTE sec_pin') AS other_role;
-RESET ROLE;
+-- a statement run as role r: 'ok' or its error
+CREATE FUNCTION sec_as(r name, stmt text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	res text;
+BEGIN
+	EXECUTE format('SET LOCAL ROLE %I', r);
+	res := hbt_try(stmt);
+	RESET ROLE;
+	RETURN res;
+END $$;
+SELECT sec_as('regress_sec_mallory', 'EXECUTE sec_pin') AS other_role;
 SELECT hb_model_grant('sec_dba', 'regress_sec_mallory');
-SET ROLE regress_sec_mallory;
-EXECUTE sec_pin;
-RESET ROLE;
+SELECT sec_as('regress_sec_mallory', 'EXECUTE sec_pin') AS granted;
 SELECT hb_model_revoke('sec_dba', 'regress_sec_mallory');
-SET ROLE regress_sec_mallory;
-SELECT hbt_try('EXECUTE sec_pin') AS after_revoke;
-RESET ROLE;
+SELECT sec_as('regress_sec_mallory', 'EXECUTE sec_pin') AS after_revoke;
 -- the same call inside an SQL function the planner inlines and computes
 SELECT format('CREATE FUNCTION sec_pin_f() RETURNS numeric LANGUAGE sql AS %L',
 			  format('SELECT round(hb_predict_pinned(%L, %s, %L, %L, NULL, ARRAY[1, 2, 3, 4, 5, 6]::float8[])::numeric, 6)',
@@ -258,25 +262,19 @@ SELECT format('CREATE FUNCTION sec_pin_f() RETURNS numeric LANGUAGE sql AS %L',
 FROM hb_models WHERE name = 'sec_dba' AND active \gexec
 PREPARE sec_pin_inlined AS SELECT sec_pin_f() AS p;
 EXECUTE sec_pin_inlined;
-SET ROLE regress_sec_mallory;
-SELECT hbt_try('EXECUTE sec_pin_inlined') AS other_role_inlined;
-RESET ROLE;
+SELECT sec_as('regress_sec_mallory', 'EXECUTE sec_pin_inlined') AS other_role_inlined;
 -- a grant through a role's membership, revoked: the plan is made again
 CREATE ROLE regress_sec_group;
 SELECT hb_model_grant('sec_dba', 'regress_sec_group');
 GRANT regress_sec_group TO regress_sec_mallory;
-SET ROLE regress_sec_mallory;
-EXECUTE sec_pin;
-RESET ROLE;
+SELECT sec_as('regress_sec_mallory', 'EXECUTE sec_pin') AS through_membership;
 REVOKE regress_sec_group FROM regress_sec_mallory;
-SET ROLE regress_sec_mallory;
-SELECT hbt_try('EXECUTE sec_pin') AS membership_revoked;
-RESET ROLE;
+SELECT sec_as('regress_sec_mallory', 'EXECUTE sec_pin') AS membership_revoked;
 SELECT hb_model_revoke('sec_dba', 'regress_sec_group');
 DROP ROLE regress_sec_group;
 DEALLOCATE sec_pin;
 DEALLOCATE sec_pin_inlined;
-DROP FUNCTION sec_pin_f();
+DROP FUNCTION sec_pin_f(), sec_as(name, text);
 RESET plan_cache_mode;
 
 SELECT hb_model_drop('sec_dba');
