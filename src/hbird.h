@@ -106,6 +106,7 @@ extern bool hb_may_change(Oid role, Oid owner);
 extern void hb_check_owner(Oid role, Oid owner, const char *name);
 extern void hb_check_new_model_name(const char *name);
 extern void hb_write_begin(HbCatalogWrite *w, const char *what);
+extern int	hb_pin_search_path(void);
 extern void hb_write_end(HbCatalogWrite *w);
 extern int	hb_write_sql(const char *sql, int nargs, Oid *types, Datum *values,
 						 const char *nulls, int expect);

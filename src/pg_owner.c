@@ -263,13 +263,26 @@ hb_write_begin(HbCatalogWrite *w, const char *what)
 				 errhint("This server is a standby: change models on the primary, whose catalog it replays.") : 0));
 	GetUserIdAndSecContext(&w->save_userid, &w->save_sec_context);
 	SPI_connect();
-	w->guc_level = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
+	w->guc_level = hb_pin_search_path();
 	SetUserIdAndSecContext(catalog_owner(),
 						   w->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
+}
+
+/*
+ * search_path set to pg_catalog, pg_temp for SQL hbird runs itself, so
+ * that the caller's schemas pick none of its operators or functions; the
+ * GUC nest level to end with AtEOXact_GUC(false, level).
+ */
+int
+hb_pin_search_path(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	return level;
 }
 
 void

@@ -528,19 +528,20 @@ site_prepare(FunctionCallInfo fcinfo, PinKind kind)
 		s->values = palloc(sizeof(Datum) * s->nvals);
 		s->nulls = palloc(sizeof(bool) * s->nvals);
 	}
-	else if (s->nvals != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a pinned call without column names takes one array")));
-	else if (!hb_pin_array_type(get_fn_expr_argtype(fcinfo->flinfo, PIN_VALUES)))
+	else
 	{
 		/* the plain array form reads the value as an array: it must be one */
 		Oid			t = get_fn_expr_argtype(fcinfo->flinfo, PIN_VALUES);
 
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("a pinned call without column names takes one array, not %s",
-						OidIsValid(t) ? format_type_be(t) : "a value of unknown type")));
+		if (s->nvals != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a pinned call without column names takes one array")));
+		if (!hb_pin_array_type(t))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("a pinned call without column names takes one array, not %s",
+							OidIsValid(t) ? format_type_be(t) : "a value of unknown type")));
 	}
 	/* not looked up in pg_proc: the plain form is this library's own */
 	MemSet(&s->plain, 0, sizeof(FmgrInfo));

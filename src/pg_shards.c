@@ -621,11 +621,7 @@ local_active(const char *name, Oid nsp)
 	int			guc_level;
 
 	SPI_connect();
-	/* the caller's search_path must not pick the query's operators */
-	guc_level = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
+	guc_level = hb_pin_search_path();
 	if (SPI_execute_with_args(sql, 1, t, v, name ? NULL : "n", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read hb_models");
 	for (uint64 i = 0; i < SPI_processed; i++)
